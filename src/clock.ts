@@ -1,0 +1,95 @@
+/**
+ * The only place that reads the machine's time. Everything else receives a
+ * {@linkcode Clock} and asks it: instants are UTC epoch milliseconds.
+ *
+ * @module
+ */
+
+/** A source of UTC instants and of waits, injected everywhere time matters. */
+export interface Clock {
+  /** The current instant in UTC epoch milliseconds. */
+  now(): number;
+  /**
+   * Resolves after `ms` milliseconds of this clock's time, or early (without
+   * rejecting) when `signal` aborts: callers check the signal themselves.
+   */
+  sleep(ms: number, signal?: AbortSignal): Promise<void>;
+}
+
+/** The real clock: wall time from the system, waits from timers. */
+export class SystemClock implements Clock {
+  now(): number {
+    return Date.now();
+  }
+
+  sleep(ms: number, signal?: AbortSignal): Promise<void> {
+    if (signal?.aborted) return Promise.resolve();
+    return new Promise((resolve) => {
+      const done = () => {
+        clearTimeout(timer);
+        signal?.removeEventListener("abort", done);
+        resolve();
+      };
+      const timer = setTimeout(done, Math.max(0, ms));
+      signal?.addEventListener("abort", done, { once: true });
+    });
+  }
+}
+
+interface Sleeper {
+  until: number;
+  resolve: () => void;
+}
+
+/**
+ * A clock for tests: time stands still until {@linkcode FakeClock.advance}
+ * moves it, and sleepers wake when their instant is reached.
+ */
+export class FakeClock implements Clock {
+  #now: number;
+  #sleepers: Sleeper[] = [];
+
+  /** @param start the first instant, UTC epoch ms @default 2026-01-01T00:00:00Z */
+  constructor(start: number = Date.UTC(2026, 0, 1)) {
+    this.#now = start;
+  }
+
+  now(): number {
+    return this.#now;
+  }
+
+  sleep(ms: number, signal?: AbortSignal): Promise<void> {
+    if (signal?.aborted || ms <= 0) return Promise.resolve();
+    return new Promise((resolve) => {
+      const sleeper: Sleeper = {
+        until: this.#now + ms,
+        resolve: () => {
+          signal?.removeEventListener("abort", sleeper.resolve);
+          this.#sleepers = this.#sleepers.filter((s) => s !== sleeper);
+          resolve();
+        },
+      };
+      this.#sleepers.push(sleeper);
+      signal?.addEventListener("abort", sleeper.resolve, { once: true });
+    });
+  }
+
+  /** Moves time forward by `ms` and wakes every sleeper whose instant has come. */
+  advance(ms: number): void {
+    this.set(this.#now + ms);
+  }
+
+  /** Moves time to `instant` (never backwards) and wakes due sleepers. */
+  set(instant: number): void {
+    if (instant < this.#now) {
+      throw new Error(`FakeClock cannot go back from ${this.#now} to ${instant}`);
+    }
+    this.#now = instant;
+    for (const s of [...this.#sleepers]) if (s.until <= instant) s.resolve();
+  }
+
+  /** How many sleeps are pending: lets a test wait until a loop is parked. */
+  get sleepers(): number {
+    return this.#sleepers.length;
+  }
+}

@@ -1,0 +1,221 @@
+/**
+ * The library's front door: a store, the workers this process knows, enqueue
+ * (alone, in bulk, inside the caller's transaction) and the runtime.
+ *
+ * @module
+ */
+
+import { hostname } from "node:os";
+import { type Clock, SystemClock } from "./clock.ts";
+import { buildJob, DEFAULT_ARGS_LIMIT, type EnqueueOptions } from "./kernel/enqueue.ts";
+import type { Registry } from "./kernel/executor.ts";
+import type { InsertResult, NewJob } from "./kernel/types.ts";
+import type { Worker } from "./kernel/worker.ts";
+import type { Store, StoreTx } from "./store/store.ts";
+import { openSqliteStore, type SqliteOptions, type SqliteTx } from "./store/sqlite/sqlite_store.ts";
+import { jsonLogger, type Logger } from "./worker/logger.ts";
+import { Runtime, type RuntimeOptions } from "./worker/runtime.ts";
+
+/** Options for {@linkcode Jobs}. */
+export interface JobsOptions<Tx extends StoreTx> {
+  store: Store<Tx>;
+  /** Workers this process can run (and whose defaults enqueue applies). */
+  // deno-lint-ignore no-explicit-any
+  workers?: Worker<any>[];
+  /** @default SystemClock */
+  clock?: Clock;
+  /** Runtime events. @default JSON lines on stderr */
+  logger?: Logger;
+  /** Largest serialized args, in bytes. @default 262144 (256 KiB) */
+  argsLimit?: number;
+  /** Random in [0, 1), for backoff jitter. @default Math.random */
+  random?: () => number;
+}
+
+/** Options of {@linkcode Jobs.enqueue} inside a transaction. */
+export interface TxOption<Tx> {
+  /** Insert inside this transaction (from {@linkcode Jobs.transaction}). */
+  tx?: Tx;
+}
+
+/** One job of {@linkcode Jobs.enqueueMany}. */
+export interface EnqueueEntry {
+  // deno-lint-ignore no-explicit-any
+  worker: Worker<any> | string;
+  args: unknown;
+  options?: EnqueueOptions;
+}
+
+/** What {@linkcode Jobs.start} takes: runtime options, all optional. */
+export type StartOptions = Partial<RuntimeOptions>;
+
+/** A queue on a store, with the workers of this process. */
+export class Jobs<Tx extends StoreTx = StoreTx> {
+  readonly store: Store<Tx>;
+  readonly clock: Clock;
+  readonly logger: Logger;
+  // deno-lint-ignore no-explicit-any
+  #registry = new Map<string, Worker<any>>();
+  #argsLimit: number;
+  #random: () => number;
+  #runtimes = new Set<Runtime>();
+  #txWakes = new WeakMap<Tx, { queues: Set<string>; scheduled: boolean }>();
+
+  constructor(options: JobsOptions<Tx>) {
+    this.store = options.store;
+    this.clock = options.clock ?? new SystemClock();
+    this.logger = options.logger ?? jsonLogger;
+    this.#argsLimit = options.argsLimit ?? DEFAULT_ARGS_LIMIT;
+    this.#random = options.random ?? Math.random;
+    for (const worker of options.workers ?? []) this.register(worker);
+  }
+
+  /** The workers this process knows, by name. */
+  get registry(): Registry {
+    return this.#registry;
+  }
+
+  /** Adds a worker; a second worker with the same name is refused. */
+  // deno-lint-ignore no-explicit-any
+  register(worker: Worker<any>): void {
+    if (this.#registry.has(worker.name)) {
+      throw new Error(`worker "${worker.name}" is already registered`);
+    }
+    this.#registry.set(worker.name, worker);
+  }
+
+  /**
+   * Enqueues one job. Returns its id, and `duplicate: true` with the existing
+   * job's id when uniqueness refused a new row. Args that cannot be
+   * serialized or exceed the size limit throw and write nothing.
+   */
+  enqueue<A>(
+    worker: Worker<A> | string,
+    args: A,
+    options: EnqueueOptions & TxOption<Tx> = {},
+  ): Promise<InsertResult> {
+    return this.enqueueMany([{ worker, args, options }], options).then((r) => r[0]!);
+  }
+
+  /** Enqueues many jobs in one statement and one transaction; results in input order. */
+  async enqueueMany(entries: EnqueueEntry[], options: TxOption<Tx> = {}): Promise<InsertResult[]> {
+    const now = this.clock.now();
+    const jobs: NewJob[] = entries.map((e) => {
+      const def = typeof e.worker === "string"
+        ? this.#registry.get(e.worker) ?? e.worker
+        : e.worker;
+      return buildJob(def, e.args, e.options ?? {}, now, this.#argsLimit);
+    });
+    if (options.tx) {
+      const results = await options.tx.jobsInsert({ jobs, now });
+      const wakes = this.#txWakes.get(options.tx);
+      if (wakes) this.#noteWakes(wakes, results);
+      return results;
+    }
+    const results = await this.store.jobsInsert({ jobs, now });
+    const wakes = { queues: new Set<string>(), scheduled: false };
+    this.#noteWakes(wakes, results);
+    this.#wake(wakes);
+    return results;
+  }
+
+  /**
+   * Runs `fn` in one store transaction: the caller's own writes (through
+   * `tx`, e.g. `tx.db` on SQLite) and jobs enqueued with `{ tx }` commit or
+   * roll back together. Enqueue without `{ tx }` inside `fn` would wait for
+   * the transaction to end, so always pass it.
+   */
+  async transaction<T>(fn: (tx: Tx) => Promise<T>): Promise<T> {
+    let wakes!: { queues: Set<string>; scheduled: boolean };
+    const result = await this.store.transaction((tx) => {
+      wakes = { queues: new Set(), scheduled: false };
+      this.#txWakes.set(tx, wakes);
+      return fn(tx);
+    });
+    this.#wake(wakes);
+    return result;
+  }
+
+  /** Starts a runtime on this node; queues default to each worker's queue at concurrency 10. */
+  async start(options: StartOptions = {}): Promise<Runtime> {
+    const queues = options.queues ?? this.#defaultQueues();
+    const runtime = new Runtime(
+      {
+        store: this.store,
+        clock: this.clock,
+        registry: this.#registry,
+        logger: this.logger,
+        random: this.#random,
+      },
+      { ...options, queues, node: options.node ?? defaultNodeName() },
+    );
+    this.#runtimes.add(runtime);
+    await runtime.start();
+    return runtime;
+  }
+
+  /** Stops every runtime started here (with `grace`) and closes the store. */
+  async close(options: { grace?: number } = {}): Promise<void> {
+    await Promise.all([...this.#runtimes].map((r) => r.stop(options)));
+    this.#runtimes.clear();
+    await this.store.close();
+  }
+
+  #defaultQueues(): Record<string, number> {
+    const queues: Record<string, number> = {};
+    for (const worker of this.#registry.values()) queues[worker.queue] = 10;
+    if (Object.keys(queues).length === 0) queues.default = 10;
+    return queues;
+  }
+
+  #noteWakes(wakes: { queues: Set<string>; scheduled: boolean }, results: InsertResult[]): void {
+    for (const r of results) {
+      if (r.duplicate) continue;
+      if (r.state === "available") wakes.queues.add(r.queue);
+      else wakes.scheduled = true;
+    }
+  }
+
+  #wake(wakes: { queues: Set<string>; scheduled: boolean }): void {
+    for (const runtime of this.#runtimes) {
+      if (wakes.queues.size) runtime.wake(wakes.queues);
+      if (wakes.scheduled) runtime.wakeStager();
+    }
+  }
+}
+
+/** Options for {@linkcode openJobs}. */
+export interface OpenJobsOptions extends Omit<JobsOptions<SqliteTx>, "store"> {
+  /** SQLite settings (busy timeout, synchronous). */
+  sqlite?: SqliteOptions;
+}
+
+/**
+ * Opens (creating and migrating as needed) a SQLite file and returns a
+ * {@linkcode Jobs} on it.
+ */
+export async function openJobs(
+  path: string,
+  options: OpenJobsOptions = {},
+): Promise<Jobs<SqliteTx>> {
+  const clock = options.clock ?? new SystemClock();
+  const store = await openSqliteStore(path, { ...options.sqlite, now: clock.now() });
+  return new Jobs({ ...options, clock, store });
+}
+
+/**
+ * `<hostname>:<pid>:<nonce>`: unique per process even when several share a
+ * host, and never reused after a restart with the same pid.
+ */
+export function defaultNodeName(): string {
+  const nonce = Array.from(crypto.getRandomValues(new Uint8Array(3)))
+    .map((b) => b.toString(16).padStart(2, "0"))
+    .join("");
+  let host = "localhost";
+  try {
+    host = hostname();
+  } catch {
+    // no permission to read the host name: the pid and nonce still make it unique
+  }
+  return `${host}:${Deno.pid}:${nonce}`;
+}

@@ -1,0 +1,156 @@
+/**
+ * Turns a worker, its args and enqueue options into a row to insert: every
+ * option checked, args serialized and size-checked, nothing half-written.
+ *
+ * @module
+ */
+
+import { checkUnique, uniqueKey, type UniqueOptions } from "./unique.ts";
+import type { NewJob } from "./types.ts";
+import {
+  checkMaxAttempts,
+  checkQueueName,
+  clampPriority,
+  DEFAULT_MAX_ATTEMPTS,
+  DEFAULT_QUEUE,
+  type Worker,
+} from "./worker.ts";
+
+/** Largest serialized args accepted by default, in bytes. */
+export const DEFAULT_ARGS_LIMIT = 256 * 1024;
+
+/** Options of one enqueue. */
+export interface EnqueueOptions {
+  /** @default the worker's queue, else "default" */
+  queue?: string;
+  /** 0 (first) to 9 (last); clamped into that range. @default the worker's, else 0 */
+  priority?: number;
+  /** Run no earlier than this many ms from now. */
+  in?: number;
+  /** Run no earlier than this instant (UTC epoch ms or a Date). */
+  at?: number | Date;
+  /** @default the worker's, else 20 */
+  maxAttempts?: number;
+  /** Free-form labels, for filtering. */
+  tags?: string[];
+  /** Free-form data kept with the job, not passed to `perform`. */
+  meta?: Record<string, unknown>;
+  /** Uniqueness; `false` turns off the worker's. @default the worker's */
+  unique?: UniqueOptions | false;
+  /** The tenant the job belongs to. */
+  tenant?: string;
+}
+
+/** Raised when args or options are refused; no row is written. */
+export class EnqueueError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = "EnqueueError";
+  }
+}
+
+/** Serializes args as JSON, refusing what JSON would silently drop or mangle. */
+export function serializeArgs(args: unknown, where: string, limit = DEFAULT_ARGS_LIMIT): string {
+  let text: string | undefined;
+  try {
+    text = JSON.stringify(args, (key, value) => {
+      const t = typeof value;
+      if (t === "function" || t === "symbol") {
+        throw new EnqueueError(`${where}: args${path(key)} is a ${t}, which JSON cannot hold`);
+      }
+      if (t === "number" && !Number.isFinite(value)) {
+        throw new EnqueueError(`${where}: args${path(key)} is ${value}, which JSON cannot hold`);
+      }
+      if (value instanceof Map || value instanceof Set) {
+        throw new EnqueueError(
+          `${where}: args${path(key)} is a ${value.constructor.name}, which JSON cannot hold`,
+        );
+      }
+      return value;
+    });
+  } catch (error) {
+    if (error instanceof EnqueueError) throw error;
+    throw new EnqueueError(`${where}: args cannot be serialized: ${(error as Error).message}`);
+  }
+  if (text === undefined) {
+    throw new EnqueueError(`${where}: args cannot be serialized: ${String(args)}`);
+  }
+  const bytes = text.length * 3 <= limit ? text.length : new TextEncoder().encode(text).length;
+  if (bytes > limit) {
+    throw new EnqueueError(`${where}: args are ${bytes} bytes, more than the limit of ${limit}`);
+  }
+  return text;
+}
+
+function path(key: string): string {
+  return key === "" ? "" : `.${key}`;
+}
+
+/**
+ * Builds the row for one job. `worker` is a defined worker or just a name
+ * (a worker this process does not define, run elsewhere).
+ */
+export function buildJob(
+  // deno-lint-ignore no-explicit-any
+  worker: Worker<any> | string,
+  args: unknown,
+  options: EnqueueOptions,
+  now: number,
+  argsLimit = DEFAULT_ARGS_LIMIT,
+): NewJob {
+  const def = typeof worker === "string" ? null : worker;
+  const name = def ? def.name : worker as string;
+  const where = `enqueue "${name}"`;
+  if (typeof name !== "string" || name.length === 0) {
+    throw new EnqueueError(`enqueue: a worker or worker name is required, got "${String(name)}"`);
+  }
+  const queue = options.queue ?? def?.queue ?? DEFAULT_QUEUE;
+  checkQueueName(queue, where);
+  const maxAttempts = options.maxAttempts ?? def?.maxAttempts ?? DEFAULT_MAX_ATTEMPTS;
+  checkMaxAttempts(maxAttempts, where);
+  const argsText = serializeArgs(args, where, argsLimit);
+  const scheduledAt = scheduleOf(options, now, where);
+  const unique = options.unique === false ? undefined : options.unique ?? def?.unique;
+  if (unique) checkUnique(unique, where);
+  if (options.tags && !options.tags.every((t) => typeof t === "string")) {
+    throw new EnqueueError(`${where}: tags must be strings, got ${JSON.stringify(options.tags)}`);
+  }
+  return {
+    queue,
+    worker: name,
+    args: argsText,
+    meta: options.meta ? serializeArgs(options.meta, `${where} meta`, argsLimit) : "{}",
+    tags: options.tags ? JSON.stringify(options.tags) : "[]",
+    tenant: options.tenant ?? null,
+    priority: clampPriority(options.priority ?? def?.priority ?? 0),
+    maxAttempts,
+    scheduledAt,
+    uniqueKey: unique
+      ? uniqueKey(unique, { worker: name, queue, args: JSON.parse(argsText) }, now)
+      : null,
+    uniqueStates: unique ? unique.states ?? "incomplete" : null,
+    occurrence: null,
+    scheduleId: null,
+    scheduledFor: null,
+  };
+}
+
+function scheduleOf(options: EnqueueOptions, now: number, where: string): number {
+  if (options.in !== undefined && options.at !== undefined) {
+    throw new EnqueueError(`${where}: give "in" or "at", not both`);
+  }
+  if (options.in !== undefined) {
+    if (!Number.isFinite(options.in) || options.in < 0) {
+      throw new EnqueueError(`${where}: "in" must be a number of ms >= 0, got ${options.in}`);
+    }
+    return now + options.in;
+  }
+  if (options.at !== undefined) {
+    const at = options.at instanceof Date ? options.at.getTime() : options.at;
+    if (!Number.isFinite(at)) {
+      throw new EnqueueError(`${where}: "at" is not a valid instant: ${String(options.at)}`);
+    }
+    return at;
+  }
+  return now;
+}

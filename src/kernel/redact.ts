@@ -1,0 +1,91 @@
+/**
+ * Redaction of secrets from text that is stored or shown: errors, outputs,
+ * log lines. Applied before anything reaches the store.
+ *
+ * @module
+ */
+
+/** Each stored error is capped at this many bytes of UTF-8. */
+export const ERROR_CAP_BYTES = 4096;
+/** How many errors a job keeps (the most recent). */
+export const ERRORS_KEPT = 20;
+
+const MASK = "[REDACTED]";
+
+// user:password@ in any scheme://
+const URL_CREDENTIALS = /\b([a-z][a-z0-9+.-]*:\/\/)([^/\s:@]+):([^/\s@]*)@/gi;
+// user@ alone (a token used as the user name)
+const URL_USER = /\b([a-z][a-z0-9+.-]*:\/\/)([^/\s:@]{16,})@/gi;
+// key=value, key: value, "key": "value" for names that hold secrets
+const SECRET_NAMES = String
+  .raw`[\w.-]*(?:token|secret|password|passwd|pwd|api[_-]?key|apikey|access[_-]?key|private[_-]?key|client[_-]?secret|session|cookie|credential|signature|sig|auth)[\w.-]*`;
+const PAIR = new RegExp(
+  String.raw`(["']?\b${SECRET_NAMES}["']?\s*[=:]\s*)("[^"]*"|'[^']*'|[^\s&,;"'}\]]+)`,
+  "gi",
+);
+// Authorization: Bearer xyz / Basic xyz / Proxy-Authorization
+const AUTHORIZATION =
+  /((?:proxy-)?authorization["']?\s*[:=]\s*["']?)(?:(bearer|basic|token|digest)\s+)?([^\s"',;]+(?:[^\S\r\n]+[^\s"',;]+)*?)(?=["',;\r\n]|$)/gi;
+const AUTH_SCHEME = /^(bearer|basic|token|digest)$/i;
+const BEARER = /\b(bearer)\s+[a-z0-9._~+/=-]{8,}/gi;
+
+/** Replaces secrets in `text` with `[REDACTED]`, keeping hosts, paths and causes readable. */
+export function redact(text: string): string {
+  return text
+    .replace(URL_CREDENTIALS, (_m, scheme: string, user: string) => `${scheme}${user}:${MASK}@`)
+    .replace(URL_USER, (_m, scheme: string) => `${scheme}${MASK}@`)
+    .replace(
+      AUTHORIZATION,
+      (_m, head: string, scheme?: string) => `${head}${scheme ? `${scheme} ` : ""}${MASK}`,
+    )
+    .replace(BEARER, (_m, word: string) => `${word} ${MASK}`)
+    .replace(PAIR, (_m, head: string, value: string) => {
+      if (value.startsWith(MASK) || AUTH_SCHEME.test(value)) return `${head}${value}`;
+      const quote = value.startsWith('"') ? '"' : value.startsWith("'") ? "'" : "";
+      return `${head}${quote}${MASK}${quote}`;
+    });
+}
+
+const encoder = new TextEncoder();
+const decoder = new TextDecoder();
+
+/** Cuts `text` to at most `maxBytes` of UTF-8, marking the cut, never splitting a character. */
+export function capBytes(text: string, maxBytes: number = ERROR_CAP_BYTES): string {
+  const bytes = encoder.encode(text);
+  if (bytes.length <= maxBytes) return text;
+  const marker = `… [truncated ${bytes.length - maxBytes} bytes]`;
+  const keep = Math.max(0, maxBytes - encoder.encode(marker).length);
+  // A lone continuation byte at the cut decodes to U+FFFD; drop it.
+  const head = decoder.decode(bytes.subarray(0, keep)).replace(/\uFFFD+$/, "");
+  return head + marker;
+}
+
+/** How an error reads in the store: message (and cause chain), redacted and capped. */
+export function describeError(error: unknown): string {
+  return capBytes(redact(errorText(error)));
+}
+
+function errorText(error: unknown, depth = 0): string {
+  if (error instanceof Error) {
+    const head = error.name && error.name !== "Error"
+      ? `${error.name}: ${error.message}`
+      : error.message;
+    const stack = error.stack && depth === 0 ? stackFrames(error.stack) : "";
+    const cause = error.cause !== undefined && depth < 4
+      ? `\ncaused by: ${errorText(error.cause, depth + 1)}`
+      : "";
+    return `${head}${stack}${cause}`;
+  }
+  if (typeof error === "string") return error;
+  try {
+    return JSON.stringify(error) ?? String(error);
+  } catch {
+    return String(error);
+  }
+}
+
+// Keeps the first few frames: enough to find the line, short enough to store.
+function stackFrames(stack: string): string {
+  const frames = stack.split("\n").filter((line) => /^\s+at /.test(line)).slice(0, 5);
+  return frames.length ? `\n${frames.join("\n")}` : "";
+}

@@ -1,0 +1,140 @@
+/**
+ * Workers: what a library user defines, and what a worker may return.
+ *
+ * @module
+ */
+
+import type { Backoff } from "./backoff.ts";
+import { checkUnique, type UniqueOptions } from "./unique.ts";
+
+/** What a running job knows about itself. */
+export interface JobContext {
+  /** Aborts on timeout, operator cancel, lost lease or shutdown: stop work when it fires. */
+  readonly signal: AbortSignal;
+  /** This attempt's number, from 1. */
+  readonly attempt: number;
+  /** The lease's fencing value: rises on every claim; pass it to systems that can reject stale writers. */
+  readonly fence: number;
+  /**
+   * Stable across every attempt of this job (the occurrence identity for a
+   * scheduled occurrence, `job:<id>` otherwise): make side effects idempotent with it.
+   */
+  readonly idempotencyKey: string;
+  /** The job's row as claimed. */
+  readonly job: {
+    readonly id: number;
+    readonly queue: string;
+    readonly worker: string;
+    readonly maxAttempts: number;
+    readonly priority: number;
+    readonly occurrence: string | null;
+    readonly meta: Record<string, unknown>;
+    readonly tags: string[];
+    readonly insertedAt: number;
+    readonly scheduledAt: number;
+  };
+}
+
+/**
+ * What `perform` may return instead of finishing normally. Throwing an error
+ * means "retry with backoff while attempts remain".
+ */
+export type Outcome =
+  | void
+  | undefined
+  | { snooze: number }
+  | { cancel: string }
+  | { discard: string };
+
+/** Anything with zod's `parse`: validates and narrows the args. */
+export interface ArgsSchema<A> {
+  parse(input: unknown): A;
+}
+
+/** A worker, as passed to {@linkcode defineWorker}. */
+export interface WorkerOptions<A> {
+  /** Unique name; stored on each job, so keep it stable. */
+  name: string;
+  /** Default queue for its jobs. @default "default" */
+  queue?: string;
+  /** Attempts before a failing job is discarded. @default 20 */
+  maxAttempts?: number;
+  /** 0 (first) to 9 (last). @default 0 */
+  priority?: number;
+  /** Abort `perform` after this many ms and retry. @default no timeout */
+  timeout?: number;
+  /** Delay before a retry. @default defaultBackoff */
+  backoff?: Backoff;
+  /** Uniqueness of its jobs. @default not unique */
+  unique?: UniqueOptions;
+  /**
+   * Validates args before `perform` (a zod schema works): args it rejects
+   * are discarded at once, since retrying cannot help.
+   */
+  args?: ArgsSchema<A>;
+  /** Does the work. Return nothing for done, or an {@linkcode Outcome}. */
+  perform(args: A, ctx: JobContext): Outcome | Promise<Outcome>;
+}
+
+/** A defined worker: its options, checked. */
+export interface Worker<A = unknown> extends Readonly<WorkerOptions<A>> {
+  readonly queue: string;
+  readonly maxAttempts: number;
+  readonly priority: number;
+}
+
+/** Default attempts for a worker's jobs. */
+export const DEFAULT_MAX_ATTEMPTS = 20;
+/** Default queue. */
+export const DEFAULT_QUEUE = "default";
+
+const NAME = /^[A-Za-z0-9][\w.:/-]{0,127}$/;
+
+/** Checks a worker's options and returns the worker; names the field and value on error. */
+export function defineWorker<A = unknown>(options: WorkerOptions<A>): Worker<A> {
+  const where = `worker "${options.name}"`;
+  if (typeof options.name !== "string" || !NAME.test(options.name)) {
+    throw new TypeError(
+      `worker name must be 1-128 letters, digits or ._:/- starting with a letter or digit, got "${options.name}"`,
+    );
+  }
+  const queue = options.queue ?? DEFAULT_QUEUE;
+  checkQueueName(queue, where);
+  const maxAttempts = options.maxAttempts ?? DEFAULT_MAX_ATTEMPTS;
+  checkMaxAttempts(maxAttempts, where);
+  if (options.timeout !== undefined && !(options.timeout > 0)) {
+    throw new RangeError(
+      `${where}: timeout must be a positive number of ms, got ${options.timeout}`,
+    );
+  }
+  if (typeof options.perform !== "function") {
+    throw new TypeError(`${where}: perform must be a function`);
+  }
+  if (options.unique) checkUnique(options.unique, where);
+  return Object.freeze({
+    ...options,
+    queue,
+    maxAttempts,
+    priority: clampPriority(options.priority ?? 0),
+  });
+}
+
+/** Priorities outside 0-9 are clamped, not refused: a priority is a hint. */
+export function clampPriority(priority: number): number {
+  if (!Number.isFinite(priority)) return 0;
+  return Math.min(9, Math.max(0, Math.round(priority)));
+}
+
+/** Refuses a max attempts below 1 or not an integer. */
+export function checkMaxAttempts(value: number, where: string): void {
+  if (!Number.isInteger(value) || value < 1) {
+    throw new RangeError(`${where}: maxAttempts must be an integer >= 1, got ${value}`);
+  }
+}
+
+/** Refuses an empty or odd queue name. */
+export function checkQueueName(queue: string, where: string): void {
+  if (typeof queue !== "string" || !NAME.test(queue)) {
+    throw new TypeError(`${where}: queue must be 1-128 letters, digits or ._:/-, got "${queue}"`);
+  }
+}

@@ -1,0 +1,67 @@
+/**
+ * `jobs`: a durable job queue on an embedded SQLite file.
+ *
+ * ```ts
+ * import { defineWorker, openJobs } from "./src/mod.ts";
+ *
+ * const greet = defineWorker<{ name: string }>({
+ *   name: "greet",
+ *   perform: (args) => console.log(`hello ${args.name}`),
+ * });
+ * const jobs = await openJobs("jobs.db", { workers: [greet] });
+ * await jobs.enqueue(greet, { name: "Ada" });
+ * const runtime = await jobs.start({ queues: { default: 10 } });
+ * await runtime.stop();
+ * await jobs.close();
+ * ```
+ *
+ * @module
+ */
+
+export { type Clock, FakeClock, SystemClock } from "./clock.ts";
+export {
+  defaultNodeName,
+  type EnqueueEntry,
+  Jobs,
+  type JobsOptions,
+  openJobs,
+  type OpenJobsOptions,
+  type StartOptions,
+  type TxOption,
+} from "./jobs.ts";
+export { type Backoff, defaultBackoff, exponentialBackoff } from "./kernel/backoff.ts";
+export { DEFAULT_ARGS_LIMIT, EnqueueError, type EnqueueOptions } from "./kernel/enqueue.ts";
+export { JobTimeoutError } from "./kernel/executor.ts";
+export { describeError, redact } from "./kernel/redact.ts";
+export type {
+  Attempt,
+  AttemptOutcome,
+  InsertResult,
+  Job,
+  JobError,
+  JobState,
+} from "./kernel/types.ts";
+export { FINAL_STATES, INCOMPLETE_STATES, JOB_STATES } from "./kernel/types.ts";
+export type { UniqueOptions } from "./kernel/unique.ts";
+export {
+  type ArgsSchema,
+  defineWorker,
+  type JobContext,
+  type Outcome,
+  type Worker,
+  type WorkerOptions,
+} from "./kernel/worker.ts";
+export type { JobFilter, Store, StoreTx } from "./store/store.ts";
+export {
+  openSqliteStore,
+  SchemaTooNewError,
+  type SqliteOptions,
+  SqliteStore,
+  type SqliteTx,
+} from "./store/sqlite/sqlite_store.ts";
+export { jsonLogger, type Logger, silentLogger } from "./worker/logger.ts";
+export { LeaseLostError, ShutdownError } from "./worker/producer.ts";
+export { Runtime, type RuntimeOptions } from "./worker/runtime.ts";
+export { stageJobs } from "./worker/stager.ts";
+export { rescueOrphans } from "./worker/lifeline.ts";
+export { DEFAULT_RETENTION, pruneJobs } from "./worker/pruner.ts";

@@ -1,0 +1,21 @@
+/**
+ * The SQLite migrations, embedded in the program so a compiled binary needs
+ * nothing beside it. Add a file to `migrations/sqlite/` and a line here; a
+ * test checks that the two agree.
+ *
+ * @module
+ */
+
+import init from "../../../migrations/sqlite/0001_init.sql" with { type: "text" };
+
+/** One numbered migration. */
+export interface Migration {
+  version: number;
+  name: string;
+  sql: string;
+}
+
+/** Every migration this program knows, in order. */
+export const MIGRATIONS: readonly Migration[] = [
+  { version: 1, name: "0001_init.sql", sql: init },
+];

@@ -1,0 +1,878 @@
+/**
+ * The SQLite store: the built-in `node:sqlite`, one connection per process,
+ * WAL, and every SQL statement of the SQLite backend.
+ *
+ * Durability: `synchronous = NORMAL` by default. In WAL mode that means a
+ * committed transaction survives a crash of this process or of any other
+ * process sharing the file, but after a power cut or an OS crash the most
+ * recent commits (those not yet synced at a WAL checkpoint) may be rolled
+ * back: an enqueue could vanish, a completion could revert (the job then runs
+ * again, which at-least-once delivery allows). The file is never corrupted.
+ * Choose `synchronous: "full"` to sync the WAL on every commit, at the price
+ * of one fsync per transaction.
+ *
+ * Several processes may share one file: every write transaction starts with
+ * `BEGIN IMMEDIATE`, which takes the write lock up front and waits for it up
+ * to the busy timeout (a deferred read-then-write transaction would instead
+ * fail with SQLITE_BUSY without waiting).
+ *
+ * @module
+ */
+
+import { DatabaseSync, type StatementSync } from "node:sqlite";
+import type {
+  Attempt,
+  ClaimedJob,
+  InsertResult,
+  Job,
+  JobResult,
+  JobState,
+  NewJob,
+  RecordReport,
+} from "../../kernel/types.ts";
+import type {
+  JobFilter,
+  Lease,
+  MigrationReport,
+  NodeRow,
+  QueueRow,
+  Store,
+  StoreTx,
+} from "../store.ts";
+import { MIGRATIONS } from "./migrations.ts";
+
+/** Options for {@linkcode openSqliteStore}. */
+export interface SqliteOptions {
+  /**
+   * How long a statement waits for another process's write lock before it
+   * fails with SQLITE_BUSY, in ms.
+   * @default 5000
+   */
+  busyTimeoutMs?: number;
+  /**
+   * `normal`: durable across process crashes, may lose the last commits on a
+   * power cut. `full`: every commit is synced to disk.
+   * @default "normal"
+   */
+  synchronous?: "normal" | "full";
+  /**
+   * How often an idle process looks for commits made by other processes
+   * (`PRAGMA data_version`), in ms.
+   * @default 2
+   */
+  changePollMs?: number;
+  /** Apply pending migrations on open. @default true */
+  migrate?: boolean;
+  /** The instant recorded for migrations applied on open. */
+  now?: number;
+}
+
+/** A transaction of the SQLite store: the caller's own statements go through `db`. */
+export interface SqliteTx extends StoreTx {
+  /** The connection, inside the open transaction: prepare and run your own statements. */
+  readonly db: DatabaseSync;
+}
+
+/** Raised when the database holds a schema newer than this program knows. */
+export class SchemaTooNewError extends Error {
+  constructor(readonly location: string, readonly found: number, readonly known: number) {
+    super(
+      `${location}: schema version ${found} is newer than this program knows (${known}); ` +
+        `upgrade jobs, the database was not modified`,
+    );
+    this.name = "SchemaTooNewError";
+  }
+}
+
+const FINAL = `('completed', 'cancelled', 'discarded')`;
+
+// Appends one error entry ({at, attempt, error}) and keeps the last 20.
+const APPEND_ERROR = `errors = CASE WHEN json_array_length(errors) >= 20
+    THEN json_insert(json_remove(errors, '$[0]'), '$[#]',
+      json_object('at', :now, 'attempt', attempt, 'error', :error))
+    ELSE json_insert(errors, '$[#]', json_object('at', :now, 'attempt', attempt, 'error', :error))
+  END`;
+
+// A final state clears the unique key unless uniqueness covers all states.
+const CLEAR_UNIQUE = `unique_key = CASE WHEN unique_states = 'all' THEN unique_key END`;
+
+const LEASE_HELD = `id = :id AND state = 'executing' AND attempted_by = :node AND fence = :fence`;
+
+const SQL = {
+  insert: `INSERT INTO jobs (queue, worker, args, meta, tags, tenant, priority, max_attempts,
+      state, scheduled_at, unique_key, unique_states, occurrence, schedule_id, scheduled_for,
+      inserted_at)
+    SELECT value ->> 'queue', value ->> 'worker', value ->> 'args', value ->> 'meta',
+      value ->> 'tags', value ->> 'tenant', value ->> 'priority', value ->> 'maxAttempts',
+      CASE WHEN (value ->> 'scheduledAt') > :now THEN 'scheduled' ELSE 'available' END,
+      value ->> 'scheduledAt', value ->> 'uniqueKey', value ->> 'uniqueStates',
+      value ->> 'occurrence', value ->> 'scheduleId', value ->> 'scheduledFor', :now
+    FROM json_each(:jobs) WHERE true
+    ON CONFLICT DO NOTHING
+    RETURNING id, queue, state, unique_key, occurrence`,
+  byUniqueKey: `SELECT id, queue, state FROM jobs WHERE unique_key = :key`,
+  byOccurrence: `SELECT id, queue, state FROM jobs WHERE occurrence = :key`,
+  claim: `UPDATE jobs SET state = 'executing', attempt = attempt + 1, fence = fence + 1,
+      attempted_by = :node, attempted_at = :now, lease_expires_at = :lease
+    -- The unary + keeps the planner on the rowid lookups of the subquery's ids
+    -- instead of scanning every available row through the state index.
+    WHERE id IN (
+      SELECT id FROM jobs
+      WHERE state = 'available' AND queue = :queue AND scheduled_at <= :now
+        AND NOT EXISTS (SELECT 1 FROM queues WHERE name = :queue AND paused = 1)
+      ORDER BY priority, scheduled_at, id LIMIT :limit)
+      AND +state = 'available'
+    RETURNING id, queue, worker, args, meta, tags, occurrence, attempt, max_attempts, priority,
+      fence, inserted_at, scheduled_at, attempted_at`,
+  completed: `UPDATE jobs SET state = 'completed', completed_at = :now, lease_expires_at = NULL,
+      ${CLEAR_UNIQUE}
+    WHERE ${LEASE_HELD}`,
+  snoozed: `UPDATE jobs SET
+      state = CASE WHEN :until > :now THEN 'scheduled' ELSE 'available' END,
+      scheduled_at = :until, attempt = attempt - 1, lease_expires_at = NULL
+    WHERE ${LEASE_HELD}`,
+  retryable: `UPDATE jobs SET state = 'retryable', scheduled_at = :at, lease_expires_at = NULL,
+      ${APPEND_ERROR}
+    WHERE ${LEASE_HELD}`,
+  cancelled: `UPDATE jobs SET state = 'cancelled', cancelled_at = :now, lease_expires_at = NULL,
+      ${CLEAR_UNIQUE}, ${APPEND_ERROR}
+    WHERE ${LEASE_HELD}`,
+  discarded: `UPDATE jobs SET state = 'discarded', discarded_at = :now, lease_expires_at = NULL,
+      ${CLEAR_UNIQUE}, ${APPEND_ERROR}
+    WHERE ${LEASE_HELD}`,
+  attemptInsert: `INSERT INTO attempts (job_id, attempt, fence, node, kind, started_at,
+      finished_at, outcome, error)
+    VALUES (:id, :attempt, :fence, :node, :kind, :started, :now, :outcome, :error)`,
+  renew: `UPDATE jobs SET lease_expires_at = :lease WHERE ${LEASE_HELD}`,
+  leaseHeld: `SELECT 1 AS held FROM jobs WHERE ${LEASE_HELD}`,
+  stage: `UPDATE jobs SET state = 'available'
+    WHERE id IN (
+      SELECT id FROM jobs
+      WHERE state IN ('scheduled', 'retryable') AND scheduled_at <= :now
+      ORDER BY scheduled_at LIMIT :limit)
+    RETURNING queue`,
+  nextDue: `SELECT min(scheduled_at) AS at FROM jobs WHERE state IN ('scheduled', 'retryable')`,
+  expired: `SELECT id, attempt, max_attempts, fence, attempted_by, attempted_at, queue FROM jobs
+    WHERE state = 'executing' AND lease_expires_at < :now
+    ORDER BY lease_expires_at LIMIT :limit`,
+  rescue: `UPDATE jobs SET
+      state = CASE WHEN attempt < max_attempts THEN 'available' ELSE 'discarded' END,
+      discarded_at = CASE WHEN attempt < max_attempts THEN NULL ELSE :now END,
+      unique_key = CASE WHEN attempt < max_attempts OR unique_states = 'all'
+        THEN unique_key END,
+      scheduled_at = :now, lease_expires_at = NULL, ${APPEND_ERROR}
+    WHERE ${LEASE_HELD}
+    RETURNING state`,
+  prune: `DELETE FROM jobs WHERE id IN (
+      SELECT id FROM jobs
+      WHERE state = :state AND state IN ${FINAL}
+        AND coalesce(completed_at, cancelled_at, discarded_at) < :before
+      LIMIT :limit)
+    RETURNING id`,
+  attemptsPrune: `DELETE FROM attempts WHERE job_id IN (SELECT value FROM json_each(:ids))`,
+  cancel: `UPDATE jobs SET state = 'cancelled', cancelled_at = :now, lease_expires_at = NULL,
+      ${CLEAR_UNIQUE}, ${APPEND_ERROR}
+    WHERE id = :id AND state IN ('scheduled', 'available', 'executing', 'retryable')
+    RETURNING id`,
+  cancelTarget: `SELECT state, attempt, fence, attempted_by, attempted_at FROM jobs WHERE id = :id`,
+  jobGet: `SELECT * FROM jobs WHERE id = :id`,
+  jobsList: `SELECT * FROM jobs
+    WHERE (:ids IS NULL OR id IN (SELECT value FROM json_each(:ids)))
+      AND (:states IS NULL OR state IN (SELECT value FROM json_each(:states)))
+      AND (:queue IS NULL OR queue = :queue)
+      AND (:worker IS NULL OR worker = :worker)
+      AND (:tag IS NULL OR EXISTS (SELECT 1 FROM json_each(jobs.tags) WHERE value = :tag))
+    ORDER BY CASE WHEN :desc THEN -id ELSE id END
+    LIMIT :limit`,
+  jobsCount: `SELECT queue, state, count(*) AS count FROM jobs
+    WHERE (:queue IS NULL OR queue = :queue) GROUP BY queue, state ORDER BY queue, state`,
+  attemptsList: `SELECT * FROM attempts WHERE job_id = :id ORDER BY fence`,
+  queuePause: `INSERT INTO queues (name, paused, updated_at) VALUES (:name, :paused, :now)
+    ON CONFLICT (name) DO UPDATE SET paused = excluded.paused, updated_at = excluded.updated_at`,
+  queuesList: `SELECT * FROM queues ORDER BY name`,
+  nodeBeat: `INSERT INTO nodes (node, queues, started_at, heartbeat_at)
+    VALUES (:node, :queues, :now, :now)
+    ON CONFLICT (node) DO UPDATE SET queues = excluded.queues, heartbeat_at = excluded.heartbeat_at`,
+  nodeRemove: `DELETE FROM nodes WHERE node = :node`,
+  nodesExpire: `DELETE FROM nodes WHERE heartbeat_at < :before`,
+  nodesList: `SELECT * FROM nodes ORDER BY node`,
+  settingGet: `SELECT value FROM settings WHERE key = :key`,
+  settingSet: `INSERT INTO settings (key, value, updated_at) VALUES (:key, :value, :now)
+    ON CONFLICT (key) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at`,
+  dataVersion: `PRAGMA data_version`,
+} as const;
+
+type Statements = { -readonly [K in keyof typeof SQL]: StatementSync };
+type Row = Record<string, unknown>;
+
+/**
+ * Opens (and by default migrates) a SQLite store at `path`; `:memory:` works
+ * for tests within one process.
+ */
+export async function openSqliteStore(
+  path: string,
+  options: SqliteOptions = {},
+): Promise<SqliteStore> {
+  const store = new SqliteStore(path, options);
+  if (options.migrate ?? true) {
+    try {
+      await store.migrate({ now: options.now ?? 0 });
+    } catch (error) {
+      await store.close();
+      throw error;
+    }
+  }
+  return store;
+}
+
+/** The SQLite implementation of {@linkcode Store}. */
+export class SqliteStore implements Store<SqliteTx> {
+  readonly kind = "sqlite";
+  readonly location: string;
+  readonly db: DatabaseSync;
+  #options: Required<Omit<SqliteOptions, "now" | "migrate">>;
+  #statements: Statements | null = null;
+  // A caller's transaction that spans awaits holds the connection; every other
+  // call waits for it so nothing else runs inside the caller's transaction.
+  #held: Promise<void> | null = null;
+  #listeners = new Set<() => void>();
+  #poll: ReturnType<typeof setInterval> | null = null;
+  #dataVersion = 0;
+  #closed = false;
+
+  constructor(path: string, options: SqliteOptions = {}) {
+    this.location = path;
+    this.#options = {
+      busyTimeoutMs: options.busyTimeoutMs ?? 5000,
+      synchronous: options.synchronous ?? "normal",
+      changePollMs: options.changePollMs ?? 2,
+    };
+    this.db = new DatabaseSync(path);
+    // Integer pragmas cannot take bound parameters; the value is a checked number.
+    const busy = Math.max(0, Math.trunc(this.#options.busyTimeoutMs));
+    this.db.exec(`PRAGMA busy_timeout = ${busy}`);
+  }
+
+  // ---------------------------------------------------------------- migrations
+
+  migrate(params: { now: number }): Promise<MigrationReport> {
+    return this.#exclusive(() => {
+      const known = MIGRATIONS.at(-1)?.version ?? 0;
+      // Read before writing anything: a newer database is refused untouched.
+      const before = this.#schemaVersion();
+      if (before > known) throw new SchemaTooNewError(this.location, before, known);
+      this.#configure();
+      const applied: number[] = [];
+      this.#write(() => {
+        this.db.exec(`CREATE TABLE IF NOT EXISTS schema_migrations (
+          version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL)`);
+        // Another process may have migrated while we waited for the lock.
+        const current = this.#schemaVersion();
+        if (current > known) throw new SchemaTooNewError(this.location, current, known);
+        const record = this.db.prepare(
+          `INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)`,
+        );
+        for (const migration of MIGRATIONS) {
+          if (migration.version <= current) continue;
+          this.db.exec(migration.sql);
+          record.run(migration.version, migration.name, params.now);
+          applied.push(migration.version);
+        }
+      });
+      this.#prepare();
+      return { applied, version: this.#schemaVersion() };
+    });
+  }
+
+  #schemaVersion(): number {
+    const table = this.db.prepare(
+      `SELECT 1 AS present FROM sqlite_schema WHERE type = 'table' AND name = 'schema_migrations'`,
+    ).get();
+    if (!table) return 0;
+    const row = this.db.prepare(`SELECT max(version) AS version FROM schema_migrations`).get();
+    return Number(row?.version ?? 0);
+  }
+
+  #configure(): void {
+    if (this.location !== ":memory:") this.db.exec("PRAGMA journal_mode = WAL");
+    const sync = this.#options.synchronous === "full" ? "FULL" : "NORMAL";
+    this.db.exec(`PRAGMA synchronous = ${sync}`);
+  }
+
+  #prepare(): void {
+    const statements = {} as Statements;
+    for (const [key, sql] of Object.entries(SQL)) {
+      statements[key as keyof Statements] = this.db.prepare(sql);
+    }
+    this.#statements = statements;
+  }
+
+  get #s(): Statements {
+    if (!this.#statements) {
+      throw new Error(`${this.location}: the store is not migrated or is closed`);
+    }
+    return this.#statements;
+  }
+
+  close(): Promise<void> {
+    if (this.#closed) return Promise.resolve();
+    this.#closed = true;
+    this.#stopPolling();
+    this.#listeners.clear();
+    this.#statements = null;
+    this.db.close();
+    return Promise.resolve();
+  }
+
+  // -------------------------------------------------------------- transactions
+
+  /** Runs `fn` once no caller's transaction holds the connection. */
+  #exclusive<T>(fn: () => T): Promise<T> {
+    if (this.#held === null) {
+      try {
+        return Promise.resolve(fn());
+      } catch (error) {
+        return Promise.reject(error);
+      }
+    }
+    return this.#held.then(() => this.#exclusive(fn));
+  }
+
+  /** One synchronous write transaction, holding the write lock from its start. */
+  #write<T>(fn: () => T): T {
+    this.db.exec("BEGIN IMMEDIATE");
+    try {
+      const result = fn();
+      this.db.exec("COMMIT");
+      return result;
+    } catch (error) {
+      if (this.db.isTransaction) this.db.exec("ROLLBACK");
+      throw error;
+    }
+  }
+
+  async transaction<T>(fn: (tx: SqliteTx) => Promise<T>): Promise<T> {
+    while (this.#held) await this.#held;
+    let release!: () => void;
+    this.#held = new Promise((resolve) => (release = resolve));
+    try {
+      this.db.exec("BEGIN IMMEDIATE");
+      const tx: SqliteTx = {
+        db: this.db,
+        jobsInsert: (params) => Promise.resolve(this.#insert(params.jobs, params.now)),
+      };
+      try {
+        const result = await fn(tx);
+        this.db.exec("COMMIT");
+        return result;
+      } catch (error) {
+        if (this.db.isTransaction) this.db.exec("ROLLBACK");
+        throw error;
+      }
+    } finally {
+      this.#held = null;
+      release();
+    }
+  }
+
+  // ------------------------------------------------------------------- inserts
+
+  jobsInsert(params: { jobs: NewJob[]; now: number }): Promise<InsertResult[]> {
+    return this.#exclusive(() => this.#write(() => this.#insert(params.jobs, params.now)));
+  }
+
+  #insert(jobs: NewJob[], now: number): InsertResult[] {
+    if (jobs.length === 0) return [];
+    const rows = this.#s.insert.all({ now, jobs: JSON.stringify(jobs) }) as Row[];
+    rows.sort((a, b) => Number(a.id) - Number(b.id));
+    const byKey = new Map<string, Row>();
+    const plain: Row[] = [];
+    for (const row of rows) {
+      if (row.unique_key != null) byKey.set(`u:${row.unique_key}`, row);
+      if (row.occurrence != null) byKey.set(`o:${row.occurrence}`, row);
+      if (row.unique_key == null && row.occurrence == null) plain.push(row);
+    }
+    const claimed = new Set<string>();
+    let nextPlain = 0;
+    return jobs.map((job) => {
+      const key = job.occurrence != null
+        ? `o:${job.occurrence}`
+        : job.uniqueKey != null
+        ? `u:${job.uniqueKey}`
+        : null;
+      if (key === null) return toInsertResult(plain[nextPlain++]!, false);
+      const inserted = byKey.get(key);
+      if (inserted && !claimed.has(key)) {
+        claimed.add(key);
+        return toInsertResult(inserted, false);
+      }
+      const existing = (job.occurrence != null
+        ? this.#s.byOccurrence.get({ key: job.occurrence })
+        : this.#s.byUniqueKey.get({ key: job.uniqueKey })) as Row | undefined;
+      if (!existing) {
+        // The conflict was on the other unique column: report the row holding it.
+        const other = (job.occurrence != null && job.uniqueKey != null
+          ? this.#s.byUniqueKey.get({ key: job.uniqueKey })
+          : undefined) as Row | undefined;
+        if (!other) {
+          throw new Error(`insert of a ${job.worker} job conflicted with a vanished row`);
+        }
+        return toInsertResult(other, true);
+      }
+      return toInsertResult(existing, true);
+    });
+  }
+
+  // --------------------------------------------------------- claim and record
+
+  jobsClaim(params: {
+    queue: string;
+    node: string;
+    limit: number;
+    now: number;
+    leaseMs: number;
+    results?: JobResult[];
+  }): Promise<{ jobs: ClaimedJob[]; report: RecordReport }> {
+    return this.#exclusive(() =>
+      this.#write(() => {
+        const report = params.results?.length
+          ? this.#record(params.node, params.now, params.results)
+          : { recorded: [], lost: [] };
+        if (params.limit <= 0) return { jobs: [], report };
+        const rows = this.#s.claim.all({
+          queue: params.queue,
+          node: params.node,
+          now: params.now,
+          lease: params.now + params.leaseMs,
+          limit: params.limit,
+        }) as Row[];
+        return { jobs: rows.map(toClaimed), report };
+      })
+    );
+  }
+
+  jobsRecord(params: { node: string; now: number; results: JobResult[] }): Promise<RecordReport> {
+    if (params.results.length === 0) return Promise.resolve({ recorded: [], lost: [] });
+    return this.#exclusive(() =>
+      this.#write(() => this.#record(params.node, params.now, params.results))
+    );
+  }
+
+  #record(node: string, now: number, results: JobResult[]): RecordReport {
+    const s = this.#s;
+    const recorded: number[] = [];
+    const lost: number[] = [];
+    for (const r of results) {
+      const lease = { id: r.id, node, fence: r.fence, now };
+      let changes: number | bigint;
+      let error: string | null = null;
+      switch (r.outcome) {
+        case "completed":
+          changes = s.completed.run(lease).changes;
+          break;
+        case "snoozed":
+          changes = s.snoozed.run({ ...lease, until: r.until }).changes;
+          break;
+        case "retryable":
+          error = r.error;
+          changes = s.retryable.run({ ...lease, at: r.at, error }).changes;
+          break;
+        case "cancelled":
+          error = r.error;
+          changes = s.cancelled.run({ ...lease, error }).changes;
+          break;
+        case "discarded":
+          error = r.error;
+          changes = s.discarded.run({ ...lease, error }).changes;
+          break;
+      }
+      if (changes === 0) {
+        lost.push(r.id);
+        continue;
+      }
+      s.attemptInsert.run({
+        id: r.id,
+        attempt: r.attempt,
+        fence: r.fence,
+        node,
+        kind: r.attempt > 1 ? "retry" : "run",
+        started: r.startedAt,
+        now,
+        outcome: r.outcome,
+        error,
+      });
+      recorded.push(r.id);
+    }
+    return { recorded, lost };
+  }
+
+  jobsRenew(params: {
+    node: string;
+    leases: Lease[];
+    now: number;
+    leaseMs: number;
+  }): Promise<{ lost: Lease[] }> {
+    if (params.leases.length === 0) return Promise.resolve({ lost: [] });
+    return this.#exclusive(() =>
+      this.#write(() => {
+        const lost: Lease[] = [];
+        const lease = params.now + params.leaseMs;
+        for (const l of params.leases) {
+          const { changes } = this.#s.renew.run({
+            id: l.id,
+            fence: l.fence,
+            node: params.node,
+            lease,
+          });
+          if (changes === 0) lost.push(l);
+        }
+        return { lost };
+      })
+    );
+  }
+
+  jobsLeasesLost(params: { node: string; leases: Lease[] }): Promise<Lease[]> {
+    return this.#exclusive(() =>
+      params.leases.filter((l) =>
+        !this.#s.leaseHeld.get({ id: l.id, fence: l.fence, node: params.node })
+      )
+    );
+  }
+
+  // ---------------------------------------------------------------- maintenance
+
+  jobsStage(params: { now: number; limit: number }) {
+    return this.#exclusive(() =>
+      this.#write(() => {
+        const rows = this.#s.stage.all({ now: params.now, limit: params.limit }) as Row[];
+        const next = this.#s.nextDue.get() as Row | undefined;
+        return {
+          staged: rows.length,
+          queues: unique(rows.map((r) => String(r.queue))),
+          nextAt: next?.at == null ? null : Number(next.at),
+        };
+      })
+    );
+  }
+
+  jobsRescue(params: { now: number; limit: number }) {
+    return this.#exclusive(() =>
+      this.#write(() => {
+        const expired = this.#s.expired.all({ now: params.now, limit: params.limit }) as Row[];
+        let rescued = 0;
+        let discarded = 0;
+        const queues = new Set<string>();
+        for (const row of expired) {
+          const node = String(row.attempted_by);
+          const error = `orphaned: lease of ${node} expired`;
+          const lease = { id: row.id as number, fence: row.fence as number, node };
+          const result = this.#s.rescue.get({ ...lease, now: params.now, error }) as
+            | Row
+            | undefined;
+          if (!result) continue;
+          this.#s.attemptInsert.run({
+            id: lease.id,
+            attempt: row.attempt as number,
+            fence: lease.fence,
+            node,
+            kind: Number(row.attempt) > 1 ? "retry" : "run",
+            started: (row.attempted_at as number | null) ?? params.now,
+            now: params.now,
+            outcome: "orphaned",
+            error,
+          });
+          if (result.state === "available") {
+            rescued++;
+            queues.add(String(row.queue));
+          } else discarded++;
+        }
+        return { rescued, discarded, queues: [...queues] };
+      })
+    );
+  }
+
+  jobsPrune(params: {
+    before: Partial<Record<"completed" | "cancelled" | "discarded", number>>;
+    limit: number;
+  }): Promise<number> {
+    return this.#exclusive(() =>
+      this.#write(() => {
+        let left = params.limit;
+        let deleted = 0;
+        for (const [state, before] of Object.entries(params.before)) {
+          if (left <= 0 || before === undefined) continue;
+          const ids = (this.#s.prune.all({ state, before, limit: left }) as Row[]).map((r) =>
+            Number(r.id)
+          );
+          if (ids.length) this.#s.attemptsPrune.run({ ids: JSON.stringify(ids) });
+          deleted += ids.length;
+          left -= ids.length;
+        }
+        return deleted;
+      })
+    );
+  }
+
+  jobsCancel(params: { ids: number[]; now: number; reason: string }): Promise<number[]> {
+    return this.#exclusive(() =>
+      this.#write(() => {
+        const cancelled: number[] = [];
+        for (const id of params.ids) {
+          const row = this.#s.cancelTarget.get({ id }) as Row | undefined;
+          if (!this.#s.cancel.get({ id, now: params.now, error: params.reason })) continue;
+          cancelled.push(id);
+          // The attempt in flight ends here: its node finds the lease gone and
+          // records nothing, so the operator's cancel writes the attempt row.
+          if (row?.state === "executing") {
+            this.#s.attemptInsert.run({
+              id,
+              attempt: row.attempt as number,
+              fence: row.fence as number,
+              node: row.attempted_by as string,
+              kind: Number(row.attempt) > 1 ? "retry" : "run",
+              started: row.attempted_at as number,
+              now: params.now,
+              outcome: "cancelled",
+              error: params.reason,
+            });
+          }
+        }
+        return cancelled;
+      })
+    );
+  }
+
+  // --------------------------------------------------------------------- reads
+
+  jobGet(params: { id: number }): Promise<Job | null> {
+    return this.#exclusive(() => {
+      const row = this.#s.jobGet.get({ id: params.id }) as Row | undefined;
+      return row ? toJob(row) : null;
+    });
+  }
+
+  jobsList(params: JobFilter): Promise<Job[]> {
+    return this.#exclusive(() => {
+      const states = params.state === undefined
+        ? null
+        : JSON.stringify(Array.isArray(params.state) ? params.state : [params.state]);
+      const rows = this.#s.jobsList.all({
+        ids: params.ids ? JSON.stringify(params.ids) : null,
+        states,
+        queue: params.queue ?? null,
+        worker: params.worker ?? null,
+        tag: params.tag ?? null,
+        desc: params.desc ? 1 : 0,
+        limit: params.limit ?? -1,
+      }) as Row[];
+      return rows.map(toJob);
+    });
+  }
+
+  jobsCount(params: { queue?: string }) {
+    return this.#exclusive(() =>
+      (this.#s.jobsCount.all({ queue: params.queue ?? null }) as Row[]).map((r) => ({
+        queue: String(r.queue),
+        state: r.state as JobState,
+        count: Number(r.count),
+      }))
+    );
+  }
+
+  attemptsList(params: { jobId: number }): Promise<Attempt[]> {
+    return this.#exclusive(() =>
+      (this.#s.attemptsList.all({ id: params.jobId }) as Row[]).map(toAttempt)
+    );
+  }
+
+  // ------------------------------------------------------ queues, nodes, settings
+
+  queuePause(params: { name: string; paused: boolean; now: number }): Promise<void> {
+    return this.#exclusive(() => {
+      this.#s.queuePause.run({ name: params.name, paused: params.paused ? 1 : 0, now: params.now });
+    });
+  }
+
+  queuesList(): Promise<QueueRow[]> {
+    return this.#exclusive(() =>
+      (this.#s.queuesList.all() as Row[]).map((r) => ({
+        name: String(r.name),
+        paused: r.paused === 1,
+        concurrency: r.concurrency == null ? null : Number(r.concurrency),
+        updatedAt: Number(r.updated_at),
+      }))
+    );
+  }
+
+  nodeBeat(params: { node: string; queues: Record<string, number>; now: number }): Promise<void> {
+    return this.#exclusive(() => {
+      this.#s.nodeBeat.run({
+        node: params.node,
+        queues: JSON.stringify(params.queues),
+        now: params.now,
+      });
+    });
+  }
+
+  nodeRemove(params: { node: string }): Promise<void> {
+    return this.#exclusive(() => {
+      this.#s.nodeRemove.run({ node: params.node });
+    });
+  }
+
+  nodesExpire(params: { before: number }): Promise<number> {
+    return this.#exclusive(() => Number(this.#s.nodesExpire.run(params).changes));
+  }
+
+  nodesList(): Promise<NodeRow[]> {
+    return this.#exclusive(() =>
+      (this.#s.nodesList.all() as Row[]).map((r) => ({
+        node: String(r.node),
+        queues: JSON.parse(String(r.queues)),
+        startedAt: Number(r.started_at),
+        heartbeatAt: Number(r.heartbeat_at),
+      }))
+    );
+  }
+
+  settingGet(params: { key: string }): Promise<unknown> {
+    return this.#exclusive(() => {
+      const row = this.#s.settingGet.get(params) as Row | undefined;
+      return row ? JSON.parse(String(row.value)) : null;
+    });
+  }
+
+  settingSet(params: { key: string; value: unknown; now: number }): Promise<void> {
+    return this.#exclusive(() => {
+      this.#s.settingSet.run({
+        key: params.key,
+        value: JSON.stringify(params.value),
+        now: params.now,
+      });
+    });
+  }
+
+  // ------------------------------------------------------------ change wake-ups
+
+  onExternalChange(listener: () => void): () => void {
+    this.#listeners.add(listener);
+    if (this.#poll === null && !this.#closed && this.location !== ":memory:") {
+      this.#dataVersion = this.#readDataVersion();
+      this.#poll = setInterval(() => this.#checkDataVersion(), this.#options.changePollMs);
+    }
+    return () => {
+      this.#listeners.delete(listener);
+      if (this.#listeners.size === 0) this.#stopPolling();
+    };
+  }
+
+  #readDataVersion(): number {
+    const row = this.#s.dataVersion.get() as Row | undefined;
+    return Number(row?.data_version ?? 0);
+  }
+
+  #checkDataVersion(): void {
+    // Skip while a caller's transaction holds the connection: it sees no
+    // other commits until it ends anyway.
+    if (this.#held || this.#closed) return;
+    let version: number;
+    try {
+      version = this.#readDataVersion();
+    } catch {
+      return; // locked or gone: the producers' timers still run
+    }
+    if (version === this.#dataVersion) return;
+    this.#dataVersion = version;
+    for (const listener of this.#listeners) listener();
+  }
+
+  #stopPolling(): void {
+    if (this.#poll !== null) clearInterval(this.#poll);
+    this.#poll = null;
+  }
+}
+
+// ---------------------------------------------------------------- row mapping
+
+function unique<T>(values: T[]): T[] {
+  return [...new Set(values)];
+}
+
+function toInsertResult(row: Row, duplicate: boolean): InsertResult {
+  return {
+    id: Number(row.id),
+    duplicate,
+    queue: String(row.queue),
+    state: row.state as JobState,
+  };
+}
+
+function toClaimed(row: Row): ClaimedJob {
+  return {
+    id: row.id as number,
+    queue: row.queue as string,
+    worker: row.worker as string,
+    args: row.args as string,
+    meta: row.meta as string,
+    tags: row.tags as string,
+    occurrence: row.occurrence as string | null,
+    attempt: row.attempt as number,
+    maxAttempts: row.max_attempts as number,
+    priority: row.priority as number,
+    fence: row.fence as number,
+    insertedAt: row.inserted_at as number,
+    scheduledAt: row.scheduled_at as number,
+    attemptedAt: row.attempted_at as number,
+  };
+}
+
+function num(value: unknown): number | null {
+  return value == null ? null : Number(value);
+}
+
+function toJob(row: Row): Job {
+  return {
+    id: Number(row.id),
+    tenant: row.tenant as string | null,
+    state: row.state as JobState,
+    queue: String(row.queue),
+    worker: String(row.worker),
+    args: JSON.parse(String(row.args)),
+    meta: JSON.parse(String(row.meta)),
+    tags: JSON.parse(String(row.tags)),
+    errors: JSON.parse(String(row.errors)),
+    scheduleId: row.schedule_id as string | null,
+    scheduledFor: num(row.scheduled_for),
+    occurrence: row.occurrence as string | null,
+    uniqueKey: row.unique_key as string | null,
+    uniqueStates: row.unique_states as "incomplete" | "all" | null,
+    attempt: Number(row.attempt),
+    maxAttempts: Number(row.max_attempts),
+    priority: Number(row.priority),
+    attemptedBy: row.attempted_by as string | null,
+    fence: Number(row.fence),
+    leaseExpiresAt: num(row.lease_expires_at),
+    insertedAt: Number(row.inserted_at),
+    scheduledAt: Number(row.scheduled_at),
+    attemptedAt: num(row.attempted_at),
+    completedAt: num(row.completed_at),
+    cancelledAt: num(row.cancelled_at),
+    discardedAt: num(row.discarded_at),
+  };
+}
+
+function toAttempt(row: Row): Attempt {
+  return {
+    jobId: Number(row.job_id),
+    attempt: Number(row.attempt),
+    fence: Number(row.fence),
+    node: row.node as string | null,
+    kind: row.kind as Attempt["kind"],
+    actor: row.actor as string | null,
+    reason: row.reason as string | null,
+    startedAt: Number(row.started_at),
+    finishedAt: num(row.finished_at),
+    outcome: row.outcome as Attempt["outcome"],
+    error: row.error as string | null,
+  };
+}

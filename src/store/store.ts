@@ -1,0 +1,200 @@
+/**
+ * The seam between the kernel and a database. The kernel and the runtime call
+ * only these methods; every SQL statement lives in an adapter folder
+ * (`sqlite/`, later `postgres/`), and one conformance suite runs against each.
+ *
+ * Methods read noun-then-verb and take one params object; `now` always comes
+ * from the caller's clock, never from the database or the machine.
+ *
+ * @module
+ */
+
+import type {
+  Attempt,
+  ClaimedJob,
+  InsertResult,
+  Job,
+  JobResult,
+  JobState,
+  NewJob,
+  RecordReport,
+} from "../kernel/types.ts";
+
+/** What `migrate()` did. */
+export interface MigrationReport {
+  /** Versions applied by this call, in order. */
+  applied: number[];
+  /** The schema version of the database after the call. */
+  version: number;
+}
+
+/** A transaction opened by {@linkcode Store.transaction}. */
+export interface StoreTx {
+  /** Inserts jobs inside this transaction: they commit or roll back with it. */
+  jobsInsert(params: { jobs: NewJob[]; now: number }): Promise<InsertResult[]>;
+}
+
+/** Filters for listing jobs (tests, testing helpers, later the admin views). */
+export interface JobFilter {
+  ids?: number[];
+  state?: JobState | JobState[];
+  queue?: string;
+  worker?: string;
+  tag?: string;
+  limit?: number;
+  /** Oldest first by id unless `desc`. */
+  desc?: boolean;
+}
+
+/** A row of `queues`. */
+export interface QueueRow {
+  name: string;
+  paused: boolean;
+  concurrency: number | null;
+  updatedAt: number;
+}
+
+/** A row of `nodes`. */
+export interface NodeRow {
+  node: string;
+  queues: Record<string, number>;
+  startedAt: number;
+  heartbeatAt: number;
+}
+
+/** A lease a node holds on an executing job. */
+export interface Lease {
+  id: number;
+  fence: number;
+}
+
+/**
+ * The store the kernel needs. `Tx` is the adapter's transaction type, which
+ * also exposes its native connection so callers can write their own rows in
+ * the same transaction.
+ */
+export interface Store<Tx extends StoreTx = StoreTx> {
+  /** `sqlite` or `postgres`: for messages and metrics, never for branching in the kernel. */
+  readonly kind: string;
+  /** Where the store lives, credentials removed: for messages. */
+  readonly location: string;
+
+  /** Applies pending migrations; refuses a database newer than this program. */
+  migrate(params: { now: number }): Promise<MigrationReport>;
+  /** Releases the connection. Further calls fail. */
+  close(): Promise<void>;
+
+  /**
+   * Runs `fn` inside one write transaction: committed when `fn` resolves,
+   * rolled back when it throws (the error is rethrown).
+   */
+  transaction<T>(fn: (tx: Tx) => Promise<T>): Promise<T>;
+
+  /** Inserts jobs in one statement; unique conflicts return the existing id. */
+  jobsInsert(params: { jobs: NewJob[]; now: number }): Promise<InsertResult[]>;
+
+  /**
+   * Records `results` (when given), then claims up to `limit` runnable jobs of
+   * `queue` for `node`, all in one write transaction. The claim is one
+   * conditional write; only the rows it reports are claimed. A paused queue
+   * claims nothing.
+   */
+  jobsClaim(params: {
+    queue: string;
+    node: string;
+    limit: number;
+    now: number;
+    leaseMs: number;
+    results?: JobResult[];
+  }): Promise<{ jobs: ClaimedJob[]; report: RecordReport }>;
+
+  /**
+   * Writes the end of attempts, each only if its lease (id, executing, node,
+   * fence) still holds; a result whose lease is gone is reported as lost and
+   * writes nothing, not even its attempt row.
+   */
+  jobsRecord(params: { node: string; now: number; results: JobResult[] }): Promise<RecordReport>;
+
+  /**
+   * Extends the leases `node` holds; returns those it no longer holds (the
+   * job was cancelled by an operator, rescued, or claimed again).
+   */
+  jobsRenew(params: {
+    node: string;
+    leases: Lease[];
+    now: number;
+    leaseMs: number;
+  }): Promise<{ lost: Lease[] }>;
+
+  /** Which of `leases` `node` no longer holds; reads only. */
+  jobsLeasesLost(params: { node: string; leases: Lease[] }): Promise<Lease[]>;
+
+  /**
+   * Moves due `scheduled` and `retryable` jobs to `available`. Returns how
+   * many moved per queue and the earliest instant a remaining one is due.
+   */
+  jobsStage(params: { now: number; limit: number }): Promise<{
+    staged: number;
+    queues: string[];
+    nextAt: number | null;
+  }>;
+
+  /**
+   * Rescues jobs whose lease expired: back to `available` while attempts
+   * remain, else `discarded`, each with an `orphaned` attempt row.
+   */
+  jobsRescue(params: { now: number; limit: number }): Promise<{
+    rescued: number;
+    discarded: number;
+    queues: string[];
+  }>;
+
+  /** Deletes up to `limit` final jobs (and their attempts) that became final before the cutoffs. */
+  jobsPrune(params: {
+    before: Partial<Record<"completed" | "cancelled" | "discarded", number>>;
+    limit: number;
+  }): Promise<number>;
+
+  /**
+   * Cancels jobs that are not final (an operator action). An executing job's
+   * lease is broken: its node aborts it on the next heartbeat.
+   */
+  jobsCancel(params: { ids: number[]; now: number; reason: string }): Promise<number[]>;
+
+  /** One job by id, or null. */
+  jobGet(params: { id: number }): Promise<Job | null>;
+  /** Jobs matching a filter. */
+  jobsList(params: JobFilter): Promise<Job[]>;
+  /** Counts by queue and state. */
+  jobsCount(
+    params: { queue?: string },
+  ): Promise<{ queue: string; state: JobState; count: number }[]>;
+  /** The attempts of one job, oldest first. */
+  attemptsList(params: { jobId: number }): Promise<Attempt[]>;
+
+  /** Pauses or resumes a queue for every process that shares the store. */
+  queuePause(params: { name: string; paused: boolean; now: number }): Promise<void>;
+  /** All queues with a stored row. */
+  queuesList(): Promise<QueueRow[]>;
+
+  /** Registers or refreshes a node's heartbeat. */
+  nodeBeat(params: { node: string; queues: Record<string, number>; now: number }): Promise<void>;
+  /** Removes a node's row (clean shutdown). */
+  nodeRemove(params: { node: string }): Promise<void>;
+  /** Removes nodes whose heartbeat is older than `before`. */
+  nodesExpire(params: { before: number }): Promise<number>;
+  /** All registered nodes. */
+  nodesList(): Promise<NodeRow[]>;
+
+  /** Reads a setting, or null. */
+  settingGet(params: { key: string }): Promise<unknown>;
+  /** Writes a setting. */
+  settingSet(params: { key: string; value: unknown; now: number }): Promise<void>;
+
+  /**
+   * Calls `listener` soon after another connection or process commits a
+   * change, so idle producers wake without waiting for their timer. Returns
+   * the unsubscribe function.
+   */
+  onExternalChange(listener: () => void): () => void;
+}

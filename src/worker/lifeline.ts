@@ -1,0 +1,33 @@
+/**
+ * Lifeline: rescues jobs whose lease expired (their node died or lost the
+ * store): back to `available` while attempts remain, else `discarded` with
+ * `orphaned: lease of <node> expired`. Only expired leases are touched; a
+ * live node renews its leases long before they expire.
+ *
+ * @module
+ */
+
+import type { Store } from "../store/store.ts";
+
+/** Lifeline settings. */
+export interface LifelineOptions {
+  /** Most jobs rescued per transaction. @default 1000 */
+  limit?: number;
+}
+
+/** What one lifeline pass did. */
+export interface RescueReport {
+  rescued: number;
+  discarded: number;
+  /** Queues that received jobs back. */
+  queues: string[];
+}
+
+/** One lifeline pass. */
+export function rescueOrphans(
+  store: Store,
+  now: number,
+  options: LifelineOptions = {},
+): Promise<RescueReport> {
+  return store.jobsRescue({ now, limit: options.limit ?? 1000 });
+}

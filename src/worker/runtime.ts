@@ -1,0 +1,257 @@
+/**
+ * The worker runtime: producers per queue plus the plugins (heartbeat,
+ * stager, lifeline, pruner) on their timers, and the shutdown order of
+ * ARCHITECTURE.md. The daemon runs one; a library user may run one in their
+ * own process.
+ *
+ * @module
+ */
+
+import type { Clock } from "../clock.ts";
+import type { Registry } from "../kernel/executor.ts";
+import type { Store } from "../store/store.ts";
+import { beat } from "./heartbeat.ts";
+import { rescueOrphans } from "./lifeline.ts";
+import type { Logger } from "./logger.ts";
+import { LeaseLostError, Producer } from "./producer.ts";
+import { pruneJobs, type PrunerOptions } from "./pruner.ts";
+import { stageJobs } from "./stager.ts";
+
+/** Runtime settings; every interval in ms of the injected clock. */
+export interface RuntimeOptions {
+  /** Queue name -> concurrency (jobs run at once on this node). */
+  queues: Record<string, number>;
+  /** This node's name; unique per process. */
+  node: string;
+  /** How long a claim holds a job without renewal. @default 30_000 */
+  leaseMs?: number;
+  /** Heartbeat period (node row, cancelled jobs, lease renewal). @default 1000 */
+  heartbeatMs?: number;
+  /** Producer fallback timer, jittered by +/- 20 %. @default 1000 */
+  pollMs?: number;
+  /** Longest stager sleep; it wakes earlier for the next due job. @default 1000 */
+  stageMs?: number;
+  /** Lifeline period. @default 5000 */
+  rescueMs?: number;
+  /** Pruner period. @default 60_000 */
+  pruneMs?: number;
+  /** Pruner settings (retention by state). */
+  pruner?: PrunerOptions;
+  /** Nodes silent this long are removed from `nodes`. @default 5 minutes */
+  nodeExpiryMs?: number;
+}
+
+/** Dependencies chosen by the caller (main.ts or the library user). */
+export interface RuntimeDeps {
+  store: Store;
+  clock: Clock;
+  registry: Registry;
+  logger: Logger;
+  random?: () => number;
+}
+
+/** A running set of producers and plugins on one node. */
+export class Runtime {
+  readonly node: string;
+  #deps: RuntimeDeps;
+  #options: Required<Omit<RuntimeOptions, "pruner">> & { pruner: PrunerOptions };
+  #producers = new Map<string, Producer>();
+  #stop = new AbortController();
+  #plugins: Promise<void>[] = [];
+  #producerLoops: Promise<void>[] = [];
+  #stagerWake: (() => void) | null = null;
+  #unsubscribe: (() => void) | null = null;
+  #started = false;
+  #stopped: Promise<void> | null = null;
+  #lastRenew = -Infinity;
+
+  constructor(deps: RuntimeDeps, options: RuntimeOptions) {
+    this.#deps = deps;
+    this.node = options.node;
+    this.#options = {
+      leaseMs: 30_000,
+      heartbeatMs: 1000,
+      pollMs: 1000,
+      stageMs: 1000,
+      rescueMs: 5000,
+      pruneMs: 60_000,
+      nodeExpiryMs: 5 * 60_000,
+      pruner: {},
+      ...options,
+    };
+    for (const [queue, concurrency] of Object.entries(options.queues)) {
+      if (!Number.isInteger(concurrency) || concurrency < 1) {
+        throw new RangeError(
+          `queue "${queue}": concurrency must be an integer >= 1, got ${concurrency}`,
+        );
+      }
+      this.#producers.set(
+        queue,
+        new Producer(queue, concurrency, {
+          store: deps.store,
+          clock: deps.clock,
+          registry: deps.registry,
+          node: this.node,
+          leaseMs: this.#options.leaseMs,
+          logger: deps.logger,
+          random: deps.random ?? Math.random,
+        }),
+      );
+    }
+  }
+
+  /** Queue name -> concurrency, as this node runs them. */
+  get queues(): Record<string, number> {
+    return Object.fromEntries([...this.#producers].map(([q, p]) => [q, p.concurrency]));
+  }
+
+  /** Jobs running on this node now. */
+  get running(): number {
+    let n = 0;
+    for (const p of this.#producers.values()) n += p.running;
+    return n;
+  }
+
+  /** Registers the node and starts producers and plugins. */
+  async start(): Promise<void> {
+    if (this.#started) return;
+    this.#started = true;
+    const { store, clock } = this.#deps;
+    await store.nodeBeat({ node: this.node, queues: this.queues, now: clock.now() });
+    this.#unsubscribe = store.onExternalChange(() => this.#wakeAll());
+    for (const producer of this.#producers.values()) this.#producerLoops.push(producer.start());
+    const signal = this.#stop.signal;
+    this.#plugins.push(
+      this.#every("heartbeat", () => this.#options.heartbeatMs, () => this.#heartbeat()),
+      this.#every("poll", () => jitter(this.#options.pollMs, this.#random()), () => {
+        this.#wakeAll();
+        return Promise.resolve();
+      }),
+      this.#stager(signal),
+      this.#every("lifeline", () => this.#options.rescueMs, async () => {
+        const report = await rescueOrphans(store, clock.now());
+        this.wake(report.queues);
+        await store.nodesExpire({ before: clock.now() - this.#options.nodeExpiryMs });
+      }),
+      this.#every("pruner", () => this.#options.pruneMs, async () => {
+        await pruneJobs(store, clock.now(), this.#options.pruner);
+      }),
+    );
+  }
+
+  /** Wakes the producers of `queues` (all when omitted): a job may be available. */
+  wake(queues?: Iterable<string>): void {
+    if (!queues) return this.#wakeAll();
+    for (const q of queues) this.#producers.get(q)?.wake();
+  }
+
+  /** Tells the stager a job was scheduled for later, so it can shorten its sleep. */
+  wakeStager(): void {
+    this.#stagerWake?.();
+  }
+
+  /**
+   * Stops in order: stop fetching, wait up to `grace` ms for running jobs,
+   * abort the rest (they stay executing until their lease expires and the
+   * lifeline rescues them), stop the plugins, deregister the node.
+   */
+  stop(options: { grace?: number } = {}): Promise<void> {
+    return (this.#stopped ??= this.#shutdown(options.grace ?? 25_000));
+  }
+
+  async #shutdown(grace: number): Promise<void> {
+    if (!this.#started) return;
+    const { store, clock, logger } = this.#deps;
+    for (const p of this.#producers.values()) p.stopFetching();
+    const drained = Promise.all(this.#producerLoops).then(() => true);
+    const graceOver = new AbortController();
+    const timedOut = clock.sleep(grace, graceOver.signal).then(() => false);
+    const inTime = await Promise.race([drained, timedOut]);
+    graceOver.abort();
+    if (!inTime) {
+      logger("node.shutdown_abort", { node: this.node, running: this.running });
+      for (const p of this.#producers.values()) p.abandonAll();
+      await Promise.all(this.#producerLoops);
+    }
+    this.#stop.abort();
+    this.#stagerWake?.();
+    await Promise.all(this.#plugins);
+    this.#unsubscribe?.();
+    try {
+      await store.nodeRemove({ node: this.node });
+    } catch (error) {
+      logger("node.deregister_failed", { node: this.node, error: String(error) });
+    }
+  }
+
+  #wakeAll(): void {
+    for (const p of this.#producers.values()) p.wake();
+  }
+
+  #random(): number {
+    return (this.#deps.random ?? Math.random)();
+  }
+
+  async #heartbeat(): Promise<void> {
+    const { store, clock } = this.#deps;
+    const now = clock.now();
+    const inflight = [...this.#producers.values()].flatMap((p) => p.leases());
+    const renew = now - this.#lastRenew >= this.#options.leaseMs / 3;
+    const { lost } = await beat(store, now, {
+      node: this.node,
+      queues: this.queues,
+      inflight,
+      leaseMs: this.#options.leaseMs,
+      renew,
+    });
+    if (renew && inflight.length > 0) this.#lastRenew = now;
+    for (const lease of lost) {
+      for (const p of this.#producers.values()) {
+        if (p.abandon(lease.id, new LeaseLostError(lease.id))) {
+          this.#deps.logger("job.lease_lost", { queue: p.queue, job: lease.id, node: this.node });
+        }
+      }
+    }
+  }
+
+  async #stager(signal: AbortSignal): Promise<void> {
+    const { store, clock, logger } = this.#deps;
+    while (!signal.aborted) {
+      let wait = this.#options.stageMs;
+      try {
+        const report = await stageJobs(store, clock.now());
+        this.wake(report.queues);
+        if (report.nextAt !== null) {
+          wait = Math.max(0, Math.min(wait, report.nextAt - clock.now()));
+        }
+      } catch (error) {
+        logger("plugin.error", { plugin: "stager", error: String(error) });
+      }
+      if (signal.aborted) break;
+      const woken = new AbortController();
+      this.#stagerWake = () => woken.abort();
+      await clock.sleep(wait, AbortSignal.any([signal, woken.signal]));
+      this.#stagerWake = null;
+    }
+  }
+
+  /** Runs `step` every `interval()` ms until stopped; an error is logged, not fatal. */
+  async #every(name: string, interval: () => number, step: () => Promise<void>): Promise<void> {
+    const { clock, logger } = this.#deps;
+    const signal = this.#stop.signal;
+    while (!signal.aborted) {
+      await clock.sleep(interval(), signal);
+      if (signal.aborted) break;
+      try {
+        await step();
+      } catch (error) {
+        logger("plugin.error", { plugin: name, error: String(error) });
+      }
+    }
+  }
+}
+
+/** `ms` +/- 20 %, so nodes started together do not poll in step. */
+export function jitter(ms: number, random: number): number {
+  return Math.round(ms * (0.8 + 0.4 * random));
+}
