@@ -36,16 +36,20 @@ CREATE TABLE jobs (
   discarded_at INTEGER
 );
 
--- Fetch: equality on state and queue, then the claim order.
-CREATE INDEX jobs_fetch ON jobs (state, queue, priority, scheduled_at, id);
--- Lifeline: expired leases.
-CREATE INDEX jobs_leases ON jobs (lease_expires_at) WHERE state = 'executing';
+-- One partial index per stage of a job's life, so each transition touches as
+-- few index entries as it can: a claim removes the job from jobs_available and
+-- adds it to jobs_executing; a completion moves it to jobs_final.
+--
+-- Fetch: only available jobs, in claim order (the (state, queue, priority,
+-- scheduled_at, id) order of ARCHITECTURE.md, with state as the partial WHERE).
+CREATE INDEX jobs_available ON jobs (queue, priority, scheduled_at, id) WHERE state = 'available';
+-- Lifeline and heartbeat: leases by expiry.
+CREATE INDEX jobs_executing ON jobs (lease_expires_at) WHERE state = 'executing';
 -- Stager: scheduled and retryable jobs by due time.
 CREATE INDEX jobs_due ON jobs (scheduled_at) WHERE state IN ('scheduled', 'retryable');
--- Pruner: final jobs by the instant they became final.
-CREATE INDEX jobs_final ON jobs (coalesce(completed_at, cancelled_at, discarded_at))
+-- Pruner and counts: final jobs by state and the instant they became final.
+CREATE INDEX jobs_final ON jobs (state, coalesce(completed_at, cancelled_at, discarded_at))
   WHERE state IN ('completed', 'cancelled', 'discarded');
-CREATE INDEX jobs_worker ON jobs (worker, state);
 CREATE INDEX jobs_schedule ON jobs (schedule_id, scheduled_for) WHERE schedule_id IS NOT NULL;
 
 -- One row per attempt: written when the attempt ends (by its node) or when the

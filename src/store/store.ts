@@ -116,6 +116,13 @@ export interface Store<Tx extends StoreTx = StoreTx> {
   jobsRecord(params: { node: string; now: number; results: JobResult[] }): Promise<RecordReport>;
 
   /**
+   * Gives back jobs `node` claimed but never started (shutdown with a
+   * prefetched buffer): `available` again, the attempt not used up. Returns
+   * the leases released.
+   */
+  jobsRelease(params: { node: string; leases: Lease[] }): Promise<Lease[]>;
+
+  /**
    * Extends the leases `node` holds; returns those it no longer holds (the
    * job was cancelled by an operator, rescued, or claimed again).
    */
@@ -165,10 +172,10 @@ export interface Store<Tx extends StoreTx = StoreTx> {
   jobGet(params: { id: number }): Promise<Job | null>;
   /** Jobs matching a filter. */
   jobsList(params: JobFilter): Promise<Job[]>;
-  /** Counts by queue and state. */
-  jobsCount(
-    params: { queue?: string },
-  ): Promise<{ queue: string; state: JobState; count: number }[]>;
+  /** Counts by queue and state; with `state`, only that state (cheap: one index). */
+  jobsCount(params: { queue?: string; state?: JobState }): Promise<
+    { queue: string; state: JobState; count: number }[]
+  >;
   /** The attempts of one job, oldest first. */
   attemptsList(params: { jobId: number }): Promise<Attempt[]>;
 

@@ -12,6 +12,7 @@ import type { Clock } from "../clock.ts";
 import { execute, type Registry } from "../kernel/executor.ts";
 import type { ClaimedJob, JobResult } from "../kernel/types.ts";
 import type { Lease, Store } from "../store/store.ts";
+import { setImmediate } from "node:timers";
 import type { Logger } from "./logger.ts";
 
 /** Raised into a job's signal when its node lost the lease. */
@@ -50,17 +51,39 @@ interface Running {
 
 const OUTAGE_BACKOFF_MS = [50, 100, 250, 500, 1000, 2000, 5000];
 
+/**
+ * Prefetch: a producer may hold claimed jobs it has not started yet, but only
+ * as many as its slots would start within this many ms at the pace jobs have
+ * been running. Fast jobs get batches; slow jobs are claimed one slot at a
+ * time, so other nodes can take them.
+ */
+const PREFETCH_HORIZON_MS = 20;
+/** The most claimed-but-not-started jobs a producer holds, per slot. */
+const PREFETCH_PER_SLOT = 20;
+/** Results are written at the latest once this many wait... */
+const FLUSH_BATCH = 256;
+/** ...or once the oldest has waited this long (ms, monotonic time). */
+const FLUSH_DELAY_MS = 2;
+
 /** One queue's claim-run-record loop. */
 export class Producer {
   readonly queue: string;
   readonly concurrency: number;
   #deps: ProducerDeps;
   #running = new Map<number, Running>();
+  /** Claimed, not yet started, oldest first. */
+  #buffer: ClaimedJob[] = [];
   #pending: JobResult[] = [];
+  #pendingSince = 0;
   #fetching = true;
+  /** The last claim filled its request, or something may have arrived since. */
+  #maybeMore = true;
   #woken = false;
   #wakeUp: (() => void) | null = null;
+  #flushTimer: ReturnType<typeof setTimeout> | null = null;
   #outages = 0;
+  /** Running average of how long a job takes, ms; unknown at first. */
+  #meanMs = Infinity;
   #done: Promise<void> | null = null;
 
   constructor(queue: string, concurrency: number, deps: ProducerDeps) {
@@ -74,23 +97,20 @@ export class Producer {
     return this.#running.size;
   }
 
-  /** The leases this producer's running jobs hold. */
+  /** The leases this producer holds: running jobs and claimed ones not yet started. */
   leases(): Lease[] {
     const leases: Lease[] = [];
     for (const r of this.#running.values()) {
       if (!r.abandoned) leases.push({ id: r.job.id, fence: r.job.fence });
     }
+    for (const job of this.#buffer) leases.push({ id: job.id, fence: job.fence });
     return leases;
   }
 
-  /** Asks the loop to look again (a job may be available). */
+  /** Something may be available (a local insert, another process's commit, the timer). */
   wake(): void {
-    this.#woken = true;
-    const wakeUp = this.#wakeUp;
-    if (wakeUp) {
-      this.#wakeUp = null;
-      wakeUp();
-    }
+    this.#maybeMore = true;
+    this.#nudge();
   }
 
   /** Starts the loop; resolves when the producer has stopped and flushed. */
@@ -101,11 +121,16 @@ export class Producer {
   /** Stops claiming; running jobs go on and their results are still written. */
   stopFetching(): void {
     this.#fetching = false;
-    this.wake();
+    this.#nudge();
   }
 
   /** Aborts the job with a lease this node no longer holds; its result is dropped. */
   abandon(id: number, reason: Error): boolean {
+    const buffered = this.#buffer.findIndex((job) => job.id === id);
+    if (buffered >= 0) {
+      this.#buffer.splice(buffered, 1);
+      return true;
+    }
     const running = this.#running.get(id);
     if (!running || running.abandoned) return false;
     running.abandoned = true;
@@ -122,56 +147,125 @@ export class Producer {
       this.abandon(id, new ShutdownError());
       this.#running.delete(id);
     }
-    this.wake();
+    this.#nudge();
+  }
+
+  #nudge(): void {
+    this.#woken = true;
+    const wakeUp = this.#wakeUp;
+    if (wakeUp) {
+      this.#wakeUp = null;
+      wakeUp();
+    }
+  }
+
+  /** How many jobs this producer wants in hand (running + buffered). */
+  #target(): number {
+    const perSlot = Math.min(PREFETCH_PER_SLOT, Math.floor(PREFETCH_HORIZON_MS / this.#meanMs));
+    return this.concurrency * (1 + perSlot);
   }
 
   async #loop(): Promise<void> {
     const { store, clock, node, leaseMs, logger } = this.#deps;
-    while (this.#fetching || this.#running.size > 0 || this.#pending.length > 0) {
+    for (;;) {
       this.#woken = false;
-      const free = this.#fetching ? this.concurrency - this.#running.size : 0;
+      while (this.#running.size < this.concurrency && this.#buffer.length > 0) {
+        this.#start(this.#buffer.shift()!);
+      }
+      if (!this.#fetching && this.#buffer.length > 0) await this.#release();
+
+      const target = this.#target();
+      const inHand = this.#running.size + this.#buffer.length;
+      // Claim when the buffer is down to half, so a batch arrives before it runs dry.
+      const want = this.#fetching && this.#maybeMore &&
+          inHand <= this.concurrency + (target - this.concurrency) / 2
+        ? target - inHand
+        : 0;
       const results = this.#pending;
-      if (free > 0 || results.length > 0) {
+      const flush = results.length > 0 &&
+        (want > 0 || results.length >= FLUSH_BATCH || inHand === 0 ||
+          performance.now() - this.#pendingSince >= FLUSH_DELAY_MS);
+
+      if (want > 0 || flush) {
         this.#pending = [];
-        let claimed: ClaimedJob[];
         try {
           const { jobs, report } = await store.jobsClaim({
             queue: this.queue,
             node,
-            limit: free,
+            limit: want,
             now: clock.now(),
             leaseMs,
             results,
           });
-          claimed = jobs;
           this.#outages = 0;
           for (const id of report.lost) {
             logger("job.lease_lost", { queue: this.queue, job: id, node });
           }
+          if (want > 0 && jobs.length < want) this.#maybeMore = false;
+          for (const job of jobs) this.#buffer.push(job);
         } catch (error) {
           // The store is locked or gone: keep the results, back off, poison nothing.
           this.#pending = results.concat(this.#pending);
           await this.#backOff(error);
-          continue;
         }
-        for (const job of claimed) this.#start(job);
-        // A full batch means more may be waiting: claim again once slots free up.
-        if ((free > 0 && claimed.length === free) || this.#woken) continue;
+        continue;
       }
       if (!this.#fetching && this.#running.size === 0 && this.#pending.length === 0) break;
-      if (!this.#woken) await new Promise<void>((resolve) => (this.#wakeUp = resolve));
+      if (this.#woken) continue;
+      if (this.#pending.length > 0) this.#armFlushTimer();
+      await new Promise<void>((resolve) => (this.#wakeUp = resolve));
+      // Let every job finishing in this turn of the event loop report first,
+      // so one transaction records them all.
+      await new Promise<void>((resolve) => setImmediate(resolve));
     }
+    this.#clearFlushTimer();
   }
 
   #start(job: ClaimedJob): void {
     const control = new AbortController();
     const running: Running = { job, control, abandoned: false };
     this.#running.set(job.id, running);
-    execute(job, control, this.#deps).then((result) => {
+    const startedAt = this.#deps.clock.now();
+    const began = performance.now();
+    execute({ ...job, attemptedAt: startedAt }, control, this.#deps).then((result) => {
+      const ms = performance.now() - began;
+      this.#meanMs = this.#meanMs === Infinity ? ms : this.#meanMs * 0.9 + ms * 0.1;
       this.#running.delete(job.id);
-      if (!running.abandoned) this.#pending.push(result);
-      this.wake();
+      if (!running.abandoned) {
+        if (this.#pending.length === 0) this.#pendingSince = performance.now();
+        this.#pending.push(result);
+      }
+      this.#nudge();
     });
+  }
+
+  /** Gives back claimed jobs that never started: they are available again, no attempt spent. */
+  async #release(): Promise<void> {
+    const jobs = this.#buffer;
+    this.#buffer = [];
+    try {
+      await this.#deps.store.jobsRelease({
+        node: this.#deps.node,
+        leases: jobs.map((j) => ({ id: j.id, fence: j.fence })),
+      });
+    } catch (error) {
+      // Their leases expire and the lifeline rescues them.
+      this.#deps.logger("store.error", { queue: this.queue, error: String(error) });
+    }
+  }
+
+  #armFlushTimer(): void {
+    if (this.#flushTimer !== null) return;
+    // Real time on purpose: this only batches writes, it decides nothing.
+    this.#flushTimer = setTimeout(() => {
+      this.#flushTimer = null;
+      this.#nudge();
+    }, FLUSH_DELAY_MS);
+  }
+
+  #clearFlushTimer(): void {
+    if (this.#flushTimer !== null) clearTimeout(this.#flushTimer);
+    this.#flushTimer = null;
   }
 
   async #backOff(error: unknown): Promise<void> {

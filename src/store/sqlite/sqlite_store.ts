@@ -12,23 +12,27 @@
  * of one fsync per transaction.
  *
  * Several processes may share one file: every write transaction starts with
- * `BEGIN IMMEDIATE`, which takes the write lock up front and waits for it up
- * to the busy timeout (a deferred read-then-write transaction would instead
- * fail with SQLITE_BUSY without waiting).
+ * `BEGIN IMMEDIATE`, which takes the write lock up front (a deferred
+ * read-then-write transaction could fail with SQLITE_BUSY midway, after its
+ * reads, where no wait can help). While another process holds the lock, the
+ * transaction is retried after short asynchronous waits, up to the busy
+ * timeout.
  *
  * @module
  */
 
 import { DatabaseSync, type StatementSync } from "node:sqlite";
-import type {
-  Attempt,
-  ClaimedJob,
-  InsertResult,
-  Job,
-  JobResult,
-  JobState,
-  NewJob,
-  RecordReport,
+import { setImmediate } from "node:timers";
+import {
+  type Attempt,
+  type ClaimedJob,
+  FINAL_STATES,
+  type InsertResult,
+  type Job,
+  type JobResult,
+  type JobState,
+  type NewJob,
+  type RecordReport,
 } from "../../kernel/types.ts";
 import type {
   JobFilter,
@@ -44,8 +48,8 @@ import { MIGRATIONS } from "./migrations.ts";
 /** Options for {@linkcode openSqliteStore}. */
 export interface SqliteOptions {
   /**
-   * How long a statement waits for another process's write lock before it
-   * fails with SQLITE_BUSY, in ms.
+   * How long a call waits for another process's write lock (retrying without
+   * blocking the event loop) before it fails with SQLITE_BUSY, in ms.
    * @default 5000
    */
   busyTimeoutMs?: number;
@@ -124,9 +128,14 @@ const SQL = {
       AND +state = 'available'
     RETURNING id, queue, worker, args, meta, tags, occurrence, attempt, max_attempts, priority,
       fence, inserted_at, scheduled_at, attempted_at`,
+  // Completions come in batches: one statement for all of them, each row
+  // still filtered by its own lease (id, executing, node, fence).
   completed: `UPDATE jobs SET state = 'completed', completed_at = :now, lease_expires_at = NULL,
       ${CLEAR_UNIQUE}
-    WHERE ${LEASE_HELD}`,
+    FROM (SELECT value ->> 0 AS id, value ->> 1 AS fence FROM json_each(:leases)) AS r
+    WHERE jobs.id = r.id AND +jobs.state = 'executing' AND jobs.attempted_by = :node
+      AND jobs.fence = r.fence
+    RETURNING jobs.id`,
   snoozed: `UPDATE jobs SET
       state = CASE WHEN :until > :now THEN 'scheduled' ELSE 'available' END,
       scheduled_at = :until, attempt = attempt - 1, lease_expires_at = NULL
@@ -143,6 +152,14 @@ const SQL = {
   attemptInsert: `INSERT INTO attempts (job_id, attempt, fence, node, kind, started_at,
       finished_at, outcome, error)
     VALUES (:id, :attempt, :fence, :node, :kind, :started, :now, :outcome, :error)`,
+  attemptsInsert: `INSERT INTO attempts (job_id, attempt, fence, node, kind, started_at,
+      finished_at, outcome, error)
+    SELECT value ->> 0, value ->> 1, value ->> 2, :node,
+      CASE WHEN (value ->> 1) > 1 THEN 'retry' ELSE 'run' END,
+      value ->> 3, :now, value ->> 4, value ->> 5
+    FROM json_each(:rows)`,
+  release: `UPDATE jobs SET state = 'available', attempt = attempt - 1, lease_expires_at = NULL
+    WHERE ${LEASE_HELD}`,
   renew: `UPDATE jobs SET lease_expires_at = :lease WHERE ${LEASE_HELD}`,
   leaseHeld: `SELECT 1 AS held FROM jobs WHERE ${LEASE_HELD}`,
   stage: `UPDATE jobs SET state = 'available'
@@ -186,6 +203,12 @@ const SQL = {
     LIMIT :limit`,
   jobsCount: `SELECT queue, state, count(*) AS count FROM jobs
     WHERE (:queue IS NULL OR queue = :queue) GROUP BY queue, state ORDER BY queue, state`,
+  // Counting one state reads only that state's partial index.
+  jobsCountState: `SELECT queue, state, count(*) AS count FROM jobs
+    WHERE state = :state GROUP BY queue ORDER BY queue`,
+  // The IN term lets the planner use the partial index jobs_final.
+  jobsCountFinal: `SELECT queue, state, count(*) AS count FROM jobs
+    WHERE state = :state AND state IN ${FINAL} GROUP BY queue ORDER BY queue`,
   attemptsList: `SELECT * FROM attempts WHERE job_id = :id ORDER BY fence`,
   queuePause: `INSERT INTO queues (name, paused, updated_at) VALUES (:name, :paused, :now)
     ON CONFLICT (name) DO UPDATE SET paused = excluded.paused, updated_at = excluded.updated_at`,
@@ -248,9 +271,10 @@ export class SqliteStore implements Store<SqliteTx> {
       changePollMs: options.changePollMs ?? 2,
     };
     this.db = new DatabaseSync(path);
-    // Integer pragmas cannot take bound parameters; the value is a checked number.
-    const busy = Math.max(0, Math.trunc(this.#options.busyTimeoutMs));
-    this.db.exec(`PRAGMA busy_timeout = ${busy}`);
+    // SQLite's own busy handler would block the whole process while it
+    // sleeps; every call goes through #exclusive, which retries without
+    // blocking, so SQLite itself is told not to wait.
+    this.db.exec("PRAGMA busy_timeout = 0");
   }
 
   // ---------------------------------------------------------------- migrations
@@ -295,6 +319,9 @@ export class SqliteStore implements Store<SqliteTx> {
 
   #configure(): void {
     if (this.location !== ":memory:") this.db.exec("PRAGMA journal_mode = WAL");
+    // A larger WAL between checkpoints: pages written by many transactions
+    // (index roots, the attempts tail) reach the main file once per checkpoint.
+    this.db.exec("PRAGMA wal_autocheckpoint = 8000");
     const sync = this.#options.synchronous === "full" ? "FULL" : "NORMAL";
     this.db.exec(`PRAGMA synchronous = ${sync}`);
   }
@@ -326,16 +353,39 @@ export class SqliteStore implements Store<SqliteTx> {
 
   // -------------------------------------------------------------- transactions
 
-  /** Runs `fn` once no caller's transaction holds the connection. */
+  /**
+   * Runs `fn` once no caller's transaction holds the connection. When another
+   * process holds the write lock (SQLITE_BUSY), `fn` is retried after short
+   * asynchronous waits until the busy timeout: this process's event loop
+   * keeps running (jobs finish, heartbeats beat) instead of blocking inside
+   * SQLite's own busy handler. `fn` is always a whole transaction or a single
+   * read, so a retry repeats nothing that took effect.
+   */
   #exclusive<T>(fn: () => T): Promise<T> {
     if (this.#held === null) {
       try {
         return Promise.resolve(fn());
       } catch (error) {
-        return Promise.reject(error);
+        if (!isBusy(error)) return Promise.reject(error);
+        return this.#retryBusy(fn, performance.now() + this.#options.busyTimeoutMs);
       }
     }
     return this.#held.then(() => this.#exclusive(fn));
+  }
+
+  async #retryBusy<T>(fn: () => T, deadline: number): Promise<T> {
+    for (let attempt = 0;; attempt++) {
+      // The first retries come at once (the lock is usually held for well
+      // under a millisecond), later ones back off to 5 ms.
+      if (attempt < 2) await new Promise((resolve) => setImmediate(resolve));
+      else await new Promise((resolve) => setTimeout(resolve, Math.min(5, attempt - 1)));
+      while (this.#held) await this.#held;
+      try {
+        return fn();
+      } catch (error) {
+        if (!isBusy(error) || performance.now() > deadline) throw error;
+      }
+    }
   }
 
   /** One synchronous write transaction, holding the write lock from its start. */
@@ -356,7 +406,7 @@ export class SqliteStore implements Store<SqliteTx> {
     let release!: () => void;
     this.#held = new Promise((resolve) => (release = resolve));
     try {
-      this.db.exec("BEGIN IMMEDIATE");
+      await this.#retryableBegin();
       const tx: SqliteTx = {
         db: this.db,
         jobsInsert: (params) => Promise.resolve(this.#insert(params.jobs, params.now)),
@@ -372,6 +422,17 @@ export class SqliteStore implements Store<SqliteTx> {
     } finally {
       this.#held = null;
       release();
+    }
+  }
+
+  #retryableBegin(): Promise<void> {
+    const begin = () => this.db.exec("BEGIN IMMEDIATE");
+    try {
+      begin();
+      return Promise.resolve();
+    } catch (error) {
+      if (!isBusy(error)) return Promise.reject(error);
+      return this.#retryBusy(begin, performance.now() + this.#options.busyTimeoutMs);
     }
   }
 
@@ -460,50 +521,62 @@ export class SqliteStore implements Store<SqliteTx> {
 
   #record(node: string, now: number, results: JobResult[]): RecordReport {
     const s = this.#s;
-    const recorded: number[] = [];
-    const lost: number[] = [];
+    const recorded: JobResult[] = [];
+    const done = results.filter((r) => r.outcome === "completed");
+    if (done.length > 0) {
+      const leases = JSON.stringify(done.map((r) => [r.id, r.fence]));
+      const ids = new Set(
+        (s.completed.all({ now, node, leases }) as Row[]).map((row) => row.id as number),
+      );
+      for (const r of done) if (ids.has(r.id)) recorded.push(r);
+    }
     for (const r of results) {
+      if (r.outcome === "completed") continue;
       const lease = { id: r.id, node, fence: r.fence, now };
       let changes: number | bigint;
-      let error: string | null = null;
       switch (r.outcome) {
-        case "completed":
-          changes = s.completed.run(lease).changes;
-          break;
         case "snoozed":
           changes = s.snoozed.run({ ...lease, until: r.until }).changes;
           break;
         case "retryable":
-          error = r.error;
-          changes = s.retryable.run({ ...lease, at: r.at, error }).changes;
+          changes = s.retryable.run({ ...lease, at: r.at, error: r.error }).changes;
           break;
         case "cancelled":
-          error = r.error;
-          changes = s.cancelled.run({ ...lease, error }).changes;
+          changes = s.cancelled.run({ ...lease, error: r.error }).changes;
           break;
         case "discarded":
-          error = r.error;
-          changes = s.discarded.run({ ...lease, error }).changes;
+          changes = s.discarded.run({ ...lease, error: r.error }).changes;
           break;
       }
-      if (changes === 0) {
-        lost.push(r.id);
-        continue;
-      }
-      s.attemptInsert.run({
-        id: r.id,
-        attempt: r.attempt,
-        fence: r.fence,
-        node,
-        kind: r.attempt > 1 ? "retry" : "run",
-        started: r.startedAt,
-        now,
-        outcome: r.outcome,
-        error,
-      });
-      recorded.push(r.id);
+      if (changes !== 0) recorded.push(r);
     }
-    return { recorded, lost };
+    if (recorded.length > 0) {
+      const rows = JSON.stringify(recorded.map((r) => [
+        r.id,
+        r.attempt,
+        r.fence,
+        r.startedAt,
+        r.outcome,
+        "error" in r ? r.error : null,
+      ]));
+      s.attemptsInsert.run({ node, now, rows });
+    }
+    const kept = new Set(recorded.map((r) => r.id));
+    return {
+      recorded: recorded.map((r) => r.id),
+      lost: results.filter((r) => !kept.has(r.id)).map((r) => r.id),
+    };
+  }
+
+  jobsRelease(params: { node: string; leases: Lease[] }): Promise<Lease[]> {
+    if (params.leases.length === 0) return Promise.resolve([]);
+    return this.#exclusive(() =>
+      this.#write(() =>
+        params.leases.filter((l) =>
+          this.#s.release.run({ id: l.id, fence: l.fence, node: params.node }).changes !== 0
+        )
+      )
+    );
   }
 
   jobsRenew(params: {
@@ -669,13 +742,17 @@ export class SqliteStore implements Store<SqliteTx> {
     });
   }
 
-  jobsCount(params: { queue?: string }) {
+  jobsCount(params: { queue?: string; state?: JobState }) {
     return this.#exclusive(() =>
-      (this.#s.jobsCount.all({ queue: params.queue ?? null }) as Row[]).map((r) => ({
-        queue: String(r.queue),
-        state: r.state as JobState,
-        count: Number(r.count),
-      }))
+      (params.state !== undefined
+        ? ((FINAL_STATES.includes(params.state) ? this.#s.jobsCountFinal : this.#s.jobsCountState)
+          .all({ state: params.state }) as Row[])
+          .filter((r) => params.queue === undefined || r.queue === params.queue)
+        : (this.#s.jobsCount.all({ queue: params.queue ?? null }) as Row[])).map((r) => ({
+          queue: String(r.queue),
+          state: r.state as JobState,
+          count: Number(r.count),
+        }))
     );
   }
 
@@ -793,6 +870,11 @@ export class SqliteStore implements Store<SqliteTx> {
 }
 
 // ---------------------------------------------------------------- row mapping
+
+/** SQLITE_BUSY or SQLITE_LOCKED: another connection holds the lock. */
+function isBusy(error: unknown): boolean {
+  return error instanceof Error && /database (table )?is locked|SQLITE_BUSY/i.test(error.message);
+}
 
 function unique<T>(values: T[]): T[] {
   return [...new Set(values)];
