@@ -57,7 +57,8 @@ export class Jobs<Tx extends StoreTx = StoreTx> {
   // deno-lint-ignore no-explicit-any
   #registry = new Map<string, Worker<any>>();
   #argsLimit: number;
-  #random: () => number;
+  /** Random in [0, 1), for backoff jitter (injected in tests). */
+  readonly random: () => number;
   #runtimes = new Set<Runtime>();
   #txWakes = new WeakMap<Tx, { queues: Set<string>; scheduled: boolean }>();
 
@@ -66,7 +67,7 @@ export class Jobs<Tx extends StoreTx = StoreTx> {
     this.clock = options.clock ?? new SystemClock();
     this.logger = options.logger ?? jsonLogger;
     this.#argsLimit = options.argsLimit ?? DEFAULT_ARGS_LIMIT;
-    this.#random = options.random ?? Math.random;
+    this.random = options.random ?? Math.random;
     for (const worker of options.workers ?? []) this.register(worker);
   }
 
@@ -145,7 +146,7 @@ export class Jobs<Tx extends StoreTx = StoreTx> {
         clock: this.clock,
         registry: this.#registry,
         logger: this.logger,
-        random: this.#random,
+        random: this.random,
       },
       { ...options, queues, node: options.node ?? defaultNodeName() },
     );

@@ -87,6 +87,8 @@ export async function drainJobs<Tx extends StoreTx>(
           limit: batch,
           now: jobs.clock.now(),
           leaseMs: LEASE_MS,
+          // Staged early, a scheduled job is available but still dated later.
+          dueBy: options.withScheduled ? Number.MAX_SAFE_INTEGER : undefined,
         });
         if (claimed.length === 0) break;
         ran += claimed.length;

@@ -106,6 +106,8 @@ export interface Store<Tx extends StoreTx = StoreTx> {
     now: number;
     leaseMs: number;
     results?: JobResult[];
+    /** Claim jobs due by this instant instead of `now` (test drains of scheduled jobs). */
+    dueBy?: number;
   }): Promise<{ jobs: ClaimedJob[]; report: RecordReport }>;
 
   /**

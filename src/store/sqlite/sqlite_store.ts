@@ -122,7 +122,7 @@ const SQL = {
     -- instead of scanning every available row through the state index.
     WHERE id IN (
       SELECT id FROM jobs
-      WHERE state = 'available' AND queue = :queue AND scheduled_at <= :now
+      WHERE state = 'available' AND queue = :queue AND scheduled_at <= :due
         AND NOT EXISTS (SELECT 1 FROM queues WHERE name = :queue AND paused = 1)
       ORDER BY priority, scheduled_at, id LIMIT :limit)
       AND +state = 'available'
@@ -493,6 +493,7 @@ export class SqliteStore implements Store<SqliteTx> {
     now: number;
     leaseMs: number;
     results?: JobResult[];
+    dueBy?: number;
   }): Promise<{ jobs: ClaimedJob[]; report: RecordReport }> {
     return this.#exclusive(() =>
       this.#write(() => {
@@ -504,6 +505,7 @@ export class SqliteStore implements Store<SqliteTx> {
           queue: params.queue,
           node: params.node,
           now: params.now,
+          due: params.dueBy ?? params.now,
           lease: params.now + params.leaseMs,
           limit: params.limit,
         }) as Row[];
