@@ -1,0 +1,619 @@
+/**
+ * One body of tests written against the `Store` interface and run for every
+ * backend in `backends`. A new backend (PostgreSQL) adds one entry to the
+ * list; the body does not change. Nothing here touches SQL or a concrete
+ * store type: rows are made through `jobsInsert`, `jobsClaim` and
+ * `jobsRecord`, and time is passed in as `now`.
+ */
+
+import assert from "node:assert/strict";
+import type { ClaimedJob, JobResult, JobState, NewJob } from "../src/kernel/types.ts";
+import { openSqliteStore } from "../src/store/sqlite/sqlite_store.ts";
+import type { Store } from "../src/store/store.ts";
+import { tempDir } from "./support/stores.ts";
+
+/** A fresh, migrated, empty database of one backend. */
+interface Harness {
+  store: Store;
+  /** Another connection to the same database (another node, in effect). */
+  connect(): Promise<Store>;
+  close(): Promise<void>;
+}
+
+interface Backend {
+  name: string;
+  open(): Promise<Harness>;
+}
+
+const backends: Backend[] = [
+  {
+    name: "sqlite",
+    open: async () => {
+      const dir = await tempDir();
+      const path = `${dir.path}/jobs.db`;
+      const store = await openSqliteStore(path, { now: T0 });
+      const others: Store[] = [];
+      return {
+        store,
+        connect: async () => {
+          const other = await openSqliteStore(path, { now: T0 });
+          others.push(other);
+          return other;
+        },
+        close: async () => {
+          for (const other of others) await other.close();
+          await store.close();
+          await dir.cleanup();
+        },
+      };
+    },
+  },
+];
+
+const T0 = Date.UTC(2026, 0, 1);
+const LEASE_MS = 30_000;
+
+function newJob(fields: Partial<NewJob> = {}): NewJob {
+  return {
+    queue: "default",
+    worker: "noop",
+    args: "{}",
+    meta: "{}",
+    tags: "[]",
+    tenant: null,
+    priority: 0,
+    maxAttempts: 20,
+    scheduledAt: T0,
+    uniqueKey: null,
+    uniqueStates: null,
+    occurrence: null,
+    scheduleId: null,
+    scheduledFor: null,
+    ...fields,
+  };
+}
+
+function completed(job: ClaimedJob, fields: { fence?: number } = {}): JobResult {
+  return {
+    id: job.id,
+    fence: fields.fence ?? job.fence,
+    attempt: job.attempt,
+    startedAt: job.attemptedAt,
+    outcome: "completed",
+  };
+}
+
+function retryable(job: ClaimedJob, at: number): JobResult {
+  return {
+    id: job.id,
+    fence: job.fence,
+    attempt: job.attempt,
+    startedAt: job.attemptedAt,
+    outcome: "retryable",
+    error: "boom",
+    at,
+  };
+}
+
+async function insert(store: Store, jobs: NewJob[], now = T0): Promise<number[]> {
+  return (await store.jobsInsert({ jobs, now })).map((r) => r.id);
+}
+
+async function claim(
+  store: Store,
+  fields: { queue?: string; node?: string; limit?: number; now?: number } = {},
+): Promise<ClaimedJob[]> {
+  const { jobs } = await store.jobsClaim({
+    queue: fields.queue ?? "default",
+    node: fields.node ?? "node-a",
+    limit: fields.limit ?? 10,
+    now: fields.now ?? T0,
+    leaseMs: LEASE_MS,
+  });
+  return jobs;
+}
+
+async function claimOne(store: Store, fields: Parameters<typeof claim>[1] = {}) {
+  const jobs = await claim(store, { ...fields, limit: 1 });
+  assert.equal(jobs.length, 1, "expected to claim one job");
+  return jobs[0]!;
+}
+
+async function stateOf(store: Store, id: number): Promise<JobState | undefined> {
+  return (await store.jobGet({ id }))?.state;
+}
+
+for (const backend of backends) {
+  const test = (name: string, fn: (h: Harness) => Promise<void>) =>
+    Deno.test(`${backend.name}: ${name}`, async () => {
+      const h = await backend.open();
+      try {
+        await fn(h);
+      } finally {
+        await h.close();
+      }
+    });
+
+  // ------------------------------------------------------------------ insert
+
+  test("jobsInsert() returns ids in input order, scheduled when due later", async ({ store }) => {
+    const results = await store.jobsInsert({
+      now: T0,
+      jobs: [
+        newJob({ args: `{"n":0}` }),
+        newJob({ args: `{"n":1}`, scheduledAt: T0 + 60_000 }),
+        newJob({ args: `{"n":2}`, queue: "mail" }),
+        newJob({ args: `{"n":3}`, scheduledAt: T0 - 1 }),
+      ],
+    });
+    assert.equal(results.length, 4);
+    assert.deepEqual(results.map((r) => r.state), [
+      "available",
+      "scheduled",
+      "available",
+      "available",
+    ]);
+    assert.deepEqual(results.map((r) => r.queue), ["default", "default", "mail", "default"]);
+    assert.ok(results.every((r) => !r.duplicate));
+    assert.equal(new Set(results.map((r) => r.id)).size, 4);
+    for (const [n, r] of results.entries()) {
+      assert.deepEqual((await store.jobGet({ id: r.id }))?.args, { n });
+    }
+  });
+
+  // ------------------------------------------------------------------- claim
+
+  test("jobsClaim() takes only available jobs of its queue that are due now", async ({ store }) => {
+    const [due, later, other] = await insert(store, [
+      newJob(),
+      newJob({ scheduledAt: T0 + 1000 }), // scheduled
+      newJob({ queue: "other" }),
+    ]);
+    // Available, but inserted "in the future": not due at T0.
+    const [notDue] = await insert(store, [newJob({ scheduledAt: T0 + 5000 })], T0 + 5000);
+    assert.equal(await stateOf(store, notDue!), "available");
+    // A retryable job, due, is not claimable until staged.
+    const [retry] = await insert(store, [newJob()]);
+    const first = await claim(store, { limit: 10 });
+    assert.deepEqual(first.map((j) => j.id).sort((a, b) => a - b), [due, retry]);
+    const retried = first.find((j) => j.id === retry)!;
+    await store.jobsRecord({
+      node: "node-a",
+      now: T0,
+      results: [retryable(retried, T0)],
+    });
+    assert.equal(await stateOf(store, retry!), "retryable");
+
+    // Executing, retryable, scheduled, not-due and other-queue jobs: nothing to claim.
+    assert.deepEqual(await claim(store, { node: "node-b" }), []);
+    assert.equal(await stateOf(store, due!), "executing");
+    assert.equal(await stateOf(store, later!), "scheduled");
+    assert.equal(await stateOf(store, other!), "available");
+
+    const [otherJob] = await claim(store, { queue: "other" });
+    assert.equal(otherJob?.id, other);
+    const [late] = await claim(store, { now: T0 + 5000 });
+    assert.equal(late?.id, notDue);
+  });
+
+  test("jobsClaim() orders by priority, then scheduled_at, then id", async ({ store }) => {
+    const [e, a, b, c, d] = await insert(store, [
+      newJob({ priority: 2, scheduledAt: T0 - 5000 }),
+      newJob({ priority: 1, scheduledAt: T0 - 3000 }),
+      newJob({ priority: 0, scheduledAt: T0 - 1000 }),
+      newJob({ priority: 0, scheduledAt: T0 - 2000 }),
+      newJob({ priority: 0, scheduledAt: T0 - 2000 }),
+    ]);
+    const order: number[] = [];
+    for (let i = 0; i < 5; i++) order.push((await claimOne(store)).id);
+    assert.deepEqual(order, [c, d, b, a, e]);
+    assert.deepEqual(await claim(store), []);
+  });
+
+  test("jobsClaim() with a limit takes the first jobs in claim order", async ({ store }) => {
+    const [low, high1, high2] = await insert(store, [
+      newJob({ priority: 5 }),
+      newJob({ priority: 0 }),
+      newJob({ priority: 0 }),
+    ]);
+    const jobs = await claim(store, { limit: 2 });
+    assert.deepEqual(jobs.map((j) => j.id).sort((x, y) => x - y), [high1, high2]);
+    assert.equal(await stateOf(store, low!), "available");
+  });
+
+  test("jobsClaim() increments attempt and fence and sets attempted_by and the lease", async ({ store }) => {
+    const [id] = await insert(store, [newJob({ maxAttempts: 3, priority: 4 })]);
+    const job = await claimOne(store, { node: "node-a", now: T0 + 10 });
+    assert.equal(job.id, id);
+    assert.equal(job.attempt, 1);
+    assert.equal(job.fence, 1);
+    assert.equal(job.attemptedAt, T0 + 10);
+    assert.equal(job.maxAttempts, 3);
+    assert.equal(job.priority, 4);
+    const row = await store.jobGet({ id: id! });
+    assert.equal(row?.state, "executing");
+    assert.equal(row?.attempt, 1);
+    assert.equal(row?.fence, 1);
+    assert.equal(row?.attemptedBy, "node-a");
+    assert.equal(row?.attemptedAt, T0 + 10);
+    assert.equal(row?.leaseExpiresAt, T0 + 10 + LEASE_MS);
+  });
+
+  test("jobsClaim() on a paused queue claims nothing until it is resumed", async ({ store }) => {
+    const [id] = await insert(store, [newJob()]);
+    const [other] = await insert(store, [newJob({ queue: "other" })]);
+    await store.queuePause({ name: "default", paused: true, now: T0 });
+    const queues = await store.queuesList();
+    assert.deepEqual(queues.map((q) => [q.name, q.paused]), [["default", true]]);
+    assert.deepEqual(await claim(store), []);
+    assert.equal(await stateOf(store, id!), "available");
+    assert.equal((await claimOne(store, { queue: "other" })).id, other);
+
+    await store.queuePause({ name: "default", paused: false, now: T0 + 1 });
+    assert.equal((await store.queuesList())[0]?.paused, false);
+    assert.equal((await claimOne(store)).id, id);
+  });
+
+  test("jobsClaim() from two connections never hands out a job twice", async ({ store, connect }) => {
+    const other = await connect();
+    const ids = await insert(store, Array.from({ length: 60 }, () => newJob()));
+    const seen: number[] = [];
+    const drain = async (s: Store, node: string) => {
+      for (;;) {
+        const jobs = await claim(s, { node, limit: 3 });
+        if (jobs.length === 0) return;
+        seen.push(...jobs.map((j) => j.id));
+        await new Promise((resolve) => setTimeout(resolve, 0));
+      }
+    };
+    await Promise.all([drain(store, "node-a"), drain(other, "node-b")]);
+    assert.equal(seen.length, ids.length);
+    assert.deepEqual([...seen].sort((a, b) => a - b), ids);
+  });
+
+  // ------------------------------------------------------------ record, fence
+
+  test("jobsRecord() with a stale fence or another node changes nothing and is lost", async ({ store }) => {
+    await insert(store, [newJob()]);
+    const job = await claimOne(store, { node: "node-a" });
+    const before = await store.jobGet({ id: job.id });
+
+    const stale = await store.jobsRecord({
+      node: "node-a",
+      now: T0 + 1,
+      results: [completed(job, { fence: job.fence - 1 })],
+    });
+    assert.deepEqual(stale, { recorded: [], lost: [job.id] });
+    const foreign = await store.jobsRecord({
+      node: "node-b",
+      now: T0 + 1,
+      results: [completed(job)],
+    });
+    assert.deepEqual(foreign, { recorded: [], lost: [job.id] });
+    const future = await store.jobsRecord({
+      node: "node-a",
+      now: T0 + 1,
+      results: [completed(job, { fence: job.fence + 1 })],
+    });
+    assert.deepEqual(future, { recorded: [], lost: [job.id] });
+    assert.deepEqual(await store.jobGet({ id: job.id }), before);
+    assert.deepEqual(await store.attemptsList({ jobId: job.id }), []);
+
+    const ok = await store.jobsRecord({ node: "node-a", now: T0 + 2, results: [completed(job)] });
+    assert.deepEqual(ok, { recorded: [job.id], lost: [] });
+    const row = await store.jobGet({ id: job.id });
+    assert.equal(row?.state, "completed");
+    assert.equal(row?.completedAt, T0 + 2);
+    assert.equal(row?.leaseExpiresAt, null);
+    const attempts = await store.attemptsList({ jobId: job.id });
+    assert.equal(attempts.length, 1);
+    assert.equal(attempts[0]?.outcome, "completed");
+    assert.equal(attempts[0]?.node, "node-a");
+    assert.equal(attempts[0]?.fence, 1);
+    assert.equal(attempts[0]?.startedAt, T0);
+    assert.equal(attempts[0]?.finishedAt, T0 + 2);
+
+    // The lease ended with the completion: writing it again is lost too.
+    const again = await store.jobsRecord({
+      node: "node-a",
+      now: T0 + 3,
+      results: [completed(job)],
+    });
+    assert.deepEqual(again, { recorded: [], lost: [job.id] });
+    assert.equal((await store.attemptsList({ jobId: job.id })).length, 1);
+  });
+
+  test("jobsClaim() writes its results first and reports stale ones lost", async ({ store }) => {
+    await insert(store, [newJob(), newJob(), newJob()]);
+    const [one, two] = await claim(store, { limit: 2 });
+    const { jobs, report } = await store.jobsClaim({
+      queue: "default",
+      node: "node-a",
+      limit: 5,
+      now: T0 + 1,
+      leaseMs: LEASE_MS,
+      results: [completed(one!), completed(two!, { fence: 99 })],
+    });
+    assert.deepEqual(report, { recorded: [one!.id], lost: [two!.id] });
+    assert.equal(jobs.length, 1);
+    assert.equal(await stateOf(store, one!.id), "completed");
+    assert.equal(await stateOf(store, two!.id), "executing");
+    assert.deepEqual(await store.attemptsList({ jobId: two!.id }), []);
+  });
+
+  test("jobsRenew() extends held leases and reports stale or foreign ones lost", async ({ store }) => {
+    await insert(store, [newJob(), newJob()]);
+    const [a, b] = await claim(store, { node: "node-a" });
+    const held = { id: a!.id, fence: a!.fence };
+    const stale = { id: b!.id, fence: b!.fence - 1 };
+
+    const renewed = await store.jobsRenew({
+      node: "node-a",
+      leases: [held, stale],
+      now: T0 + 10_000,
+      leaseMs: LEASE_MS,
+    });
+    assert.deepEqual(renewed.lost, [stale]);
+    assert.equal((await store.jobGet({ id: a!.id }))?.leaseExpiresAt, T0 + 10_000 + LEASE_MS);
+    assert.equal((await store.jobGet({ id: b!.id }))?.leaseExpiresAt, T0 + LEASE_MS);
+
+    const foreign = await store.jobsRenew({
+      node: "node-b",
+      leases: [held],
+      now: T0 + 20_000,
+      leaseMs: LEASE_MS,
+    });
+    assert.deepEqual(foreign.lost, [held]);
+    assert.equal((await store.jobGet({ id: a!.id }))?.leaseExpiresAt, T0 + 10_000 + LEASE_MS);
+    assert.deepEqual(await store.attemptsList({ jobId: a!.id }), []);
+  });
+
+  test("jobsLeasesLost() names the leases a node no longer holds", async ({ store }) => {
+    await insert(store, [newJob(), newJob()]);
+    const [a, b] = await claim(store, { node: "node-a" });
+    const leaseA = { id: a!.id, fence: a!.fence };
+    const leaseB = { id: b!.id, fence: b!.fence };
+    assert.deepEqual(await store.jobsLeasesLost({ node: "node-a", leases: [leaseA, leaseB] }), []);
+    assert.deepEqual(await store.jobsLeasesLost({ node: "node-b", leases: [leaseA] }), [leaseA]);
+    const staleA = { id: a!.id, fence: a!.fence + 1 };
+    assert.deepEqual(await store.jobsLeasesLost({ node: "node-a", leases: [staleA] }), [staleA]);
+    await store.jobsRecord({ node: "node-a", now: T0, results: [completed(b!)] });
+    assert.deepEqual(
+      await store.jobsLeasesLost({ node: "node-a", leases: [leaseA, leaseB] }),
+      [leaseB],
+    );
+    // Reads only: the held lease is unchanged.
+    assert.equal((await store.jobGet({ id: a!.id }))?.state, "executing");
+  });
+
+  test("the fence rises on every claim: a rescued job claimed again has fence 2", async ({ store }) => {
+    const [id] = await insert(store, [newJob({ maxAttempts: 5 })]);
+    const first = await claimOne(store, { node: "node-a" });
+    assert.equal(first.fence, 1);
+    // The lease has not expired yet: nothing to rescue.
+    assert.deepEqual(await store.jobsRescue({ now: T0 + LEASE_MS - 1, limit: 10 }), {
+      rescued: 0,
+      discarded: 0,
+      queues: [],
+    });
+    const later = T0 + LEASE_MS + 1;
+    assert.deepEqual(await store.jobsRescue({ now: later, limit: 10 }), {
+      rescued: 1,
+      discarded: 0,
+      queues: ["default"],
+    });
+    assert.equal(await stateOf(store, id!), "available");
+    const second = await claimOne(store, { node: "node-b", now: later });
+    assert.equal(second.id, id);
+    assert.equal(second.fence, 2);
+    assert.equal(second.attempt, 2);
+
+    // The first claimer's completion and renewal carry fence 1: both lost.
+    const report = await store.jobsRecord({
+      node: "node-a",
+      now: later,
+      results: [completed(first)],
+    });
+    assert.deepEqual(report, { recorded: [], lost: [id] });
+    const renewal = await store.jobsRenew({
+      node: "node-a",
+      leases: [{ id: id!, fence: 1 }],
+      now: later,
+      leaseMs: LEASE_MS,
+    });
+    assert.equal(renewal.lost.length, 1);
+    const row = await store.jobGet({ id: id! });
+    assert.equal(row?.state, "executing");
+    assert.equal(row?.attemptedBy, "node-b");
+    assert.equal(row?.fence, 2);
+
+    await store.jobsRecord({ node: "node-b", now: later + 1, results: [completed(second)] });
+    const attempts = await store.attemptsList({ jobId: id! });
+    assert.deepEqual(
+      attempts.map((a) => [a.fence, a.node, a.outcome]),
+      [[1, "node-a", "orphaned"], [2, "node-b", "completed"]],
+    );
+  });
+
+  test("jobsRelease() gives back held leases only, the attempt unused and the fence kept", async ({ store }) => {
+    const [id] = await insert(store, [newJob()]);
+    const job = await claimOne(store, { node: "node-a" });
+    const lease = { id: id!, fence: job.fence };
+    assert.deepEqual(await store.jobsRelease({ node: "node-b", leases: [lease] }), []);
+    assert.deepEqual(
+      await store.jobsRelease({ node: "node-a", leases: [{ id: id!, fence: 0 }] }),
+      [],
+    );
+    assert.equal(await stateOf(store, id!), "executing");
+
+    assert.deepEqual(await store.jobsRelease({ node: "node-a", leases: [lease] }), [lease]);
+    const row = await store.jobGet({ id: id! });
+    assert.equal(row?.state, "available");
+    assert.equal(row?.attempt, 0);
+    assert.equal(row?.leaseExpiresAt, null);
+    assert.deepEqual(await store.attemptsList({ jobId: id! }), []);
+    // Released once: a second release and a late completion find no lease.
+    assert.deepEqual(await store.jobsRelease({ node: "node-a", leases: [lease] }), []);
+    const report = await store.jobsRecord({ node: "node-a", now: T0, results: [completed(job)] });
+    assert.deepEqual(report.lost, [id]);
+
+    const again = await claimOne(store, { node: "node-b" });
+    assert.equal(again.attempt, 1);
+    assert.equal(again.fence, 2);
+  });
+
+  // ------------------------------------------------------------------ cancel
+
+  test("jobsCancel() of an executing job breaks its lease and writes a cancelled attempt", async ({ store }) => {
+    const [waiting, done] = await insert(store, [newJob({ priority: 9 }), newJob({ priority: 8 })]);
+    const [id] = await insert(store, [newJob()]);
+    const job = await claimOne(store, { node: "node-a" });
+    assert.equal(job.id, id);
+    const finished = await claimOne(store, { node: "node-a" });
+    assert.equal(finished.id, done);
+    await store.jobsRecord({ node: "node-a", now: T0, results: [completed(finished)] });
+
+    const cancelled = await store.jobsCancel({
+      ids: [id!, waiting!, done!, 999_999],
+      now: T0 + 5,
+      reason: "operator: stop it",
+    });
+    assert.deepEqual(cancelled.sort((a, b) => a - b), [waiting, id].sort((a, b) => a! - b!));
+    assert.equal(await stateOf(store, done!), "completed");
+
+    const row = await store.jobGet({ id: id! });
+    assert.equal(row?.state, "cancelled");
+    assert.equal(row?.cancelledAt, T0 + 5);
+    assert.equal(row?.leaseExpiresAt, null);
+    assert.equal(row?.errors.at(-1)?.error, "operator: stop it");
+
+    const renewal = await store.jobsRenew({
+      node: "node-a",
+      leases: [{ id: id!, fence: job.fence }],
+      now: T0 + 6,
+      leaseMs: LEASE_MS,
+    });
+    assert.deepEqual(renewal.lost, [{ id: id!, fence: job.fence }]);
+    const report = await store.jobsRecord({
+      node: "node-a",
+      now: T0 + 7,
+      results: [completed(job)],
+    });
+    assert.deepEqual(report, { recorded: [], lost: [id] });
+    assert.equal(await stateOf(store, id!), "cancelled");
+
+    const attempts = await store.attemptsList({ jobId: id! });
+    assert.equal(attempts.length, 1);
+    assert.equal(attempts[0]?.outcome, "cancelled");
+    assert.equal(attempts[0]?.fence, 1);
+    assert.equal(attempts[0]?.node, "node-a");
+    assert.equal(attempts[0]?.error, "operator: stop it");
+    assert.equal(attempts[0]?.finishedAt, T0 + 5);
+    // A job that never ran has no attempt to end.
+    assert.deepEqual(await store.attemptsList({ jobId: waiting! }), []);
+    assert.equal(await stateOf(store, waiting!), "cancelled");
+  });
+
+  // ------------------------------------------------------------------- stage
+
+  test("jobsStage() makes due scheduled and retryable jobs available and returns nextAt", async ({ store }) => {
+    const [soon, last, now] = await insert(store, [
+      newJob({ scheduledAt: T0 + 1000 }),
+      newJob({ scheduledAt: T0 + 5000, queue: "other" }),
+      newJob(),
+    ]);
+    const job = await claimOne(store);
+    assert.equal(job.id, now);
+    await store.jobsRecord({
+      node: "node-a",
+      now: T0,
+      results: [retryable(job, T0 + 2000)],
+    });
+    assert.equal(await stateOf(store, now!), "retryable");
+
+    assert.deepEqual(await store.jobsStage({ now: T0 + 500, limit: 100 }), {
+      staged: 0,
+      queues: [],
+      nextAt: T0 + 1000,
+    });
+    const staged = await store.jobsStage({ now: T0 + 2000, limit: 100 });
+    assert.deepEqual(staged, { staged: 2, queues: ["default"], nextAt: T0 + 5000 });
+    assert.equal(await stateOf(store, soon!), "available");
+    assert.equal(await stateOf(store, now!), "available");
+    assert.equal(await stateOf(store, last!), "scheduled");
+    const again = await claim(store, { now: T0 + 2000 });
+    assert.deepEqual(again.map((j) => j.id).sort((a, b) => a - b), [soon, now]);
+    assert.equal(again.find((j) => j.id === now)?.fence, 2);
+
+    assert.deepEqual(await store.jobsStage({ now: T0 + 5000, limit: 100 }), {
+      staged: 1,
+      queues: ["other"],
+      nextAt: null,
+    });
+  });
+
+  test("jobsStage() moves at most limit jobs per call", async ({ store }) => {
+    await insert(store, Array.from({ length: 5 }, (_, i) => newJob({ scheduledAt: T0 + 10 + i })));
+    const first = await store.jobsStage({ now: T0 + 100, limit: 3 });
+    assert.equal(first.staged, 3);
+    assert.equal(first.nextAt, T0 + 13);
+    const second = await store.jobsStage({ now: T0 + 100, limit: 3 });
+    assert.equal(second.staged, 2);
+    assert.equal(second.nextAt, null);
+  });
+
+  // ------------------------------------------------------------------- count
+
+  test("jobsCount() counts by queue and state, optionally for one queue", async ({ store }) => {
+    await insert(store, [
+      newJob(),
+      newJob(),
+      newJob(),
+      newJob({ queue: "mail" }),
+      newJob({ queue: "mail", scheduledAt: T0 + 1000 }),
+    ]);
+    await claimOne(store);
+    const key = (rows: { queue: string; state: string; count: number }[]) =>
+      rows.map((r) => `${r.queue}/${r.state}=${r.count}`).sort();
+    assert.deepEqual(key(await store.jobsCount({})), [
+      "default/available=2",
+      "default/executing=1",
+      "mail/available=1",
+      "mail/scheduled=1",
+    ]);
+    assert.deepEqual(key(await store.jobsCount({ queue: "mail" })), [
+      "mail/available=1",
+      "mail/scheduled=1",
+    ]);
+    assert.deepEqual(await store.jobsCount({ queue: "none" }), []);
+  });
+
+  // --------------------------------------------------------------- settings
+
+  test("settingGet() returns null until settingSet() writes, then the latest value", async ({ store }) => {
+    assert.equal(await store.settingGet({ key: "retention" }), null);
+    await store.settingSet({ key: "retention", value: { completed: 7 }, now: T0 });
+    await store.settingSet({ key: "limit", value: 3, now: T0 });
+    assert.deepEqual(await store.settingGet({ key: "retention" }), { completed: 7 });
+    await store.settingSet({ key: "retention", value: { completed: 1, tags: ["a"] }, now: T0 });
+    assert.deepEqual(await store.settingGet({ key: "retention" }), { completed: 1, tags: ["a"] });
+    assert.equal(await store.settingGet({ key: "limit" }), 3);
+  });
+
+  // ------------------------------------------------------------------ nodes
+
+  test("nodeBeat() registers and refreshes, nodesExpire() and nodeRemove() delete", async ({ store }) => {
+    await store.nodeBeat({ node: "n1", queues: { default: 2 }, now: T0 });
+    await store.nodeBeat({ node: "n2", queues: { mail: 1 }, now: T0 + 1000 });
+    await store.nodeBeat({ node: "n1", queues: { default: 3 }, now: T0 + 5000 });
+    assert.deepEqual(await store.nodesList(), [
+      { node: "n1", queues: { default: 3 }, startedAt: T0, heartbeatAt: T0 + 5000 },
+      { node: "n2", queues: { mail: 1 }, startedAt: T0 + 1000, heartbeatAt: T0 + 1000 },
+    ]);
+    assert.equal(await store.nodesExpire({ before: T0 + 3000 }), 1);
+    assert.deepEqual((await store.nodesList()).map((n) => n.node), ["n1"]);
+    await store.nodeRemove({ node: "n1" });
+    await store.nodeRemove({ node: "never-registered" });
+    assert.deepEqual(await store.nodesList(), []);
+  });
+}
