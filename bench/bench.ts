@@ -1,0 +1,577 @@
+/**
+ * The benchmark: enqueue throughput, processing throughput in one and in
+ * three processes, and enqueue-to-start latency in the same process and
+ * across processes. The workload matches the peers' harness
+ * (`/work/shared/bench-peers/lib/harness.mjs`), so the numbers compare.
+ *
+ * ```sh
+ * deno task bench                              # every phase, RUNS=3
+ * PHASES=process,latency RUNS=1 deno task bench
+ * ```
+ *
+ * Each phase runs RUNS times on a fresh temporary file; the table shows
+ * median, min and max over the runs (latency percentiles within a run are
+ * nearest-rank, as in the harness), and
+ * the last line of stdout is one JSON object with the medians. Progress goes
+ * to stderr.
+ *
+ * @module
+ */
+
+import { defineWorker, type JobContext, type Jobs, openJobs, silentLogger } from "../src/mod.ts";
+import { completedOf, CONCURRENCY, epochNow, NOOP, readLines } from "./shared.ts";
+
+const ALL_PHASES = ["bulk", "single", "process", "process3", "latency", "cross"] as const;
+type Phase = typeof ALL_PHASES[number];
+
+const env = (name: string, fallback: number): number => {
+  const raw = Deno.env.get(name);
+  if (raw === undefined || raw === "") return fallback;
+  const value = Number(raw);
+  if (!Number.isFinite(value) || value < 0) {
+    throw new RangeError(`${name} must be a non-negative number, got "${raw}"`);
+  }
+  return value;
+};
+
+const CFG = {
+  runs: env("RUNS", 3),
+  /** Jobs in the bulk and process phases. */
+  n: env("N", 20_000),
+  chunk: env("BULK_CHUNK", 1000),
+  singleN: env("SINGLE_N", 2000),
+  latN: env("LAT_N", 200),
+  latGapMs: env("LAT_GAP_MS", 20),
+  /** How long the worker sits idle before the latency jobs come. */
+  idleMs: env("IDLE_MS", 1000),
+  processes: env("PROCESSES", 3),
+  pollMs: 5,
+  timeoutMs: env("TIMEOUT_MS", 60_000),
+};
+
+const PHASES: Phase[] = (Deno.env.get("PHASES") ?? ALL_PHASES.join(","))
+  .split(",")
+  .map((p) => p.trim())
+  .filter((p) => p !== "")
+  .map((p) => {
+    if (!(ALL_PHASES as readonly string[]).includes(p)) {
+      throw new RangeError(`PHASES: unknown phase "${p}", expected one of ${ALL_PHASES.join(",")}`);
+    }
+    return p as Phase;
+  });
+
+const CHILD = new URL("./child.ts", import.meta.url).pathname;
+
+// ------------------------------------------------------------------ helpers
+
+const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
+
+function log(message: string): void {
+  console.error(`[${new Date().toISOString().slice(11, 23)}] ${message}`);
+}
+
+/** Nearest-rank quantile of an ascending array, as the peers' harness computes it. */
+function quantile(sorted: number[], q: number): number {
+  if (sorted.length === 0) return NaN;
+  const idx = Math.min(sorted.length - 1, Math.max(0, Math.ceil(q * sorted.length) - 1));
+  return sorted[idx]!;
+}
+
+async function waitFor(
+  what: () => string,
+  pred: () => boolean | Promise<boolean>,
+  intervalMs: number,
+): Promise<void> {
+  const deadline = performance.now() + CFG.timeoutMs;
+  while (!(await pred())) {
+    if (performance.now() > deadline) {
+      throw new Error(`timeout after ${CFG.timeoutMs} ms waiting for ${what()}`);
+    }
+    await sleep(intervalMs);
+  }
+}
+
+/** Runs `fn` on a fresh database file in a new temporary directory, then removes it. */
+async function withFreshFile<T>(fn: (file: string) => Promise<T>): Promise<T> {
+  const dir = await Deno.makeTempDir({ prefix: "jobs-bench-" });
+  try {
+    return await fn(`${dir}/jobs.db`);
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+}
+
+type Perform = (args: { i: number }, ctx: JobContext) => void;
+
+function open(file: string, perform: Perform = () => {}): Promise<Jobs> {
+  const noop = defineWorker<{ i: number }>({ name: NOOP, perform });
+  return openJobs(file, { workers: [noop], logger: silentLogger });
+}
+
+/**
+ * Completed jobs, as the store reports them. The phases ask only once the
+ * handlers have run N times (as the peers' harness does): counting costs
+ * 10-20 ms at 20,000 rows, and polling it every 5 ms from the runtime's own
+ * thread would measure the benchmark instead of the queue.
+ */
+async function completed(jobs: Jobs): Promise<number> {
+  return completedOf(await jobs.store.jobsCount({ state: "completed" }));
+}
+
+async function prefill(jobs: Jobs, n: number): Promise<void> {
+  for (let off = 0; off < n; off += CFG.chunk) {
+    const entries = [];
+    for (let i = off; i < Math.min(n, off + CFG.chunk); i++) {
+      entries.push({ worker: NOOP, args: { i } });
+    }
+    await jobs.enqueueMany(entries);
+  }
+}
+
+/**
+ * A child process (`child.ts`) spoken to by lines on stdin and stdout. Its
+ * `ran N` lines (progress) update {@linkcode Child.ran}; other lines queue
+ * for {@linkcode Child.next}.
+ */
+class Child {
+  readonly #process: Deno.ChildProcess;
+  readonly #stdin: WritableStreamDefaultWriter<Uint8Array>;
+  readonly #queued: string[] = [];
+  #waiter: (() => void) | null = null;
+  #closed = false;
+  #exited = false;
+  /** Jobs the child's runtime has run so far, as last reported. */
+  ran = 0;
+
+  constructor(args: string[]) {
+    this.#process = new Deno.Command(Deno.execPath(), {
+      args: [
+        "run",
+        "--quiet",
+        "--allow-read",
+        "--allow-write",
+        "--allow-env",
+        "--allow-sys",
+        CHILD,
+        ...args,
+      ],
+      stdin: "piped",
+      stdout: "piped",
+      stderr: "inherit",
+    }).spawn();
+    this.#process.status.then(() => this.#exited = true);
+    this.#stdin = this.#process.stdin.getWriter();
+    this.#pump();
+  }
+
+  async #pump(): Promise<void> {
+    try {
+      for await (const line of readLines(this.#process.stdout)) {
+        if (line.startsWith("ran ")) this.ran = Number(line.slice(4));
+        else this.#queued.push(line);
+        this.#waiter?.();
+      }
+    } finally {
+      this.#closed = true;
+      this.#waiter?.();
+    }
+  }
+
+  async send(line: string): Promise<void> {
+    await this.#stdin.write(new TextEncoder().encode(`${line}\n`));
+  }
+
+  async next(): Promise<string> {
+    while (this.#queued.length === 0) {
+      if (this.#closed) throw new Error(`child ${this.#process.pid} closed its stdout`);
+      await new Promise<void>((resolve) => this.#waiter = resolve);
+      this.#waiter = null;
+    }
+    return this.#queued.shift()!;
+  }
+
+  async expect(line: string): Promise<void> {
+    const got = await this.next();
+    if (got !== line) {
+      throw new Error(`child ${this.#process.pid}: expected "${line}", got "${got}"`);
+    }
+  }
+
+  async wait(): Promise<void> {
+    await this.#stdin.close().catch(() => {});
+    const status = await this.#process.status;
+    if (!status.success) throw new Error(`child ${this.#process.pid} exited with ${status.code}`);
+  }
+
+  /** Kills the child if it is still running (after a failure). */
+  async kill(): Promise<void> {
+    if (this.#exited) return;
+    try {
+      this.#process.kill("SIGKILL");
+    } catch {
+      // already gone
+    }
+    await this.#process.status;
+  }
+}
+
+// ------------------------------------------------------------------- phases
+
+/** jobs/s of `enqueueMany` in chunks of BULK_CHUNK. */
+function phaseBulk(): Promise<number> {
+  return withFreshFile(async (file) => {
+    const jobs = await open(file);
+    try {
+      const t0 = performance.now();
+      await prefill(jobs, CFG.n);
+      const seconds = (performance.now() - t0) / 1000;
+      const rows = await jobs.store.jobsCount({});
+      const available = rows.filter((r) => r.state === "available").reduce(
+        (s, r) => s + r.count,
+        0,
+      );
+      if (available !== CFG.n) throw new Error(`bulk: ${available} available, expected ${CFG.n}`);
+      return CFG.n / seconds;
+    } finally {
+      await jobs.close();
+    }
+  });
+}
+
+/** jobs/s of `enqueue`, one awaited call each. */
+function phaseSingle(): Promise<number> {
+  return withFreshFile(async (file) => {
+    const jobs = await open(file);
+    try {
+      const t0 = performance.now();
+      for (let i = 0; i < CFG.singleN; i++) await jobs.enqueue(NOOP, { i });
+      const seconds = (performance.now() - t0) / 1000;
+      const rows = await jobs.store.jobsCount({});
+      const total = rows.reduce((s, r) => s + r.count, 0);
+      if (total !== CFG.singleN) throw new Error(`single: ${total} jobs, expected ${CFG.singleN}`);
+      return CFG.singleN / seconds;
+    } finally {
+      await jobs.close();
+    }
+  });
+}
+
+/** jobs/s from `start` until the store reports N completed, one process. */
+function phaseProcess(): Promise<number> {
+  return withFreshFile(async (file) => {
+    let handled = 0;
+    const jobs = await open(file, () => {
+      handled++;
+    });
+    try {
+      await prefill(jobs, CFG.n);
+      let done = 0;
+      const t0 = performance.now();
+      const runtime = await jobs.start({ queues: { default: CONCURRENCY } });
+      await waitFor(
+        () => `${CFG.n} completed (store ${done}, handler ran ${handled})`,
+        async () => handled >= CFG.n && (done = await completed(jobs)) >= CFG.n,
+        CFG.pollMs,
+      );
+      const seconds = (performance.now() - t0) / 1000;
+      await runtime.stop();
+      const final = await completed(jobs);
+      if (final !== CFG.n || handled !== CFG.n) {
+        throw new Error(`process: ${final} completed, handler ran ${handled}, expected ${CFG.n}`);
+      }
+      return CFG.n / seconds;
+    } finally {
+      await jobs.close();
+    }
+  });
+}
+
+/** jobs/s from "go" until the store reports N completed, PROCESSES child processes. */
+function phaseProcess3(): Promise<number> {
+  return withFreshFile(async (file) => {
+    const jobs = await open(file);
+    const children: Child[] = [];
+    try {
+      await prefill(jobs, CFG.n);
+      for (let i = 0; i < CFG.processes; i++) children.push(new Child(["worker", file]));
+      await Promise.all(children.map((c) => c.expect("ready")));
+      let done = 0;
+      const t0 = performance.now();
+      await Promise.all(children.map((c) => c.send("go")));
+      const ran = () => children.reduce((s, c) => s + c.ran, 0);
+      await waitFor(
+        () => `${CFG.n} completed (store ${done}, children ran ${ran()})`,
+        async () => ran() >= CFG.n && (done = await completed(jobs)) >= CFG.n,
+        CFG.pollMs,
+      );
+      const seconds = (performance.now() - t0) / 1000;
+      const reports = await Promise.all(children.map(async (c) => {
+        await c.send("stop");
+        const report = JSON.parse(await c.next()) as { ran: number; ids: number[] };
+        await c.wait();
+        return report;
+      }));
+      const total = reports.reduce((s, r) => s + r.ran, 0);
+      const distinct = new Set(reports.flatMap((r) => r.ids)).size;
+      const final = await completed(jobs);
+      if (final !== CFG.n || total !== CFG.n || distinct !== CFG.n) {
+        throw new Error(
+          `process3: ${final} completed, children ran ${total} (${distinct} distinct; ` +
+            `${reports.map((r) => r.ran).join(" + ")}), expected ${CFG.n}`,
+        );
+      }
+      log(`  per process: ${reports.map((r) => r.ran).join(" + ")}`);
+      return CFG.n / seconds;
+    } finally {
+      await Promise.all(children.map((c) => c.kill()));
+      await jobs.close();
+    }
+  });
+}
+
+interface Latency {
+  p50: number;
+  p95: number;
+  max: number;
+}
+
+function latencies(enqueued: number[], started: number[]): Latency {
+  const lat = enqueued.map((e, i) => started[i]! - e).sort((a, b) => a - b);
+  if (lat.some((x) => !Number.isFinite(x))) throw new Error("latency: a job has no start time");
+  return { p50: quantile(lat, 0.5), p95: quantile(lat, 0.95), max: lat[lat.length - 1]! };
+}
+
+/** Enqueue-to-start latency with an idle worker in the same process. */
+function phaseLatency(): Promise<Latency> {
+  return withFreshFile(async (file) => {
+    const started = new Array<number>(CFG.latN).fill(NaN);
+    let done = 0;
+    const jobs = await open(file, (args) => {
+      started[args.i] = performance.now();
+      done++;
+    });
+    try {
+      const runtime = await jobs.start({ queues: { default: CONCURRENCY } });
+      await sleep(CFG.idleMs);
+      const enqueued = new Array<number>(CFG.latN).fill(NaN);
+      const base = performance.now();
+      for (let i = 0; i < CFG.latN; i++) {
+        const wait = base + i * CFG.latGapMs - performance.now();
+        if (wait > 0) await sleep(wait);
+        enqueued[i] = performance.now();
+        await jobs.enqueue(NOOP, { i });
+      }
+      await waitFor(() => `latency jobs (${done}/${CFG.latN})`, () => done >= CFG.latN, 5);
+      await runtime.stop();
+      return latencies(enqueued, started);
+    } finally {
+      await jobs.close();
+    }
+  });
+}
+
+interface CrossLatency extends Latency {
+  /** The child's clock minus the parent's, estimated from the fastest ping. */
+  offsetMs: number;
+}
+
+/** Enqueue-to-start latency with an idle worker here and the enqueuer in a child process. */
+function phaseCross(): Promise<CrossLatency> {
+  return withFreshFile(async (file) => {
+    const started = new Array<number>(CFG.latN).fill(NaN);
+    let done = 0;
+    const jobs = await open(file, (args) => {
+      started[args.i] = epochNow();
+      done++;
+    });
+    let child: Child | null = null;
+    try {
+      const runtime = await jobs.start({ queues: { default: CONCURRENCY } });
+      child = new Child(["enqueue", file, String(CFG.latN), String(CFG.latGapMs)]);
+      await child.expect("ready");
+      const offsetMs = await clockOffset(child);
+      await sleep(CFG.idleMs);
+      await child.send("go");
+      const { stamps } = JSON.parse(await child.next()) as { stamps: number[] };
+      await child.wait();
+      await waitFor(() => `cross latency jobs (${done}/${CFG.latN})`, () => done >= CFG.latN, 5);
+      await runtime.stop();
+      return { ...latencies(stamps, started), offsetMs };
+    } finally {
+      await child?.kill();
+      await jobs.close();
+    }
+  });
+}
+
+/**
+ * The child's `epochNow()` minus ours, NTP-style: the child's answer is taken
+ * to be read halfway through the fastest of 20 round trips.
+ */
+async function clockOffset(child: Child): Promise<number> {
+  let best = { rtt: Infinity, offset: NaN };
+  for (let i = 0; i < 20; i++) {
+    const sent = epochNow();
+    await child.send("ping");
+    const line = await child.next();
+    const received = epochNow();
+    const theirs = Number(line.replace(/^pong /, ""));
+    if (received - sent < best.rtt) {
+      best = { rtt: received - sent, offset: theirs - (sent + received) / 2 };
+    }
+  }
+  return best.offset;
+}
+
+// --------------------------------------------------------------------- main
+
+interface Row {
+  key: string;
+  label: string;
+  unit: "jobs/s" | "ms";
+  values: number[];
+}
+
+const rows = new Map<string, Row>();
+const errors: string[] = [];
+
+function record(key: string, label: string, unit: Row["unit"], value: number): void {
+  let row = rows.get(key);
+  if (!row) rows.set(key, row = { key, label, unit, values: [] });
+  row.values.push(value);
+}
+
+const fmt = (unit: Row["unit"], v: number) =>
+  unit === "jobs/s" ? Math.round(v).toLocaleString("en-US") : v.toFixed(2);
+
+async function runPhase(phase: Phase, run: number): Promise<void> {
+  const started = performance.now();
+  switch (phase) {
+    case "bulk": {
+      const v = await phaseBulk();
+      record("enqueue_bulk_per_s", "enqueue bulk (enqueueMany x1000)", "jobs/s", v);
+      log(`run ${run} bulk: ${fmt("jobs/s", v)} jobs/s`);
+      break;
+    }
+    case "single": {
+      const v = await phaseSingle();
+      record("enqueue_single_per_s", "enqueue single (awaited)", "jobs/s", v);
+      log(`run ${run} single: ${fmt("jobs/s", v)} jobs/s`);
+      break;
+    }
+    case "process": {
+      const v = await phaseProcess();
+      record("process_per_s", "process, 1 process x 10", "jobs/s", v);
+      log(`run ${run} process: ${fmt("jobs/s", v)} jobs/s`);
+      break;
+    }
+    case "process3": {
+      const v = await phaseProcess3();
+      record("process3_per_s", `process, ${CFG.processes} processes x 10`, "jobs/s", v);
+      log(`run ${run} process3: ${fmt("jobs/s", v)} jobs/s`);
+      break;
+    }
+    case "latency": {
+      const v = await phaseLatency();
+      record("latency_p50_ms", "latency p50, same process", "ms", v.p50);
+      record("latency_p95_ms", "latency p95, same process", "ms", v.p95);
+      record("latency_max_ms", "latency max, same process", "ms", v.max);
+      log(
+        `run ${run} latency: p50 ${v.p50.toFixed(2)} ms, p95 ${v.p95.toFixed(2)} ms, max ${
+          v.max.toFixed(2)
+        } ms`,
+      );
+      break;
+    }
+    case "cross": {
+      const v = await phaseCross();
+      record("latency_cross_p50_ms", "latency p50, other process", "ms", v.p50);
+      record("latency_cross_p95_ms", "latency p95, other process", "ms", v.p95);
+      record("latency_cross_max_ms", "latency max, other process", "ms", v.max);
+      record("cross_clock_offset_ms", "clock offset child-parent", "ms", v.offsetMs);
+      log(
+        `run ${run} cross: p50 ${v.p50.toFixed(2)} ms, p95 ${v.p95.toFixed(2)} ms, max ${
+          v.max.toFixed(2)
+        } ms (clock offset ${v.offsetMs.toFixed(3)} ms)`,
+      );
+      break;
+    }
+  }
+  log(`  (${((performance.now() - started) / 1000).toFixed(1)} s)`);
+}
+
+const t0 = performance.now();
+log(`phases ${PHASES.join(",")}, ${CFG.runs} runs, deno ${Deno.version.deno}`);
+for (let run = 1; run <= CFG.runs; run++) {
+  for (const phase of PHASES) {
+    try {
+      await runPhase(phase, run);
+    } catch (error) {
+      const message = error instanceof Error ? error.message : String(error);
+      errors.push(`run ${run} ${phase}: ${message}`);
+      log(`run ${run} ${phase} FAILED: ${error instanceof Error ? error.stack : message}`);
+    }
+  }
+}
+log(`done in ${((performance.now() - t0) / 1000).toFixed(1)} s`);
+
+/** The middle run (the mean of the two middle runs when RUNS is even). */
+function median(values: number[]): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  const mid = sorted.length >> 1;
+  return sorted.length % 2 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
+}
+
+const table = [["phase", "median", "min", "max", "runs"]];
+for (const row of rows.values()) {
+  const sorted = [...row.values].sort((a, b) => a - b);
+  table.push([
+    `${row.label} (${row.unit})`,
+    fmt(row.unit, median(row.values)),
+    fmt(row.unit, sorted[0]!),
+    fmt(row.unit, sorted[sorted.length - 1]!),
+    row.values.map((v) => fmt(row.unit, v)).join(" "),
+  ]);
+}
+const widths = table[0]!.map((_, c) => Math.max(...table.map((r) => r[c]!.length)));
+for (const [i, r] of table.entries()) {
+  console.log(
+    r.map((cell, c) => c === 0 || c === 4 ? cell.padEnd(widths[c]!) : cell.padStart(widths[c]!))
+      .join("  ").trimEnd(),
+  );
+  if (i === 0) console.log(widths.map((w) => "-".repeat(w)).join("  "));
+}
+for (const e of errors) console.log(`FAILED ${e}`);
+
+const result: Record<string, unknown> = {};
+const KEYS = [
+  "enqueue_bulk_per_s",
+  "enqueue_single_per_s",
+  "process_per_s",
+  "process3_per_s",
+  "latency_p50_ms",
+  "latency_p95_ms",
+  "latency_cross_p95_ms",
+  "latency_cross_p50_ms",
+  "latency_max_ms",
+  "latency_cross_max_ms",
+  "cross_clock_offset_ms",
+];
+for (const key of KEYS) {
+  const row = rows.get(key);
+  if (!row) {
+    result[key] = null;
+    continue;
+  }
+  const m = median(row.values);
+  result[key] = row.unit === "jobs/s" ? Math.round(m) : Math.round(m * 1000) / 1000;
+}
+Object.assign(result, {
+  runs: CFG.runs,
+  phases: PHASES.join(","),
+  deno: Deno.version.deno,
+  cpus: navigator.hardwareConcurrency,
+});
+if (errors.length) result.errors = errors;
+console.log(JSON.stringify(result));
+Deno.exit(errors.length ? 1 : 0);

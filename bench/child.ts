@@ -1,0 +1,84 @@
+/**
+ * A benchmark child process, driven by `bench.ts` over stdin/stdout, one
+ * command per line. It prints `ready` once the file is open.
+ *
+ * ```sh
+ * deno run -A bench/child.ts worker FILE          # "go" starts a runtime, "stop" stops it
+ * deno run -A bench/child.ts enqueue FILE N GAP   # "ping" answers the clock, "go" enqueues
+ * ```
+ *
+ * `worker` prints `ran N` as its runtime runs jobs (every 5 ms while the
+ * count moves, so the parent need not query the store until the end), and
+ * answers `stop` with `{"ran": n, "ids": [...]}`: the jobs its runtime ran,
+ * so the parent can check that no job ran twice. `enqueue`
+ * enqueues N jobs GAP ms apart and prints `{"stamps": [...]}`, the epoch ms
+ * (see {@linkcode epochNow}) just before each enqueue call.
+ *
+ * @module
+ */
+
+import { defineWorker, type Jobs, openJobs, type Runtime, silentLogger } from "../src/mod.ts";
+import { CONCURRENCY, epochNow, NOOP, readLines } from "./shared.ts";
+
+const [mode, file, ...rest] = Deno.args;
+if (!file || (mode !== "worker" && mode !== "enqueue")) {
+  console.error(`usage: child.ts worker|enqueue FILE [N GAP_MS], got "${Deno.args.join(" ")}"`);
+  Deno.exit(2);
+}
+
+const ids: number[] = [];
+const noop = defineWorker<{ i: number }>({
+  name: NOOP,
+  perform: (_args, ctx) => {
+    ids.push(ctx.job.id);
+  },
+});
+const jobs = await openJobs(file, { workers: [noop], logger: silentLogger });
+console.log("ready");
+
+if (mode === "worker") await runWorker(jobs);
+else await runEnqueue(jobs, Number(rest[0] ?? 200), Number(rest[1] ?? 20));
+await jobs.close();
+Deno.exit(0);
+
+async function runWorker(jobs: Jobs): Promise<void> {
+  let runtime: Runtime | null = null;
+  let reported = 0;
+  const progress = setInterval(() => {
+    if (ids.length === reported) return;
+    reported = ids.length;
+    console.log(`ran ${reported}`);
+  }, 5);
+  try {
+    for await (const line of readLines(Deno.stdin.readable)) {
+      if (line === "go") {
+        runtime = await jobs.start({ queues: { default: CONCURRENCY } });
+      } else if (line === "stop") {
+        await runtime?.stop();
+        console.log(JSON.stringify({ ran: ids.length, ids }));
+        return;
+      }
+    }
+  } finally {
+    clearInterval(progress);
+  }
+}
+
+async function runEnqueue(jobs: Jobs, n: number, gapMs: number): Promise<void> {
+  for await (const line of readLines(Deno.stdin.readable)) {
+    if (line === "ping") {
+      console.log(`pong ${epochNow()}`);
+    } else if (line === "go") {
+      const stamps: number[] = [];
+      const base = performance.now();
+      for (let i = 0; i < n; i++) {
+        const wait = base + i * gapMs - performance.now();
+        if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait));
+        stamps.push(epochNow());
+        await jobs.enqueue(noop, { i });
+      }
+      console.log(JSON.stringify({ stamps }));
+      return;
+    }
+  }
+}
