@@ -17,8 +17,8 @@ CREATE TABLE jobs (
   errors TEXT NOT NULL DEFAULT '[]',
   schedule_id TEXT,
   scheduled_for INTEGER,
-  occurrence TEXT UNIQUE,
-  unique_key TEXT UNIQUE,
+  occurrence TEXT,
+  unique_key TEXT,
   -- 'incomplete': unique_key is cleared when the job reaches a final state;
   -- 'all': it stays until the row is pruned. NULL when the job is not unique.
   unique_states TEXT CHECK (unique_states IN ('incomplete', 'all')),
@@ -35,6 +35,12 @@ CREATE TABLE jobs (
   cancelled_at INTEGER,
   discarded_at INTEGER
 );
+
+-- Identity and uniqueness, as partial unique indexes: a plain job (no
+-- occurrence, no unique key) has no entry in them, and clearing a key that
+-- was never set costs nothing when the job completes.
+CREATE UNIQUE INDEX jobs_occurrence ON jobs (occurrence) WHERE occurrence IS NOT NULL;
+CREATE UNIQUE INDEX jobs_unique_key ON jobs (unique_key) WHERE unique_key IS NOT NULL;
 
 -- One partial index per stage of a job's life, so each transition touches as
 -- few index entries as it can: a claim removes the job from jobs_available and

@@ -36,14 +36,16 @@ export class JobTimeoutError extends Error {
 /**
  * Runs `job` and returns its result. `control` is the job's abort controller:
  * the runtime aborts it on operator cancel, lost lease or shutdown (and then
- * records nothing); the executor aborts it on timeout.
+ * records nothing); the executor aborts it on timeout. `startedAt` is when
+ * the attempt began (the claim, or later for a prefetched job).
  */
 export async function execute(
   job: ClaimedJob,
   control: AbortController,
   deps: ExecuteDeps,
+  startedAt: number = job.attemptedAt,
 ): Promise<JobResult> {
-  const base = { id: job.id, fence: job.fence, attempt: job.attempt, startedAt: job.attemptedAt };
+  const base: Base = { id: job.id, fence: job.fence, attempt: job.attempt, startedAt };
   const worker = deps.registry.get(job.worker);
   if (!worker) {
     return { ...base, outcome: "discarded", error: `unknown worker "${job.worker}"` };
@@ -56,20 +58,17 @@ export async function execute(
     return { ...base, outcome: "discarded", error: `invalid args: ${describeError(error)}` };
   }
   try {
-    const outcome = await perform(
-      worker,
-      args,
-      contextFor(job, control.signal),
-      control,
-      deps.clock,
-    );
+    const ctx = new Context(job, control.signal);
+    const outcome = worker.timeout === undefined
+      ? await worker.perform(args, ctx)
+      : await withTimeout(worker, args, ctx, control, deps.clock);
     return resultOf(outcome, base, deps.clock);
   } catch (error) {
     return failure(error, job, worker, base, deps);
   }
 }
 
-function perform(
+function withTimeout(
   // deno-lint-ignore no-explicit-any
   worker: Worker<any>,
   args: unknown,
@@ -78,8 +77,7 @@ function perform(
   clock: Clock,
 ): Promise<Outcome> {
   const running = Promise.resolve().then(() => worker.perform(args, ctx));
-  if (worker.timeout === undefined) return running;
-  const ms = worker.timeout;
+  const ms = worker.timeout!;
   const stopTimer = new AbortController();
   const timer = clock.sleep(ms, stopTimer.signal).then(() => {
     if (stopTimer.signal.aborted) return undefined;
@@ -90,31 +88,57 @@ function perform(
   return Promise.race([running, timer]).finally(() => stopTimer.abort()) as Promise<Outcome>;
 }
 
-function contextFor(job: ClaimedJob, signal: AbortSignal): JobContext {
-  let meta: Record<string, unknown> | undefined;
-  let tags: string[] | undefined;
-  return {
-    signal,
-    attempt: job.attempt,
-    fence: job.fence,
-    idempotencyKey: job.occurrence ?? `job:${job.id}`,
-    job: {
-      id: job.id,
-      queue: job.queue,
-      worker: job.worker,
-      maxAttempts: job.maxAttempts,
-      priority: job.priority,
-      occurrence: job.occurrence,
-      get meta() {
-        return (meta ??= JSON.parse(job.meta));
-      },
-      get tags() {
-        return (tags ??= JSON.parse(job.tags));
-      },
-      insertedAt: job.insertedAt,
-      scheduledAt: job.scheduledAt,
-    },
-  };
+/** The context of one attempt; meta and tags are parsed only if read. */
+class Context implements JobContext {
+  readonly job: JobView;
+  constructor(claimed: ClaimedJob, readonly signal: AbortSignal) {
+    this.job = new JobView(claimed);
+  }
+  get attempt(): number {
+    return this.job.claimed.attempt;
+  }
+  get fence(): number {
+    return this.job.claimed.fence;
+  }
+  get idempotencyKey(): string {
+    return this.job.claimed.occurrence ?? `job:${this.job.claimed.id}`;
+  }
+}
+
+class JobView {
+  #meta: Record<string, unknown> | undefined;
+  #tags: string[] | undefined;
+  constructor(readonly claimed: ClaimedJob) {}
+  get id(): number {
+    return this.claimed.id;
+  }
+  get queue(): string {
+    return this.claimed.queue;
+  }
+  get worker(): string {
+    return this.claimed.worker;
+  }
+  get maxAttempts(): number {
+    return this.claimed.maxAttempts;
+  }
+  get priority(): number {
+    return this.claimed.priority;
+  }
+  get occurrence(): string | null {
+    return this.claimed.occurrence;
+  }
+  get meta(): Record<string, unknown> {
+    return (this.#meta ??= JSON.parse(this.claimed.meta));
+  }
+  get tags(): string[] {
+    return (this.#tags ??= JSON.parse(this.claimed.tags));
+  }
+  get insertedAt(): number {
+    return this.claimed.insertedAt;
+  }
+  get scheduledAt(): number {
+    return this.claimed.scheduledAt;
+  }
 }
 
 type Base = Pick<JobResult, "id" | "fence" | "attempt" | "startedAt">;

@@ -227,7 +227,7 @@ export class Producer {
     this.#running.set(job.id, running);
     const startedAt = this.#deps.clock.now();
     const began = performance.now();
-    execute({ ...job, attemptedAt: startedAt }, control, this.#deps).then((result) => {
+    execute(job, control, this.#deps, startedAt).then((result) => {
       const ms = performance.now() - began;
       this.#meanMs = this.#meanMs === Infinity ? ms : this.#meanMs * 0.9 + ms * 0.1;
       this.#running.delete(job.id);
