@@ -98,6 +98,7 @@ export async function drainJobs<Tx extends StoreTx>(
             await execute(job, new AbortController(), {
               registry: jobs.registry,
               clock: jobs.clock,
+              random: jobs.random,
             }),
           );
         }

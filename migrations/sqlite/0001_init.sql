@@ -53,8 +53,9 @@ CREATE INDEX jobs_available ON jobs (queue, priority, scheduled_at, id) WHERE st
 CREATE INDEX jobs_executing ON jobs (lease_expires_at) WHERE state = 'executing';
 -- Stager: scheduled and retryable jobs by due time.
 CREATE INDEX jobs_due ON jobs (scheduled_at) WHERE state IN ('scheduled', 'retryable');
--- Pruner and counts: final jobs by state and the instant they became final.
-CREATE INDEX jobs_final ON jobs (state, coalesce(completed_at, cancelled_at, discarded_at))
+-- Pruner: final jobs by state and the instant they became final; with the
+-- queue last, counting final jobs per queue reads only this index.
+CREATE INDEX jobs_final ON jobs (state, coalesce(completed_at, cancelled_at, discarded_at), queue)
   WHERE state IN ('completed', 'cancelled', 'discarded');
 CREATE INDEX jobs_schedule ON jobs (schedule_id, scheduled_for) WHERE schedule_id IS NOT NULL;
 

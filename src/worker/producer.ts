@@ -59,9 +59,9 @@ const OUTAGE_BACKOFF_MS = [50, 100, 250, 500, 1000, 2000, 5000];
  */
 const PREFETCH_HORIZON_MS = 20;
 /** The most claimed-but-not-started jobs a producer holds, per slot. */
-const PREFETCH_PER_SLOT = 20;
+const PREFETCH_PER_SLOT = 50;
 /** Results are written at the latest once this many wait... */
-const FLUSH_BATCH = 256;
+const FLUSH_BATCH = 512;
 /** ...or once the oldest has waited this long (ms, monotonic time). */
 const FLUSH_DELAY_MS = 2;
 
