@@ -5,6 +5,7 @@
  * @module
  */
 
+import { AsyncLocalStorage } from "node:async_hooks";
 import { hostname } from "node:os";
 import { type Clock, SystemClock } from "./clock.ts";
 import { buildJob, DEFAULT_ARGS_LIMIT, type EnqueueOptions } from "./kernel/enqueue.ts";
@@ -61,6 +62,7 @@ export class Jobs<Tx extends StoreTx = StoreTx> {
   readonly random: () => number;
   #runtimes = new Set<Runtime>();
   #txWakes = new WeakMap<Tx, { queues: Set<string>; scheduled: boolean }>();
+  #openTx = new AsyncLocalStorage<Tx>();
 
   constructor(options: JobsOptions<Tx>) {
     this.store = options.store;
@@ -107,9 +109,13 @@ export class Jobs<Tx extends StoreTx = StoreTx> {
         : e.worker;
       return buildJob(def, e.args, e.options ?? {}, now, this.#argsLimit);
     });
-    if (options.tx) {
-      const results = await options.tx.jobsInsert({ jobs, now });
-      const wakes = this.#txWakes.get(options.tx);
+    // Inside this Jobs' transaction callback an enqueue joins that
+    // transaction even without { tx }: on its own it would wait for the
+    // connection the transaction holds, for ever.
+    const tx = options.tx ?? this.#openTx.getStore();
+    if (tx) {
+      const results = await tx.jobsInsert({ jobs, now });
+      const wakes = this.#txWakes.get(tx);
       if (wakes) this.#noteWakes(wakes, results);
       return results;
     }
@@ -122,16 +128,16 @@ export class Jobs<Tx extends StoreTx = StoreTx> {
 
   /**
    * Runs `fn` in one store transaction: the caller's own writes (through
-   * `tx`, e.g. `tx.db` on SQLite) and jobs enqueued with `{ tx }` commit or
-   * roll back together. Enqueue without `{ tx }` inside `fn` would wait for
-   * the transaction to end, so always pass it.
+   * `tx`, e.g. `tx.db` on SQLite) and the jobs enqueued inside `fn` (with
+   * `{ tx }`, or without it: an enqueue from within `fn` joins the
+   * transaction) commit or roll back together.
    */
   async transaction<T>(fn: (tx: Tx) => Promise<T>): Promise<T> {
     let wakes!: { queues: Set<string>; scheduled: boolean };
     const result = await this.store.transaction((tx) => {
       wakes = { queues: new Set(), scheduled: false };
       this.#txWakes.set(tx, wakes);
-      return fn(tx);
+      return this.#openTx.run(tx, () => fn(tx));
     });
     this.#wake(wakes);
     return result;

@@ -297,3 +297,20 @@ Deno.test("enqueue without a worker name is refused", async () => {
   await assert.rejects(() => t.jobs.enqueue("", {}), EnqueueError);
   assert.equal(countOf(t, "jobs"), 0);
 });
+
+Deno.test("an enqueue inside jobs.transaction without { tx } joins the transaction", async () => {
+  const note = defineWorker({ name: "note", perform: () => {} });
+  await using t = await tempJobs([note]);
+  await assert.rejects(
+    t.jobs.transaction(async () => {
+      await t.jobs.enqueue(note, { n: 1 });
+      throw new Error("roll back");
+    }),
+    /roll back/,
+  );
+  assert.equal((await t.store.jobsList({})).length, 0);
+  await t.jobs.transaction(async () => {
+    await t.jobs.enqueue(note, { n: 2 });
+  });
+  assert.equal((await t.store.jobsList({})).length, 1);
+});
