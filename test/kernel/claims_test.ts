@@ -14,6 +14,7 @@ import { drainQueue, waitUntil } from "../../src/testing.ts";
 import { rescueOrphans } from "../../src/worker/lifeline.ts";
 import { silentLogger } from "../../src/worker/logger.ts";
 import { LeaseLostError } from "../../src/worker/producer.ts";
+import { denoScript } from "../support/processes.ts";
 import { tempJobs, tempStore } from "../support/stores.ts";
 
 const CHILD = fileURLToPath(new URL("../support/child_drain.ts", import.meta.url));
@@ -58,20 +59,13 @@ async function runChildren(
   total: number,
 ): Promise<{ node: string; ids: number[] }[]> {
   const children = Array.from({ length: n }, (_, i) =>
-    new Deno.Command(Deno.execPath(), {
-      args: [
-        "run",
-        "--allow-read",
-        "--allow-write",
-        "--allow-env",
-        "--allow-sys",
-        CHILD,
-        path,
-        mode,
-        String(n),
-        `child-${i}`,
-        String(total),
-      ],
+    denoScript(CHILD, [
+      path,
+      mode,
+      String(n),
+      `child-${i}`,
+      String(total),
+    ], {
       stdout: "piped",
       stderr: "piped",
       // A wedged child is killed rather than hanging the suite.

@@ -3,6 +3,7 @@ import { fileURLToPath } from "node:url";
 import { defineWorker } from "../../src/mod.ts";
 import { canonicalJson, uniqueKey } from "../../src/kernel/unique.ts";
 import { drainQueue } from "../../src/testing.ts";
+import { denoScript, lines } from "../support/processes.ts";
 import { tempJobs, tempStore } from "../support/stores.ts";
 
 const report = defineWorker<Record<string, unknown>>({ name: "report", perform: () => {} });
@@ -190,38 +191,17 @@ Deno.test("a batch with the same unique job twice inserts one row and maps both 
   assert.equal((await t.store.jobsList({})).length, 1);
 });
 
-/** The lines of a child's stdout, as they arrive. */
-async function* lines(stream: ReadableStream<Uint8Array>): AsyncGenerator<string> {
-  let buffer = "";
-  for await (const chunk of stream.pipeThrough(new TextDecoderStream())) {
-    buffer += chunk;
-    let newline;
-    while ((newline = buffer.indexOf("\n")) >= 0) {
-      yield buffer.slice(0, newline);
-      buffer = buffer.slice(newline + 1);
-    }
-  }
-  if (buffer) yield buffer;
-}
-
 Deno.test("3 processes racing the same unique jobs on one file make exactly one row per key", async () => {
   await using t = await tempStore();
   const keys = 10;
   const rounds = 20;
   const script = fileURLToPath(new URL("../support/child_enqueue.ts", import.meta.url));
   const children = Array.from({ length: 3 }, () =>
-    new Deno.Command(Deno.execPath(), {
-      args: [
-        "run",
-        "--allow-read",
-        "--allow-write",
-        "--allow-env",
-        "--allow-sys",
-        script,
-        t.path,
-        String(keys),
-        String(rounds),
-      ],
+    denoScript(script, [
+      t.path,
+      String(keys),
+      String(rounds),
+    ], {
       stdin: "piped",
       stdout: "piped",
       stderr: "piped",
