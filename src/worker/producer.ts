@@ -169,10 +169,11 @@ export class Producer {
     const { store, clock, node, leaseMs, logger } = this.#deps;
     for (;;) {
       this.#woken = false;
+      // Once stopping, nothing new starts: claimed jobs not yet started go back.
+      if (!this.#fetching && this.#buffer.length > 0) await this.#release();
       while (this.#running.size < this.concurrency && this.#buffer.length > 0) {
         this.#start(this.#buffer.shift()!);
       }
-      if (!this.#fetching && this.#buffer.length > 0) await this.#release();
 
       const target = this.#target();
       const inHand = this.#running.size + this.#buffer.length;

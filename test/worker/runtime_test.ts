@@ -221,3 +221,35 @@ Deno.test("a job enqueued with `in` runs once the clock passes its time", async 
   assert.equal(job?.attemptedAt, job!.scheduledAt);
   await runtime.stop({ grace: 1000 });
 });
+
+Deno.test("fast jobs are prefetched, and stop() gives back the ones not started with no attempt spent", async () => {
+  const quick = defineWorker({ name: "quick", perform: () => {} });
+  const hold = holdingWorker("hold");
+  await using t = await tempJobs([quick, hold.worker]);
+  const runtime = await t.jobs.start({ queues: { default: 1 }, node: "n1" });
+  // Teach the producer that jobs here take no time: it starts to claim ahead.
+  await t.jobs.enqueueMany(Array.from({ length: 30 }, () => ({ worker: quick, args: {} })));
+  await waitUntil(
+    "the quick jobs completed",
+    async () => (await t.store.jobsCount({ state: "completed" }))[0]?.count === 30,
+  );
+  const blocker = await t.jobs.enqueue(hold.worker, {});
+  const rest = await t.jobs.enqueueMany(
+    Array.from({ length: 20 }, () => ({ worker: quick, args: {} })),
+  );
+  await waitUntil("the blocking job started", () => hold.seen.length === 1);
+  // One slot, held by the blocker: every quick job claimed now waits in the buffer.
+  const claimed = (await t.store.jobsList({ ids: rest.map((r) => r.id) }))
+    .filter((j) => j.state === "executing");
+  assert.ok(claimed.length > 0, "the producer claimed ahead of its free slots");
+
+  await runtime.stop({ grace: 0 });
+  const after = await t.store.jobsList({ ids: rest.map((r) => r.id) });
+  assert.ok(after.every((j) => j.state === "available" && j.attempt === 0), JSON.stringify(after));
+  assert.ok(after.some((j) => j.fence === 1), "released jobs keep their raised fence");
+  assert.equal(
+    await stateOf(t.store, blocker.id),
+    "executing",
+    "the running job is left to the lifeline",
+  );
+});
