@@ -8,7 +8,7 @@
  */
 
 import { SystemClock } from "./src/clock.ts";
-import { runDemo } from "./src/cli/demo.ts";
+import { runDemo } from "./examples/demo.ts";
 import { DEMO_USAGE, MAIN_USAGE } from "./src/cli/usage.ts";
 import { versionLine } from "./src/cli/version.ts";
 import { jsonLogger } from "./src/worker/logger.ts";

@@ -1,5 +1,6 @@
 /**
- * `jobs demo`: a runnable tour of the library on a real SQLite file. It
+ * `jobs demo`: a runnable tour of the library on a real SQLite file, written
+ * as a library user would, through `src/mod.ts` only. It
  * defines a few workers, enqueues jobs that end in every way a job can end
  * (completed, retried, snoozed, delayed, duplicate, cancelled, discarded, and
  * one enqueued in the caller's own transaction), runs them with a real
@@ -11,12 +12,19 @@
  * @module
  */
 
-import type { Clock } from "../clock.ts";
-import { type Jobs, openJobs } from "../jobs.ts";
-import { FINAL_STATES, type Job, JOB_STATES, type JobState } from "../kernel/types.ts";
-import { defineWorker, type Worker } from "../kernel/worker.ts";
-import type { SqliteTx } from "../store/sqlite/sqlite_store.ts";
-import type { Logger } from "../worker/logger.ts";
+import {
+  type Clock,
+  defineWorker,
+  FINAL_STATES,
+  type Job,
+  JOB_STATES,
+  type Jobs,
+  type JobState,
+  type Logger,
+  openJobs,
+  type SqliteTx,
+  type Worker,
+} from "../src/mod.ts";
 
 /** What {@linkcode runDemo} needs; `main.ts` picks the clock, logger and output. */
 export interface DemoOptions {
