@@ -105,13 +105,18 @@ export function buildJob(
     throw new EnqueueError(`enqueue: a worker or worker name is required, got "${String(name)}"`);
   }
   const queue = options.queue ?? def?.queue ?? DEFAULT_QUEUE;
-  checkQueueName(queue, where);
   const maxAttempts = options.maxAttempts ?? def?.maxAttempts ?? DEFAULT_MAX_ATTEMPTS;
-  checkMaxAttempts(maxAttempts, where);
+  const unique = options.unique === false ? undefined : options.unique ?? def?.unique;
+  try {
+    checkQueueName(queue, where);
+    checkMaxAttempts(maxAttempts, where);
+    if (unique) checkUnique(unique, where);
+  } catch (error) {
+    // The checks are shared with defineWorker; an enqueue refuses with one error class.
+    throw new EnqueueError((error as Error).message);
+  }
   const argsText = serializeArgs(args, where, argsLimit);
   const scheduledAt = scheduleOf(options, now, where);
-  const unique = options.unique === false ? undefined : options.unique ?? def?.unique;
-  if (unique) checkUnique(unique, where);
   if (options.tags && !options.tags.every((t) => typeof t === "string")) {
     throw new EnqueueError(`${where}: tags must be strings, got ${JSON.stringify(options.tags)}`);
   }

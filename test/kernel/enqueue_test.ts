@@ -314,3 +314,22 @@ Deno.test("an enqueue inside jobs.transaction without { tx } joins the transacti
   });
   assert.equal((await t.store.jobsList({})).length, 1);
 });
+
+Deno.test("every refused enqueue throws EnqueueError naming the field and value", async () => {
+  const note = defineWorker({ name: "note", perform: () => {} });
+  await using t = await tempJobs([note]);
+  const refusals: [string, Promise<unknown>, RegExp][] = [
+    ["maxAttempts", t.jobs.enqueue(note, {}, { maxAttempts: 0 }), /maxAttempts .* got 0/],
+    ["queue", t.jobs.enqueue(note, {}, { queue: "no spaces" }), /queue .* "no spaces"/],
+    ["unique", t.jobs.enqueue(note, {}, { unique: { period: -1 } }), /unique.period .* -1/],
+    ["in", t.jobs.enqueue(note, {}, { in: -5 }), /"in" .* -5/],
+  ];
+  for (const [field, refused, message] of refusals) {
+    await assert.rejects(refused, (error: Error) => {
+      assert.ok(error instanceof EnqueueError, `${field}: ${error.name}`);
+      assert.match(error.message, message);
+      return true;
+    });
+  }
+  assert.equal((await t.store.jobsList({})).length, 0);
+});
