@@ -253,3 +253,33 @@ Deno.test("fast jobs are prefetched, and stop() gives back the ones not started 
     "the running job is left to the lifeline",
   );
 });
+
+Deno.test("a store that fails for a while loses no result and fails no job", async () => {
+  const work = defineWorker({ name: "work", perform: () => {} });
+  await using t = await tempJobs([work]);
+  const { id } = await t.jobs.enqueue(work, {});
+  // The store refuses every claim-and-record transaction until healed.
+  const store = t.store;
+  const claim = store.jobsClaim.bind(store);
+  let failing = true;
+  let refused = 0;
+  store.jobsClaim = (params) => {
+    if (failing && (params.results?.length ?? 0) > 0) {
+      refused++;
+      return Promise.reject(new Error("database is locked"));
+    }
+    return claim(params);
+  };
+  const runtime = await t.jobs.start({ queues: { default: 1 }, node: "n1" });
+  await waitUntil("the result was refused", () => refused > 0);
+  assert.equal(await stateOf(store, id), "executing", "nothing written while the store fails");
+  failing = false;
+  // The producer backs off on the injected clock; move it past the backoff.
+  await waitUntil("the result was written", async () => {
+    t.clock.advance(100);
+    return (await stateOf(store, id)) === "completed";
+  });
+  const attempts = await store.attemptsList({ jobId: id });
+  assert.deepEqual(attempts.map((a) => a.outcome), ["completed"]);
+  await runtime.stop({ grace: 0 });
+});
