@@ -44,7 +44,7 @@ CREATE UNIQUE INDEX jobs_unique_key ON jobs (unique_key) WHERE unique_key IS NOT
 
 -- One partial index per stage of a job's life, so each transition touches as
 -- few index entries as it can: a claim removes the job from jobs_available and
--- adds it to jobs_executing; a completion moves it to jobs_final.
+-- adds it to jobs_executing; a completion moves it to jobs_completed.
 --
 -- Fetch: only available jobs, in claim order (the (state, queue, priority,
 -- scheduled_at, id) order of ARCHITECTURE.md, with state as the partial WHERE).
@@ -53,10 +53,13 @@ CREATE INDEX jobs_available ON jobs (queue, priority, scheduled_at, id) WHERE st
 CREATE INDEX jobs_executing ON jobs (lease_expires_at) WHERE state = 'executing';
 -- Stager: scheduled and retryable jobs by due time.
 CREATE INDEX jobs_due ON jobs (scheduled_at) WHERE state IN ('scheduled', 'retryable');
--- Pruner: final jobs by state and the instant they became final; with the
--- queue last, counting final jobs per queue reads only this index.
-CREATE INDEX jobs_final ON jobs (state, coalesce(completed_at, cancelled_at, discarded_at), queue)
-  WHERE state IN ('completed', 'cancelled', 'discarded');
+-- Final jobs, one small index per final state, by the instant the job became
+-- final: the pruner walks them oldest first, and with the queue beside it a
+-- count per queue reads only the index. (One index keyed by state and an
+-- expression over the three instants cost a fifth of the throughput.)
+CREATE INDEX jobs_completed ON jobs (completed_at, queue) WHERE state = 'completed';
+CREATE INDEX jobs_cancelled ON jobs (cancelled_at, queue) WHERE state = 'cancelled';
+CREATE INDEX jobs_discarded ON jobs (discarded_at, queue) WHERE state = 'discarded';
 CREATE INDEX jobs_schedule ON jobs (schedule_id, scheduled_for) WHERE schedule_id IS NOT NULL;
 
 -- One row per attempt: written when the attempt ends (by its node) or when the

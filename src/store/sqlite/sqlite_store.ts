@@ -26,9 +26,9 @@ import { setImmediate } from "node:timers";
 import {
   type Attempt,
   type ClaimedJob,
-  FINAL_STATES,
   type InsertResult,
   type Job,
+  JOB_STATES,
   type JobResult,
   type JobState,
   type NewJob,
@@ -88,7 +88,6 @@ export class SchemaTooNewError extends Error {
   }
 }
 
-const FINAL = `('completed', 'cancelled', 'discarded')`;
 
 // Appends one error entry ({at, attempt, error}) and keeps the last 20.
 const APPEND_ERROR = `errors = CASE WHEN json_array_length(errors) >= 20
@@ -182,12 +181,6 @@ const SQL = {
       scheduled_at = :now, lease_expires_at = NULL, ${APPEND_ERROR}
     WHERE ${LEASE_HELD}
     RETURNING state`,
-  prune: `DELETE FROM jobs WHERE id IN (
-      SELECT id FROM jobs
-      WHERE state = :state AND state IN ${FINAL}
-        AND coalesce(completed_at, cancelled_at, discarded_at) < :before
-      LIMIT :limit)
-    RETURNING id`,
   attemptsPrune: `DELETE FROM attempts WHERE job_id IN (SELECT value FROM json_each(:ids))`,
   cancel: `UPDATE jobs SET state = 'cancelled', cancelled_at = :now, lease_expires_at = NULL,
       ${CLEAR_UNIQUE}, ${APPEND_ERROR}
@@ -205,12 +198,6 @@ const SQL = {
     LIMIT :limit`,
   jobsCount: `SELECT queue, state, count(*) AS count FROM jobs
     WHERE (:queue IS NULL OR queue = :queue) GROUP BY queue, state ORDER BY queue, state`,
-  // Counting one state reads only that state's partial index.
-  jobsCountState: `SELECT queue, state, count(*) AS count FROM jobs
-    WHERE state = :state GROUP BY queue ORDER BY queue`,
-  // The IN term lets the planner use the partial index jobs_final.
-  jobsCountFinal: `SELECT queue, state, count(*) AS count FROM jobs
-    WHERE state = :state AND state IN ${FINAL} GROUP BY queue ORDER BY queue`,
   attemptsList: `SELECT * FROM attempts WHERE job_id = :id ORDER BY fence`,
   queuePause: `INSERT INTO queues (name, paused, updated_at) VALUES (:name, :paused, :now)
     ON CONFLICT (name) DO UPDATE SET paused = excluded.paused, updated_at = excluded.updated_at`,
@@ -227,7 +214,38 @@ const SQL = {
   dataVersion: `PRAGMA data_version`,
 } as const;
 
-type Statements = { -readonly [K in keyof typeof SQL]: StatementSync };
+/**
+ * Statements per state: a partial index is used only when the query names
+ * its state as a literal, so each state gets its own text. The names come
+ * from the fixed list of states, never from input.
+ */
+const COUNT_STATE = Object.fromEntries(JOB_STATES.map((state) => [
+  state,
+  `SELECT queue, state, count(*) AS count FROM jobs WHERE state = '${state}'
+    GROUP BY queue ORDER BY queue`,
+])) as Record<JobState, string>;
+
+const FINAL_AT = {
+  completed: "completed_at",
+  cancelled: "cancelled_at",
+  discarded: "discarded_at",
+};
+type FinalState = keyof typeof FINAL_AT;
+
+const PRUNE_STATE = Object.fromEntries(
+  Object.entries(FINAL_AT).map(([state, column]) => [
+    state,
+    `DELETE FROM jobs WHERE id IN (
+      SELECT id FROM jobs WHERE state = '${state}' AND ${column} < :before
+      ORDER BY ${column} LIMIT :limit)
+    RETURNING id`,
+  ]),
+) as Record<FinalState, string>;
+
+type Statements = { -readonly [K in keyof typeof SQL]: StatementSync } & {
+  countState: Record<JobState, StatementSync>;
+  pruneState: Record<FinalState, StatementSync>;
+};
 type Row = Record<string, unknown>;
 
 /**
@@ -329,10 +347,15 @@ export class SqliteStore implements Store<SqliteTx> {
   }
 
   #prepare(): void {
-    const statements = {} as Statements;
-    for (const [key, sql] of Object.entries(SQL)) {
-      statements[key as keyof Statements] = this.db.prepare(sql);
-    }
+    const prepare = <K extends string>(texts: Record<K, string>) =>
+      Object.fromEntries(
+        Object.entries(texts).map(([key, sql]) => [key, this.db.prepare(sql as string)]),
+      ) as Record<K, StatementSync>;
+    const statements: Statements = {
+      ...prepare(SQL),
+      countState: prepare(COUNT_STATE),
+      pruneState: prepare(PRUNE_STATE),
+    };
     // The claim is on the hot path: rows as arrays skip building an object per row.
     // (node:sqlite has it; Deno's type declarations do not list it yet.)
     (statements.claim as StatementSync & { setReturnArrays(on: boolean): void })
@@ -687,9 +710,8 @@ export class SqliteStore implements Store<SqliteTx> {
         let deleted = 0;
         for (const [state, before] of Object.entries(params.before)) {
           if (left <= 0 || before === undefined) continue;
-          const ids = (this.#s.prune.all({ state, before, limit: left }) as Row[]).map((r) =>
-            Number(r.id)
-          );
+          const prune = this.#s.pruneState[state as FinalState];
+          const ids = (prune.all({ before, limit: left }) as Row[]).map((r) => Number(r.id));
           if (ids.length) this.#s.attemptsPrune.run({ ids: JSON.stringify(ids) });
           deleted += ids.length;
           left -= ids.length;
@@ -758,8 +780,7 @@ export class SqliteStore implements Store<SqliteTx> {
   jobsCount(params: { queue?: string; state?: JobState }) {
     return this.#exclusive(() =>
       (params.state !== undefined
-        ? ((FINAL_STATES.includes(params.state) ? this.#s.jobsCountFinal : this.#s.jobsCountState)
-          .all({ state: params.state }) as Row[])
+        ? (this.#s.countState[params.state].all() as Row[])
           .filter((r) => params.queue === undefined || r.queue === params.queue)
         : (this.#s.jobsCount.all({ queue: params.queue ?? null }) as Row[])).map((r) => ({
           queue: String(r.queue),
