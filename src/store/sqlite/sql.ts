@@ -1,0 +1,162 @@
+/**
+ * Every SQL statement of the SQLite store, as constants. Values always come
+ * in as bound parameters; the only interpolations are other constants of
+ * this file and the fixed names of job states.
+ *
+ * @module
+ */
+
+import { JOB_STATES, type JobState } from "../../kernel/types.ts";
+
+// Appends one error entry ({at, attempt, error}) and keeps the last 20.
+const APPEND_ERROR = `errors = CASE WHEN json_array_length(errors) >= 20
+    THEN json_insert(json_remove(errors, '$[0]'), '$[#]',
+      json_object('at', :now, 'attempt', attempt, 'error', :error))
+    ELSE json_insert(errors, '$[#]', json_object('at', :now, 'attempt', attempt, 'error', :error))
+  END`;
+
+// A final state clears the unique key unless uniqueness covers all states.
+const CLEAR_UNIQUE = `unique_key = CASE WHEN unique_states = 'all' THEN unique_key END`;
+
+const INSERT_JOBS = `INSERT INTO jobs (queue, worker, args, meta, tags, tenant, priority,
+      max_attempts, scheduled_at, unique_key, unique_states, occurrence, schedule_id,
+      scheduled_for, state, inserted_at)
+    SELECT value ->> 0, value ->> 1, value ->> 2, value ->> 3, value ->> 4, value ->> 5,
+      value ->> 6, value ->> 7, value ->> 8, value ->> 9, value ->> 10, value ->> 11,
+      value ->> 12, value ->> 13,
+      CASE WHEN (value ->> 8) > :now THEN 'scheduled' ELSE 'available' END, :now
+    FROM json_each(:rows) WHERE true`;
+
+const LEASE_HELD = `id = :id AND state = 'executing' AND attempted_by = :node AND fence = :fence`;
+
+export const SQL = {
+  // Many jobs in one statement: the rows come as one JSON array of arrays (in
+  // the order of INSERT_COLUMNS), which SQLite reads faster than objects.
+  insertPlain: `${INSERT_JOBS}`,
+  insertKeyed: `${INSERT_JOBS} ON CONFLICT DO NOTHING RETURNING id, unique_key, occurrence`,
+  byUniqueKey: `SELECT id, queue, state FROM jobs WHERE unique_key = :key`,
+  byOccurrence: `SELECT id, queue, state FROM jobs WHERE occurrence = :key`,
+  claim: `UPDATE jobs SET state = 'executing', attempt = attempt + 1, fence = fence + 1,
+      attempted_by = :node, attempted_at = :now, lease_expires_at = :lease
+    -- The unary + keeps the planner on the rowid lookups of the subquery's ids
+    -- instead of scanning every available row through the state index.
+    WHERE id IN (
+      SELECT id FROM jobs
+      WHERE state = 'available' AND queue = :queue AND scheduled_at <= :due
+        AND NOT EXISTS (SELECT 1 FROM queues WHERE name = :queue AND paused = 1)
+      ORDER BY priority, scheduled_at, id LIMIT :limit)
+      AND +state = 'available'
+    RETURNING id, queue, worker, args, meta, tags, occurrence, attempt, max_attempts, priority,
+      fence, inserted_at, scheduled_at, attempted_at`,
+  // Completions come in batches: one statement for all of them, each row
+  // still filtered by its own lease (id, executing, node, fence).
+  completed: `UPDATE jobs SET state = 'completed', completed_at = :now, lease_expires_at = NULL,
+      ${CLEAR_UNIQUE}
+    FROM (SELECT value ->> 0 AS id, value ->> 1 AS fence FROM json_each(:leases)) AS r
+    WHERE jobs.id = r.id AND +jobs.state = 'executing' AND jobs.attempted_by = :node
+      AND jobs.fence = r.fence
+    RETURNING jobs.id`,
+  snoozed: `UPDATE jobs SET
+      state = CASE WHEN :until > :now THEN 'scheduled' ELSE 'available' END,
+      scheduled_at = :until, attempt = attempt - 1, lease_expires_at = NULL
+    WHERE ${LEASE_HELD}`,
+  retryable: `UPDATE jobs SET state = 'retryable', scheduled_at = :at, lease_expires_at = NULL,
+      ${APPEND_ERROR}
+    WHERE ${LEASE_HELD}`,
+  cancelled: `UPDATE jobs SET state = 'cancelled', cancelled_at = :now, lease_expires_at = NULL,
+      ${CLEAR_UNIQUE}, ${APPEND_ERROR}
+    WHERE ${LEASE_HELD}`,
+  discarded: `UPDATE jobs SET state = 'discarded', discarded_at = :now, lease_expires_at = NULL,
+      ${CLEAR_UNIQUE}, ${APPEND_ERROR}
+    WHERE ${LEASE_HELD}`,
+  attemptInsert: `INSERT INTO attempts (job_id, attempt, fence, node, kind, started_at,
+      finished_at, outcome, error)
+    VALUES (:id, :attempt, :fence, :node, :kind, :started, :now, :outcome, :error)`,
+  attemptsInsert: `INSERT INTO attempts (job_id, attempt, fence, node, kind, started_at,
+      finished_at, outcome, error)
+    SELECT value ->> 0, value ->> 1, value ->> 2, :node,
+      CASE WHEN (value ->> 1) > 1 THEN 'retry' ELSE 'run' END,
+      value ->> 3, :now, value ->> 4, value ->> 5
+    FROM json_each(:rows)`,
+  release: `UPDATE jobs SET state = 'available', attempt = attempt - 1, lease_expires_at = NULL
+    WHERE ${LEASE_HELD}`,
+  renew: `UPDATE jobs SET lease_expires_at = :lease WHERE ${LEASE_HELD}`,
+  leaseHeld: `SELECT 1 AS held FROM jobs WHERE ${LEASE_HELD}`,
+  stage: `UPDATE jobs SET state = 'available'
+    WHERE id IN (
+      SELECT id FROM jobs
+      WHERE state IN ('scheduled', 'retryable') AND scheduled_at <= :now
+      ORDER BY scheduled_at LIMIT :limit)
+    RETURNING queue`,
+  nextDue: `SELECT min(scheduled_at) AS at FROM jobs WHERE state IN ('scheduled', 'retryable')`,
+  expired: `SELECT id, attempt, max_attempts, fence, attempted_by, attempted_at, queue FROM jobs
+    WHERE state = 'executing' AND lease_expires_at < :now
+    ORDER BY lease_expires_at LIMIT :limit`,
+  rescue: `UPDATE jobs SET
+      state = CASE WHEN attempt < max_attempts THEN 'available' ELSE 'discarded' END,
+      discarded_at = CASE WHEN attempt < max_attempts THEN NULL ELSE :now END,
+      unique_key = CASE WHEN attempt < max_attempts OR unique_states = 'all'
+        THEN unique_key END,
+      scheduled_at = :now, lease_expires_at = NULL, ${APPEND_ERROR}
+    WHERE ${LEASE_HELD}
+    RETURNING state`,
+  attemptsPrune: `DELETE FROM attempts WHERE job_id IN (SELECT value FROM json_each(:ids))`,
+  cancel: `UPDATE jobs SET state = 'cancelled', cancelled_at = :now, lease_expires_at = NULL,
+      ${CLEAR_UNIQUE}, ${APPEND_ERROR}
+    WHERE id = :id AND state IN ('scheduled', 'available', 'executing', 'retryable')
+    RETURNING id`,
+  cancelTarget: `SELECT state, attempt, fence, attempted_by, attempted_at FROM jobs WHERE id = :id`,
+  jobGet: `SELECT * FROM jobs WHERE id = :id`,
+  jobsList: `SELECT * FROM jobs
+    WHERE (:ids IS NULL OR id IN (SELECT value FROM json_each(:ids)))
+      AND (:states IS NULL OR state IN (SELECT value FROM json_each(:states)))
+      AND (:queue IS NULL OR queue = :queue)
+      AND (:worker IS NULL OR worker = :worker)
+      AND (:tag IS NULL OR EXISTS (SELECT 1 FROM json_each(jobs.tags) WHERE value = :tag))
+    ORDER BY CASE WHEN :desc THEN -id ELSE id END
+    LIMIT :limit`,
+  jobsCount: `SELECT queue, state, count(*) AS count FROM jobs
+    WHERE (:queue IS NULL OR queue = :queue) GROUP BY queue, state ORDER BY queue, state`,
+  attemptsList: `SELECT * FROM attempts WHERE job_id = :id ORDER BY fence`,
+  queuePause: `INSERT INTO queues (name, paused, updated_at) VALUES (:name, :paused, :now)
+    ON CONFLICT (name) DO UPDATE SET paused = excluded.paused, updated_at = excluded.updated_at`,
+  queuesList: `SELECT * FROM queues ORDER BY name`,
+  nodeBeat: `INSERT INTO nodes (node, queues, started_at, heartbeat_at)
+    VALUES (:node, :queues, :now, :now)
+    ON CONFLICT (node) DO UPDATE SET queues = excluded.queues, heartbeat_at = excluded.heartbeat_at`,
+  nodeRemove: `DELETE FROM nodes WHERE node = :node`,
+  nodesExpire: `DELETE FROM nodes WHERE heartbeat_at < :before`,
+  nodesList: `SELECT * FROM nodes ORDER BY node`,
+  settingGet: `SELECT value FROM settings WHERE key = :key`,
+  settingSet: `INSERT INTO settings (key, value, updated_at) VALUES (:key, :value, :now)
+    ON CONFLICT (key) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at`,
+  dataVersion: `PRAGMA data_version`,
+} as const;
+
+/**
+ * Statements per state: a partial index is used only when the query names
+ * its state as a literal, so each state gets its own text. The names come
+ * from the fixed list of states, never from input.
+ */
+export const COUNT_STATE = Object.fromEntries(JOB_STATES.map((state) => [
+  state,
+  `SELECT queue, state, count(*) AS count FROM jobs WHERE state = '${state}'
+    GROUP BY queue ORDER BY queue`,
+])) as Record<JobState, string>;
+
+export const FINAL_AT = {
+  completed: "completed_at",
+  cancelled: "cancelled_at",
+  discarded: "discarded_at",
+};
+export type FinalState = keyof typeof FINAL_AT;
+
+export const PRUNE_STATE = Object.fromEntries(
+  Object.entries(FINAL_AT).map(([state, column]) => [
+    state,
+    `DELETE FROM jobs WHERE id IN (
+      SELECT id FROM jobs WHERE state = '${state}' AND ${column} < :before
+      ORDER BY ${column} LIMIT :limit)
+    RETURNING id`,
+  ]),
+) as Record<FinalState, string>;
