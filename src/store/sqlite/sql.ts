@@ -97,7 +97,7 @@ export const SQL = {
       discarded_at = CASE WHEN attempt < max_attempts THEN NULL ELSE :now END,
       unique_key = CASE WHEN attempt < max_attempts OR unique_states = 'all'
         THEN unique_key END,
-      scheduled_at = :now, lease_expires_at = NULL, ${APPEND_ERROR}
+      lease_expires_at = NULL, ${APPEND_ERROR}
     WHERE ${LEASE_HELD}
     RETURNING state`,
   attemptsPrune: `DELETE FROM attempts WHERE job_id IN (SELECT value FROM json_each(:ids))`,
