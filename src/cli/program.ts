@@ -1,0 +1,176 @@
+/**
+ * The `jobs` command line: one commander program whose commands are thin
+ * calls into the rest of the code. Exit codes: 0 done, 1 the command failed
+ * (an invalid file, a failed run), 2 the command line itself is wrong.
+ *
+ * @module
+ */
+
+import { Command, CommanderError, InvalidArgumentError } from "commander";
+import type { Clock } from "../clock.ts";
+import type { Logger } from "../worker/logger.ts";
+import { checkCommand, nextCommand } from "./schedules.ts";
+import { versionLine } from "./version.ts";
+
+/** What the commands may touch, chosen by main.ts. */
+export interface CliDeps {
+  clock: Clock;
+  logger: Logger;
+  /** Writes one line of output (stdout). */
+  out: (line: string) => void;
+  /** Writes one line of diagnostics (stderr). */
+  err: (line: string) => void;
+  env: (name: string) => string | undefined;
+  /** Colour and terminal niceties for stdout. */
+  color: boolean;
+  /** Runs the demo; injected so main.ts, not src/, picks the example. */
+  demo: (options: { db: string }) => Promise<void>;
+}
+
+/** Raised by a command that ran and failed: its message is printed, exit code 1. */
+export class CommandFailed extends Error {
+  constructor(message: string, readonly exitCode = 1) {
+    super(message);
+    this.name = "CommandFailed";
+  }
+}
+
+/** Runs the command line `args` (without the program name); returns the exit code. */
+export async function runCli(args: string[], deps: CliDeps): Promise<number> {
+  const program = buildProgram(deps);
+  if (args.length === 0) {
+    deps.err(program.helpInformation().trimEnd());
+    return 2;
+  }
+  try {
+    await program.parseAsync(args, { from: "user" });
+    return 0;
+  } catch (error) {
+    if (error instanceof CommanderError) {
+      if (error.exitCode === 0) return 0; // --help, --version
+      deps.err(usageLine(error));
+      return 2;
+    }
+    if (error instanceof CommandFailed) {
+      if (error.message) deps.err(error.message);
+      return error.exitCode;
+    }
+    deps.err(`jobs: ${error instanceof Error ? error.message : String(error)}`);
+    return 1;
+  }
+}
+
+/** `error: unknown option '--dbb'` from the `demo` command -> `jobs demo: unknown option "--dbb"`. */
+function usageLine(error: CommanderError & { command?: string }): string {
+  const text = error.message.replace(/^error: /, "").replace(/'([^']*)'/g, '"$1"');
+  const where = error.command ? `jobs ${error.command}` : "jobs";
+  const hint = error.command ? `run "jobs ${error.command} --help"` : `run "jobs --help"`;
+  return `${where}: ${text}; ${hint} for the options`.replace(/ \(Did you mean [^)]*\)\?/, "");
+}
+
+function buildProgram(deps: CliDeps): Command {
+  const program = new Command("jobs")
+    .description("a durable job scheduler and queue on an embedded SQLite file")
+    .helpCommand(false)
+    .showSuggestionAfterError(false);
+  quiet(program, deps, undefined);
+
+  quiet(
+    program.command("demo")
+      .description("enqueue and work example jobs on a SQLite file, then print what happened")
+      .option("--db <path>", "the SQLite file (created when missing)", "./jobs.db")
+      .action(async (options: { db: string }) => {
+        await deps.demo({ db: options.db });
+      }),
+    deps,
+    "demo",
+  );
+
+  quiet(
+    program.command("version")
+      .description("print the version")
+      .action(() => deps.out(versionLine())),
+    deps,
+    "version",
+  );
+
+  quiet(
+    program.command("check")
+      .description("validate schedules.yaml; exit 1 with every error")
+      .option("--config <file>", "the schedules file [env JOBS_CONFIG]")
+      .option("--json", "print the result as JSON")
+      .action(async (options: { config?: string; json?: boolean }) => {
+        await checkCommand(
+          { config: configPath(options.config, deps), json: !!options.json },
+          deps,
+        );
+      }),
+    deps,
+    "check",
+  );
+
+  quiet(
+    program.command("next")
+      .description("the next occurrences of a schedule")
+      .argument("<schedule-id>", "the schedule's id")
+      .option("--config <file>", "the schedules file [env JOBS_CONFIG]")
+      .option("--from <instant>", "start after this ISO instant (default: now)", parseInstant)
+      .option("--count <n>", "how many occurrences", parseCount, 5)
+      .option("--json", "print an array of { at, occurrence, local, note }")
+      .action(
+        async (
+          id: string,
+          options: { config?: string; from?: number; count: number; json?: boolean },
+        ) => {
+          await nextCommand({
+            id,
+            config: configPath(options.config, deps),
+            from: options.from ?? deps.clock.now(),
+            count: options.count,
+            json: !!options.json,
+          }, deps);
+        },
+      ),
+    deps,
+    "next",
+  );
+
+  return program;
+}
+
+/** Errors are thrown (and printed by runCli as one line), never printed by commander itself. */
+function quiet(command: Command, deps: CliDeps, name: string | undefined): Command {
+  return command
+    .exitOverride((error) => {
+      throw Object.assign(error, { command: name });
+    })
+    .configureOutput({
+      writeOut: (text) => deps.out(text.replace(/\n$/, "")),
+      writeErr: () => {},
+      outputError: () => {},
+    });
+}
+
+/** `--config`, else `JOBS_CONFIG`, else `./schedules.yaml`. */
+function configPath(option: string | undefined, deps: CliDeps): string {
+  return option ?? deps.env("JOBS_CONFIG") ?? "./schedules.yaml";
+}
+
+/** An ISO instant with its offset (`Z` or `+01:00`): a bare local time would depend on the machine's zone. */
+function parseInstant(value: string): number {
+  try {
+    return Temporal.Instant.from(value).epochMilliseconds;
+  } catch {
+    throw new InvalidArgumentError(
+      `"${value}" is not an ISO instant with an offset, such as 2026-03-08T00:00:00Z`,
+    );
+  }
+}
+
+function parseCount(value: string): number {
+  const n = Number(value);
+  if (!Number.isInteger(n) || n < 1 || n > 10_000) {
+    throw new InvalidArgumentError(`"${value}" is not a whole number from 1 to 10000`);
+  }
+  return n;
+}

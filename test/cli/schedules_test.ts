@@ -1,0 +1,145 @@
+import assert from "node:assert/strict";
+import { runCli } from "../../src/cli/program.ts";
+import { FakeClock } from "../../src/clock.ts";
+import { silentLogger } from "../../src/worker/logger.ts";
+import { tempDir } from "../support/stores.ts";
+
+/** Runs the command line in-process with captured output and a fake clock. */
+async function jobs(args: string[], env: Record<string, string> = {}) {
+  const out: string[] = [];
+  const err: string[] = [];
+  const code = await runCli(args, {
+    clock: new FakeClock(Date.UTC(2026, 2, 7, 12)),
+    logger: silentLogger,
+    out: (line) => out.push(line),
+    err: (line) => err.push(line),
+    env: (name) => env[name],
+    color: false,
+    demo: () => Promise.resolve(),
+  });
+  return { code, out: out.join("\n"), err: err.join("\n") };
+}
+
+const VALID = `version: 1
+schedules:
+  - id: nightly
+    cron: "30 2 * * *"
+    timezone: America/New_York
+    local_time: { reason: the office runs on New York time, gap: shift, overlap: first }
+    run: { command: ["true"] }
+  - id: rebuild
+    manual: true
+    guard: on-call only
+    runs_where: staging
+    run: { worker: rebuild, args: {} }
+`;
+
+async function withFile(text: string, fn: (path: string) => Promise<void>): Promise<void> {
+  const dir = await tempDir();
+  try {
+    const path = `${dir.path}/schedules.yaml`;
+    await Deno.writeTextFile(path, text);
+    await fn(path);
+  } finally {
+    await dir.cleanup();
+  }
+}
+
+Deno.test("jobs check exits 0 on a valid file and reads JOBS_CONFIG", async () => {
+  await withFile(VALID, async (path) => {
+    const viaOption = await jobs(["check", "--config", path]);
+    assert.equal(viaOption.code, 0, viaOption.err);
+    assert.match(viaOption.out, /valid, 2 schedules, 0 queues$/);
+    const viaEnv = await jobs(["check", "--json"], { JOBS_CONFIG: path });
+    assert.equal(viaEnv.code, 0);
+    assert.deepEqual(JSON.parse(viaEnv.out), { ok: true, file: path, schedules: 2, queues: 0 });
+  });
+});
+
+Deno.test("jobs check exits 1 with every error, each naming its line", async () => {
+  const bad = VALID.replace("America/New_York", "America/New_Yrok").replace(
+    "    guard: on-call only\n",
+    "",
+  );
+  await withFile(bad, async (path) => {
+    const { code, err } = await jobs(["check", "--config", path]);
+    assert.equal(code, 1);
+    assert.match(err, /schedules\.yaml:5:\d+: schedule "nightly": .*"America\/New_Yrok"/);
+    assert.match(err, /schedule "rebuild": .*guard/);
+    const json = await jobs(["check", "--config", path, "--json"]);
+    assert.equal(json.code, 1);
+    const codes = JSON.parse(json.out).errors.map((e: { code: string }) => e.code).sort();
+    assert.deepEqual(codes, ["job-guard-missing", "timezone-unknown"]);
+  });
+});
+
+Deno.test("jobs next shifts 02:30 to 03:30 EDT on 2026-03-08 in America/New_York", async () => {
+  await withFile(VALID, async (path) => {
+    const { code, out } = await jobs([
+      "next",
+      "nightly",
+      "--config",
+      path,
+      "--count",
+      "3",
+      "--json",
+    ]);
+    assert.equal(code, 0);
+    assert.deepEqual(JSON.parse(out), [
+      {
+        at: "2026-03-08T07:30:00.000Z",
+        occurrence: "nightly@2026-03-08T07:30:00.000Z",
+        local: "2026-03-08T03:30:00-04:00[America/New_York]",
+        note: "shifted: 02:30 does not exist on 2026-03-08",
+      },
+      {
+        at: "2026-03-09T06:30:00.000Z",
+        occurrence: "nightly@2026-03-09T06:30:00.000Z",
+        local: "2026-03-09T02:30:00-04:00[America/New_York]",
+        note: null,
+      },
+      {
+        at: "2026-03-10T06:30:00.000Z",
+        occurrence: "nightly@2026-03-10T06:30:00.000Z",
+        local: "2026-03-10T02:30:00-04:00[America/New_York]",
+        note: null,
+      },
+    ]);
+    const text = await jobs([
+      "next",
+      "nightly",
+      "--config",
+      path,
+      "--from",
+      "2026-11-01T00:00:00Z",
+    ]);
+    assert.match(
+      text.out.split("\n")[0]!,
+      /^2026-11-01T07:30:00\.000Z {2}2026-11-01T02:30:00-05:00/,
+    );
+  });
+});
+
+Deno.test("jobs next names what is wrong: unknown schedule, bad instant, manual schedule", async () => {
+  await withFile(VALID, async (path) => {
+    const unknown = await jobs(["next", "nightlly", "--config", path]);
+    assert.equal(unknown.code, 1);
+    assert.match(unknown.err, /no schedule "nightlly" .* "nightly", "rebuild"/);
+    const instant = await jobs(["next", "nightly", "--config", path, "--from", "2026-03-08 02:30"]);
+    assert.equal(instant.code, 2);
+    assert.match(
+      instant.err,
+      /^jobs next: .*"2026-03-08 02:30" is not an ISO instant with an offset/,
+    );
+    const manual = await jobs(["next", "rebuild", "--config", path]);
+    assert.equal(manual.code, 0);
+    assert.match(manual.out, /rebuild is manual/);
+  });
+});
+
+Deno.test("jobs with no command prints the help on stderr and exits 2", async () => {
+  const { code, out, err } = await jobs([]);
+  assert.equal(code, 2);
+  assert.equal(out, "");
+  assert.match(err, /^Usage: jobs/);
+});
