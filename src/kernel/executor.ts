@@ -46,6 +46,7 @@ export async function execute(
   startedAt: number = job.attemptedAt,
 ): Promise<JobResult> {
   const base: Base = { id: job.id, fence: job.fence, attempt: job.attempt, startedAt };
+  if (job.occurrence !== null) base.occurrence = job.occurrence;
   const worker = deps.registry.get(job.worker);
   if (!worker) {
     return { ...base, outcome: "discarded", error: `unknown worker "${job.worker}"` };
@@ -141,7 +142,7 @@ class JobView {
   }
 }
 
-type Base = Pick<JobResult, "id" | "fence" | "attempt" | "startedAt">;
+type Base = Pick<JobResult, "id" | "fence" | "attempt" | "startedAt" | "occurrence">;
 
 /** Maps what `perform` returned to one result. */
 export function resultOf(outcome: Outcome, base: Base, clock: Clock): JobResult {

@@ -158,6 +158,8 @@ export type JobResult =
     attempt: number;
     /** When the attempt started (the claim's `attempted_at`). */
     startedAt: number;
+    /** The occurrence identity, when the job is a schedule's occurrence. */
+    occurrence?: string | null;
   }
   & (
     | { outcome: "completed" }
@@ -171,4 +173,27 @@ export type JobResult =
 export interface RecordReport {
   recorded: number[];
   lost: number[];
+}
+
+/** What a planner sees of one schedule, inside the transaction that plans it. */
+export interface PlanContext {
+  enabled: boolean;
+  lastPlannedFor: number | null;
+  /** Its occurrences executing now. */
+  executing: number;
+  /** Its occurrences waiting to run (scheduled, available, retryable). */
+  waiting: number;
+}
+
+/** What a planner decided for one schedule. */
+export interface PlanDecision {
+  /** Occurrences to insert (identity in `occurrence`; duplicates are ignored). */
+  jobs: NewJob[];
+  /** Occurrences to record as cancelled, with `reason` as their error. */
+  cancelled: { job: NewJob; reason: string }[];
+  /** Occurrences the misfire policy skipped, and the latest of them. */
+  misfires: number;
+  lastMisfireFor: number | null;
+  /** The new recovery point, or null to leave it. */
+  plannedFor: number | null;
 }

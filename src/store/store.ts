@@ -17,6 +17,8 @@ import type {
   JobResult,
   JobState,
   NewJob,
+  PlanContext,
+  PlanDecision,
   RecordReport,
 } from "../kernel/types.ts";
 
@@ -60,6 +62,25 @@ export interface NodeRow {
   queues: Record<string, number>;
   startedAt: number;
   heartbeatAt: number;
+}
+
+/** A row of `schedules`: the stored state of one schedule id. */
+export interface ScheduleRow {
+  id: string;
+  tenant: string | null;
+  enabled: boolean;
+  disabledReason: string | null;
+  disabledBy: string | null;
+  disabledAt: number | null;
+  definitionHash: string | null;
+  /** The recovery point: every occurrence at or before it has been planned. */
+  lastPlannedFor: number | null;
+  lastStartedAt: number | null;
+  lastCompletedAt: number | null;
+  misfires: number;
+  lastMisfireFor: number | null;
+  createdAt: number;
+  updatedAt: number;
 }
 
 /** A lease a node holds on an executing job. */
@@ -199,6 +220,38 @@ export interface Store<Tx extends StoreTx = StoreTx> {
   settingGet(params: { key: string }): Promise<unknown>;
   /** Writes a setting. */
   settingSet(params: { key: string; value: unknown; now: number }): Promise<void>;
+
+  /**
+   * Makes sure a row exists for each schedule id (new ids start enabled,
+   * with no recovery point) and records each definition's hash. Rows of ids
+   * not given are left as they are: their history stays readable.
+   */
+  schedulesSync(params: {
+    schedules: { id: string; hash: string; tenant: string | null }[];
+    now: number;
+  }): Promise<void>;
+  /** Schedule rows, all or those with the given ids, by id. */
+  schedulesList(params: { ids?: string[] }): Promise<ScheduleRow[]>;
+  /**
+   * Plans one schedule atomically: reads its row and its running and waiting
+   * occurrences, calls `plan` (pure, synchronous) with them, and writes the
+   * decision (occurrence rows, cancelled ones, misfire counts, recovery
+   * point) in the same write transaction, so racing planners cannot both
+   * act on the same gap.
+   */
+  schedulePlan(params: {
+    id: string;
+    now: number;
+    plan: (ctx: PlanContext) => PlanDecision;
+  }): Promise<{ inserted: InsertResult[]; cancelled: number; decision: PlanDecision | null }>;
+  /** Enables or disables a schedule, with who and why; stored, so it survives restarts and reloads. */
+  scheduleSetEnabled(params: {
+    id: string;
+    enabled: boolean;
+    reason: string | null;
+    actor: string | null;
+    now: number;
+  }): Promise<boolean>;
 
   /**
    * Calls `listener` soon after another connection or process commits a

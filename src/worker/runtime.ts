@@ -15,7 +15,9 @@ import { rescueOrphans } from "./lifeline.ts";
 import type { Logger } from "./logger.ts";
 import { LeaseLostError, Producer } from "./producer.ts";
 import { pruneJobs, type PrunerOptions } from "./pruner.ts";
+import { planSchedules, syncSchedules } from "./planner.ts";
 import { stageJobs } from "./stager.ts";
+import type { Schedule } from "../schedule/types.ts";
 
 /** Runtime settings; every interval in ms of the injected clock. */
 export interface RuntimeOptions {
@@ -39,6 +41,13 @@ export interface RuntimeOptions {
   pruner?: PrunerOptions;
   /** Nodes silent this long are removed from `nodes`. @default 5 minutes */
   nodeExpiryMs?: number;
+  /**
+   * The schedules to plan (read again on every pass, so a reload is a new
+   * array plus {@linkcode Runtime.reloadSchedules}). No planner without it.
+   */
+  schedules?: () => readonly Schedule[];
+  /** Longest planner sleep; it wakes earlier for the next occurrence. @default 1000 */
+  planMs?: number;
 }
 
 /** Dependencies chosen by the caller (main.ts or the library user). */
@@ -54,7 +63,12 @@ export interface RuntimeDeps {
 export class Runtime {
   readonly node: string;
   #deps: RuntimeDeps;
-  #options: Required<Omit<RuntimeOptions, "pruner">> & { pruner: PrunerOptions };
+  #options:
+    & Required<Omit<RuntimeOptions, "pruner" | "schedules">>
+    & Pick<RuntimeOptions, "schedules">
+    & { pruner: PrunerOptions };
+  #plannerWake: (() => void) | null = null;
+  #due = new Map<string, number>();
   #producers = new Map<string, Producer>();
   #stop = new AbortController();
   #plugins: Promise<void>[] = [];
@@ -76,6 +90,7 @@ export class Runtime {
       rescueMs: 5000,
       pruneMs: 60_000,
       nodeExpiryMs: 5 * 60_000,
+      planMs: 1000,
       pruner: {},
       ...options,
     };
@@ -118,6 +133,9 @@ export class Runtime {
     this.#started = true;
     const { store, clock } = this.#deps;
     await store.nodeBeat({ node: this.node, queues: this.queues, now: clock.now() });
+    if (this.#options.schedules) {
+      await syncSchedules(store, clock.now(), this.#options.schedules());
+    }
     this.#unsubscribe = store.onExternalChange(() => this.#wakeAll());
     for (const producer of this.#producers.values()) this.#producerLoops.push(producer.start());
     const signal = this.#stop.signal;
@@ -128,6 +146,7 @@ export class Runtime {
         return Promise.resolve();
       }),
       this.#stager(signal),
+      this.#planner(signal),
       this.#every("lifeline", () => this.#options.rescueMs, async () => {
         const report = await rescueOrphans(store, clock.now());
         this.wake(report.queues);
@@ -143,6 +162,15 @@ export class Runtime {
   wake(queues?: Iterable<string>): void {
     if (!queues) return this.#wakeAll();
     for (const q of queues) this.#producers.get(q)?.wake();
+  }
+
+  /** Syncs the schedules' rows after `schedules()` changed, and plans them again at once. */
+  async reloadSchedules(): Promise<void> {
+    const schedules = this.#options.schedules?.();
+    if (!schedules) return;
+    await syncSchedules(this.#deps.store, this.#deps.clock.now(), schedules);
+    this.#due.clear();
+    this.#plannerWake?.();
   }
 
   /** Tells the stager a job was scheduled for later, so it can shorten its sleep. */
@@ -175,6 +203,7 @@ export class Runtime {
     }
     this.#stop.abort();
     this.#stagerWake?.();
+    this.#plannerWake?.();
     await Promise.all(this.#plugins);
     this.#unsubscribe?.();
     try {
@@ -232,6 +261,29 @@ export class Runtime {
       this.#stagerWake = () => woken.abort();
       await clock.sleep(wait, AbortSignal.any([signal, woken.signal]));
       this.#stagerWake = null;
+    }
+  }
+
+  async #planner(signal: AbortSignal): Promise<void> {
+    const schedules = this.#options.schedules;
+    if (!schedules) return;
+    const { store, clock, logger } = this.#deps;
+    while (!signal.aborted) {
+      let wait = this.#options.planMs;
+      try {
+        const report = await planSchedules(store, clock.now(), schedules(), this.#due);
+        this.wake(report.queues);
+        if (report.scheduled > 0) this.wakeStager();
+        if (report.misfires > 0) logger("planner.misfires", { count: report.misfires });
+        if (report.nextAt !== null) wait = Math.max(0, Math.min(wait, report.nextAt - clock.now()));
+      } catch (error) {
+        logger("plugin.error", { plugin: "planner", error: String(error) });
+      }
+      if (signal.aborted) break;
+      const woken = new AbortController();
+      this.#plannerWake = () => woken.abort();
+      await clock.sleep(wait, AbortSignal.any([signal, woken.signal]));
+      this.#plannerWake = null;
     }
   }
 

@@ -7,6 +7,7 @@
  */
 
 import init from "../../../migrations/sqlite/0001_init.sql" with { type: "text" };
+import schedules from "../../../migrations/sqlite/0002_schedules.sql" with { type: "text" };
 
 /** One numbered migration. */
 export interface Migration {
@@ -18,4 +19,5 @@ export interface Migration {
 /** Every migration this program knows, in order. */
 export const MIGRATIONS: readonly Migration[] = [
   { version: 1, name: "0001_init.sql", sql: init },
+  { version: 2, name: "0002_schedules.sql", sql: schedules },
 ];

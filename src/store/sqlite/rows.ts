@@ -13,6 +13,7 @@ import type {
   JobState,
   NewJob,
 } from "../../kernel/types.ts";
+import type { ScheduleRow } from "../store.ts";
 
 /** A row as node:sqlite returns it. */
 export type Row = Record<string, unknown>;
@@ -128,5 +129,25 @@ export function toAttempt(row: Row): Attempt {
     finishedAt: num(row.finished_at),
     outcome: row.outcome as Attempt["outcome"],
     error: row.error as string | null,
+  };
+}
+
+/** A `schedules` row. */
+export function toScheduleRow(row: Row): ScheduleRow {
+  return {
+    id: String(row.id),
+    tenant: row.tenant as string | null,
+    enabled: row.enabled === 1,
+    disabledReason: row.disabled_reason as string | null,
+    disabledBy: row.disabled_by as string | null,
+    disabledAt: num(row.disabled_at),
+    definitionHash: row.definition_hash as string | null,
+    lastPlannedFor: num(row.last_planned_for),
+    lastStartedAt: num(row.last_started_at),
+    lastCompletedAt: num(row.last_completed_at),
+    misfires: Number(row.misfires),
+    lastMisfireFor: num(row.last_misfire_for),
+    createdAt: Number(row.created_at),
+    updatedAt: Number(row.updated_at),
   };
 }

@@ -131,6 +131,37 @@ export const SQL = {
   settingSet: `INSERT INTO settings (key, value, updated_at) VALUES (:key, :value, :now)
     ON CONFLICT (key) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at`,
   dataVersion: `PRAGMA data_version`,
+  schedulesSync: `INSERT INTO schedules (id, tenant, definition_hash, created_at, updated_at)
+    SELECT value ->> 0, value ->> 1, value ->> 2, :now, :now FROM json_each(:rows) WHERE true
+    ON CONFLICT (id) DO UPDATE SET tenant = excluded.tenant,
+      definition_hash = excluded.definition_hash,
+      updated_at = CASE WHEN definition_hash IS excluded.definition_hash THEN updated_at
+        ELSE excluded.updated_at END`,
+  schedulesList: `SELECT * FROM schedules
+    WHERE (:ids IS NULL OR id IN (SELECT value FROM json_each(:ids))) ORDER BY id`,
+  scheduleGet: `SELECT * FROM schedules WHERE id = :id`,
+  // The WHERE repeats the partial index's condition so the planner can use it.
+  scheduleActive: `SELECT coalesce(sum(state = 'executing'), 0) AS executing,
+      coalesce(sum(state <> 'executing'), 0) AS waiting
+    FROM jobs WHERE schedule_id = :id AND schedule_id IS NOT NULL
+      AND state IN ('scheduled', 'available', 'executing', 'retryable')`,
+  scheduleAdvance: `UPDATE schedules SET
+      last_planned_for = coalesce(:plannedFor, last_planned_for),
+      misfires = misfires + :misfires,
+      last_misfire_for = coalesce(:lastMisfireFor, last_misfire_for),
+      updated_at = :now
+    WHERE id = :id`,
+  scheduleSetEnabled: `UPDATE schedules SET enabled = :enabled,
+      disabled_reason = CASE WHEN :enabled THEN NULL ELSE :reason END,
+      disabled_by = CASE WHEN :enabled THEN NULL ELSE :actor END,
+      disabled_at = CASE WHEN :enabled THEN NULL ELSE :now END,
+      updated_at = :now
+    WHERE id = :id`,
+  scheduleStarted: `UPDATE schedules SET last_started_at = max(coalesce(last_started_at, 0), :now)
+    WHERE id = (SELECT schedule_id FROM jobs WHERE id = :job)`,
+  scheduleCompleted: `UPDATE schedules SET
+      last_completed_at = max(coalesce(last_completed_at, 0), :now)
+    WHERE id = (SELECT schedule_id FROM jobs WHERE id = :job)`,
 } as const;
 
 /**

@@ -31,6 +31,8 @@ import type {
   JobResult,
   JobState,
   NewJob,
+  PlanContext,
+  PlanDecision,
   RecordReport,
 } from "../../kernel/types.ts";
 import type {
@@ -39,6 +41,7 @@ import type {
   MigrationReport,
   NodeRow,
   QueueRow,
+  ScheduleRow,
   Store,
   StoreTx,
 } from "../store.ts";
@@ -52,6 +55,7 @@ import {
   toClaimed,
   toInsertResult,
   toJob,
+  toScheduleRow,
   unique,
 } from "./rows.ts";
 import { COUNT_STATE, type FinalState, PRUNE_STATE, SQL } from "./sql.ts";
@@ -399,7 +403,13 @@ export class SqliteStore implements Store<SqliteTx> {
           lease: params.now + params.leaseMs,
           limit: params.limit,
         }) as unknown as unknown[][];
-        return { jobs: rows.map(toClaimed), report };
+        const jobs = rows.map(toClaimed);
+        for (const job of jobs) {
+          if (job.occurrence !== null) {
+            this.#s.scheduleStarted.run({ job: job.id, now: params.now });
+          }
+        }
+        return { jobs, report };
       })
     );
   }
@@ -452,6 +462,9 @@ export class SqliteStore implements Store<SqliteTx> {
         "error" in r ? r.error : null,
       ]));
       s.attemptsInsert.run({ node, now, rows });
+    }
+    for (const r of recorded) {
+      if (r.occurrence && r.outcome === "completed") s.scheduleCompleted.run({ job: r.id, now });
     }
     const kept = new Set(recorded.map((r) => r.id));
     return {
@@ -717,6 +730,83 @@ export class SqliteStore implements Store<SqliteTx> {
         now: params.now,
       });
     });
+  }
+
+  // ----------------------------------------------------------------- schedules
+
+  schedulesSync(params: {
+    schedules: { id: string; hash: string; tenant: string | null }[];
+    now: number;
+  }): Promise<void> {
+    if (params.schedules.length === 0) return Promise.resolve();
+    const rows = JSON.stringify(params.schedules.map((s) => [s.id, s.tenant, s.hash]));
+    return this.#exclusive(() =>
+      this.#write(() => {
+        this.#s.schedulesSync.run({ rows, now: params.now });
+      })
+    );
+  }
+
+  schedulesList(params: { ids?: string[] }): Promise<ScheduleRow[]> {
+    return this.#exclusive(() =>
+      (this.#s.schedulesList.all({ ids: params.ids ? JSON.stringify(params.ids) : null }) as Row[])
+        .map(toScheduleRow)
+    );
+  }
+
+  schedulePlan(params: {
+    id: string;
+    now: number;
+    plan: (ctx: PlanContext) => PlanDecision;
+  }): Promise<{ inserted: InsertResult[]; cancelled: number; decision: PlanDecision | null }> {
+    return this.#exclusive(() =>
+      this.#write(() => {
+        const row = this.#s.scheduleGet.get({ id: params.id }) as Row | undefined;
+        if (!row) return { inserted: [], cancelled: 0, decision: null };
+        const active = this.#s.scheduleActive.get({ id: params.id }) as Row;
+        const decision = params.plan({
+          enabled: row.enabled === 1,
+          lastPlannedFor: row.last_planned_for == null ? null : Number(row.last_planned_for),
+          executing: Number(active.executing),
+          waiting: Number(active.waiting),
+        });
+        const inserted = this.#insert(decision.jobs, params.now);
+        let cancelled = 0;
+        for (const { job, reason } of decision.cancelled) {
+          const [result] = this.#insert([job], params.now);
+          if (!result || result.duplicate) continue;
+          if (this.#s.cancel.get({ id: result.id, now: params.now, error: reason })) cancelled++;
+        }
+        this.#s.scheduleAdvance.run({
+          id: params.id,
+          plannedFor: decision.plannedFor,
+          misfires: decision.misfires,
+          lastMisfireFor: decision.lastMisfireFor,
+          now: params.now,
+        });
+        return { inserted, cancelled, decision };
+      })
+    );
+  }
+
+  scheduleSetEnabled(params: {
+    id: string;
+    enabled: boolean;
+    reason: string | null;
+    actor: string | null;
+    now: number;
+  }): Promise<boolean> {
+    return this.#exclusive(() =>
+      this.#write(() =>
+        this.#s.scheduleSetEnabled.run({
+          id: params.id,
+          enabled: params.enabled ? 1 : 0,
+          reason: params.reason,
+          actor: params.actor,
+          now: params.now,
+        }).changes !== 0
+      )
+    );
   }
 
   // ------------------------------------------------------------ change wake-ups

@@ -1,0 +1,130 @@
+/**
+ * What the planner does with one schedule at one instant, as a pure
+ * function: which occurrences since the recovery point become jobs, which
+ * the misfire policy skips, which the overlap policy records as cancelled,
+ * and where the recovery point moves. The store runs it inside the write
+ * transaction that applies it, so racing planners act on a gap once.
+ *
+ * @module
+ */
+
+import { serializeArgs } from "../kernel/enqueue.ts";
+import type { NewJob, PlanContext, PlanDecision } from "../kernel/types.ts";
+import { between, occurrenceInstant } from "./occurrences.ts";
+import type { Occurrence, Schedule } from "./types.ts";
+
+/** At most this many occurrences are looked at per schedule and pass; the rest wait for the next. */
+export const PLAN_WINDOW = 100_000;
+
+/** The reason stored on an occurrence the overlap policy cancelled. */
+export const OVERLAP_REASON = "overlap";
+
+const NOTHING: PlanDecision = {
+  jobs: [],
+  cancelled: [],
+  misfires: 0,
+  lastMisfireFor: null,
+  plannedFor: null,
+};
+
+/**
+ * Decides one schedule's planning at `now`.
+ *
+ * - A manual schedule is never planned. A disabled one plans nothing and
+ *   keeps its recovery point, so re-enabling applies the misfire policy to
+ *   the gap.
+ * - On first start (no recovery point) nothing in the past is planned: the
+ *   recovery point becomes `now`.
+ * - Occurrences whose instant plus `grace` is before `now` are misfires:
+ *   `skip` runs none, `fire_once` runs the latest, `catch_up` runs the latest
+ *   `catchUpLimit`. The others are counted as skipped.
+ * - The overlap policy then looks at the occurrences still running or
+ *   waiting: `allow` runs everything, `skip` runs one only when none is
+ *   running or waiting (the first), `queue_one` keeps at most one waiting
+ *   (the latest). The rest are recorded as cancelled with reason `overlap`.
+ */
+export function decide(schedule: Schedule, ctx: PlanContext, now: number): PlanDecision {
+  if (schedule.rhythm.kind === "manual" || !ctx.enabled) return NOTHING;
+  if (ctx.lastPlannedFor === null) return { ...NOTHING, plannedFor: now };
+  if (ctx.lastPlannedFor >= now) return NOTHING;
+
+  const due = between(schedule, ctx.lastPlannedFor + 1, now + 1, PLAN_WINDOW);
+  // A full window leaves the rest for the next pass, from the last one looked at.
+  const plannedFor = due.length === PLAN_WINDOW ? occurrenceInstant(due.at(-1)!) : now;
+
+  const late = (o: Occurrence) => occurrenceInstant(o) + schedule.misfire.graceMs < now;
+  const missed = due.filter(late);
+  const onTime = due.filter((o) => !late(o));
+  let kept: Occurrence[];
+  switch (schedule.misfire.policy) {
+    case "skip":
+      kept = [];
+      break;
+    case "fire_once":
+      kept = missed.slice(-1);
+      break;
+    case "catch_up":
+      kept = missed.slice(-schedule.misfire.catchUpLimit);
+      break;
+  }
+  const skipped = missed.length - kept.length;
+  const lastSkipped = skipped > 0 ? occurrenceInstant(missed[skipped - 1]!) : null;
+  const runs = kept.concat(onTime);
+
+  let allowed: Occurrence[];
+  switch (schedule.overlapPolicy) {
+    case "allow":
+      allowed = runs;
+      break;
+    case "skip":
+      allowed = ctx.executing + ctx.waiting === 0 ? runs.slice(0, 1) : [];
+      break;
+    case "queue_one":
+      allowed = ctx.waiting === 0 ? runs.slice(-1) : [];
+      break;
+  }
+  const allowedSet = new Set(allowed);
+  return {
+    jobs: allowed.map((o) => occurrenceJob(schedule, o)),
+    cancelled: runs.filter((o) => !allowedSet.has(o)).map((o) => ({
+      job: occurrenceJob(schedule, o),
+      reason: OVERLAP_REASON,
+    })),
+    misfires: skipped,
+    lastMisfireFor: lastSkipped,
+    plannedFor,
+  };
+}
+
+/**
+ * The job row of one occurrence. A `worker` run becomes a job of that
+ * worker with its args; `command` and `http` runs become jobs of the
+ * `jobs.command` / `jobs.http` runners with the run spec as args. Timeout and
+ * backoff travel in meta for the runner to apply.
+ */
+export function occurrenceJob(schedule: Schedule, occurrence: Occurrence): NewJob {
+  const run = schedule.run;
+  const where = `schedule "${schedule.id}"`;
+  const worker = run.kind === "worker" ? run.worker : `jobs.${run.kind}`;
+  const args = run.kind === "worker" ? run.args ?? {} : run;
+  const meta: Record<string, unknown> = { schedule: schedule.id };
+  if (schedule.timeoutMs !== undefined) meta.timeoutMs = schedule.timeoutMs;
+  if (schedule.backoff !== undefined) meta.backoff = schedule.backoff;
+  if (schedule.retentionMs !== undefined) meta.retentionMs = schedule.retentionMs;
+  return {
+    queue: schedule.queue,
+    worker,
+    args: serializeArgs(args, where),
+    meta: JSON.stringify(meta),
+    tags: JSON.stringify(schedule.tags),
+    tenant: schedule.tenant ?? null,
+    priority: schedule.priority,
+    maxAttempts: schedule.maxAttempts,
+    scheduledAt: occurrence.at,
+    uniqueKey: null,
+    uniqueStates: null,
+    occurrence: occurrence.occurrence,
+    scheduleId: schedule.id,
+    scheduledFor: occurrenceInstant(occurrence),
+  };
+}
