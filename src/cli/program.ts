@@ -9,7 +9,7 @@
 import { Command, CommanderError, InvalidArgumentError } from "commander";
 import type { Clock } from "../clock.ts";
 import type { Logger } from "../worker/logger.ts";
-import { checkCommand, nextCommand } from "./schedules.ts";
+import { checkCommand, nextCommand, schedulesCommand } from "./schedules.ts";
 import { versionLine } from "./version.ts";
 
 /** What the commands may touch, chosen by main.ts. */
@@ -133,6 +133,24 @@ function buildProgram(deps: CliDeps): Command {
       ),
     deps,
     "next",
+  );
+
+  quiet(
+    program.command("schedules")
+      .description("every schedule with its policies, stored state and next occurrence")
+      .option("--config <file>", "the schedules file [env JOBS_CONFIG]")
+      .option("--db <path>", "the SQLite file [env JOBS_DB]")
+      .option("--json", "print the schedules as JSON")
+      .action(async (options: { config?: string; db?: string; json?: boolean }) => {
+        await schedulesCommand({
+          config: configPath(options.config, deps),
+          db: options.db ?? deps.env("JOBS_DB") ?? "./jobs.db",
+          json: !!options.json,
+          now: deps.clock.now(),
+        }, deps);
+      }),
+    deps,
+    "schedules",
   );
 
   return program;

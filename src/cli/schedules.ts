@@ -7,7 +7,9 @@
 
 import { loadSchedules } from "../schedule/config.ts";
 import { next } from "../schedule/occurrences.ts";
-import type { ScheduleConfig } from "../schedule/types.ts";
+import type { Schedule, ScheduleConfig } from "../schedule/types.ts";
+import { openSqliteStore } from "../store/sqlite/sqlite_store.ts";
+import type { ScheduleRow } from "../store/store.ts";
 import { CommandFailed } from "./program.ts";
 import { escapeControl } from "./text.ts";
 
@@ -89,4 +91,101 @@ export async function nextCommand(
   for (const o of occurrences) {
     io.out(`${new Date(o.at).toISOString()}  ${o.local}${o.note ? `  (${o.note})` : ""}`);
   }
+}
+
+/** One schedule as `jobs schedules` shows it. */
+interface ScheduleView {
+  id: string;
+  rhythm: string;
+  timezone: string;
+  localTime: string | null;
+  misfire: string;
+  overlapPolicy: string;
+  enabled: boolean;
+  disabledReason: string | null;
+  lastPlannedFor: string | null;
+  lastStartedAt: string | null;
+  lastCompletedAt: string | null;
+  misfires: number;
+  next: string | null;
+}
+
+/** `jobs schedules`: every schedule of the file with its stored state and next occurrence. */
+export async function schedulesCommand(
+  options: { config: string; db: string; json: boolean; now: number },
+  io: Output,
+): Promise<void> {
+  const config = await loadOrFail(options.config, options.json, io);
+  const rows = await storedRows(options.db, config.schedules.map((s) => s.id));
+  const views = config.schedules.map((s) => view(s, rows.get(s.id), options.now));
+  if (options.json) {
+    io.out(JSON.stringify(views, null, 2));
+    return;
+  }
+  if (views.length === 0) {
+    io.out(`${escapeControl(options.config)} declares no schedule`);
+    return;
+  }
+  for (const v of views) {
+    const state = v.enabled ? "enabled" : `disabled: ${v.disabledReason ?? "no reason given"}`;
+    io.out(
+      `${v.id}  ${v.rhythm}  ${v.timezone}${v.localTime ? ` (${v.localTime})` : ""}  ${state}`,
+    );
+    io.out(
+      `  misfire ${v.misfire}, overlap ${v.overlapPolicy}; misfires ${v.misfires}; next ${
+        v.next ?? "none"
+      }`,
+    );
+    io.out(
+      `  last planned ${v.lastPlannedFor ?? "never"}, started ${v.lastStartedAt ?? "never"}, ` +
+        `completed ${v.lastCompletedAt ?? "never"}`,
+    );
+  }
+}
+
+/** The stored rows, or none when the database does not exist yet (nothing is created). */
+async function storedRows(db: string, ids: string[]): Promise<Map<string, ScheduleRow>> {
+  try {
+    await Deno.stat(db);
+  } catch {
+    return new Map();
+  }
+  const store = await openSqliteStore(db);
+  try {
+    return new Map((await store.schedulesList({ ids })).map((r) => [r.id, r]));
+  } finally {
+    await store.close();
+  }
+}
+
+function view(schedule: Schedule, row: ScheduleRow | undefined, now: number): ScheduleView {
+  const rhythm = schedule.rhythm;
+  const iso = (ms: number | null | undefined) => ms == null ? null : new Date(ms).toISOString();
+  const [following] = next(schedule, now, 1);
+  const lt = schedule.localTime;
+  return {
+    id: escapeControl(schedule.id),
+    rhythm: rhythm.kind === "cron"
+      ? `cron "${escapeControl(rhythm.expression)}"`
+      : rhythm.kind === "every"
+      ? `every ${rhythm.everyMs} ms`
+      : "manual",
+    timezone: schedule.timezone,
+    localTime: lt ? `gap ${lt.gap}, overlap ${lt.overlap}: ${escapeControl(lt.reason)}` : null,
+    misfire: schedule.misfire.policy === "catch_up"
+      ? `catch_up (limit ${schedule.misfire.catchUpLimit})`
+      : schedule.misfire.policy,
+    overlapPolicy: schedule.overlapPolicy,
+    enabled: schedule.enabled && (row?.enabled ?? true),
+    disabledReason: !schedule.enabled
+      ? "disabled in the file"
+      : row && !row.enabled
+      ? escapeControl(row.disabledReason ?? "no reason given")
+      : null,
+    lastPlannedFor: iso(row?.lastPlannedFor),
+    lastStartedAt: iso(row?.lastStartedAt),
+    lastCompletedAt: iso(row?.lastCompletedAt),
+    misfires: row?.misfires ?? 0,
+    next: following ? iso(following.at) : null,
+  };
 }

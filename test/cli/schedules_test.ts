@@ -1,15 +1,20 @@
 import assert from "node:assert/strict";
 import { runCli } from "../../src/cli/program.ts";
 import { FakeClock } from "../../src/clock.ts";
+import { loadSchedules } from "../../src/schedule/config.ts";
+import { openSqliteStore } from "../../src/store/sqlite/sqlite_store.ts";
 import { silentLogger } from "../../src/worker/logger.ts";
+import { planSchedules, syncSchedules } from "../../src/worker/planner.ts";
 import { tempDir } from "../support/stores.ts";
+
+const NOW = Date.UTC(2026, 2, 7, 12);
 
 /** Runs the command line in-process with captured output and a fake clock. */
 async function jobs(args: string[], env: Record<string, string> = {}) {
   const out: string[] = [];
   const err: string[] = [];
   const code = await runCli(args, {
-    clock: new FakeClock(Date.UTC(2026, 2, 7, 12)),
+    clock: new FakeClock(NOW),
     logger: silentLogger,
     out: (line) => out.push(line),
     err: (line) => err.push(line),
@@ -142,4 +147,42 @@ Deno.test("jobs with no command prints the help on stderr and exits 2", async ()
   assert.equal(code, 2);
   assert.equal(out, "");
   assert.match(err, /^Usage: jobs/);
+});
+
+Deno.test("jobs schedules shows each schedule's stored state and next occurrence", async () => {
+  await withFile(VALID, async (path) => {
+    const db = path.replace(/schedules\.yaml$/, "jobs.db");
+    const before = await jobs(["schedules", "--config", path, "--db", db, "--json"]);
+    assert.equal(before.code, 0, before.err);
+    assert.equal(await Deno.stat(db).catch(() => null), null, "a read creates no database");
+    const listed = JSON.parse(before.out);
+    assert.deepEqual(listed.map((s: { id: string }) => s.id), ["nightly", "rebuild"]);
+    assert.equal(listed[0].lastPlannedFor, null);
+    // 2026-03-07T12:00Z (the fake clock): the next 02:30 New York is shifted on 2026-03-08.
+    assert.equal(listed[0].next, "2026-03-08T07:30:00.000Z");
+    assert.match(
+      listed[0].localTime,
+      /^gap shift, overlap first: the office runs on New York time$/,
+    );
+
+    const loaded = await loadSchedules(path);
+    assert.ok(loaded.ok);
+    const store = await openSqliteStore(db);
+    await syncSchedules(store, NOW, loaded.config.schedules);
+    await planSchedules(store, NOW, loaded.config.schedules);
+    await store.scheduleSetEnabled({
+      id: "rebuild",
+      enabled: false,
+      reason: "index migration in progress",
+      actor: "ops",
+      now: NOW,
+    });
+    await store.close();
+
+    const after = await jobs(["schedules", "--config", path, "--db", db]);
+    assert.equal(after.code, 0, after.err);
+    assert.match(after.out, /^nightly {2}cron "30 2 \* \* \*" {2}America\/New_York \(gap shift/m);
+    assert.match(after.out, /last planned 2026-03-07T12:00:00\.000Z/);
+    assert.match(after.out, /^rebuild {2}manual {2}UTC {2}disabled: index migration in progress$/m);
+  });
 });
