@@ -1,0 +1,86 @@
+import assert from "node:assert/strict";
+import type { ScheduleConfig } from "../../src/schedule/types.ts";
+import { waitUntil } from "../../src/testing.ts";
+import { ScheduleSource } from "../../src/worker/schedule_source.ts";
+import { tempDir } from "../support/stores.ts";
+
+const file = (ids: string[]) =>
+  `version: 1\nschedules:\n${
+    ids.map((id) => `  - id: ${id}\n    every: 1m\n    run: { command: ["true"] }\n`).join("")
+  }`;
+
+function recorder() {
+  const events: { event: string; fields: Record<string, unknown> }[] = [];
+  return {
+    events,
+    logger: (event: string, fields: Record<string, unknown>) => events.push({ event, fields }),
+  };
+}
+
+Deno.test("a schedules.yaml with errors is refused and the last good configuration stays", async () => {
+  const dir = await tempDir();
+  try {
+    const path = `${dir.path}/schedules.yaml`;
+    await Deno.writeTextFile(path, file(["a", "b"]));
+    const log = recorder();
+    const source = await ScheduleSource.open(path, log.logger);
+    const seen: ScheduleConfig[] = [];
+    source.onChange((config) => seen.push(config));
+
+    await Deno.writeTextFile(path, file(["a", "b"]).replace("every: 1m", "every: 0m"));
+    const refused = await source.reload();
+    assert.equal(refused.ok, false);
+    assert.deepEqual(source.config.schedules.map((s) => s.id), ["a", "b"]);
+    assert.equal(seen.length, 0);
+    const rejected = log.events.find((e) => e.event === "config.rejected");
+    assert.ok(rejected, "the refusal is logged");
+    assert.match(
+      String((rejected.fields.errors as string[])[0]),
+      /schedules\.yaml:4:\d+: schedule "a"/,
+    );
+
+    await Deno.writeTextFile(path, file(["a", "c"]));
+    const accepted = await source.reload();
+    assert.equal(accepted.ok && accepted.changed, true);
+    assert.deepEqual(source.config.schedules.map((s) => s.id), ["a", "c"]);
+    assert.deepEqual(seen.map((c) => c.schedules.map((s) => s.id)), [["a", "c"]]);
+    assert.equal((await source.reload()).ok, true, "an unchanged file reloads quietly");
+    assert.equal(seen.length, 1);
+    source.close();
+  } finally {
+    await dir.cleanup();
+  }
+});
+
+Deno.test("a watched schedules.yaml is reloaded when it is saved, also by rename", async () => {
+  const dir = await tempDir();
+  try {
+    const path = `${dir.path}/schedules.yaml`;
+    await Deno.writeTextFile(path, file(["a"]));
+    const source = await ScheduleSource.open(path, recorder().logger);
+    source.watch();
+    await Deno.writeTextFile(path, file(["a", "b"]));
+    await waitUntil("the saved file is loaded", () => source.config.schedules.length === 2);
+    // Editors save by writing a new file and renaming it over the old one.
+    await Deno.writeTextFile(`${path}.tmp`, file(["a", "b", "c"]));
+    await Deno.rename(`${path}.tmp`, path);
+    await waitUntil("the renamed file is loaded", () => source.config.schedules.length === 3);
+    source.close();
+  } finally {
+    await dir.cleanup();
+  }
+});
+
+Deno.test("a first schedules.yaml with errors fails to open, naming them", async () => {
+  const dir = await tempDir();
+  try {
+    const path = `${dir.path}/schedules.yaml`;
+    await Deno.writeTextFile(path, file(["a", "a"]));
+    await assert.rejects(
+      ScheduleSource.open(path, recorder().logger),
+      /schedules\.yaml: 1 error\(s\):\n.*schedules\.yaml:\d+:\d+: .*"a"/,
+    );
+  } finally {
+    await dir.cleanup();
+  }
+});
