@@ -179,11 +179,18 @@ export interface Store<Tx extends StoreTx = StoreTx> {
     queues: string[];
   }>;
 
-  /** Deletes up to `limit` final jobs (and their attempts) that became final before the cutoffs. */
+  /**
+   * Deletes up to `limit` final jobs (and their attempts) that became final
+   * before the cutoffs, except occurrences of the schedules in `except`
+   * (those keep to their own retention, see `jobsPruneSchedule`).
+   */
   jobsPrune(params: {
     before: Partial<Record<"completed" | "cancelled" | "discarded", number>>;
     limit: number;
+    except?: string[];
   }): Promise<number>;
+  /** Deletes up to `limit` final occurrences of one schedule (and their attempts) that became final before `before`. */
+  jobsPruneSchedule(params: { scheduleId: string; before: number; limit: number }): Promise<number>;
 
   /**
    * Cancels jobs that are not final (an operator action). An executing job's

@@ -21,6 +21,11 @@ export interface PrunerOptions {
   batch?: number;
   /** Transactions per pass; the rest waits for the next pass. @default 20 */
   maxBatches?: number;
+  /**
+   * Schedules with a retention of their own: their final occurrences are
+   * kept exactly that long, whatever the retention by state.
+   */
+  schedules?: { id: string; retentionMs: number }[];
 }
 
 /** Default retention per final state. */
@@ -39,13 +44,29 @@ export async function pruneJobs(
     discarded: now - retention.discarded,
   };
   const batch = options.batch ?? 1000;
+  const own = options.schedules ?? [];
+  const except = own.map((s) => s.id);
+  let batches = options.maxBatches ?? 20;
   let deleted = 0;
-  for (let i = 0; i < (options.maxBatches ?? 20); i++) {
-    const n = await store.jobsPrune({ before, limit: batch });
-    deleted += n;
-    if (n < batch) break;
-    // Let other work (and other processes) take the write lock between batches.
-    await new Promise((resolve) => setTimeout(resolve, 0));
+  const drain = async (step: () => Promise<number>) => {
+    while (batches > 0) {
+      batches--;
+      const n = await step();
+      deleted += n;
+      if (n < batch) return;
+      // Let other work (and other processes) take the write lock between batches.
+      await new Promise((resolve) => setTimeout(resolve, 0));
+    }
+  };
+  await drain(() => store.jobsPrune({ before, limit: batch, except }));
+  for (const schedule of own) {
+    await drain(() =>
+      store.jobsPruneSchedule({
+        scheduleId: schedule.id,
+        before: now - schedule.retentionMs,
+        limit: batch,
+      })
+    );
   }
   return { deleted };
 }

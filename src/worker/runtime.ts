@@ -153,7 +153,10 @@ export class Runtime {
         await store.nodesExpire({ before: clock.now() - this.#options.nodeExpiryMs });
       }),
       this.#every("pruner", () => this.#options.pruneMs, async () => {
-        await pruneJobs(store, clock.now(), this.#options.pruner);
+        const own = (this.#options.schedules?.() ?? [])
+          .filter((s) => s.retentionMs !== undefined)
+          .map((s) => ({ id: s.id, retentionMs: s.retentionMs! }));
+        await pruneJobs(store, clock.now(), { schedules: own, ...this.#options.pruner });
       }),
     );
   }

@@ -303,3 +303,48 @@ Deno.test("stageJobs() moves at most limit jobs per pass, earliest first", async
   assert.equal((await t.store.jobGet({ id: ids[1]! }))?.state, "scheduled");
   assert.equal((await stageJobs(t.store, NOW, { limit: 2 })).staged, 1);
 });
+
+Deno.test("pruneJobs() keeps a schedule's occurrences exactly as long as its own retention", async () => {
+  await using t = await tempStore();
+  const HOUR = 60 * 60 * 1000;
+  /** A final job, completed `age` ms before NOW, of `schedule` (or a plain job). */
+  const completed = async (schedule: string | null, age: number, state = "completed") => {
+    const [row] = await t.store.jobsInsert({
+      now: NOW - age,
+      jobs: [{
+        queue: "default",
+        worker: "noop",
+        args: "{}",
+        meta: "{}",
+        tags: "[]",
+        tenant: null,
+        priority: 0,
+        maxAttempts: 1,
+        scheduledAt: NOW - age,
+        uniqueKey: null,
+        uniqueStates: null,
+        occurrence: schedule ? `${schedule}@${new Date(NOW - age).toISOString()}` : null,
+        scheduleId: schedule,
+        scheduledFor: schedule ? NOW - age : null,
+      }],
+    });
+    if (state === "completed") {
+      t.store.db.prepare("UPDATE jobs SET state = 'completed', completed_at = ? WHERE id = ?")
+        .run(NOW - age, row!.id);
+    }
+    return row!.id;
+  };
+  const plainOld = await completed(null, 8 * DAY);
+  const keepRecent = await completed("keep", 8 * DAY);
+  const keepOld = await completed("keep", 31 * DAY);
+  const shortOld = await completed("short", 2 * HOUR);
+  const shortWaiting = await completed("short", 3 * DAY, "available");
+
+  const { deleted } = await pruneJobs(t.store, NOW, {
+    schedules: [{ id: "keep", retentionMs: 30 * DAY }, { id: "short", retentionMs: HOUR }],
+  });
+  assert.equal(deleted, 3);
+  const left = (await t.store.jobsList({})).map((j) => j.id);
+  assert.deepEqual(left, [keepRecent, shortWaiting].sort((a, b) => a - b));
+  assert.ok(![plainOld, keepOld, shortOld].some((id) => left.includes(id)));
+});

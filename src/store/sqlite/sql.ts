@@ -100,6 +100,14 @@ export const SQL = {
       lease_expires_at = NULL, ${APPEND_ERROR}
     WHERE ${LEASE_HELD}
     RETURNING state`,
+  // One schedule's final occurrences, oldest first, for its own retention.
+  pruneSchedule: `DELETE FROM jobs WHERE id IN (
+      SELECT id FROM jobs
+      WHERE schedule_id = :schedule AND schedule_id IS NOT NULL
+        AND state IN ('completed', 'cancelled', 'discarded')
+        AND coalesce(completed_at, cancelled_at, discarded_at) < :before
+      ORDER BY scheduled_for LIMIT :limit)
+    RETURNING id`,
   attemptsPrune: `DELETE FROM attempts WHERE job_id IN (SELECT value FROM json_each(:ids))`,
   cancel: `UPDATE jobs SET state = 'cancelled', cancelled_at = :now, lease_expires_at = NULL,
       ${CLEAR_UNIQUE}, ${APPEND_ERROR}
@@ -187,6 +195,7 @@ export const PRUNE_STATE = Object.fromEntries(
     state,
     `DELETE FROM jobs WHERE id IN (
       SELECT id FROM jobs WHERE state = '${state}' AND ${column} < :before
+        AND (schedule_id IS NULL OR schedule_id NOT IN (SELECT value FROM json_each(:except)))
       ORDER BY ${column} LIMIT :limit)
     RETURNING id`,
   ]),

@@ -572,7 +572,9 @@ export class SqliteStore implements Store<SqliteTx> {
   jobsPrune(params: {
     before: Partial<Record<"completed" | "cancelled" | "discarded", number>>;
     limit: number;
+    except?: string[];
   }): Promise<number> {
+    const except = JSON.stringify(params.except ?? []);
     return this.#exclusive(() =>
       this.#write(() => {
         let left = params.limit;
@@ -580,14 +582,35 @@ export class SqliteStore implements Store<SqliteTx> {
         for (const [state, before] of Object.entries(params.before)) {
           if (left <= 0 || before === undefined) continue;
           const prune = this.#s.pruneState[state as FinalState];
-          const ids = (prune.all({ before, limit: left }) as Row[]).map((r) => Number(r.id));
-          if (ids.length) this.#s.attemptsPrune.run({ ids: JSON.stringify(ids) });
-          deleted += ids.length;
-          left -= ids.length;
+          const rows = prune.all({ before, limit: left, except }) as Row[];
+          deleted += this.#pruneAttempts(rows);
+          left -= rows.length;
         }
         return deleted;
       })
     );
+  }
+
+  jobsPruneSchedule(
+    params: { scheduleId: string; before: number; limit: number },
+  ): Promise<number> {
+    return this.#exclusive(() =>
+      this.#write(() =>
+        this.#pruneAttempts(this.#s.pruneSchedule.all({
+          schedule: params.scheduleId,
+          before: params.before,
+          limit: params.limit,
+        }) as Row[])
+      )
+    );
+  }
+
+  /** Deletes the attempts of jobs just deleted; returns how many jobs that was. */
+  #pruneAttempts(deleted: Row[]): number {
+    if (deleted.length) {
+      this.#s.attemptsPrune.run({ ids: JSON.stringify(deleted.map((r) => Number(r.id))) });
+    }
+    return deleted.length;
   }
 
   jobsCancel(params: { ids: number[]; now: number; reason: string }): Promise<number[]> {
