@@ -30,9 +30,9 @@ const NOTHING: PlanDecision = {
 /**
  * Decides one schedule's planning at `now`.
  *
- * - A manual schedule is never planned. A disabled one plans nothing and
- *   keeps its recovery point, so re-enabling applies the misfire policy to
- *   the gap.
+ * - A manual schedule is never planned. A disabled one (in the file, or
+ *   by an operator in the store) plans nothing and keeps its recovery point,
+ *   so re-enabling applies the misfire policy to the gap.
  * - On first start (no recovery point) nothing in the past is planned: the
  *   recovery point becomes `now`.
  * - Occurrences whose instant plus `grace` is before `now` are misfires:
@@ -44,7 +44,7 @@ const NOTHING: PlanDecision = {
  *   (the latest). The rest are recorded as cancelled with reason `overlap`.
  */
 export function decide(schedule: Schedule, ctx: PlanContext, now: number): PlanDecision {
-  if (schedule.rhythm.kind === "manual" || !ctx.enabled) return NOTHING;
+  if (schedule.rhythm.kind === "manual" || !schedule.enabled || !ctx.enabled) return NOTHING;
   if (ctx.lastPlannedFor === null) return { ...NOTHING, plannedFor: now };
   if (ctx.lastPlannedFor >= now) return NOTHING;
 

@@ -67,13 +67,13 @@ export class Runtime {
     & Required<Omit<RuntimeOptions, "pruner" | "schedules">>
     & Pick<RuntimeOptions, "schedules">
     & { pruner: PrunerOptions };
-  #plannerWake: (() => void) | null = null;
   #due = new Map<string, number>();
   #producers = new Map<string, Producer>();
   #stop = new AbortController();
   #plugins: Promise<void>[] = [];
   #producerLoops: Promise<void>[] = [];
-  #stagerWake: (() => void) | null = null;
+  /** Wakes the stager and planner loops early, by name. */
+  #wakes = new Map<string, () => void>();
   #unsubscribe: (() => void) | null = null;
   #started = false;
   #stopped: Promise<void> | null = null;
@@ -173,12 +173,12 @@ export class Runtime {
     if (!schedules) return;
     await syncSchedules(this.#deps.store, this.#deps.clock.now(), schedules);
     this.#due.clear();
-    this.#plannerWake?.();
+    this.#wakes.get("planner")?.();
   }
 
   /** Tells the stager a job was scheduled for later, so it can shorten its sleep. */
   wakeStager(): void {
-    this.#stagerWake?.();
+    this.#wakes.get("stager")?.();
   }
 
   /**
@@ -205,8 +205,8 @@ export class Runtime {
       await Promise.all(this.#producerLoops);
     }
     this.#stop.abort();
-    this.#stagerWake?.();
-    this.#plannerWake?.();
+    this.#wakes.get("stager")?.();
+    this.#wakes.get("planner")?.();
     await Promise.all(this.#plugins);
     this.#unsubscribe?.();
     try {
@@ -246,47 +246,52 @@ export class Runtime {
     }
   }
 
-  async #stager(signal: AbortSignal): Promise<void> {
-    const { store, clock, logger } = this.#deps;
-    while (!signal.aborted) {
-      let wait = this.#options.stageMs;
-      try {
-        const report = await stageJobs(store, clock.now());
-        this.wake(report.queues);
-        if (report.nextAt !== null) {
-          wait = Math.max(0, Math.min(wait, report.nextAt - clock.now()));
-        }
-      } catch (error) {
-        logger("plugin.error", { plugin: "stager", error: String(error) });
-      }
-      if (signal.aborted) break;
-      const woken = new AbortController();
-      this.#stagerWake = () => woken.abort();
-      await clock.sleep(wait, AbortSignal.any([signal, woken.signal]));
-      this.#stagerWake = null;
-    }
+  #stager(signal: AbortSignal): Promise<void> {
+    const { store, clock } = this.#deps;
+    return this.#dueLoop("stager", this.#options.stageMs, signal, async () => {
+      const report = await stageJobs(store, clock.now());
+      this.wake(report.queues);
+      return report.nextAt;
+    });
   }
 
-  async #planner(signal: AbortSignal): Promise<void> {
+  #planner(signal: AbortSignal): Promise<void> {
     const schedules = this.#options.schedules;
-    if (!schedules) return;
+    if (!schedules) return Promise.resolve();
     const { store, clock, logger } = this.#deps;
+    return this.#dueLoop("planner", this.#options.planMs, signal, async () => {
+      const report = await planSchedules(store, clock.now(), schedules(), this.#due);
+      this.wake(report.queues);
+      if (report.scheduled > 0) this.wakeStager();
+      if (report.misfires > 0) logger("planner.misfires", { count: report.misfires });
+      return report.nextAt;
+    });
+  }
+
+  /**
+   * Runs `pass` again at the instant it returns (at most `maxMs` later), or
+   * at once when woken through `#wakes`; an error is logged, not fatal.
+   */
+  async #dueLoop(
+    name: string,
+    maxMs: number,
+    signal: AbortSignal,
+    pass: () => Promise<number | null>,
+  ): Promise<void> {
+    const { clock, logger } = this.#deps;
     while (!signal.aborted) {
-      let wait = this.#options.planMs;
+      let wait = maxMs;
       try {
-        const report = await planSchedules(store, clock.now(), schedules(), this.#due);
-        this.wake(report.queues);
-        if (report.scheduled > 0) this.wakeStager();
-        if (report.misfires > 0) logger("planner.misfires", { count: report.misfires });
-        if (report.nextAt !== null) wait = Math.max(0, Math.min(wait, report.nextAt - clock.now()));
+        const nextAt = await pass();
+        if (nextAt !== null) wait = Math.max(0, Math.min(wait, nextAt - clock.now()));
       } catch (error) {
-        logger("plugin.error", { plugin: "planner", error: String(error) });
+        logger("plugin.error", { plugin: name, error: String(error) });
       }
       if (signal.aborted) break;
       const woken = new AbortController();
-      this.#plannerWake = () => woken.abort();
+      this.#wakes.set(name, () => woken.abort());
       await clock.sleep(wait, AbortSignal.any([signal, woken.signal]));
-      this.#plannerWake = null;
+      this.#wakes.delete(name);
     }
   }
 
