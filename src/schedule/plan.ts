@@ -36,8 +36,10 @@ const NOTHING: PlanDecision = {
  * - On first start (no recovery point) nothing in the past is planned: the
  *   recovery point becomes `now`.
  * - Occurrences whose instant plus `grace` is before `now` are misfires:
- *   `skip` runs none, `fire_once` runs the latest, `catch_up` runs the latest
- *   `catchUpLimit`. The others are counted as skipped.
+ *   `skip` runs none of them, `fire_once` runs one occurrence for the whole
+ *   gap (the latest due, so the run after a long outage is one run), and
+ *   `catch_up` runs the latest `catchUpLimit`. The others are counted as
+ *   skipped.
  * - The overlap policy then looks at the occurrences still running or
  *   waiting: `allow` runs everything, `skip` runs one only when none is
  *   running or waiting (the first), `queue_one` keeps at most one waiting
@@ -48,28 +50,35 @@ export function decide(schedule: Schedule, ctx: PlanContext, now: number): PlanD
   if (ctx.lastPlannedFor === null) return { ...NOTHING, plannedFor: now };
   if (ctx.lastPlannedFor >= now) return NOTHING;
 
-  const due = between(schedule, ctx.lastPlannedFor + 1, now + 1, PLAN_WINDOW);
+  const found = between(schedule, ctx.lastPlannedFor + 1, now + 1, PLAN_WINDOW);
+  // By identity instant: with a jitter wider than the interval, jittered
+  // order differs, and the policies below speak of the instants.
+  const due = found.slice().sort((a, b) => occurrenceInstant(a) - occurrenceInstant(b));
   // A full window leaves the rest for the next pass, from the last one looked at.
-  const plannedFor = due.length === PLAN_WINDOW ? occurrenceInstant(due.at(-1)!) : now;
+  const plannedFor = found.length === PLAN_WINDOW ? occurrenceInstant(due.at(-1)!) : now;
 
   const late = (o: Occurrence) => occurrenceInstant(o) + schedule.misfire.graceMs < now;
   const missed = due.filter(late);
-  const onTime = due.filter((o) => !late(o));
-  let kept: Occurrence[];
+  let runs: Occurrence[];
   switch (schedule.misfire.policy) {
     case "skip":
-      kept = [];
+      runs = due.filter((o) => !late(o));
       break;
     case "fire_once":
-      kept = missed.slice(-1);
+      // One run for the whole gap: the latest occurrence, even when it is
+      // itself still on time (a minute schedule after hours down runs once).
+      runs = missed.length > 0 ? due.slice(-1) : due;
       break;
-    case "catch_up":
-      kept = missed.slice(-schedule.misfire.catchUpLimit);
+    case "catch_up": {
+      const onTime = due.filter((o) => !late(o));
+      runs = missed.slice(-schedule.misfire.catchUpLimit).concat(onTime);
       break;
+    }
   }
-  const skipped = missed.length - kept.length;
-  const lastSkipped = skipped > 0 ? occurrenceInstant(missed[skipped - 1]!) : null;
-  const runs = kept.concat(onTime);
+  const ran = new Set(runs);
+  const skippedList = due.filter((o) => !ran.has(o));
+  const skipped = skippedList.length;
+  const lastSkipped = skipped > 0 ? occurrenceInstant(skippedList.at(-1)!) : null;
 
   let allowed: Occurrence[];
   switch (schedule.overlapPolicy) {

@@ -81,7 +81,21 @@ async function runChildren(
   });
 }
 
+/**
+ * Every job exactly once, on every try. A try where the OS let one process
+ * drain everything before the others got a core proves no race, so the
+ * scenario runs again (up to 3 times) until at least two processes took part.
+ */
 async function assertRanOnceAcrossProcesses(mode: "drain" | "runtime"): Promise<void> {
+  let active = 0;
+  for (let attempt = 1; attempt <= 3 && active < 2; attempt++) {
+    active = await runOnceAcrossProcesses(mode);
+  }
+  assert.ok(active >= 2, `in 3 tries, only ${active} process ran jobs: the claims did not race`);
+}
+
+/** One try: returns how many processes ran jobs. */
+async function runOnceAcrossProcesses(mode: "drain" | "runtime"): Promise<number> {
   const TOTAL = 3000;
   await using t = await tempStore();
   // The children read the system clock: insert with it, so every job is due.
@@ -107,8 +121,7 @@ async function assertRanOnceAcrossProcesses(mode: "drain" | "runtime"): Promise<
   const ranBy = new Map<number, string>();
   for (const o of outputs) for (const id of o.ids) ranBy.set(id, o.node);
   for (const row of rows) assert.equal(row.attemptedBy, ranBy.get(row.id));
-  const active = outputs.filter((o) => o.ids.length > 0).length;
-  assert.ok(active >= 2, `only ${active} process ran jobs: the claims did not race`);
+  return outputs.filter((o) => o.ids.length > 0).length;
 }
 
 Deno.test({
