@@ -9,7 +9,7 @@
 
 import type { Clock } from "../clock.ts";
 import { defaultBackoff } from "./backoff.ts";
-import { describeError } from "./redact.ts";
+import { capTailBytes, describeError, redact } from "./redact.ts";
 import type { ClaimedJob, JobResult } from "./types.ts";
 import type { JobContext, Outcome, Worker } from "./worker.ts";
 
@@ -58,13 +58,15 @@ export async function execute(
   } catch (error) {
     return { ...base, outcome: "discarded", error: `invalid args: ${describeError(error)}` };
   }
+  const ctx = new Context(job, control.signal);
   try {
-    const ctx = new Context(job, control.signal);
     const outcome = worker.timeout === undefined
       ? await worker.perform(args, ctx)
       : await withTimeout(worker, args, ctx, control, deps.clock);
+    if (ctx.kept !== null) base.output = capTailBytes(redact(ctx.kept));
     return resultOf(outcome, base, deps.clock);
   } catch (error) {
+    if (ctx.kept !== null) base.output = capTailBytes(redact(ctx.kept));
     return failure(error, job, worker, base, deps);
   }
 }
@@ -92,6 +94,8 @@ function withTimeout(
 /** The context of one attempt; meta and tags are parsed only if read. */
 class Context implements JobContext {
   readonly job: JobView;
+  /** What `output()` kept, raw. */
+  kept: string | null = null;
   constructor(claimed: ClaimedJob, readonly signal: AbortSignal) {
     this.job = new JobView(claimed);
   }
@@ -103,6 +107,9 @@ class Context implements JobContext {
   }
   get idempotencyKey(): string {
     return this.job.claimed.occurrence ?? `job:${this.job.claimed.id}`;
+  }
+  output(text: string): void {
+    this.kept = String(text);
   }
 }
 
@@ -142,7 +149,7 @@ class JobView {
   }
 }
 
-type Base = Pick<JobResult, "id" | "fence" | "attempt" | "startedAt" | "occurrence">;
+type Base = Pick<JobResult, "id" | "fence" | "attempt" | "startedAt" | "occurrence" | "output">;
 
 /** Maps what `perform` returned to one result. */
 export function resultOf(outcome: Outcome, base: Base, clock: Clock): JobResult {

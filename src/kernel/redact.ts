@@ -5,6 +5,9 @@
  * @module
  */
 
+/** An attempt keeps at most this many bytes of output, the last ones. */
+export const OUTPUT_CAP_BYTES = 64 * 1024;
+
 /** Each stored error is capped at this many bytes of UTF-8. */
 export const ERROR_CAP_BYTES = 4096;
 /** How many errors a job keeps (the most recent). */
@@ -58,6 +61,17 @@ export function capBytes(text: string, maxBytes: number = ERROR_CAP_BYTES): stri
   // A lone continuation byte at the cut decodes to U+FFFD; drop it.
   const head = decoder.decode(bytes.subarray(0, keep)).replace(/\uFFFD+$/, "");
   return head + marker;
+}
+
+/** Keeps the last `maxBytes` of UTF-8 of `text`, marking the cut at the start. */
+export function capTailBytes(text: string, maxBytes: number = OUTPUT_CAP_BYTES): string {
+  const bytes = encoder.encode(text);
+  if (bytes.length <= maxBytes) return text;
+  const marker = `[truncated ${bytes.length - maxBytes} bytes] …`;
+  const keep = Math.max(0, maxBytes - encoder.encode(marker).length);
+  // A cut inside a character leaves continuation bytes: they decode to U+FFFD, dropped.
+  const tail = decoder.decode(bytes.subarray(bytes.length - keep)).replace(/^\uFFFD+/, "");
+  return marker + tail;
 }
 
 /** How an error reads in the store: message (and cause chain), redacted and capped. */

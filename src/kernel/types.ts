@@ -89,6 +89,8 @@ export interface Attempt {
   finishedAt: number | null;
   outcome: AttemptOutcome | null;
   error: string | null;
+  /** The output excerpt the worker kept (`ctx.output`), redacted, at most 64 KiB. */
+  output: string | null;
 }
 
 /** How an attempt ended. */
@@ -160,6 +162,8 @@ export type JobResult =
     startedAt: number;
     /** The occurrence identity, when the job is a schedule's occurrence. */
     occurrence?: string | null;
+    /** The attempt's output excerpt (redacted, last 64 KiB), when the worker kept one. */
+    output?: string;
   }
   & (
     | { outcome: "completed" }

@@ -20,6 +20,12 @@ export interface JobContext {
    * scheduled occurrence, `job:<id>` otherwise): make side effects idempotent with it.
    */
   readonly idempotencyKey: string;
+  /**
+   * Keeps `text` as this attempt's output, shown with the attempt: redacted,
+   * and only its last 64 KiB (a marker says how much was cut). A later call
+   * replaces an earlier one.
+   */
+  output(text: string): void;
   /** The job's row as claimed. */
   readonly job: {
     readonly id: number;

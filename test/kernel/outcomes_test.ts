@@ -417,3 +417,32 @@ Deno.test("drainAllJobs runs retries to the end without moving the clock", async
   assert.equal(result.discarded, 1);
   assert.equal((await t.store.jobGet({ id }))?.state, "discarded");
 });
+
+Deno.test("ctx.output keeps the attempt's output, redacted and cut to its last 64 KiB", async () => {
+  let calls = 0;
+  const noisy = defineWorker({
+    name: "noisy",
+    maxAttempts: 2,
+    backoff: () => 0,
+    perform: (_args, ctx) => {
+      calls++;
+      if (calls === 1) {
+        ctx.output(`${"x".repeat(70 * 1024)}\nlast line: password=hunter2`);
+        throw new Error("exit 3");
+      }
+      ctx.output("all good");
+    },
+  });
+  await using t = await tempJobs([noisy]);
+  const { id } = await t.jobs.enqueue(noisy, {});
+  await drainAllJobs(t.jobs);
+  const [failed, passed] = await t.store.attemptsList({ jobId: id });
+  assert.equal(failed?.outcome, "retryable");
+  const output = failed?.output ?? "";
+  assert.ok(new TextEncoder().encode(output).length <= 64 * 1024, `${output.length} bytes kept`);
+  assert.match(output, /^\[truncated \d+ bytes\] …x+/);
+  assert.match(output, /last line: password=\[REDACTED\]$/);
+  assert.doesNotMatch(output, /hunter2/);
+  assert.equal(passed?.outcome, "completed");
+  assert.equal(passed?.output, "all good");
+});

@@ -10,6 +10,9 @@ import { openSqliteStore } from "../../src/store/sqlite/sqlite_store.ts";
 import { MIGRATIONS } from "../../src/store/sqlite/migrations.ts";
 import { tempDir } from "../support/stores.ts";
 
+/** Every migration after the first. */
+const LATER = MIGRATIONS.filter((m) => m.version > 1);
+
 const V1_AT = Date.UTC(2025, 5, 1);
 const UPGRADE_AT = Date.UTC(2026, 0, 1);
 
@@ -38,7 +41,7 @@ function createVersion1(path: string): void {
   }
 }
 
-Deno.test("openSqliteStore() upgrades a version-1 database to version 2, keeping its jobs", async () => {
+Deno.test("openSqliteStore() upgrades a version-1 database to the latest, keeping its jobs", async () => {
   const dir = await tempDir();
   try {
     const path = `${dir.path}/jobs.db`;
@@ -50,7 +53,7 @@ Deno.test("openSqliteStore() upgrades a version-1 database to version 2, keeping
       ).all().map((r) => ({ ...r }));
       assert.deepEqual(versions, [
         { version: 1, name: "0001_init.sql", applied_at: V1_AT },
-        { version: 2, name: "0002_schedules.sql", applied_at: UPGRADE_AT },
+        ...LATER.map((m) => ({ version: m.version, name: m.name, applied_at: UPGRADE_AT })),
       ]);
 
       const [job] = await store.jobsList({});
@@ -90,15 +93,22 @@ Deno.test("openSqliteStore() upgrades a version-1 database to version 2, keeping
   }
 });
 
-Deno.test("migrate() on a version-1 database applies only version 2", async () => {
+Deno.test("migrate() on a version-1 database applies only the later versions", async () => {
   const dir = await tempDir();
   try {
     const path = `${dir.path}/jobs.db`;
     createVersion1(path);
     const store = await openSqliteStore(path, { migrate: false });
     try {
-      assert.deepEqual(await store.migrate({ now: UPGRADE_AT }), { applied: [2], version: 2 });
-      assert.deepEqual(await store.migrate({ now: UPGRADE_AT + 1 }), { applied: [], version: 2 });
+      const latest = MIGRATIONS.at(-1)!.version;
+      assert.deepEqual(await store.migrate({ now: UPGRADE_AT }), {
+        applied: LATER.map((m) => m.version),
+        version: latest,
+      });
+      assert.deepEqual(await store.migrate({ now: UPGRADE_AT + 1 }), {
+        applied: [],
+        version: latest,
+      });
       assert.equal((await store.jobsList({})).length, 1);
     } finally {
       await store.close();

@@ -63,6 +63,7 @@ Deno.test("rescueOrphans() rescues only expired leases and leaves live ones unto
     startedAt: NOW - 40_000,
     finishedAt: NOW,
     outcome: "orphaned",
+    output: null,
     error: "orphaned: lease of dead-node expired",
   }]);
 

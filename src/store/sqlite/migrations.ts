@@ -8,6 +8,9 @@
 
 import init from "../../../migrations/sqlite/0001_init.sql" with { type: "text" };
 import schedules from "../../../migrations/sqlite/0002_schedules.sql" with { type: "text" };
+import attemptOutput from "../../../migrations/sqlite/0003_attempt_output.sql" with {
+  type: "text",
+};
 
 /** One numbered migration. */
 export interface Migration {
@@ -20,4 +23,5 @@ export interface Migration {
 export const MIGRATIONS: readonly Migration[] = [
   { version: 1, name: "0001_init.sql", sql: init },
   { version: 2, name: "0002_schedules.sql", sql: schedules },
+  { version: 3, name: "0003_attempt_output.sql", sql: attemptOutput },
 ];

@@ -129,6 +129,7 @@ export function toAttempt(row: Row): Attempt {
     finishedAt: num(row.finished_at),
     outcome: row.outcome as Attempt["outcome"],
     error: row.error as string | null,
+    output: (row.output ?? null) as string | null,
   };
 }
 

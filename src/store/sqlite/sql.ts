@@ -73,10 +73,10 @@ export const SQL = {
       finished_at, outcome, error)
     VALUES (:id, :attempt, :fence, :node, :kind, :started, :now, :outcome, :error)`,
   attemptsInsert: `INSERT INTO attempts (job_id, attempt, fence, node, kind, started_at,
-      finished_at, outcome, error)
+      finished_at, outcome, error, output)
     SELECT value ->> 0, value ->> 1, value ->> 2, :node,
       CASE WHEN (value ->> 1) > 1 THEN 'retry' ELSE 'run' END,
-      value ->> 3, :now, value ->> 4, value ->> 5
+      value ->> 3, :now, value ->> 4, value ->> 5, value ->> 6
     FROM json_each(:rows)`,
   release: `UPDATE jobs SET state = 'available', attempt = attempt - 1, lease_expires_at = NULL
     WHERE ${LEASE_HELD}`,

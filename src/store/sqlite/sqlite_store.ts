@@ -460,6 +460,7 @@ export class SqliteStore implements Store<SqliteTx> {
         r.startedAt,
         r.outcome,
         "error" in r ? r.error : null,
+        r.output ?? null,
       ]));
       s.attemptsInsert.run({ node, now, rows });
     }

@@ -1,0 +1,2 @@
+-- What an attempt printed or kept (`ctx.output`): redacted, its last 64 KiB.
+ALTER TABLE attempts ADD COLUMN output TEXT;
