@@ -1,0 +1,40 @@
+/**
+ * `${NAME}` references in runner settings (a command's env, an HTTP
+ * request's headers and URL), filled from the daemon's environment when a
+ * job runs, so secrets live neither in schedules.yaml nor in the store.
+ *
+ * @module
+ */
+
+/** Raised when a referenced variable is not set: the job cannot run as written. */
+export class MissingVariableError extends Error {
+  constructor(readonly variable: string, readonly where: string) {
+    super(`${where}: environment variable "${variable}" is not set`);
+    this.name = "MissingVariableError";
+  }
+}
+
+const REFERENCE = /\$\{([A-Za-z_][A-Za-z0-9_]*)\}|\$\$/g;
+
+/**
+ * Replaces each `${NAME}` in `text` with the variable's value; `$$` stands
+ * for a literal `$`. An unset variable throws {@linkcode MissingVariableError}
+ * naming it and `where`.
+ */
+export function expandVariables(
+  text: string,
+  env: (name: string) => string | undefined,
+  where: string,
+): string {
+  return text.replace(REFERENCE, (match, name: string | undefined) => {
+    if (match === "$$") return "$";
+    const value = env(name!);
+    if (value === undefined) throw new MissingVariableError(name!, where);
+    return value;
+  });
+}
+
+/** The names referenced in `text`, for validation and for redacting their values. */
+export function referencedVariables(text: string): string[] {
+  return [...text.matchAll(REFERENCE)].flatMap((m) => (m[1] ? [m[1]] : []));
+}
