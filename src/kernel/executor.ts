@@ -8,7 +8,7 @@
  */
 
 import type { Clock } from "../clock.ts";
-import { defaultBackoff } from "./backoff.ts";
+import { type Backoff, defaultBackoff, exponentialBackoff } from "./backoff.ts";
 import { capTailBytes, describeError, redact } from "./redact.ts";
 import type { ClaimedJob, JobResult } from "./types.ts";
 import type { JobContext, Outcome, Worker } from "./worker.ts";
@@ -180,7 +180,7 @@ function failure(
 ): JobResult {
   const text = describeError(error);
   if (job.attempt >= job.maxAttempts) return { ...base, outcome: "discarded", error: text };
-  const backoff = worker.backoff ?? defaultBackoff;
+  const backoff = backoffFromMeta(job.meta) ?? worker.backoff ?? defaultBackoff;
   let delay: number;
   try {
     delay = Math.max(0, backoff(job.attempt, deps.random ?? Math.random));
@@ -189,4 +189,24 @@ function failure(
   }
   if (!Number.isFinite(delay)) delay = defaultBackoff(job.attempt, deps.random ?? Math.random);
   return { ...base, outcome: "retryable", error: text, at: deps.clock.now() + delay };
+}
+
+/**
+ * A job may carry its own backoff in meta (a schedule's `backoff`, planned
+ * onto each occurrence): `{ kind: "fixed", delayMs }` or
+ * `{ kind: "exponential", baseMs, maxMs }`. It wins over the worker's.
+ */
+function backoffFromMeta(metaText: string): Backoff | null {
+  let meta: { backoff?: { kind?: string; delayMs?: number; baseMs?: number; maxMs?: number } };
+  try {
+    meta = JSON.parse(metaText);
+  } catch {
+    return null;
+  }
+  const b = meta?.backoff;
+  if (b?.kind === "fixed" && Number.isFinite(b.delayMs)) return () => b.delayMs!;
+  if (b?.kind === "exponential" && Number.isFinite(b.baseMs) && Number.isFinite(b.maxMs)) {
+    return exponentialBackoff(b.baseMs, b.maxMs);
+  }
+  return null;
 }

@@ -446,3 +446,20 @@ Deno.test("ctx.output keeps the attempt's output, redacted and cut to its last 6
   assert.equal(passed?.outcome, "completed");
   assert.equal(passed?.output, "all good");
 });
+
+Deno.test("a backoff in the job's meta (a schedule's) wins over the worker's", async () => {
+  const flaky = defineWorker({
+    name: "flaky-meta",
+    backoff: () => 999_000,
+    perform: () => {
+      throw new Error("down");
+    },
+  });
+  await using t = await tempJobs([flaky]);
+  const { id } = await t.jobs.enqueue(flaky, {}, {
+    meta: { backoff: { kind: "fixed", delayMs: 30_000 } },
+  });
+  const now = t.clock.now();
+  await drainQueue(t.jobs, "default");
+  assert.equal((await t.store.jobGet({ id }))?.scheduledAt, now + 30_000);
+});

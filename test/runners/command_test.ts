@@ -1,0 +1,352 @@
+import assert from "node:assert/strict";
+import { FakeClock } from "../../src/clock.ts";
+import {
+  type CommandRun,
+  commandRunSchema,
+  commandWorker,
+  groupAlive,
+  OutputTail,
+  snoozeMs,
+} from "../../src/runners/command.ts";
+import { drainQueue, performJob, waitUntil } from "../../src/testing.ts";
+import { tempDir, tempJobs } from "../support/stores.ts";
+
+const VARS: Record<string, string> = { API_TOKEN: "tok-5f2e9a", REGION: "eu-west" };
+
+function worker(
+  clock: FakeClock = new FakeClock(),
+  options: { killGraceMs?: number; outputBytes?: number } = {},
+) {
+  return commandWorker({ env: (name) => VARS[name], clock, ...options });
+}
+
+function run(argv: string[], extra: Partial<CommandRun> = {}): CommandRun {
+  return { kind: "command", argv, shell: false, ...extra };
+}
+
+/** A script run by `sh -c` as argv (no `shell: true`): `$1` is the working directory. */
+function sh(script: string, dir: string, extra: Partial<CommandRun> = {}): CommandRun {
+  return run(["/bin/sh", "-c", script, "sh", dir], extra);
+}
+
+/** Alive and not a zombie: a killed grandchild stays a zombie until init reaps it. */
+function alive(pid: number): boolean {
+  try {
+    const stat = Deno.readTextFileSync(`/proc/${pid}/stat`);
+    const state = stat.slice(stat.lastIndexOf(")") + 2).split(" ")[0];
+    return state !== "Z" && state !== "X";
+  } catch {
+    return false;
+  }
+}
+
+async function readPid(path: string): Promise<number> {
+  const text = await waitUntil(`pid in ${path}`, async () => {
+    const text = await Deno.readTextFile(path).catch(() => "");
+    return text.endsWith("\n") ? text : "";
+  });
+  return Number(text.trim());
+}
+
+async function exists(path: string): Promise<boolean> {
+  return await Deno.stat(path).then(() => true, () => false);
+}
+
+/** Starts a grandchild `sleep 60` in the background, then waits on its own `sleep 60`. */
+const SPAWNS_GRANDCHILD =
+  `sleep 60 & echo $! > "$1/grandchild"; echo $$ > "$1/child"; echo started; wait`;
+
+Deno.test("exit 0 completes through the kernel, keeping stdout and stderr as output", async () => {
+  await using t = await tempJobs([worker()]);
+  const { id } = await t.jobs.enqueue(
+    "jobs.command",
+    run(["/bin/sh", "-c", "echo out-1; echo err-1 >&2; echo out-2"]),
+    { meta: { timeoutMs: 10_000 } },
+  );
+  const drained = await drainQueue(t.jobs, "default");
+  assert.equal(drained.completed, 1);
+  const job = await t.store.jobGet({ id });
+  assert.equal(job?.state, "completed");
+  const [attempt] = await t.store.attemptsList({ jobId: id });
+  assert.equal(attempt?.outcome, "completed");
+  for (const line of ["out-1", "err-1", "out-2"]) assert.match(attempt!.output!, new RegExp(line));
+  assert.ok(attempt!.output!.indexOf("out-1") < attempt!.output!.indexOf("out-2"));
+});
+
+Deno.test("exit 75 snoozes for the seconds on stdout's last line, else 60 s", async () => {
+  const clock = new FakeClock();
+  const w = worker(clock);
+  const named = await performJob(
+    w,
+    run(["/bin/sh", "-c", "echo working; echo snooze 30; exit 75"]),
+    {
+      clock,
+    },
+  );
+  assert.equal(named.outcome, "snoozed");
+  assert.equal(named.outcome === "snoozed" && named.until, clock.now() + 30_000);
+  const bare = await performJob(w, run(["/bin/sh", "-c", "echo busy; exit 75"]), { clock });
+  assert.equal(bare.outcome === "snoozed" && bare.until, clock.now() + 60_000);
+  assert.equal(snoozeMs("x\nsnooze 1.5\n\n"), 1_500);
+  assert.equal(snoozeMs("snooze soon\n"), 60_000);
+  assert.equal(snoozeMs("snooze 5\nlater\n"), 60_000);
+});
+
+Deno.test("exit 76 cancels, 77 discards, another code or a signal retries naming it", async () => {
+  const w = worker();
+  const cancelled = await performJob(w, run(["/bin/sh", "-c", "exit 76"]));
+  assert.equal(cancelled.outcome, "cancelled");
+  assert.match(cancelled.error!, /exited with code 76/);
+  const discarded = await performJob(w, run(["/bin/sh", "-c", "exit 77"]));
+  assert.equal(discarded.outcome, "discarded");
+  assert.match(discarded.error!, /exited with code 77/);
+  const failed = await performJob(w, run(["/bin/sh", "-c", "echo trying; exit 3"]));
+  assert.equal(failed.outcome, "retryable");
+  assert.match(failed.error!, /command "\/bin\/sh" exited with code 3/);
+  assert.match(failed.output!, /trying/);
+  const killed = await performJob(w, run(["/bin/sh", "-c", "kill -KILL $$"]));
+  assert.equal(killed.outcome, "retryable");
+  assert.match(killed.error!, /was killed by SIGKILL/);
+  const last = await performJob(w, run(["/bin/sh", "-c", "exit 3"]), { maxAttempts: 1 });
+  assert.equal(last.outcome, "discarded");
+});
+
+Deno.test("a program that cannot start is retried, naming it", async () => {
+  const result = await performJob(worker(), run(["/nonexistent/jobs-cmd"]));
+  assert.equal(result.outcome, "retryable");
+  assert.match(result.error!, /command "\/nonexistent\/jobs-cmd" cannot start/);
+});
+
+Deno.test("args that are not a command run are discarded at once", async () => {
+  const w = worker();
+  for (
+    const bad of [
+      { kind: "command", argv: [], shell: false },
+      { kind: "command", argv: ["ls", 3], shell: false },
+      { kind: "http", argv: ["ls"], shell: false },
+      { kind: "command", argv: ["a", "b"], shell: true },
+      { kind: "command", argv: ["ls"], shell: false, env: { A: 1 } },
+      { kind: "command", argv: ["ls"], shell: "yes" },
+    ]
+  ) {
+    const result = await performJob(w, bad as unknown as CommandRun);
+    assert.equal(result.outcome, "discarded", JSON.stringify(bad));
+    assert.match(result.error!, /^invalid args: TypeError: command/);
+  }
+  assert.deepEqual(commandRunSchema.parse({ kind: "command", argv: ["ls"] }), run(["ls"]));
+});
+
+Deno.test("env values fill ${NAME} from the daemon's environment; the child inherits the rest", async () => {
+  await using dir = await tempDirectory();
+  Deno.env.set("JOBS_TEST_INHERITED", "from-daemon");
+  try {
+    const result = await performJob(
+      worker(),
+      sh(
+        `printf '%s|%s|%s|%s' "$TOKEN" "$WHERE" "$LIT" "$JOBS_TEST_INHERITED" > "$1/env"; echo "token=$TOKEN plain $TOKEN"`,
+        dir.path,
+        { env: { TOKEN: "${API_TOKEN}", WHERE: "region-${REGION}", LIT: "a$$b" } },
+      ),
+    );
+    assert.equal(result.outcome, "completed");
+    assert.equal(
+      await Deno.readTextFile(`${dir.path}/env`),
+      "tok-5f2e9a|region-eu-west|a$b|from-daemon",
+    );
+    // The filled-in secret never reaches the stored output.
+    assert.doesNotMatch(result.output!, /tok-5f2e9a/);
+    assert.match(result.output!, /plain \[REDACTED\]/);
+  } finally {
+    Deno.env.delete("JOBS_TEST_INHERITED");
+  }
+});
+
+Deno.test("a missing ${NAME} discards the job naming the variable, and runs nothing", async () => {
+  await using dir = await tempDirectory();
+  const result = await performJob(
+    worker(),
+    sh(`touch "$1/ran"`, dir.path, { env: { KEY: "${NOT_SET_ANYWHERE}" } }),
+  );
+  assert.equal(result.outcome, "discarded");
+  assert.equal(
+    result.error,
+    'command env "KEY": environment variable "NOT_SET_ANYWHERE" is not set',
+  );
+  assert.equal(await exists(`${dir.path}/ran`), false);
+});
+
+Deno.test("the child gets JOBS_* for an occurrence and for a plain job", async () => {
+  const print = run(["/bin/sh", "-c", "env | grep '^JOBS_' | sort"]);
+  const clock = new FakeClock(Date.UTC(2026, 2, 8, 7, 0, 3));
+  const scheduled = await performJob(worker(clock), print, {
+    clock,
+    attempt: 3,
+    occurrence: "nightly@2026-03-08T07:00:00.000Z",
+  });
+  assert.equal(scheduled.outcome, "completed");
+  assert.equal(
+    scheduled.output,
+    [
+      "JOBS_ATTEMPT=3",
+      "JOBS_FENCE=3",
+      "JOBS_IDEMPOTENCY_KEY=nightly@2026-03-08T07:00:00.000Z",
+      "JOBS_OCCURRENCE=nightly@2026-03-08T07:00:00.000Z",
+      "JOBS_SCHEDULED_FOR=2026-03-08T07:00:00.000Z",
+      "",
+    ].join("\n"),
+  );
+  const plain = await performJob(worker(clock), print, { clock });
+  assert.equal(
+    plain.output,
+    [
+      "JOBS_ATTEMPT=1",
+      "JOBS_FENCE=1",
+      "JOBS_IDEMPOTENCY_KEY=job:1",
+      "JOBS_OCCURRENCE=",
+      "JOBS_SCHEDULED_FOR=2026-03-08T07:00:03.000Z",
+      "",
+    ].join("\n"),
+  );
+});
+
+Deno.test("argv with shell metacharacters reaches the child literally and runs nothing else", async () => {
+  await using dir = await tempDirectory();
+  const marker = `${dir.path}/pwned`;
+  const args = [
+    `$(touch ${marker})`,
+    `; touch ${marker}`,
+    `\`touch ${marker}\``,
+    `x\ntouch ${marker}`,
+    `&& touch ${marker} | cat > ${marker}`,
+    `*`,
+    `\${HOME}`,
+  ];
+  const result = await performJob(worker(), run(["printf", "[%s]\\n", ...args]));
+  assert.equal(result.outcome, "completed");
+  assert.equal(result.output, args.map((a) => `[${a}]\n`).join(""));
+  assert.equal(await exists(marker), false);
+});
+
+Deno.test("shell: true runs argv[0] as a /bin/sh script", async () => {
+  await using dir = await tempDirectory();
+  const result = await performJob(
+    worker(),
+    run([`echo $((40 + 2)) | tr 0-9 a-j; touch ran && echo "in $(basename "$PWD")"`], {
+      shell: true,
+      cwd: dir.path,
+    }),
+  );
+  assert.equal(result.outcome, "completed");
+  assert.equal(result.output, `ec\nin ${dir.path.split("/").at(-1)}\n`);
+  assert.equal(await exists(`${dir.path}/ran`), true);
+});
+
+Deno.test("cwd sets the child's working directory", async () => {
+  await using dir = await tempDirectory();
+  const result = await performJob(worker(), run(["pwd"], { cwd: dir.path }));
+  assert.equal(result.output, `${await Deno.realPath(dir.path)}\n`);
+});
+
+Deno.test("meta.timeoutMs on the injected clock stops the whole group, grandchild included", async () => {
+  await using dir = await tempDirectory();
+  const clock = new FakeClock();
+  await using t2 = await tempJobs([worker(clock)], { clock });
+  const { id } = await t2.jobs.enqueue("jobs.command", sh(SPAWNS_GRANDCHILD, dir.path), {
+    meta: { timeoutMs: 1_000 },
+  });
+  const drained = drainQueue(t2.jobs, "default");
+  const child = await readPid(`${dir.path}/child`);
+  const grandchild = await readPid(`${dir.path}/grandchild`);
+  assert.ok(alive(child) && alive(grandchild));
+  t2.clock.advance(999);
+  assert.ok(alive(child), "not before the timeout");
+  t2.clock.advance(1);
+  assert.equal((await drained).retryable, 1);
+  assert.equal(alive(child), false);
+  assert.equal(alive(grandchild), false);
+  const [attempt] = await t2.store.attemptsList({ jobId: id });
+  assert.match(attempt!.error!, /timed out after 1000 ms/);
+  assert.match(attempt!.output!, /started/);
+});
+
+Deno.test("SIGKILL follows SIGTERM after killGraceMs when the group ignores SIGTERM", async () => {
+  await using dir = await tempDirectory();
+  const clock = new FakeClock();
+  await using t = await tempJobs([worker(clock, { killGraceMs: 5_000 })], { clock });
+  // An ignored signal stays ignored across exec: the sleeps ignore SIGTERM too.
+  await t.jobs.enqueue("jobs.command", sh(`trap '' TERM; ${SPAWNS_GRANDCHILD}`, dir.path), {
+    meta: { timeoutMs: 1_000 },
+  });
+  const drained = drainQueue(t.jobs, "default");
+  const child = await readPid(`${dir.path}/child`);
+  const grandchild = await readPid(`${dir.path}/grandchild`);
+  clock.advance(1_000);
+  await waitUntil("the kill grace to start", () => clock.sleepers > 0);
+  assert.ok(alive(child) && alive(grandchild), "SIGTERM is ignored");
+  clock.advance(4_999);
+  assert.ok(alive(child), "not killed before the grace ends");
+  clock.advance(1);
+  assert.equal((await drained).retryable, 1);
+  assert.equal(alive(child), false);
+  assert.equal(alive(grandchild), false);
+  assert.equal(groupAlive(child), false);
+});
+
+Deno.test("an abort of ctx.signal stops the group and leaves no orphan", async () => {
+  await using dir = await tempDirectory();
+  const control = new AbortController();
+  const result = performJob(worker(), sh(SPAWNS_GRANDCHILD, dir.path), {
+    signal: control.signal,
+  });
+  const child = await readPid(`${dir.path}/child`);
+  const grandchild = await readPid(`${dir.path}/grandchild`);
+  assert.ok(alive(grandchild));
+  control.abort(new Error("cancelled by operator"));
+  const ended = await result;
+  assert.equal(ended.outcome, "retryable");
+  assert.match(ended.error!, /command "\/bin\/sh" was stopped: cancelled by operator/);
+  assert.equal(alive(child), false);
+  assert.equal(alive(grandchild), false);
+});
+
+Deno.test("what a finished command left running in its group is stopped", async () => {
+  await using dir = await tempDirectory();
+  const result = await performJob(
+    worker(),
+    sh(`sleep 60 >/dev/null 2>&1 & echo $! > "$1/grandchild"; echo done`, dir.path),
+  );
+  assert.equal(result.outcome, "completed");
+  assert.equal(result.output, "done\n");
+  assert.equal(alive(Number((await Deno.readTextFile(`${dir.path}/grandchild`)).trim())), false);
+});
+
+Deno.test("a huge output keeps only its last outputBytes, marked", async () => {
+  const result = await performJob(
+    worker(new FakeClock(), { outputBytes: 4096 }),
+    run(["/bin/sh", "-c", "head -c 5000000 /dev/zero | tr '\\0' x; echo; echo END"]),
+  );
+  assert.equal(result.outcome, "completed");
+  const bytes = new TextEncoder().encode(result.output!).length;
+  assert.ok(bytes <= 4096, `kept ${bytes} bytes`);
+  assert.ok(bytes > 4000, `kept ${bytes} bytes`);
+  assert.match(result.output!, /^\[truncated 49\d{5} bytes\] …x+\nEND\n$/);
+});
+
+Deno.test("OutputTail keeps the last bytes across wrap-arounds", () => {
+  const tail = new OutputTail(10);
+  let all = "";
+  for (const piece of ["abc", "defgh", "ijklmnop", "q", "rstuvwxyz0123", "45"]) {
+    tail.push(new TextEncoder().encode(piece));
+    all += piece;
+    assert.equal(new TextDecoder().decode(tail.bytes()), all.slice(-10));
+    assert.equal(tail.dropped, Math.max(0, all.length - 10));
+  }
+  const short = new OutputTail(64);
+  short.push(new TextEncoder().encode("hello"));
+  assert.equal(short.text(), "hello");
+});
+
+async function tempDirectory() {
+  const dir = await tempDir();
+  return { path: dir.path, [Symbol.asyncDispose]: dir.cleanup };
+}
