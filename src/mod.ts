@@ -65,3 +65,31 @@ export { Runtime, type RuntimeOptions } from "./worker/runtime.ts";
 export { stageJobs } from "./worker/stager.ts";
 export { rescueOrphans } from "./worker/lifeline.ts";
 export { DEFAULT_RETENTION, pruneJobs } from "./worker/pruner.ts";
+export {
+  type ConfigError,
+  type ConfigErrorCode,
+  loadSchedules,
+  parseSchedules,
+} from "./schedule/config.ts";
+export { between, next } from "./schedule/occurrences.ts";
+export type {
+  GapPolicy,
+  LocalTimePolicy,
+  Occurrence,
+  OverlapPolicy,
+  Rhythm,
+  RunSpec,
+  Schedule,
+  ScheduleConfig,
+} from "./schedule/types.ts";
+export { planSchedules, syncSchedules } from "./worker/planner.ts";
+export { ScheduleSource } from "./worker/schedule_source.ts";
+export {
+  COMMAND_WORKER,
+  type CommandRun,
+  commandWorker,
+  type CommandWorkerOptions,
+  EXIT_CANCEL,
+  EXIT_DISCARD,
+  EXIT_SNOOZE,
+} from "./runners/command.ts";
