@@ -93,3 +93,4 @@ export {
   EXIT_DISCARD,
   EXIT_SNOOZE,
 } from "./runners/command.ts";
+export { HTTP_WORKER, type HttpRun, httpWorker, retryAfterMs } from "./runners/http.ts";

@@ -23,7 +23,8 @@ const URL_USER = /\b([a-z][a-z0-9+.-]*:\/\/)([^/\s:@]{16,})@/gi;
 const SECRET_NAMES = String
   .raw`[\w.-]*(?:token|secret|password|passwd|pwd|api[_-]?key|apikey|access[_-]?key|private[_-]?key|client[_-]?secret|session|cookie|credential|signature|sig|auth)[\w.-]*`;
 const PAIR = new RegExp(
-  String.raw`(["']?\b${SECRET_NAMES}["']?\s*[=:]\s*)("[^"]*"|'[^']*'|[^\s&,;"'}\])]+)`,
+  // An already redacted value is matched whole, so redacting twice changes nothing.
+  String.raw`(["']?\b${SECRET_NAMES}["']?\s*[=:]\s*)(\[REDACTED\]|"[^"]*"|'[^']*'|[^\s&,;"'}\])]+)`,
   "gi",
 );
 // Authorization: Bearer xyz / Basic xyz / Proxy-Authorization

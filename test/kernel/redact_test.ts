@@ -212,3 +212,16 @@ Deno.test("a stored error is capped at 4 KiB of UTF-8 without a broken character
   }
   assert.equal(ERRORS_KEPT, 20);
 });
+
+Deno.test("redact() twice is redact() once", () => {
+  for (
+    const text of [
+      "GET https://deploy:hunter2@api.example.com/v1?token=abc&page=2 failed",
+      "Authorization: Bearer abcdefghijklmnop",
+      'password=hunter2 api_key: "sk_live_1" session=(x)',
+    ]
+  ) {
+    const once = redact(text);
+    assert.equal(redact(once), once);
+  }
+});
