@@ -23,6 +23,11 @@ export function main(args: string[]): Promise<number> {
     err: (line) => console.error(line),
     env: (name) => Deno.env.get(name),
     color,
+    onSignal: (signal, listener) => {
+      Deno.addSignalListener(signal, listener);
+      return () => Deno.removeSignalListener(signal, listener);
+    },
+    exit: (code) => Deno.exit(code),
     demo: async ({ db }) => {
       await runDemo({ db, clock, logger: jsonLogger, write: (line) => console.log(line), color });
     },

@@ -9,6 +9,7 @@
 import { Command, CommanderError, InvalidArgumentError } from "commander";
 import type { Clock } from "../clock.ts";
 import type { Logger } from "../worker/logger.ts";
+import { type DaemonDeps, parseQueues, runDaemon } from "./daemon.ts";
 import { checkCommand, nextCommand, schedulesCommand } from "./schedules.ts";
 import { versionLine } from "./version.ts";
 
@@ -25,6 +26,10 @@ export interface CliDeps {
   color: boolean;
   /** Runs the demo; injected so main.ts, not src/, picks the example. */
   demo: (options: { db: string }) => Promise<void>;
+  /** Calls `listener` on each delivery of `signal`; returns the unsubscribe. */
+  onSignal: DaemonDeps["onSignal"];
+  /** Ends the process at once. */
+  exit: (code: number) => never;
 }
 
 /** Raised by a command that ran and failed: its message is printed, exit code 1. */
@@ -151,6 +156,53 @@ function buildProgram(deps: CliDeps): Command {
       }),
     deps,
     "schedules",
+  );
+
+  quiet(
+    program.command("daemon")
+      .description("run the schedules of schedules.yaml and the queued work until stopped")
+      .option("--db <path>", "the SQLite file [env JOBS_DB]")
+      .option("--config <file>", "the schedules file [env JOBS_CONFIG]")
+      .option("--queues <list>", "name:concurrency,... [env JOBS_QUEUES] (default: the file's)")
+      .option("--node <name>", "this node's name [env JOBS_NODE] (default: host:pid:nonce)")
+      .option("--environment <name>", "where this daemon runs [env JOBS_ENVIRONMENT]")
+      .option(
+        "--shutdown-grace <ms>",
+        "how long running jobs get on stop [env JOBS_SHUTDOWN_GRACE]",
+      )
+      .action(async (options: {
+        db?: string;
+        config?: string;
+        queues?: string;
+        node?: string;
+        environment?: string;
+        shutdownGrace?: string;
+      }) => {
+        const queues = options.queues ?? deps.env("JOBS_QUEUES");
+        const grace = Number(options.shutdownGrace ?? deps.env("JOBS_SHUTDOWN_GRACE") ?? 25_000);
+        if (!Number.isFinite(grace) || grace < 0) {
+          throw new CommandFailed(
+            `jobs daemon: --shutdown-grace "${grace}" is not a number of ms`,
+            2,
+          );
+        }
+        let parsedQueues: Record<string, number> | undefined;
+        try {
+          parsedQueues = queues ? parseQueues(queues) : undefined;
+        } catch (error) {
+          throw new CommandFailed(`jobs daemon: --queues ${(error as Error).message}`, 2);
+        }
+        await runDaemon({
+          db: options.db ?? deps.env("JOBS_DB") ?? "./jobs.db",
+          config: configPath(options.config, deps),
+          queues: parsedQueues,
+          node: options.node ?? deps.env("JOBS_NODE"),
+          environment: options.environment ?? deps.env("JOBS_ENVIRONMENT"),
+          shutdownGraceMs: grace,
+        }, deps);
+      }),
+    deps,
+    "daemon",
   );
 
   return program;

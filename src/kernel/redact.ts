@@ -21,7 +21,7 @@ const URL_CREDENTIALS = /\b([a-z][a-z0-9+.-]*:\/\/)([^/\s:@]+):([^/\s@]*)@/gi;
 const URL_USER = /\b([a-z][a-z0-9+.-]*:\/\/)([^/\s:@]{16,})@/gi;
 // key=value, key: value, "key": "value" for names that hold secrets
 const SECRET_NAMES = String
-  .raw`[\w.-]*(?:token|secret|password|passwd|pwd|api[_-]?key|apikey|access[_-]?key|private[_-]?key|client[_-]?secret|session|cookie|credential|signature|sig|auth)[\w.-]*`;
+  .raw`[\w.-]*(?:token|secret|password|passwd|pwd|api[_-]?key|apikey|access[_-]?key|private[_-]?key|client[_-]?secret|session|cookie|credential|signature|sig(?=["']?\s*[=:])|auth)[\w.-]*`;
 const PAIR = new RegExp(
   // An already redacted value is matched whole, so redacting twice changes nothing.
   String.raw`(["']?\b${SECRET_NAMES}["']?\s*[=:]\s*)(\[REDACTED\]|"[^"]*"|'[^']*'|[^\s&,;"'}\])]+)`,

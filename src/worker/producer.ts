@@ -230,6 +230,16 @@ export class Producer {
     const began = performance.now();
     execute(job, control, this.#deps, startedAt).then((result) => {
       const ms = performance.now() - began;
+      this.#deps.logger("job.stop", {
+        queue: this.queue,
+        job: job.id,
+        worker: job.worker,
+        attempt: job.attempt,
+        outcome: running.abandoned ? "abandoned" : result.outcome,
+        durationMs: Math.round(ms * 100) / 100,
+        ...(result.occurrence ? { occurrence: result.occurrence } : {}),
+        ...(result.output ? { output: result.output.slice(-200) } : {}),
+      });
       this.#meanMs = this.#meanMs === Infinity ? ms : this.#meanMs * 0.9 + ms * 0.1;
       this.#running.delete(job.id);
       if (!running.abandoned) {

@@ -21,6 +21,10 @@ async function jobs(args: string[], env: Record<string, string> = {}) {
     env: (name) => env[name],
     color: false,
     demo: () => Promise.resolve(),
+    onSignal: () => () => {},
+    exit: (code) => {
+      throw new Error(`exit ${code}`);
+    },
   });
   return { code, out: out.join("\n"), err: err.join("\n") };
 }
