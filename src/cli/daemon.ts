@@ -16,6 +16,7 @@ import { openJobs } from "../jobs.ts";
 import { commandWorker } from "../runners/command.ts";
 import { httpWorker } from "../runners/http.ts";
 import type { Schedule } from "../schedule/types.ts";
+import type { Store } from "../store/store.ts";
 import type { Logger } from "../worker/logger.ts";
 import { ScheduleSource } from "../worker/schedule_source.ts";
 import { CommandFailed } from "./program.ts";
@@ -61,6 +62,7 @@ export async function runDaemon(options: DaemonOptions, deps: DaemonDeps): Promi
     ],
   });
   const queues = options.queues ?? queuesOf(source);
+  await applyPausedQueues(jobs.store, clock.now(), source, logger);
   const runtime = await jobs.start({
     queues,
     node: options.node,
@@ -69,9 +71,10 @@ export async function runDaemon(options: DaemonOptions, deps: DaemonDeps): Promi
   source.watch();
   const unsubscribe = [
     source.onChange(() => {
-      runtime.reloadSchedules().catch((error) =>
-        logger("config.reload_failed", { error: String(error) })
-      );
+      Promise.all([
+        runtime.reloadSchedules(),
+        applyPausedQueues(jobs.store, clock.now(), source, logger),
+      ]).catch((error) => logger("config.reload_failed", { error: String(error) }));
     }),
     deps.onSignal("SIGHUP", () => void source.reload()),
   ];
@@ -103,6 +106,25 @@ export async function runDaemon(options: DaemonOptions, deps: DaemonDeps): Promi
   await jobs.close({ grace: options.shutdownGraceMs });
   for (const off of unsubscribe) off();
   logger("daemon.stopped", { node: runtime.node });
+}
+
+/**
+ * A queue the file declares `paused: true` is paused (for every process on
+ * the store) when the daemon starts and whenever the file changes;
+ * `paused: false` leaves the stored state alone, so an operator's pause
+ * stands until an operator resumes.
+ */
+async function applyPausedQueues(
+  store: Store,
+  now: number,
+  source: ScheduleSource,
+  logger: Logger,
+): Promise<void> {
+  for (const [name, queue] of Object.entries(source.config.queues)) {
+    if (!queue.paused) continue;
+    await store.queuePause({ name, paused: true, now });
+    logger("queue.paused", { queue: name, by: "schedules.yaml" });
+  }
 }
 
 /** The file's queues, plus every queue a schedule names, at concurrency 10 unless declared. */

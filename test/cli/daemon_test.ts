@@ -57,6 +57,21 @@ Deno.test({
         const rows = text.split("\n").filter(Boolean);
         return rows.length >= 3 ? rows : null;
       }, { timeoutMs: 30_000 });
+      // A saved edit is picked up while running: a second schedule starts.
+      await Deno.writeTextFile(
+        config,
+        (await Deno.readTextFile(config)) + SCHEDULES.split("schedules:\n")[1]!
+          .replace("id: tick", "id: tock").replace(">> ledger", ">> ledger2")
+          .replace("cwd: .", `cwd: ${dir.path}`),
+      );
+      await waitUntil(
+        "the reloaded schedule ran",
+        async () =>
+          (await Deno.readTextFile(`${dir.path}/ledger2`).catch(() => "")).includes("tock@"),
+        {
+          timeoutMs: 30_000,
+        },
+      );
       daemon.kill("SIGTERM");
       const status = await daemon.status;
       await reading;
@@ -65,6 +80,7 @@ Deno.test({
       assert.equal(status.code, 0, JSON.stringify(events));
       const names = events.map((e) => e.event);
       assert.ok(names.includes("daemon.started"), JSON.stringify(names));
+      assert.ok(names.includes("config.reloaded"), JSON.stringify(names));
       assert.equal(names.at(-1), "daemon.stopped");
       const stop = events.find((e) => e.event === "job.stop" && e.outcome === "completed");
       assert.match(String(stop?.output), /ticked/);
@@ -78,7 +94,8 @@ Deno.test({
       const store = await openSqliteStore(db);
       try {
         const jobs = await store.jobsList({});
-        const ran = jobs.filter((j) => j.state === "completed").map((j) => j.occurrence);
+        const ran = jobs.filter((j) => j.state === "completed" && j.scheduleId === "tick")
+          .map((j) => j.occurrence);
         assert.deepEqual(ran.slice().sort(), occurrences.slice().sort());
         assert.deepEqual(await store.nodesList(), [], "the node deregistered");
         const [row] = await store.schedulesList({ ids: ["tick"] });
