@@ -5,8 +5,9 @@
  * (on save, and on SIGHUP), and on SIGTERM or SIGINT shuts down in order; a
  * second signal exits at once.
  *
- * This is the first part of the daemon: the HTTP endpoint, the runbook
- * commands and the workers module come with the rest of its issue.
+ * It serves /healthz, /readyz and /metrics on `--listen` (loopback unless a
+ * token is given). The workers module and fan-out come with the rest of its
+ * issue.
  *
  * @module
  */
@@ -19,6 +20,7 @@ import type { Schedule } from "../schedule/types.ts";
 import type { Store } from "../store/store.ts";
 import type { Logger } from "../worker/logger.ts";
 import { ScheduleSource } from "../worker/schedule_source.ts";
+import { type HttpServer, startHttpServer } from "../http/server.ts";
 import { CommandFailed } from "./program.ts";
 
 /** What `jobs daemon` was asked to do. */
@@ -31,6 +33,10 @@ export interface DaemonOptions {
   /** Where this daemon runs; manual schedules state theirs (`runs_where`). */
   environment?: string;
   shutdownGraceMs: number;
+  /** `host:port` of the health, readiness and metrics endpoint, or `off`. @default "127.0.0.1:9464" */
+  listen: string;
+  /** Required to listen beyond loopback; every route but /healthz then needs it. */
+  token?: string;
 }
 
 /** What the daemon may touch, chosen by main.ts. */
@@ -68,6 +74,20 @@ export async function runDaemon(options: DaemonOptions, deps: DaemonDeps): Promi
     node: options.node,
     schedules: () => source.config.schedules,
   });
+  let http: HttpServer;
+  try {
+    http = await startHttpServer({
+      store: jobs.store,
+      listen: options.listen,
+      token: options.token,
+      logger,
+      clock,
+    });
+  } catch (error) {
+    source.close();
+    await jobs.close({ grace: 0 });
+    throw new CommandFailed(`jobs daemon: ${(error as Error).message}`);
+  }
   source.watch();
   const unsubscribe = [
     source.onChange(() => {
@@ -85,6 +105,7 @@ export async function runDaemon(options: DaemonOptions, deps: DaemonDeps): Promi
     queues,
     schedules: source.config.schedules.length,
     environment: options.environment ?? null,
+    listen: http.addr ? `${http.addr.hostname}:${http.addr.port}` : "off",
   });
 
   let stopping = false;
@@ -104,6 +125,7 @@ export async function runDaemon(options: DaemonOptions, deps: DaemonDeps): Promi
   logger("daemon.stopping", { signal, graceMs: options.shutdownGraceMs, running: runtime.running });
   source.close();
   await jobs.close({ grace: options.shutdownGraceMs });
+  await http.close();
   for (const off of unsubscribe) off();
   logger("daemon.stopped", { node: runtime.node });
 }

@@ -9,6 +9,7 @@
 import { Command, CommanderError, InvalidArgumentError } from "commander";
 import type { Clock } from "../clock.ts";
 import type { Logger } from "../worker/logger.ts";
+import { queueCommand, scheduleCommand } from "./actions.ts";
 import { type DaemonDeps, parseQueues, runDaemon } from "./daemon.ts";
 import { checkCommand, nextCommand, schedulesCommand } from "./schedules.ts";
 import { versionLine } from "./version.ts";
@@ -170,6 +171,11 @@ function buildProgram(deps: CliDeps): Command {
         "--shutdown-grace <ms>",
         "how long running jobs get on stop [env JOBS_SHUTDOWN_GRACE]",
       )
+      .option(
+        "--listen <addr>",
+        "host:port of /healthz, /readyz, /metrics, or off [env JOBS_LISTEN]",
+      )
+      .option("--token <token>", "required beyond loopback [env JOBS_TOKEN]")
       .action(async (options: {
         db?: string;
         config?: string;
@@ -177,6 +183,8 @@ function buildProgram(deps: CliDeps): Command {
         node?: string;
         environment?: string;
         shutdownGrace?: string;
+        listen?: string;
+        token?: string;
       }) => {
         const queues = options.queues ?? deps.env("JOBS_QUEUES");
         const grace = Number(options.shutdownGrace ?? deps.env("JOBS_SHUTDOWN_GRACE") ?? 25_000);
@@ -199,13 +207,82 @@ function buildProgram(deps: CliDeps): Command {
           node: options.node ?? deps.env("JOBS_NODE"),
           environment: options.environment ?? deps.env("JOBS_ENVIRONMENT"),
           shutdownGraceMs: grace,
+          listen: options.listen ?? deps.env("JOBS_LISTEN") ?? "127.0.0.1:9464",
+          token: options.token ?? deps.env("JOBS_TOKEN"),
         }, deps);
       }),
     deps,
     "daemon",
   );
 
+  for (const paused of [true, false]) {
+    const name = paused ? "pause" : "resume";
+    quiet(
+      program.command(name)
+        .description(`${name} a queue for every process on the store (audited)`)
+        .argument("<queue>", "the queue")
+        .option("--db <path>", "the SQLite file [env JOBS_DB]")
+        .option("--reason <text>", "why, for the audit trail")
+        .option("--actor <name>", "who, for the audit trail (default: the OS user)")
+        .action(
+          async (queue: string, options: { db?: string; reason?: string; actor?: string }) => {
+            await queueCommand({
+              db: dbPath(options.db, deps),
+              queue,
+              paused,
+              who: who(options, deps),
+            }, deps);
+          },
+        ),
+      deps,
+      name,
+    );
+  }
+
+  for (const enabled of [false, true]) {
+    const name = enabled ? "enable" : "disable";
+    quiet(
+      program.command(name)
+        .description(`${name} a schedule; stored, it survives restarts and reloads (audited)`)
+        .argument("<schedule-id>", "the schedule")
+        .requiredOption("--reason <text>", "why, for the audit trail and every view")
+        .option("--db <path>", "the SQLite file [env JOBS_DB]")
+        .option("--config <file>", "the schedules file [env JOBS_CONFIG]")
+        .option("--actor <name>", "who, for the audit trail (default: the OS user)")
+        .action(
+          async (
+            id: string,
+            options: { db?: string; config?: string; reason?: string; actor?: string },
+          ) => {
+            await scheduleCommand({
+              db: dbPath(options.db, deps),
+              config: configPath(options.config, deps),
+              id,
+              enabled,
+              who: who(options, deps),
+            }, deps);
+          },
+        ),
+      deps,
+      name,
+    );
+  }
+
   return program;
+}
+
+/** `--db`, else `JOBS_DB`, else `./jobs.db`. */
+function dbPath(option: string | undefined, deps: CliDeps): string {
+  return option ?? deps.env("JOBS_DB") ?? "./jobs.db";
+}
+
+/** Who acts: `--actor`, else the OS user; with `--reason` and the clock's now. */
+function who(options: { actor?: string; reason?: string }, deps: CliDeps) {
+  return {
+    actor: options.actor ?? deps.env("USER") ?? deps.env("LOGNAME") ?? "unknown",
+    reason: options.reason ?? null,
+    now: deps.clock.now(),
+  };
 }
 
 /** Errors are thrown (and printed by runCli as one line), never printed by commander itself. */

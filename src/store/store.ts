@@ -48,6 +48,17 @@ export interface JobFilter {
   desc?: boolean;
 }
 
+/** A row of `audit`. */
+export interface AuditRow {
+  id: number;
+  at: number;
+  actor: string;
+  action: string;
+  target: string;
+  reason: string | null;
+  details: Record<string, unknown>;
+}
+
 /** A row of `queues`. */
 export interface QueueRow {
   name: string;
@@ -208,6 +219,18 @@ export interface Store<Tx extends StoreTx = StoreTx> {
   >;
   /** The attempts of one job, oldest first. */
   attemptsList(params: { jobId: number }): Promise<Attempt[]>;
+
+  /** Records an operator's action in `audit`. */
+  auditRecord(params: {
+    at: number;
+    actor: string;
+    action: string;
+    target: string;
+    reason: string | null;
+    details?: Record<string, unknown>;
+  }): Promise<void>;
+  /** The audit trail of one target (a queue, `schedule:<id>`, `job:<id>`), oldest first. */
+  auditList(params: { target: string }): Promise<AuditRow[]>;
 
   /** Pauses or resumes a queue for every process that shares the store. */
   queuePause(params: { name: string; paused: boolean; now: number }): Promise<void>;

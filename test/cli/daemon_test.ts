@@ -34,7 +34,20 @@ Deno.test({
       await Deno.writeTextFile(config, SCHEDULES.replace("cwd: .", `cwd: ${dir.path}`));
       const db = `${dir.path}/jobs.db`;
       const daemon = new Deno.Command(Deno.execPath(), {
-        args: ["run", "-A", MAIN, "daemon", "--db", db, "--config", config, "--node", "d1"],
+        args: [
+          "run",
+          "-A",
+          MAIN,
+          "daemon",
+          "--db",
+          db,
+          "--config",
+          config,
+          "--node",
+          "d1",
+          "--listen",
+          "127.0.0.1:0",
+        ],
         stdin: "null",
         stdout: "piped",
         stderr: "piped",
@@ -81,6 +94,8 @@ Deno.test({
       const names = events.map((e) => e.event);
       assert.ok(names.includes("daemon.started"), JSON.stringify(names));
       assert.ok(names.includes("config.reloaded"), JSON.stringify(names));
+      const listening = events.find((e) => e.event === "http.listening");
+      assert.ok(listening && Number(listening.port) > 0, "the endpoint listened on a free port");
       assert.equal(names.at(-1), "daemon.stopped");
       const stop = events.find((e) => e.event === "job.stop" && e.outcome === "completed");
       assert.match(String(stop?.output), /ticked/);
@@ -115,7 +130,18 @@ Deno.test("jobs daemon refuses a schedules.yaml with errors, naming them, and ex
     const config = `${dir.path}/schedules.yaml`;
     await Deno.writeTextFile(config, SCHEDULES.replace("every: 1s", "every: 0s"));
     const out = await new Deno.Command(Deno.execPath(), {
-      args: ["run", "-A", MAIN, "daemon", "--db", `${dir.path}/jobs.db`, "--config", config],
+      args: [
+        "run",
+        "-A",
+        MAIN,
+        "daemon",
+        "--db",
+        `${dir.path}/jobs.db`,
+        "--config",
+        config,
+        "--listen",
+        "off",
+      ],
       stdin: "null",
       stdout: "piped",
       stderr: "piped",

@@ -1,32 +1,15 @@
 import assert from "node:assert/strict";
-import { runCli } from "../../src/cli/program.ts";
-import { FakeClock } from "../../src/clock.ts";
 import { loadSchedules } from "../../src/schedule/config.ts";
 import { openSqliteStore } from "../../src/store/sqlite/sqlite_store.ts";
-import { silentLogger } from "../../src/worker/logger.ts";
 import { planSchedules, syncSchedules } from "../../src/worker/planner.ts";
+import { runJobs } from "../support/cli.ts";
 import { tempDir } from "../support/stores.ts";
 
 const NOW = Date.UTC(2026, 2, 7, 12);
 
-/** Runs the command line in-process with captured output and a fake clock. */
-async function jobs(args: string[], env: Record<string, string> = {}) {
-  const out: string[] = [];
-  const err: string[] = [];
-  const code = await runCli(args, {
-    clock: new FakeClock(NOW),
-    logger: silentLogger,
-    out: (line) => out.push(line),
-    err: (line) => err.push(line),
-    env: (name) => env[name],
-    color: false,
-    demo: () => Promise.resolve(),
-    onSignal: () => () => {},
-    exit: (code) => {
-      throw new Error(`exit ${code}`);
-    },
-  });
-  return { code, out: out.join("\n"), err: err.join("\n") };
+/** Runs the command line in-process at NOW. */
+function jobs(args: string[], env: Record<string, string> = {}) {
+  return runJobs(args, { now: NOW, env });
 }
 
 const VALID = `version: 1

@@ -139,6 +139,9 @@ export const SQL = {
   settingSet: `INSERT INTO settings (key, value, updated_at) VALUES (:key, :value, :now)
     ON CONFLICT (key) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at`,
   dataVersion: `PRAGMA data_version`,
+  auditRecord: `INSERT INTO audit (at, actor, action, target, reason, details)
+    VALUES (:at, :actor, :action, :target, :reason, :details)`,
+  auditList: `SELECT * FROM audit WHERE target = :target ORDER BY at, id`,
   schedulesSync: `INSERT INTO schedules (id, tenant, definition_hash, created_at, updated_at)
     SELECT value ->> 0, value ->> 1, value ->> 2, :now, :now FROM json_each(:rows) WHERE true
     ON CONFLICT (id) DO UPDATE SET tenant = excluded.tenant,

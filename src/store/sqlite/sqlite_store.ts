@@ -36,6 +36,7 @@ import type {
   RecordReport,
 } from "../../kernel/types.ts";
 import type {
+  AuditRow,
   JobFilter,
   Lease,
   MigrationReport,
@@ -754,6 +755,37 @@ export class SqliteStore implements Store<SqliteTx> {
         now: params.now,
       });
     });
+  }
+
+  // --------------------------------------------------------------------- audit
+
+  auditRecord(params: {
+    at: number;
+    actor: string;
+    action: string;
+    target: string;
+    reason: string | null;
+    details?: Record<string, unknown>;
+  }): Promise<void> {
+    return this.#exclusive(() =>
+      this.#write(() => {
+        this.#s.auditRecord.run({ ...params, details: JSON.stringify(params.details ?? {}) });
+      })
+    );
+  }
+
+  auditList(params: { target: string }): Promise<AuditRow[]> {
+    return this.#exclusive(() =>
+      (this.#s.auditList.all({ target: params.target }) as Row[]).map((r) => ({
+        id: Number(r.id),
+        at: Number(r.at),
+        actor: String(r.actor),
+        action: String(r.action),
+        target: String(r.target),
+        reason: r.reason as string | null,
+        details: JSON.parse(String(r.details)),
+      }))
+    );
   }
 
   // ----------------------------------------------------------------- schedules

@@ -1,0 +1,192 @@
+/**
+ * The daemon's HTTP endpoint: `/healthz` (the process is alive), `/readyz`
+ * (the store answers) and `/metrics` (Prometheus text). It binds to loopback
+ * unless given a token; with a token every route but `/healthz` requires
+ * `Authorization: Bearer <token>`, compared in constant time.
+ *
+ * Readiness does not check the schema version: `Store` has no read-only way
+ * to ask for it (`migrate` writes). The version is checked when the store
+ * opens (a newer schema is refused), and a store that is not migrated fails
+ * the read `/readyz` makes, so it reports 503 then.
+ *
+ * @module
+ */
+
+import type { Clock } from "../clock.ts";
+import type { Store } from "../store/store.ts";
+import type { Logger } from "../worker/logger.ts";
+import { METRICS_CONTENT_TYPE, type MetricsSnapshot, renderMetrics } from "./metrics.ts";
+
+/** Options for {@linkcode startHttpServer}. */
+export interface HttpServerOptions {
+  /** The store `/readyz` and `/metrics` read from; never written. */
+  store: Store;
+  /**
+   * `host:port` (`[::1]:9464` for IPv6), port 0 picks a free port; `off`
+   * starts nothing. A host other than loopback requires `token`.
+   */
+  listen: string;
+  /** When set, every route but `/healthz` requires `Authorization: Bearer <token>`. */
+  token?: string;
+  /** Receives `http.listening` and `http.error`; never sees the token. */
+  logger: Logger;
+  /** Times the `/readyz` deadline. */
+  clock: Clock;
+  /** The daemon's in-memory counters, added to `/metrics` when given. */
+  metrics?: () => MetricsSnapshot;
+  /**
+   * How long `/readyz` waits for the store before answering 503, in ms.
+   * @default 2000
+   */
+  readyTimeoutMs?: number;
+}
+
+/** A running endpoint. */
+export interface HttpServer {
+  /** Where it listens, or null when `listen` is `off`. */
+  addr: { hostname: string; port: number } | null;
+  /** Stops listening and waits for requests in flight. */
+  close(): Promise<void>;
+}
+
+/** Parses `listen`: `null` for `off`, else the host and port; throws naming the value. */
+export function parseListen(listen: string): { hostname: string; port: number } | null {
+  if (listen.trim().toLowerCase() === "off") return null;
+  const match = /^\[([^\]]+)\]:(\d+)$/.exec(listen) ?? /^([^:\[\]]+):(\d+)$/.exec(listen);
+  const port = match ? Number(match[2]) : NaN;
+  if (!match || !Number.isInteger(port) || port > 65535) {
+    throw new Error(`http: listen address "${listen}" is not host:port or off`);
+  }
+  return { hostname: match[1]!, port };
+}
+
+/** Whether `hostname` only accepts connections from this machine. */
+export function isLoopback(hostname: string): boolean {
+  const h = hostname.toLowerCase();
+  return h === "localhost" || h === "::1" || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(h);
+}
+
+/**
+ * Starts the endpoint (or nothing, for `listen: "off"`). Refuses a
+ * non-loopback address without a token, and a port it cannot bind.
+ */
+export async function startHttpServer(options: HttpServerOptions): Promise<HttpServer> {
+  const { store, logger, clock } = options;
+  const target = parseListen(options.listen);
+  if (target === null) return { addr: null, close: () => Promise.resolve() };
+  if (options.token !== undefined && options.token === "") {
+    throw new Error("http: the token is empty; give a non-empty token or none");
+  }
+  if (!isLoopback(target.hostname) && options.token === undefined) {
+    throw new Error(
+      `http: listening on "${options.listen}" (not loopback) requires a token`,
+    );
+  }
+  const authorized = options.token === undefined ? null : await tokenChecker(options.token);
+  const readyTimeoutMs = options.readyTimeoutMs ?? 2000;
+
+  const handler = async (request: Request): Promise<Response> => {
+    const path = new URL(request.url).pathname;
+    if (path === "/healthz") return onlyGet(request) ?? text(200, "ok");
+    if (authorized && !(await authorized(request.headers.get("authorization")))) {
+      return text(401, "unauthorized", { "www-authenticate": "Bearer" });
+    }
+    if (path === "/readyz") return onlyGet(request) ?? await ready();
+    if (path === "/metrics") return onlyGet(request) ?? await metrics();
+    return text(404, "not found");
+  };
+
+  const ready = async (): Promise<Response> => {
+    const deadline = new AbortController();
+    try {
+      const answered = await Promise.race([
+        store.jobsCount({ state: "executing" }).then(() => true),
+        clock.sleep(readyTimeoutMs, deadline.signal).then(() => false),
+      ]);
+      if (!answered) return text(503, `store did not answer within ${readyTimeoutMs} ms`);
+      return text(200, "ready");
+    } catch (error) {
+      return text(503, `store unreachable: ${oneLine(error)}`);
+    } finally {
+      deadline.abort();
+    }
+  };
+
+  const metrics = async (): Promise<Response> => {
+    try {
+      const page = await renderMetrics(store, options.metrics?.());
+      return new Response(page, {
+        status: 200,
+        headers: { "content-type": METRICS_CONTENT_TYPE, "cache-control": "no-store" },
+      });
+    } catch (error) {
+      logger("http.error", { path: "/metrics", error: oneLine(error) });
+      return text(503, `metrics unavailable: ${oneLine(error)}`);
+    }
+  };
+
+  let server: Deno.HttpServer<Deno.NetAddr>;
+  try {
+    server = Deno.serve({
+      hostname: target.hostname,
+      port: target.port,
+      onListen: (addr) => logger("http.listening", { hostname: addr.hostname, port: addr.port }),
+      onError: (error) => {
+        logger("http.error", { error: oneLine(error) });
+        return text(500, "internal error");
+      },
+    }, handler);
+  } catch (error) {
+    throw new Error(`http: cannot listen on "${options.listen}": ${oneLine(error)}`);
+  }
+  let closed: Promise<void> | null = null;
+  return {
+    addr: { hostname: server.addr.hostname, port: server.addr.port },
+    close: () => closed ??= server.shutdown(),
+  };
+}
+
+/**
+ * Returns a check of an `Authorization` header against `token` that takes
+ * the same time whatever the guess: both sides are HMAC'd under a random
+ * per-process key and the digests (always 32 bytes) are XOR-compared, so
+ * neither the length nor a prefix of the token leaks through timing.
+ */
+async function tokenChecker(token: string): Promise<(header: string | null) => Promise<boolean>> {
+  const key = await crypto.subtle.importKey(
+    "raw",
+    crypto.getRandomValues(new Uint8Array(32)),
+    { name: "HMAC", hash: "SHA-256" },
+    false,
+    ["sign"],
+  );
+  const encoder = new TextEncoder();
+  const digest = async (value: string) =>
+    new Uint8Array(await crypto.subtle.sign("HMAC", key, encoder.encode(value)));
+  const expected = await digest(token);
+  return async (header) => {
+    const match = /^Bearer +(.+)$/i.exec(header ?? "");
+    const given = await digest(match?.[1] ?? "");
+    let diff = match ? 0 : 1;
+    for (let i = 0; i < expected.length; i++) diff |= expected[i]! ^ given[i]!;
+    return diff === 0;
+  };
+}
+
+function onlyGet(request: Request): Response | null {
+  if (request.method === "GET" || request.method === "HEAD") return null;
+  return text(405, "method not allowed", { allow: "GET, HEAD" });
+}
+
+function text(status: number, body: string, headers: Record<string, string> = {}): Response {
+  return new Response(body + "\n", {
+    status,
+    headers: { "content-type": "text/plain; charset=utf-8", ...headers },
+  });
+}
+
+/** The first line of an error's message: a reason fits on one line. */
+function oneLine(error: unknown): string {
+  const message = error instanceof Error ? error.message : String(error);
+  return message.split("\n", 1)[0]!.trim();
+}

@@ -1,0 +1,276 @@
+/**
+ * The daemon's HTTP endpoint on a real port (127.0.0.1:0) over a temp
+ * SQLite store: health, readiness, the Prometheus page, and the token.
+ */
+
+import assert from "node:assert/strict";
+import { FakeClock } from "../../src/clock.ts";
+import { escapeLabelValue, renderMetrics } from "../../src/http/metrics.ts";
+import { type HttpServerOptions, startHttpServer } from "../../src/http/server.ts";
+import type { Logger } from "../../src/worker/logger.ts";
+import { insertJob, tempStore } from "../support/stores.ts";
+
+const TOKEN = "s3cret-token-value";
+
+function logs(): { logger: Logger; events: { event: string; fields: Record<string, unknown> }[] } {
+  const events: { event: string; fields: Record<string, unknown> }[] = [];
+  return { logger: (event, fields) => events.push({ event, fields }), events };
+}
+
+async function get(
+  addr: { hostname: string; port: number },
+  path: string,
+  headers: Record<string, string> = {},
+): Promise<{ status: number; body: string; headers: Headers }> {
+  const response = await fetch(`http://${addr.hostname}:${addr.port}${path}`, { headers });
+  return { status: response.status, body: await response.text(), headers: response.headers };
+}
+
+interface Sample {
+  name: string;
+  labels: Record<string, string>;
+  value: number;
+}
+
+/**
+ * A strict line parser of the text format 0.0.4: every line is a HELP, a
+ * TYPE or `name{labels} value`, and every sample's family has both.
+ */
+function parseProm(text: string): Sample[] {
+  assert.ok(text.endsWith("\n"), "the page ends with a line feed");
+  const help = new Set<string>();
+  const types = new Map<string, string>();
+  const samples: Sample[] = [];
+  const name = "[a-zA-Z_:][a-zA-Z0-9_:]*";
+  const sampleLine = new RegExp(
+    `^(${name})(?:\\{((?:[a-zA-Z_][a-zA-Z0-9_]*="(?:[^"\\\\\\n]|\\\\[\\\\"n])*",?)*)\\})? (\\S+)$`,
+  );
+  for (const line of text.slice(0, -1).split("\n")) {
+    let m: RegExpExecArray | null;
+    if ((m = new RegExp(`^# HELP (${name}) .*$`).exec(line))) help.add(m[1]!);
+    else if ((m = new RegExp(`^# TYPE (${name}) (gauge|counter|histogram)$`).exec(line))) {
+      types.set(m[1]!, m[2]!);
+    } else if ((m = sampleLine.exec(line))) {
+      const labels: Record<string, string> = {};
+      for (const l of (m[2] ?? "").matchAll(/([a-zA-Z_]\w*)="((?:[^"\\]|\\.)*)"/g)) {
+        labels[l[1]!] = l[2]!.replace(/\\(.)/g, (_, c) => c === "n" ? "\n" : c);
+      }
+      const value = m[3] === "+Inf" ? Infinity : m[3] === "-Inf" ? -Infinity : Number(m[3]);
+      assert.ok(m[3] === "NaN" || !Number.isNaN(value), `bad value in ${line}`);
+      samples.push({ name: m[1]!, labels, value });
+    } else {
+      assert.fail(`not a Prometheus line: ${JSON.stringify(line)}`);
+    }
+  }
+  for (const s of samples) {
+    const family = types.has(s.name) ? s.name : s.name.replace(/_(bucket|sum|count)$/, "");
+    assert.ok(types.has(family), `no TYPE for ${s.name}`);
+    assert.ok(help.has(family), `no HELP for ${s.name}`);
+  }
+  return samples;
+}
+
+function value(
+  samples: Sample[],
+  name: string,
+  labels: Record<string, string>,
+): number | undefined {
+  return samples.find((s) =>
+    s.name === name && Object.entries(labels).every(([k, v]) => s.labels[k] === v) &&
+    Object.keys(s.labels).length === Object.keys(labels).length
+  )?.value;
+}
+
+function options(
+  store: HttpServerOptions["store"],
+  extra: Partial<HttpServerOptions> = {},
+): HttpServerOptions {
+  return { store, listen: "127.0.0.1:0", logger: () => {}, clock: new FakeClock(), ...extra };
+}
+
+Deno.test("startHttpServer() on port 0 listens on a free port and logs it", async () => {
+  await using t = await tempStore();
+  const { logger, events } = logs();
+  const server = await startHttpServer(options(t.store, { logger }));
+  try {
+    assert.ok(server.addr && server.addr.port > 0);
+    const listening = events.find((e) => e.event === "http.listening");
+    assert.equal(listening?.fields.port, server.addr.port);
+  } finally {
+    await server.close();
+  }
+});
+
+Deno.test("/healthz answers 200 ok and unknown paths 404", async () => {
+  await using t = await tempStore();
+  const server = await startHttpServer(options(t.store));
+  try {
+    const health = await get(server.addr!, "/healthz");
+    assert.equal(health.status, 200);
+    assert.equal(health.body.trim(), "ok");
+    assert.equal(health.headers.get("access-control-allow-origin"), null);
+    assert.equal((await get(server.addr!, "/nope")).status, 404);
+  } finally {
+    await server.close();
+  }
+});
+
+Deno.test("/readyz answers 200 on a migrated store and 503 with a reason once it is closed", async () => {
+  await using t = await tempStore();
+  const server = await startHttpServer(options(t.store));
+  try {
+    assert.equal((await get(server.addr!, "/readyz")).status, 200);
+    await t.store.close();
+    const ready = await get(server.addr!, "/readyz");
+    assert.equal(ready.status, 503);
+    assert.match(ready.body, /^store unreachable: .+\n$/);
+    assert.equal((await get(server.addr!, "/healthz")).status, 200);
+  } finally {
+    await server.close();
+  }
+});
+
+Deno.test("/metrics is Prometheus text with the job counts, queues, nodes and schedules", async () => {
+  await using t = await tempStore();
+  const now = Date.UTC(2026, 0, 1);
+  await insertJob(t.store, { queue: "default" });
+  await insertJob(t.store, { queue: "default" });
+  await insertJob(t.store, { queue: "default", state: "completed", completedAt: now });
+  await insertJob(t.store, {
+    queue: "mail",
+    state: "executing",
+    attempt: 1,
+    attemptedBy: "n1",
+    attemptedAt: now,
+    leaseExpiresAt: now + 60_000,
+    args: { password: "hunter2" },
+  });
+  await t.store.queuePause({ name: "mail", paused: true, now });
+  await t.store.nodeBeat({ node: "n1", queues: { mail: 2 }, now });
+  await t.store.schedulesSync({
+    schedules: [{ id: "nightly", hash: "h1", tenant: null }, {
+      id: 'odd"id\\x',
+      hash: "h2",
+      tenant: null,
+    }],
+    now,
+  });
+  t.store.db.prepare(`UPDATE schedules SET misfires = 3, last_planned_for = ? WHERE id = ?`)
+    .run(now, "nightly");
+
+  const server = await startHttpServer(options(t.store, {
+    metrics: () => ({
+      completions: [{ labels: { queue: "default", worker: "noop" }, value: 7 }],
+      failures: [{ labels: { queue: "default", worker: "noop" }, value: 2 }],
+      durations: [{
+        labels: { queue: "default", worker: "noop" },
+        buckets: [{ le: 0.1, count: 4 }, { le: 1, count: 8 }],
+        sum: 3.5,
+        count: 9,
+      }],
+    }),
+  }));
+  try {
+    const response = await get(server.addr!, "/metrics");
+    assert.equal(response.status, 200);
+    assert.match(response.headers.get("content-type") ?? "", /^text\/plain; version=0\.0\.4/);
+    const samples = parseProm(response.body);
+    assert.equal(value(samples, "jobs_jobs", { queue: "default", state: "available" }), 2);
+    assert.equal(value(samples, "jobs_jobs", { queue: "default", state: "completed" }), 1);
+    assert.equal(value(samples, "jobs_jobs", { queue: "default", state: "executing" }), 0);
+    assert.equal(value(samples, "jobs_jobs", { queue: "mail", state: "executing" }), 1);
+    assert.equal(value(samples, "jobs_queue_paused", { queue: "mail" }), 1);
+    assert.equal(value(samples, "jobs_nodes", {}), 1);
+    assert.equal(value(samples, "jobs_schedule_misfires_total", { schedule: "nightly" }), 3);
+    assert.equal(value(samples, "jobs_schedule_misfires_total", { schedule: 'odd"id\\x' }), 0);
+    assert.equal(
+      value(samples, "jobs_schedule_last_planned_seconds", { schedule: "nightly" }),
+      now / 1000,
+    );
+    const labels = { queue: "default", worker: "noop" };
+    assert.equal(value(samples, "jobs_completions_total", labels), 7);
+    assert.equal(value(samples, "jobs_failures_total", labels), 2);
+    assert.equal(value(samples, "jobs_attempt_duration_seconds_bucket", { ...labels, le: "1" }), 8);
+    assert.equal(
+      value(samples, "jobs_attempt_duration_seconds_bucket", { ...labels, le: "+Inf" }),
+      9,
+    );
+    assert.equal(value(samples, "jobs_attempt_duration_seconds_count", labels), 9);
+    assert.ok(!response.body.includes("hunter2"), "job args never reach the page");
+  } finally {
+    await server.close();
+  }
+});
+
+Deno.test("escapeLabelValue() escapes backslash, double quote and line feed", () => {
+  assert.equal(escapeLabelValue('a\\b"c\nd'), 'a\\\\b\\"c\\nd');
+});
+
+Deno.test("renderMetrics() keeps only queue and worker labels from a snapshot", async () => {
+  await using t = await tempStore();
+  const page = await renderMetrics(t.store, {
+    completions: [{
+      labels: { queue: "q", worker: "w", error: "boom" } as never,
+      value: 1,
+    }],
+  });
+  assert.match(page, /^jobs_completions_total\{queue="q",worker="w"\} 1$/m);
+  assert.ok(!page.includes("boom"));
+  parseProm(page);
+});
+
+Deno.test("listen on 0.0.0.0 without a token is refused", async () => {
+  await using t = await tempStore();
+  await assert.rejects(
+    () => startHttpServer(options(t.store, { listen: "0.0.0.0:0" })),
+    /"0\.0\.0\.0:0" \(not loopback\) requires a token/,
+  );
+  await assert.rejects(
+    () => startHttpServer(options(t.store, { listen: "nonsense" })),
+    /listen address "nonsense" is not host:port or off/,
+  );
+});
+
+Deno.test("with a token, wrong or missing tokens get 401, the right one 200, /healthz none", async () => {
+  await using t = await tempStore();
+  const { logger, events } = logs();
+  const server = await startHttpServer(options(t.store, { token: TOKEN, logger }));
+  try {
+    const addr = server.addr!;
+    assert.equal((await get(addr, "/healthz")).status, 200);
+    assert.equal((await get(addr, "/readyz")).status, 401);
+    assert.equal((await get(addr, "/metrics")).status, 401);
+    for (
+      const wrong of ["Bearer nope", `Bearer ${TOKEN}x`, `Bearer ${TOKEN.slice(0, -1)}`, TOKEN]
+    ) {
+      assert.equal((await get(addr, "/readyz", { authorization: wrong })).status, 401, wrong);
+    }
+    const ok = { authorization: `Bearer ${TOKEN}` };
+    assert.equal((await get(addr, "/readyz", ok)).status, 200);
+    assert.equal((await get(addr, "/metrics", ok)).status, 200);
+    assert.ok(!JSON.stringify(events).includes(TOKEN), "the token never reaches the logs");
+  } finally {
+    await server.close();
+  }
+});
+
+Deno.test("with a token, a non-loopback address is allowed", async () => {
+  await using t = await tempStore();
+  const server = await startHttpServer(
+    options(t.store, { listen: "0.0.0.0:0", token: TOKEN }),
+  );
+  try {
+    assert.ok(server.addr && server.addr.port > 0);
+    const addr = { hostname: "127.0.0.1", port: server.addr.port };
+    assert.equal((await get(addr, "/metrics")).status, 401);
+  } finally {
+    await server.close();
+  }
+});
+
+Deno.test("listen off starts nothing and returns addr null", async () => {
+  await using t = await tempStore();
+  const server = await startHttpServer(options(t.store, { listen: "off" }));
+  assert.equal(server.addr, null);
+  await server.close();
+});
