@@ -53,7 +53,7 @@ import { JobTimeoutError } from "../kernel/executor.ts";
 import { type ArgsSchema, defineWorker, type JobContext, type Worker } from "../kernel/worker.ts";
 import { occurrenceInstant } from "../schedule/occurrences.ts";
 import type { RunSpec } from "../schedule/types.ts";
-import { expandVariables, MissingVariableError, referencedVariables } from "./env.ts";
+import { expandVariables, maskValues, MissingVariableError, referencedVariables } from "./env.ts";
 
 /** The args of a `jobs.command` job: the `command` variant of a run spec. */
 export type CommandRun = Extract<RunSpec, { kind: "command" }>;
@@ -477,7 +477,7 @@ export class OutputTail {
    */
   text(secrets: string[] = []): string {
     let text = new TextDecoder().decode(this.bytes());
-    for (const secret of secrets) text = text.replaceAll(secret, "[REDACTED]");
+    text = maskValues(text, secrets);
     if (this.dropped === 0) return text;
     // A cut inside a character leaves continuation bytes: they decode to U+FFFD.
     text = text.replace(/^\uFFFD+/, "");
@@ -493,7 +493,7 @@ export class OutputTail {
 /** Values filled into the run's env from the daemon's: masked in the output. */
 function secretsOf(run: CommandRun, env: (name: string) => string | undefined): string[] {
   const names = Object.values(run.env ?? {}).flatMap(referencedVariables);
-  return [...new Set(names.map(env))].filter((v): v is string => v !== undefined && v.length >= 4);
+  return names.map(env).filter((v): v is string => v !== undefined);
 }
 
 function stoppedError(label: string, reason: unknown): Error {

@@ -38,3 +38,19 @@ export function expandVariables(
 export function referencedVariables(text: string): string[] {
   return [...text.matchAll(REFERENCE)].flatMap((m) => (m[1] ? [m[1]] : []));
 }
+
+/** Values shorter than this are not masked: they are too likely to match ordinary text. */
+export const MIN_MASKED_LENGTH = 4;
+
+/**
+ * Replaces each of `secrets` (values filled in from the environment) in
+ * `text` with `[REDACTED]`, longest first so a value containing another is
+ * masked whole. Values shorter than {@linkcode MIN_MASKED_LENGTH} are left.
+ */
+export function maskValues(text: string, secrets: Iterable<string>): string {
+  const masked = [...new Set(secrets)]
+    .filter((s) => s.length >= MIN_MASKED_LENGTH)
+    .sort((a, b) => b.length - a.length);
+  for (const secret of masked) text = text.split(secret).join("[REDACTED]");
+  return text;
+}

@@ -25,7 +25,7 @@ import type { Clock } from "../clock.ts";
 import { redact } from "../kernel/redact.ts";
 import { defineWorker, type JobContext, type Outcome, type Worker } from "../kernel/worker.ts";
 import type { RunSpec } from "../schedule/types.ts";
-import { expandVariables, MissingVariableError } from "./env.ts";
+import { expandVariables, maskValues, MissingVariableError } from "./env.ts";
 
 /** The args of a `jobs.http` job: the schedule's `http` run spec. */
 export type HttpRun = Extract<RunSpec, { kind: "http" }>;
@@ -199,8 +199,7 @@ function prepare(
   // Remembers what each reference expanded to, so it can be masked later.
   const recording = (name: string) => {
     const value = env(name);
-    // Shorter values are too likely to match ordinary text.
-    if (value !== undefined && value.length >= MIN_MASKED) secrets.push(value);
+    if (value !== undefined) secrets.push(value);
     return value;
   };
   let href: string;
@@ -233,8 +232,6 @@ function prepare(
   headers.set("Idempotency-Key", headerSafe(ctx.idempotencyKey));
   headers.set("X-Jobs-Fence", String(ctx.fence));
   headers.set("X-Jobs-Attempt", String(ctx.attempt));
-  // Longest first, so a value containing another is masked whole.
-  secrets.sort((a, b) => b.length - a.length);
   return { method: run.method, url, headers, body: run.body, shown, secrets };
 }
 
@@ -251,12 +248,7 @@ function shownUrl(template: string): string {
     references.push(reference);
     return `\uE000${references.length - 1}\uE001`;
   });
-  return redact(parked)
-    .replace(/\uE000(\d+)\uE001/g, (_m, i: string) => references[Number(i)]!)
-    // The executor redacts messages again, and redact() would read `[REDACTED]`
-    // after `token=` as a value ending at `]`, leaving `[REDACTED]]`: a bare
-    // word is masked once more into the usual form.
-    .replaceAll(MASK, "REDACTED");
+  return redact(parked).replace(/\uE000(\d+)\uE001/g, (_m, i: string) => references[Number(i)]!);
 }
 
 /** Header values are bytes: a schedule id outside printable ASCII is percent-encoded. */
@@ -264,14 +256,9 @@ function headerSafe(value: string): string {
   return /^[\x20-\x7e]*$/.test(value) ? value : encodeURIComponent(value);
 }
 
-const MASK = "[REDACTED]";
-/** Variable values shorter than this are not masked in the excerpt and errors. */
-const MIN_MASKED = 4;
-
+/** `text` with the expanded URL shown as written and every filled-in value masked. */
 function mask(text: string, prepared: Prepared): string {
-  let out = text.split(prepared.url.href).join(prepared.shown);
-  for (const secret of prepared.secrets) out = out.split(secret).join(MASK);
-  return out;
+  return maskValues(text.split(prepared.url.href).join(prepared.shown), prepared.secrets);
 }
 
 // ---------------------------------------------------------------------------
