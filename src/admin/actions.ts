@@ -24,14 +24,7 @@ export async function setQueuePaused(
 ): Promise<{ queue: string; paused: boolean; was: boolean }> {
   const was = (await store.queuesList()).find((q) => q.name === queue)?.paused ?? false;
   await store.queuePause({ name: queue, paused, now: who.now });
-  await store.auditRecord({
-    at: who.now,
-    actor: who.actor,
-    action: paused ? "queue.pause" : "queue.resume",
-    target: `queue:${queue}`,
-    reason: who.reason,
-    details: { was },
-  });
+  await audit(store, who, paused ? "queue.pause" : "queue.resume", `queue:${queue}`, { was });
   return { queue, paused, was };
 }
 
@@ -62,13 +55,26 @@ export async function setScheduleEnabled(
     actor: who.actor,
     now: who.now,
   });
-  await store.auditRecord({
-    at: who.now,
-    actor: who.actor,
-    action: enabled ? "schedule.enable" : "schedule.disable",
-    target: `schedule:${id}`,
-    reason: who.reason,
-    details: { was },
+  await audit(store, who, enabled ? "schedule.enable" : "schedule.disable", `schedule:${id}`, {
+    was,
   });
   return { id, enabled, was };
+}
+
+/** One `audit` row for an action `who` took on `target`. */
+function audit(
+  store: Store,
+  who: Actor,
+  action: string,
+  target: string,
+  details: Record<string, unknown>,
+): Promise<void> {
+  return store.auditRecord({
+    at: who.now,
+    actor: who.actor,
+    action,
+    target,
+    reason: who.reason,
+    details,
+  });
 }

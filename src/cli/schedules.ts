@@ -6,6 +6,7 @@
  */
 
 import { loadSchedules } from "../schedule/config.ts";
+import { formatDuration } from "../schedule/durations.ts";
 import { next } from "../schedule/occurrences.ts";
 import type { Schedule, ScheduleConfig } from "../schedule/types.ts";
 import { openSqliteStore } from "../store/sqlite/sqlite_store.ts";
@@ -168,7 +169,7 @@ function view(schedule: Schedule, row: ScheduleRow | undefined, now: number): Sc
     rhythm: rhythm.kind === "cron"
       ? `cron "${escapeControl(rhythm.expression)}"`
       : rhythm.kind === "every"
-      ? `every ${rhythm.everyMs} ms`
+      ? `every ${formatDuration(rhythm.everyMs)}`
       : "manual",
     timezone: schedule.timezone,
     localTime: lt ? `gap ${lt.gap}, overlap ${lt.overlap}: ${escapeControl(lt.reason)}` : null,
