@@ -1,6 +1,6 @@
 /**
  * One body of tests written against the `Store` interface and run for every
- * backend in `backends`. A new backend (PostgreSQL) adds one entry to the
+ * backend in `BACKENDS` (test/support/backends.ts). A new backend (PostgreSQL) adds one entry to the
  * list; the body does not change. Nothing here touches SQL or a concrete
  * store type: rows are made through `jobsInsert`, `jobsClaim` and
  * `jobsRecord`, and time is passed in as `now`.
@@ -8,69 +8,15 @@
 
 import assert from "node:assert/strict";
 import type { ClaimedJob, JobResult, JobState, NewJob } from "../src/kernel/types.ts";
-import { openSqliteStore } from "../src/store/sqlite/sqlite_store.ts";
 import type { Store } from "../src/store/store.ts";
-import { tempDir } from "./support/stores.ts";
-
-/** A fresh, migrated, empty database of one backend. */
-interface Harness {
-  store: Store;
-  /** Another connection to the same database (another node, in effect). */
-  connect(): Promise<Store>;
-  close(): Promise<void>;
-}
-
-interface Backend {
-  name: string;
-  open(): Promise<Harness>;
-}
-
-const backends: Backend[] = [
-  {
-    name: "sqlite",
-    open: async () => {
-      const dir = await tempDir();
-      const path = `${dir.path}/jobs.db`;
-      const store = await openSqliteStore(path, { now: T0 });
-      const others: Store[] = [];
-      return {
-        store,
-        connect: async () => {
-          const other = await openSqliteStore(path, { now: T0 });
-          others.push(other);
-          return other;
-        },
-        close: async () => {
-          for (const other of others) await other.close();
-          await store.close();
-          await dir.cleanup();
-        },
-      };
-    },
-  },
-];
+import { BACKENDS, type Harness, newJob as makeJob } from "./support/backends.ts";
 
 const T0 = Date.UTC(2026, 0, 1);
 const LEASE_MS = 30_000;
 
+/** A plain job due at T0 unless told otherwise. */
 function newJob(fields: Partial<NewJob> = {}): NewJob {
-  return {
-    queue: "default",
-    worker: "noop",
-    args: "{}",
-    meta: "{}",
-    tags: "[]",
-    tenant: null,
-    priority: 0,
-    maxAttempts: 20,
-    scheduledAt: T0,
-    uniqueKey: null,
-    uniqueStates: null,
-    occurrence: null,
-    scheduleId: null,
-    scheduledFor: null,
-    ...fields,
-  };
+  return makeJob({ scheduledAt: T0, ...fields });
 }
 
 function completed(job: ClaimedJob, fields: { fence?: number } = {}): JobResult {
@@ -123,10 +69,10 @@ async function stateOf(store: Store, id: number): Promise<JobState | undefined> 
   return (await store.jobGet({ id }))?.state;
 }
 
-for (const backend of backends) {
+for (const backend of BACKENDS) {
   const test = (name: string, fn: (h: Harness) => Promise<void>) =>
     Deno.test(`${backend.name}: ${name}`, async () => {
-      const h = await backend.open();
+      const h = await backend.open(T0);
       try {
         await fn(h);
       } finally {

@@ -7,10 +7,10 @@
 
 import assert from "node:assert/strict";
 import type { PlanContext } from "../../src/kernel/types.ts";
-import { parseSchedules } from "../../src/schedule/config.ts";
 import { between, occurrenceId } from "../../src/schedule/occurrences.ts";
 import { decide, occurrenceJob, OVERLAP_REASON, PLAN_WINDOW } from "../../src/schedule/plan.ts";
 import type { Schedule } from "../../src/schedule/types.ts";
+import { scheduleOf } from "../support/schedules.ts";
 
 const T = Date.UTC(2026, 0, 1);
 const MINUTE = 60_000;
@@ -19,15 +19,7 @@ const DAY = 24 * HOUR;
 /** Three days of downtime, ending off every grid so no occurrence is on time. */
 const GAP = 3 * DAY + 30 * MINUTE + 30_000;
 
-/** One schedule as `schedules.yaml` would declare it, validated and with defaults. */
-function schedule(fields: Record<string, unknown>): Schedule {
-  const result = parseSchedules(
-    JSON.stringify({ version: 1, schedules: [{ run: { worker: "tick" }, ...fields }] }),
-    "schedules.yaml",
-  );
-  if (!result.ok) throw new Error(result.errors.map((e) => e.message).join("\n"));
-  return result.config.schedules[0]!;
-}
+const schedule = scheduleOf;
 
 function ctx(fields: Partial<PlanContext> = {}): PlanContext {
   return { enabled: true, lastPlannedFor: T, executing: 0, waiting: 0, ...fields };

@@ -1,75 +1,25 @@
 /**
  * The schedule methods of the `Store` interface (schedulesSync,
  * schedulesList, schedulePlan, scheduleSetEnabled, and the run bookkeeping of
- * jobsClaim/jobsRecord), as one body run for every backend in `backends`.
+ * jobsClaim/jobsRecord), as one body run for every backend in `BACKENDS` (test/support/backends.ts).
  * Nothing here touches SQL or a concrete store type.
  */
 
 import assert from "node:assert/strict";
 import type { NewJob, PlanContext, PlanDecision } from "../../src/kernel/types.ts";
-import { openSqliteStore } from "../../src/store/sqlite/sqlite_store.ts";
-import type { Store } from "../../src/store/store.ts";
-import { tempDir } from "../support/stores.ts";
-
-/** A fresh, migrated, empty database of one backend. */
-interface Harness {
-  store: Store;
-  /** Another connection to the same database (another node, in effect). */
-  connect(): Promise<Store>;
-  close(): Promise<void>;
-}
-
-interface Backend {
-  name: string;
-  open(): Promise<Harness>;
-}
+import { BACKENDS, type Harness, newJob } from "../support/backends.ts";
 
 const T0 = Date.UTC(2026, 0, 1);
 const MINUTE = 60_000;
 
-const backends: Backend[] = [
-  {
-    name: "sqlite",
-    open: async () => {
-      const dir = await tempDir();
-      const path = `${dir.path}/jobs.db`;
-      const store = await openSqliteStore(path, { now: T0 });
-      const others: Store[] = [];
-      return {
-        store,
-        connect: async () => {
-          const other = await openSqliteStore(path, { now: T0 });
-          others.push(other);
-          return other;
-        },
-        close: async () => {
-          for (const other of others) await other.close();
-          await store.close();
-          await dir.cleanup();
-        },
-      };
-    },
-  },
-];
-
 function occurrenceJob(id: string, at: number, fields: Partial<NewJob> = {}): NewJob {
-  return {
-    queue: "default",
-    worker: "noop",
-    args: "{}",
-    meta: "{}",
-    tags: "[]",
-    tenant: null,
-    priority: 0,
-    maxAttempts: 20,
+  return newJob({
     scheduledAt: at,
-    uniqueKey: null,
-    uniqueStates: null,
     occurrence: `${id}@${new Date(at).toISOString()}`,
     scheduleId: id,
     scheduledFor: at,
     ...fields,
-  };
+  });
 }
 
 function decision(fields: Partial<PlanDecision> = {}): PlanDecision {
@@ -83,10 +33,10 @@ function decision(fields: Partial<PlanDecision> = {}): PlanDecision {
   };
 }
 
-for (const backend of backends) {
+for (const backend of BACKENDS) {
   const test = (name: string, body: (h: Harness) => Promise<void>) =>
     Deno.test(`[${backend.name}] ${name}`, async () => {
-      const h = await backend.open();
+      const h = await backend.open(T0);
       try {
         await body(h);
       } finally {

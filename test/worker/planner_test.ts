@@ -9,12 +9,12 @@
 import assert from "node:assert/strict";
 import type { Job } from "../../src/kernel/types.ts";
 import { defineWorker } from "../../src/kernel/worker.ts";
-import { parseSchedules } from "../../src/schedule/config.ts";
 import type { Schedule } from "../../src/schedule/types.ts";
 import { openSqliteStore, type SqliteStore } from "../../src/store/sqlite/sqlite_store.ts";
 import { drainQueue, waitUntil } from "../../src/testing.ts";
 import { definitionHash, planSchedules, syncSchedules } from "../../src/worker/planner.ts";
 import { tempJobs } from "../support/stores.ts";
+import { scheduleOf } from "../support/schedules.ts";
 
 const T = Date.UTC(2026, 0, 1);
 const MINUTE = 60_000;
@@ -23,15 +23,7 @@ const DAY = 24 * HOUR;
 /** Three days of downtime, ending off every grid: with a 10 s grace, nothing in it is on time. */
 const GAP = 3 * DAY + 30 * MINUTE + 30_000;
 
-/** One schedule as `schedules.yaml` would declare it, validated and with defaults. */
-function schedule(fields: Record<string, unknown>): Schedule {
-  const result = parseSchedules(
-    JSON.stringify({ version: 1, schedules: [{ run: { worker: "tick" }, ...fields }] }),
-    "schedules.yaml",
-  );
-  if (!result.ok) throw new Error(result.errors.map((e) => e.message).join("\n"));
-  return result.config.schedules[0]!;
-}
+const schedule = scheduleOf;
 
 const iso = (instant: number) => new Date(instant).toISOString();
 

@@ -11,6 +11,7 @@ import type { Store } from "../../src/store/store.ts";
 import { rescueOrphans } from "../../src/worker/lifeline.ts";
 import { pruneJobs } from "../../src/worker/pruner.ts";
 import { stageJobs } from "../../src/worker/stager.ts";
+import { newJob } from "../support/backends.ts";
 import { insertJob, tempStore } from "../support/stores.ts";
 
 const DAY = 24 * 60 * 60 * 1000;
@@ -312,22 +313,13 @@ Deno.test("pruneJobs() keeps a schedule's occurrences exactly as long as its own
   const completed = async (schedule: string | null, age: number, state = "completed") => {
     const [row] = await t.store.jobsInsert({
       now: NOW - age,
-      jobs: [{
-        queue: "default",
-        worker: "noop",
-        args: "{}",
-        meta: "{}",
-        tags: "[]",
-        tenant: null,
-        priority: 0,
+      jobs: [newJob({
         maxAttempts: 1,
         scheduledAt: NOW - age,
-        uniqueKey: null,
-        uniqueStates: null,
         occurrence: schedule ? `${schedule}@${new Date(NOW - age).toISOString()}` : null,
         scheduleId: schedule,
         scheduledFor: schedule ? NOW - age : null,
-      }],
+      })],
     });
     if (state === "completed") {
       t.store.db.prepare("UPDATE jobs SET state = 'completed', completed_at = ? WHERE id = ?")
