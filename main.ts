@@ -10,15 +10,20 @@
 import { runDemo } from "./examples/demo.ts";
 import { runCli } from "./src/cli/program.ts";
 import { SystemClock } from "./src/clock.ts";
-import { jsonLogger } from "./src/worker/logger.ts";
+import { humanLogger, jsonLinesLogger } from "./src/worker/logger.ts";
 
 /** Runs the command line; returns the exit code. */
 export function main(args: string[]): Promise<number> {
   const clock = new SystemClock();
   const color = Deno.stdout.isTerminal() && !Deno.noColor;
+  // Events go to stderr: readable lines for a person, JSON lines for a collector.
+  const writeErr = (line: string) => console.error(line);
+  const logger = Deno.stderr.isTerminal()
+    ? humanLogger(clock, writeErr)
+    : jsonLinesLogger(clock, writeErr);
   return runCli(args, {
     clock,
-    logger: jsonLogger,
+    logger,
     out: (line) => console.log(line),
     err: (line) => console.error(line),
     env: (name) => Deno.env.get(name),
@@ -28,8 +33,9 @@ export function main(args: string[]): Promise<number> {
       return () => Deno.removeSignalListener(signal, listener);
     },
     exit: (code) => Deno.exit(code),
+    confirm: (question) => Promise.resolve(Deno.stdin.isTerminal() && confirm(question)),
     demo: async ({ db }) => {
-      await runDemo({ db, clock, logger: jsonLogger, write: (line) => console.log(line), color });
+      await runDemo({ db, clock, logger, write: (line) => console.log(line), color });
     },
   });
 }

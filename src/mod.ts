@@ -59,7 +59,13 @@ export {
   SqliteStore,
   type SqliteTx,
 } from "./store/sqlite/sqlite_store.ts";
-export { jsonLogger, type Logger, silentLogger } from "./worker/logger.ts";
+export {
+  humanLogger,
+  jsonLinesLogger,
+  jsonLogger,
+  type Logger,
+  silentLogger,
+} from "./worker/logger.ts";
 export { LeaseLostError, ShutdownError } from "./worker/producer.ts";
 export { Runtime, type RuntimeOptions } from "./worker/runtime.ts";
 export { stageJobs } from "./worker/stager.ts";
@@ -94,3 +100,12 @@ export {
   EXIT_SNOOZE,
 } from "./runners/command.ts";
 export { HTTP_WORKER, type HttpRun, httpWorker, retryAfterMs } from "./runners/http.ts";
+export {
+  defineSelection,
+  FANOUT_WORKER,
+  type FanOutRun,
+  fanoutWorker,
+  type FanoutWorkerOptions,
+  type SelectionOptions,
+} from "./runners/fanout.ts";
+export { loadWorkersModule, WorkersModuleError } from "./runners/workers_module.ts";

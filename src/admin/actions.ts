@@ -6,7 +6,20 @@
  * @module
  */
 
+import { buildJob, type EnqueueOptions } from "../kernel/enqueue.ts";
+import { redact } from "../kernel/redact.ts";
+import {
+  FINAL_STATES,
+  INCOMPLETE_STATES,
+  type InsertResult,
+  type Job,
+  type JobState,
+} from "../kernel/types.ts";
+import { occurrenceId } from "../schedule/occurrences.ts";
+import { occurrenceJob } from "../schedule/plan.ts";
+import type { Schedule } from "../schedule/types.ts";
 import type { Store } from "../store/store.ts";
+import { DEFAULT_RETENTION, pruneJobs, type PrunerOptions } from "../worker/pruner.ts";
 
 /** Who acts, why, and when (from the caller's clock). */
 export interface Actor {
@@ -61,7 +74,253 @@ export async function setScheduleEnabled(
   return { id, enabled, was };
 }
 
-/** One `audit` row for an action `who` took on `target`. */
+// ------------------------------------------------------------- job actions
+
+/** What an operator may do to jobs in bulk or one by one. */
+export type JobAction = "retry" | "cancel" | "discard";
+
+/** The states each action changes; a job in another state is skipped. */
+const ACTS_ON: Record<JobAction, readonly JobState[]> = {
+  retry: ["scheduled", "retryable", ...FINAL_STATES],
+  cancel: INCOMPLETE_STATES,
+  discard: INCOMPLETE_STATES,
+};
+
+/** A job an action left alone, and why (a phrase: `is executing`). */
+export interface Skipped {
+  job: Job;
+  why: string;
+}
+
+/**
+ * Splits `jobs` into those `action` would change and those it would skip,
+ * without changing anything: the preview of a bulk action.
+ */
+export function planJobAction(action: JobAction, jobs: Job[]): { act: Job[]; skip: Skipped[] } {
+  const act: Job[] = [];
+  const skip: Skipped[] = [];
+  for (const job of jobs) {
+    if (ACTS_ON[action].includes(job.state)) act.push(job);
+    else skip.push({ job, why: skipReason(action, job.state) });
+  }
+  return { act, skip };
+}
+
+function skipReason(action: JobAction, state: JobState): string {
+  if (action === "retry" && state === "available") return "is already available";
+  if (action === "retry") return "is executing (replay --force breaks its lease)";
+  return `is already ${state}`;
+}
+
+/**
+ * Retries, cancels or discards `jobs` (as read for the preview), then
+ * records one audit row per job changed (`job.retry`, `job.cancel`,
+ * `job.discard` on `job:<id>`). A job whose state changed since it was read
+ * and no longer qualifies is skipped, not forced.
+ */
+export async function applyJobAction(
+  store: Store,
+  action: JobAction,
+  jobs: Job[],
+  who: Actor,
+): Promise<{ changed: Job[]; skipped: Skipped[] }> {
+  const { act, skip } = planJobAction(action, jobs);
+  const ids = act.map((job) => job.id);
+  const reason = redact(
+    who.reason ?? `${action === "cancel" ? "cancelled" : "discarded"} by ${who.actor}`,
+  );
+  const done = new Set(
+    ids.length === 0
+      ? []
+      : action === "retry"
+      ? await store.jobsRetry({ ids, now: who.now })
+      : action === "cancel"
+      ? await store.jobsCancel({ ids, now: who.now, reason })
+      : await store.jobsDiscard({ ids, now: who.now, reason }),
+  );
+  const changed = act.filter((job) => done.has(job.id));
+  for (const job of changed) {
+    await audit(store, who, `job.${action}`, `job:${job.id}`, {
+      was: job.state,
+      queue: job.queue,
+      worker: job.worker,
+      occurrence: job.occurrence,
+    });
+  }
+  const raced = act.filter((job) => !done.has(job.id))
+    .map((job) => ({ job, why: "changed state meanwhile" }));
+  return { changed, skipped: [...skip, ...raced] };
+}
+
+/**
+ * One job by id (all digits) or by occurrence identity, or null: how the
+ * runbook names the job it acts on.
+ */
+export async function findJob(store: Store, ref: string): Promise<Job | null> {
+  if (/^\d+$/.test(ref)) return await store.jobGet({ id: Number(ref) });
+  const [job] = await store.jobsList({ occurrence: ref, limit: 1 });
+  return job ?? null;
+}
+
+/** What a replay did. */
+export interface ReplayResult {
+  /** The job as it was before the replay. */
+  job: Job;
+  /** False when the job is executing and `force` was not given: nothing changed. */
+  replayed: boolean;
+  /** The state the job was in. */
+  was: JobState;
+}
+
+/**
+ * Replays one job (usually an occurrence): a new attempt of the same row and
+ * occurrence identity, whatever its state, recorded with kind `replay` and
+ * who and why. An executing job is refused unless `force`, which breaks the
+ * running attempt's lease. Audited as `job.replay` on `job:<id>`.
+ */
+export async function replayJob(
+  store: Store,
+  ref: string,
+  who: Actor & { reason: string },
+  force: boolean,
+): Promise<ReplayResult> {
+  const job = await findJob(store, ref);
+  if (!job) throw new Error(`no job or occurrence "${ref}"`);
+  const result = await store.jobReplay({
+    id: job.id,
+    now: who.now,
+    actor: who.actor,
+    reason: redact(who.reason),
+    force,
+  });
+  if (!result) throw new Error(`job ${job.id} no longer exists`);
+  if (result.replayed) {
+    await audit(store, who, "job.replay", `job:${job.id}`, {
+      occurrence: job.occurrence,
+      was: result.was,
+      force,
+    });
+  }
+  return { job, replayed: result.replayed, was: result.was };
+}
+
+// ---------------------------------------------------------- schedules, enqueue
+
+/** Raised when a manual schedule's guard refuses a run; nothing was written. */
+export class GuardRefused extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = "GuardRefused";
+  }
+}
+
+/**
+ * Runs a schedule now: one occurrence built as the planner builds them, with
+ * the identity `<id>@<now>` and `meta.manual = true`. A `manual: true`
+ * schedule runs only where `environment` equals its `runs_where`, and only
+ * with a reason. Audited as `schedule.run` on `schedule:<id>`.
+ */
+export async function runScheduleNow(
+  store: Store,
+  schedule: Schedule,
+  who: Actor,
+  environment: string | null,
+): Promise<InsertResult & { occurrence: string }> {
+  if (schedule.rhythm.kind === "manual") {
+    if (environment !== schedule.runsWhere) {
+      throw new GuardRefused(
+        `schedule "${schedule.id}" runs only where the environment is ` +
+          `"${schedule.runsWhere}", and this is ${
+            environment === null ? "not set" : `"${environment}"`
+          }`,
+      );
+    }
+    if (!who.reason) {
+      throw new GuardRefused(`schedule "${schedule.id}" is manual: a reason is required`);
+    }
+  }
+  const occurrence = occurrenceId(schedule.id, who.now);
+  const planned = occurrenceJob(schedule, {
+    at: who.now,
+    occurrence,
+    local: new Date(who.now).toISOString(),
+    note: "manual",
+  });
+  // The daemon that claims it checks runsWhere against its --environment.
+  const meta = {
+    ...JSON.parse(planned.meta),
+    manual: true,
+    ...(schedule.runsWhere === undefined ? {} : { runsWhere: schedule.runsWhere }),
+  };
+  const [result] = await store.jobsInsert({
+    jobs: [{ ...planned, meta: JSON.stringify(meta) }],
+    now: who.now,
+  });
+  if (!result) throw new Error(`schedule "${schedule.id}": the insert returned nothing`);
+  if (result.duplicate) {
+    throw new Error(`occurrence "${occurrence}" already exists as job ${result.id}`);
+  }
+  await audit(store, who, "schedule.run", `schedule:${schedule.id}`, {
+    job: result.id,
+    occurrence,
+    trigger: schedule.rhythm.kind === "manual" ? "manual-schedule" : "run-now",
+    environment,
+  });
+  return { ...result, occurrence };
+}
+
+/**
+ * Enqueues one job of `worker` (a name: it may run in another process),
+ * validated as the library's enqueue validates (`EnqueueError`).
+ */
+export async function enqueueJob(
+  store: Store,
+  worker: string,
+  args: unknown,
+  options: EnqueueOptions,
+  now: number,
+): Promise<InsertResult> {
+  const job = buildJob(worker, args, options, now);
+  const [result] = await store.jobsInsert({ jobs: [job], now });
+  if (!result) throw new Error(`enqueue "${worker}": the insert returned nothing`);
+  return result;
+}
+
+/** Retention by final state, in ms; missing states keep the pruner's default. */
+export type Retention = Partial<Record<"completed" | "cancelled" | "discarded", number>>;
+
+/**
+ * Deletes final jobs older than their retention now, as the daemon's pruner
+ * does (schedules with a retention of their own keep to it), or with `dryRun`
+ * only counts them. Returns how many.
+ */
+export async function pruneNow(
+  store: Store,
+  now: number,
+  options: { retention: Retention; schedules: PrunerOptions["schedules"]; dryRun: boolean },
+): Promise<{ deleted: number; dryRun: boolean }> {
+  const retention = { ...DEFAULT_RETENTION, ...options.retention };
+  const schedules = options.schedules ?? [];
+  if (options.dryRun) {
+    const count = await store.jobsPrunable({
+      before: {
+        completed: now - retention.completed,
+        cancelled: now - retention.cancelled,
+        discarded: now - retention.discarded,
+      },
+      schedules: schedules.map((s) => ({ scheduleId: s.id, before: now - s.retentionMs })),
+    });
+    return { deleted: count, dryRun: true };
+  }
+  const { deleted } = await pruneJobs(store, now, {
+    retention,
+    schedules,
+    maxBatches: Number.MAX_SAFE_INTEGER,
+  });
+  return { deleted, dryRun: false };
+}
+
+/** One `audit` row for an action `who` took on `target`; the reason is stored redacted. */
 function audit(
   store: Store,
   who: Actor,
@@ -74,7 +333,7 @@ function audit(
     actor: who.actor,
     action,
     target,
-    reason: who.reason,
+    reason: who.reason === null ? null : redact(who.reason),
     details,
   });
 }

@@ -6,8 +6,16 @@
  * second signal exits at once.
  *
  * It serves /healthz, /readyz and /metrics on `--listen` (loopback unless a
- * token is given). The workers module and fan-out come with the rest of its
- * issue.
+ * token is given). /metrics counts what the runtime reports (its events pass
+ * through a {@linkcode MetricsRegistry} on their way to the logger); /readyz
+ * answers 503 while the store refuses the node's writes, which the runtime
+ * rides out (backs off, keeps unwritten results, fails no job).
+ *
+ * Besides the command and HTTP runners it registers the fan-out runner and
+ * the TypeScript workers of the module the file names (`workers:`). A job
+ * started by `jobs run` for a manual schedule carries the schedule's
+ * `runs_where`; a daemon whose `--environment` differs discards it rather
+ * than touch the wrong environment.
  *
  * @module
  */
@@ -16,11 +24,16 @@ import type { Clock } from "../clock.ts";
 import { openJobs } from "../jobs.ts";
 import { commandWorker } from "../runners/command.ts";
 import { httpWorker } from "../runners/http.ts";
+import { fanoutWorker } from "../runners/fanout.ts";
+import { loadWorkersModule } from "../runners/workers_module.ts";
+import { defineWorker, type Worker } from "../kernel/worker.ts";
 import type { Schedule } from "../schedule/types.ts";
 import type { Store } from "../store/store.ts";
 import type { Logger } from "../worker/logger.ts";
 import { ScheduleSource } from "../worker/schedule_source.ts";
 import { type HttpServer, startHttpServer } from "../http/server.ts";
+import { MetricsRegistry, type MetricsSnapshot } from "../http/metrics.ts";
+import type { Runtime } from "../worker/runtime.ts";
 import { CommandFailed } from "./program.ts";
 
 /** What `jobs daemon` was asked to do. */
@@ -37,6 +50,12 @@ export interface DaemonOptions {
   listen: string;
   /** Required to listen beyond loopback; every route but /healthz then needs it. */
   token?: string;
+  /**
+   * How long a store call waits for another process's write lock before it
+   * fails (and the daemon backs off and retries), in ms; else `JOBS_BUSY_TIMEOUT`.
+   * @default 5000
+   */
+  busyTimeoutMs?: number;
 }
 
 /** What the daemon may touch, chosen by main.ts. */
@@ -52,20 +71,45 @@ export interface DaemonDeps {
 
 /** Runs until a stop signal; resolves once shut down. */
 export async function runDaemon(options: DaemonOptions, deps: DaemonDeps): Promise<void> {
-  const { clock, logger } = deps;
+  const { clock } = deps;
+  const busyTimeoutMs = options.busyTimeoutMs ?? busyTimeoutFromEnv(deps.env);
+  const registry = new MetricsRegistry();
+  const logger = registry.tap(deps.logger);
   let source: ScheduleSource;
   try {
     source = await ScheduleSource.open(options.config, logger);
   } catch (error) {
     throw new CommandFailed(`jobs daemon: ${(error as Error).message}`);
   }
+  // deno-lint-ignore no-explicit-any
+  let moduleWorkers: Worker<any>[] = [];
+  const module = source.config.workersModule;
+  if (module !== undefined) {
+    try {
+      moduleWorkers = await loadWorkersModule(module);
+    } catch (error) {
+      source.close();
+      throw new CommandFailed(`jobs daemon: ${(error as Error).message}`);
+    }
+  }
+  // Item jobs a fan-out enqueues wake their producers (once the runtime exists).
+  const wake = { queues: (_queues: Iterable<string>): void => {} };
   const jobs = await openJobs(options.db, {
     clock,
     logger,
+    sqlite: busyTimeoutMs === undefined ? undefined : { busyTimeoutMs },
     workers: [
       commandWorker({ env: deps.env, clock }),
       httpWorker({ env: deps.env, clock }),
-    ],
+      fanoutWorker({
+        store: () => jobs.store,
+        workers: () => jobs.registry,
+        env: deps.env,
+        clock,
+        onEnqueued: (queues) => wake.queues(queues),
+      }),
+      ...moduleWorkers,
+    ].map((worker) => guardEnvironment(worker, options.environment)),
   });
   const queues = options.queues ?? queuesOf(source);
   await applyPausedQueues(jobs.store, clock.now(), source, logger);
@@ -74,6 +118,7 @@ export async function runDaemon(options: DaemonOptions, deps: DaemonDeps): Promi
     node: options.node,
     schedules: () => source.config.schedules,
   });
+  wake.queues = (queues) => runtime.wake(queues);
   let http: HttpServer;
   try {
     http = await startHttpServer({
@@ -82,6 +127,8 @@ export async function runDaemon(options: DaemonOptions, deps: DaemonDeps): Promi
       token: options.token,
       logger,
       clock,
+      metrics: () => snapshotOf(registry, runtime, clock.now()),
+      degraded: () => degradedReason(runtime),
     });
   } catch (error) {
     source.close();
@@ -128,6 +175,65 @@ export async function runDaemon(options: DaemonOptions, deps: DaemonDeps): Promi
   await http.close();
   for (const off of unsubscribe) off();
   logger("daemon.stopped", { node: runtime.node });
+}
+
+/**
+ * `worker`, refusing jobs whose `meta.runsWhere` (set by `jobs run` for a
+ * manual schedule) names another environment than this daemon's: they are
+ * discarded with the reason, so nothing runs against the wrong environment.
+ */
+export function guardEnvironment<A>(worker: Worker<A>, environment: string | undefined): Worker<A> {
+  return defineWorker({
+    ...worker,
+    perform: (args, ctx) => {
+      const wanted = ctx.job.meta.runsWhere;
+      if (typeof wanted === "string" && wanted !== environment) {
+        return {
+          discard: `runs_where is "${wanted}" and this daemon's --environment is ${
+            environment === undefined ? "not set" : `"${environment}"`
+          }`,
+        };
+      }
+      return worker.perform(args, ctx);
+    },
+  });
+}
+
+/** The registry's counters plus what the runtime knows now (store health, planner lag). */
+export function snapshotOf(
+  registry: MetricsRegistry,
+  runtime: Runtime,
+  now: number,
+): MetricsSnapshot {
+  return {
+    ...registry.snapshot(),
+    storeErrors: runtime.health.errors().map((e) => ({ source: e.source, value: e.count })),
+    storeDegraded: runtime.health.degraded,
+    unrecorded: runtime.unrecorded,
+    plannerLagSeconds: runtime.plannerLagMs(now) / 1000,
+  };
+}
+
+/** `/readyz`'s reason while the runtime's store calls fail, else null. */
+export function degradedReason(runtime: Runtime): string | null {
+  const status = runtime.health.status();
+  if (status.ok) return null;
+  return `store calls failing since ${new Date(status.since).toISOString()} ` +
+    `(${status.source}: ${status.error})`;
+}
+
+/** `JOBS_BUSY_TIMEOUT` in ms, or undefined when unset; exit 2 naming the value when not a number. */
+function busyTimeoutFromEnv(env: (name: string) => string | undefined): number | undefined {
+  const text = env("JOBS_BUSY_TIMEOUT");
+  if (text === undefined || text === "") return undefined;
+  const ms = Number(text);
+  if (!Number.isInteger(ms) || ms < 0) {
+    throw new CommandFailed(
+      `jobs daemon: JOBS_BUSY_TIMEOUT "${text}" is not a whole number of ms`,
+      2,
+    );
+  }
+  return ms;
 }
 
 /**

@@ -13,6 +13,8 @@ import { queueCommand, scheduleCommand } from "./actions.ts";
 import { type DaemonDeps, parseQueues, runDaemon } from "./daemon.ts";
 import { checkCommand, nextCommand, schedulesCommand } from "./schedules.ts";
 import { versionLine } from "./version.ts";
+import { registerInspectCommands } from "./inspect.ts";
+import { registerRunbookCommands } from "./runbook.ts";
 
 /** What the commands may touch, chosen by main.ts. */
 export interface CliDeps {
@@ -31,6 +33,11 @@ export interface CliDeps {
   onSignal: DaemonDeps["onSignal"];
   /** Ends the process at once. */
   exit: (code: number) => never;
+  /**
+   * Asks the person at the terminal a yes/no question (bulk changes);
+   * false when nobody can answer (stdin is not a terminal).
+   */
+  confirm: (question: string) => Promise<boolean>;
 }
 
 /** Raised by a command that ran and failed: its message is printed, exit code 1. */
@@ -268,16 +275,18 @@ function buildProgram(deps: CliDeps): Command {
     );
   }
 
+  registerInspectCommands(program, deps);
+  registerRunbookCommands(program, deps);
   return program;
 }
 
 /** `--db`, else `JOBS_DB`, else `./jobs.db`. */
-function dbPath(option: string | undefined, deps: CliDeps): string {
+export function dbPath(option: string | undefined, deps: CliDeps): string {
   return option ?? deps.env("JOBS_DB") ?? "./jobs.db";
 }
 
 /** Who acts: `--actor`, else the OS user; with `--reason` and the clock's now. */
-function who(options: { actor?: string; reason?: string }, deps: CliDeps) {
+export function who(options: { actor?: string; reason?: string }, deps: CliDeps) {
   return {
     actor: options.actor ?? deps.env("USER") ?? deps.env("LOGNAME") ?? "unknown",
     reason: options.reason ?? null,
@@ -286,7 +295,7 @@ function who(options: { actor?: string; reason?: string }, deps: CliDeps) {
 }
 
 /** Errors are thrown (and printed by runCli as one line), never printed by commander itself. */
-function quiet(command: Command, deps: CliDeps, name: string | undefined): Command {
+export function quiet(command: Command, deps: CliDeps, name: string | undefined): Command {
   return command
     .exitOverride((error) => {
       throw Object.assign(error, { command: name });
@@ -299,12 +308,12 @@ function quiet(command: Command, deps: CliDeps, name: string | undefined): Comma
 }
 
 /** `--config`, else `JOBS_CONFIG`, else `./schedules.yaml`. */
-function configPath(option: string | undefined, deps: CliDeps): string {
+export function configPath(option: string | undefined, deps: CliDeps): string {
   return option ?? deps.env("JOBS_CONFIG") ?? "./schedules.yaml";
 }
 
 /** An ISO instant with its offset (`Z` or `+01:00`): a bare local time would depend on the machine's zone. */
-function parseInstant(value: string): number {
+export function parseInstant(value: string): number {
   try {
     return Temporal.Instant.from(value).epochMilliseconds;
   } catch {
@@ -314,7 +323,7 @@ function parseInstant(value: string): number {
   }
 }
 
-function parseCount(value: string): number {
+export function parseCount(value: string): number {
   const n = Number(value);
   if (!Number.isInteger(n) || n < 1 || n > 10_000) {
     throw new InvalidArgumentError(`"${value}" is not a whole number from 1 to 10000`);

@@ -5,7 +5,8 @@
  * @module
  */
 
-import { loadSchedules } from "../schedule/config.ts";
+import { type LoadOptions, loadSchedules } from "../schedule/config.ts";
+import { workerNames } from "../runners/workers_module.ts";
 import { formatDuration } from "../schedule/durations.ts";
 import { next } from "../schedule/occurrences.ts";
 import type { Schedule, ScheduleConfig } from "../schedule/types.ts";
@@ -20,8 +21,13 @@ interface Output {
 }
 
 /** Loads the file or fails the command with every error, one per line (or as JSON). */
-async function loadOrFail(config: string, json: boolean, io: Output): Promise<ScheduleConfig> {
-  const result = await loadSchedules(config);
+async function loadOrFail(
+  config: string,
+  json: boolean,
+  io: Output,
+  load: LoadOptions = {},
+): Promise<ScheduleConfig> {
+  const result = await loadSchedules(config, load);
   if (result.ok) return result.config;
   if (json) io.out(JSON.stringify({ ok: false, file: config, errors: result.errors }, null, 2));
   else for (const error of result.errors) io.err(escapeControl(error.message));
@@ -35,7 +41,8 @@ export async function checkCommand(
   options: { config: string; json: boolean },
   io: Output,
 ): Promise<void> {
-  const config = await loadOrFail(options.config, options.json, io);
+  // Imports the `workers:` module, if any, to check each worker a schedule names.
+  const config = await loadOrFail(options.config, options.json, io, { workers: workerNames });
   const queues = Object.keys(config.queues).length;
   if (options.json) {
     io.out(JSON.stringify(

@@ -1,7 +1,8 @@
 /**
  * The `/metrics` page in the Prometheus text format 0.0.4: gauges read from
  * the store on each scrape, plus the counters the daemon keeps in memory
- * (a {@linkcode MetricsSnapshot}).
+ * (a {@linkcode MetricsSnapshot}, fed by a {@linkcode MetricsRegistry} that
+ * counts the runtime's events).
  *
  * Labels carry only names an operator chose (queue, worker, schedule id):
  * never job args, error text or anything else a job or a failure supplies,
@@ -12,6 +13,7 @@
 
 import { JOB_STATES, type JobState } from "../kernel/types.ts";
 import type { Store } from "../store/store.ts";
+import type { Logger } from "../worker/logger.ts";
 
 /** The labels a daemon counter may carry: names, never args or error text. */
 export interface CounterLabels {
@@ -36,14 +38,136 @@ export interface HistogramSample {
   count: number;
 }
 
+/** One series of a counter by queue and how attempts ended. */
+export interface OutcomeSample {
+  labels: { queue: string; outcome: string };
+  value: number;
+}
+
 /** The counters the daemon keeps since it started; every field is optional. */
 export interface MetricsSnapshot {
   /** Attempts that completed: `jobs_completions_total`. */
   completions?: CounterSample[];
-  /** Attempts that failed (errored, timed out, orphaned): `jobs_failures_total`. */
+  /** Attempts that failed (errored or timed out): `jobs_failures_total`. */
   failures?: CounterSample[];
   /** How long attempts ran: `jobs_attempt_duration_seconds`. */
   durations?: HistogramSample[];
+  /** Attempts finished on this node, by queue and outcome: `jobs_attempts_total`. */
+  attempts?: OutcomeSample[];
+  /** Leases this node lost (operator cancel, rescued elsewhere): `jobs_leases_lost_total`. */
+  leasesLost?: { queue: string; value: number }[];
+  /** Failed store calls by step (`heartbeat`, `producer:<queue>`): `jobs_store_errors_total`. */
+  storeErrors?: { source: string; value: number }[];
+  /** Whether the node is degraded (a step's last store call failed): `jobs_store_degraded`. */
+  storeDegraded?: boolean;
+  /** Finished jobs whose result waits for the store: `jobs_results_unrecorded`. */
+  unrecorded?: number;
+  /** How far the planner is behind, in seconds: `jobs_planner_lag_seconds`. */
+  plannerLagSeconds?: number;
+}
+
+/** Upper bounds of the attempt duration histogram, in seconds. */
+export const DURATION_BUCKETS: readonly number[] = [
+  0.005,
+  0.01,
+  0.025,
+  0.05,
+  0.1,
+  0.25,
+  0.5,
+  1,
+  2.5,
+  5,
+  10,
+  30,
+  60,
+  300,
+  900,
+  3600,
+];
+
+/** Outcomes that count as a failure: the attempt threw or timed out. */
+const FAILED = new Set(["retryable", "discarded"]);
+
+/**
+ * Counters and the duration histogram the daemon keeps in memory, fed by
+ * the runtime's events (`job.stop`, `job.lease_lost`): put {@linkcode tap}
+ * between the runtime and its logger. Only names become labels (queue,
+ * worker, outcome), never args or error text.
+ */
+export class MetricsRegistry {
+  #completions = new Map<string, CounterSample>();
+  #failures = new Map<string, CounterSample>();
+  #durations = new Map<string, { labels: CounterLabels; counts: number[]; sum: number }>();
+  #attempts = new Map<string, OutcomeSample>();
+  #leasesLost = new Map<string, number>();
+
+  /** A logger that counts each event here, then hands it on to `logger`. */
+  tap(logger: Logger): Logger {
+    return (event, fields) => {
+      this.record(event, fields);
+      logger(event, fields);
+    };
+  }
+
+  /** Counts one runtime event; events it does not know are ignored. */
+  record(event: string, fields: Record<string, unknown>): void {
+    if (event === "job.stop") this.#jobStopped(fields);
+    else if (event === "job.lease_lost") {
+      const queue = String(fields.queue);
+      this.#leasesLost.set(queue, (this.#leasesLost.get(queue) ?? 0) + 1);
+    }
+  }
+
+  /** The counters as they are now (copies). */
+  snapshot(): MetricsSnapshot {
+    const copy = <T extends { labels: object }>(m: Map<string, T>) =>
+      [...m.values()].map((s) => ({ ...s, labels: { ...s.labels } }));
+    return {
+      completions: copy(this.#completions),
+      failures: copy(this.#failures),
+      attempts: copy(this.#attempts),
+      durations: [...this.#durations.values()].map((h) => ({
+        labels: { ...h.labels },
+        buckets: DURATION_BUCKETS.map((le, i) => ({ le, count: h.counts[i]! })),
+        sum: h.sum,
+        count: h.counts.at(-1)!,
+      })),
+      leasesLost: [...this.#leasesLost].map(([queue, value]) => ({ queue, value })),
+    };
+  }
+
+  #jobStopped(fields: Record<string, unknown>): void {
+    const labels = { queue: String(fields.queue), worker: String(fields.worker) };
+    const key = `${labels.queue}\0${labels.worker}`;
+    const outcome = String(fields.outcome);
+    const bump = (map: Map<string, CounterSample>) => {
+      const sample = map.get(key) ?? map.set(key, { labels, value: 0 }).get(key)!;
+      sample.value++;
+    };
+    if (outcome === "completed") bump(this.#completions);
+    if (FAILED.has(outcome)) bump(this.#failures);
+    const byOutcome = `${labels.queue}\0${outcome}`;
+    const attempts = this.#attempts.get(byOutcome) ??
+      this.#attempts.set(byOutcome, { labels: { queue: labels.queue, outcome }, value: 0 })
+        .get(byOutcome)!;
+    attempts.value++;
+
+    const ms = Number(fields.durationMs);
+    if (!Number.isFinite(ms) || outcome === "abandoned") return;
+    const seconds = ms / 1000;
+    let h = this.#durations.get(key);
+    if (!h) {
+      h = { labels, counts: new Array(DURATION_BUCKETS.length + 1).fill(0), sum: 0 };
+      this.#durations.set(key, h);
+    }
+    // Cumulative buckets; the last slot is the total (+Inf).
+    for (let i = 0; i < DURATION_BUCKETS.length; i++) {
+      if (seconds <= DURATION_BUCKETS[i]!) h.counts[i]!++;
+    }
+    h.counts[DURATION_BUCKETS.length]!++;
+    h.sum += seconds;
+  }
 }
 
 /** The `Content-Type` of the page. */
@@ -166,7 +290,65 @@ export async function renderMetrics(store: Store, snapshot?: MetricsSnapshot): P
       page.sample(`${name}_count`, labels, h.count);
     }
   }
+  renderRuntime(page, snapshot ?? {});
   return page.toString();
+}
+
+/** The runtime's own series: outcomes, lost leases, store health, planner lag. */
+function renderRuntime(page: Page, snapshot: MetricsSnapshot): void {
+  if (snapshot.attempts) {
+    page.family(
+      "jobs_attempts_total",
+      "counter",
+      "Attempts finished on this node since it started, by queue and outcome.",
+    );
+    for (const a of snapshot.attempts) {
+      page.sample("jobs_attempts_total", {
+        queue: String(a.labels.queue),
+        outcome: String(a.labels.outcome),
+      }, a.value);
+    }
+  }
+  if (snapshot.leasesLost) {
+    page.family(
+      "jobs_leases_lost_total",
+      "counter",
+      "Leases this node lost (cancelled by an operator, or rescued elsewhere).",
+    );
+    for (const l of snapshot.leasesLost) {
+      page.sample("jobs_leases_lost_total", { queue: String(l.queue) }, l.value);
+    }
+  }
+  if (snapshot.storeErrors) {
+    page.family("jobs_store_errors_total", "counter", "Store calls that failed, by step.");
+    for (const e of snapshot.storeErrors) {
+      page.sample("jobs_store_errors_total", { source: String(e.source) }, e.value);
+    }
+  }
+  if (snapshot.storeDegraded !== undefined) {
+    page.family(
+      "jobs_store_degraded",
+      "gauge",
+      "1 while a step of this node cannot use the store (locked, read-only or gone).",
+    );
+    page.sample("jobs_store_degraded", {}, snapshot.storeDegraded ? 1 : 0);
+  }
+  if (snapshot.unrecorded !== undefined) {
+    page.family(
+      "jobs_results_unrecorded",
+      "gauge",
+      "Finished jobs whose result waits for the store to be written.",
+    );
+    page.sample("jobs_results_unrecorded", {}, snapshot.unrecorded);
+  }
+  if (snapshot.plannerLagSeconds !== undefined) {
+    page.family(
+      "jobs_planner_lag_seconds",
+      "gauge",
+      "How long the oldest due occurrence has waited to be planned.",
+    );
+    page.sample("jobs_planner_lag_seconds", {}, snapshot.plannerLagSeconds);
+  }
 }
 
 /** Copies only the allowed labels, so a caller's extra fields never reach the page. */

@@ -1,6 +1,6 @@
 /**
  * The daemon's HTTP endpoint: `/healthz` (the process is alive), `/readyz`
- * (the store answers) and `/metrics` (Prometheus text). It binds to loopback
+ * (the node can use the store) and `/metrics` (Prometheus text). It binds to loopback
  * unless given a token; with a token every route but `/healthz` requires
  * `Authorization: Bearer <token>`, compared in constant time.
  *
@@ -9,10 +9,17 @@
  * opens (a newer schema is refused), and a store that is not migrated fails
  * the read `/readyz` makes, so it reports 503 then.
  *
+ * A read is not enough to be ready: a SQLite file locked by another process
+ * still answers reads (WAL) while every write waits. So `/readyz` first asks
+ * the daemon (`degraded`) whether its own writes are failing, and answers
+ * 503 with that reason; `/healthz` stays 200 meanwhile (the process is fine,
+ * restarting it would not help).
+ *
  * @module
  */
 
 import type { Clock } from "../clock.ts";
+import { redact } from "../kernel/redact.ts";
 import type { Store } from "../store/store.ts";
 import type { Logger } from "../worker/logger.ts";
 import { METRICS_CONTENT_TYPE, type MetricsSnapshot, renderMetrics } from "./metrics.ts";
@@ -34,6 +41,11 @@ export interface HttpServerOptions {
   clock: Clock;
   /** The daemon's in-memory counters, added to `/metrics` when given. */
   metrics?: () => MetricsSnapshot;
+  /**
+   * Why the daemon cannot do its work now (its store calls fail), or null
+   * when it can: a reason makes `/readyz` answer 503 with it.
+   */
+  degraded?: () => string | null;
   /**
    * How long `/readyz` waits for the store before answering 503, in ms.
    * @default 2000
@@ -97,6 +109,8 @@ export async function startHttpServer(options: HttpServerOptions): Promise<HttpS
   };
 
   const ready = async (): Promise<Response> => {
+    const reason = options.degraded?.() ?? null;
+    if (reason !== null) return text(503, `degraded: ${oneLine(reason)}`);
     const deadline = new AbortController();
     try {
       const answered = await Promise.race([
@@ -185,8 +199,8 @@ function text(status: number, body: string, headers: Record<string, string> = {}
   });
 }
 
-/** The first line of an error's message: a reason fits on one line. */
+/** The first line of an error's message, redacted: a reason fits on one line. */
 function oneLine(error: unknown): string {
   const message = error instanceof Error ? error.message : String(error);
-  return message.split("\n", 1)[0]!.trim();
+  return redact(message.split("\n", 1)[0]!.trim());
 }

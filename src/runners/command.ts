@@ -45,6 +45,14 @@
  * session of its own, `setsid`, escapes this, as it escapes every group kill.)
  * Waits use the injected clock.
  *
+ * When the process exits (the `unload` event that `Deno.exit` dispatches)
+ * while a run's group is still alive, for instance because the daemon's
+ * shutdown grace ran out and it exits before the kill grace has passed, the
+ * group gets SIGKILL at once: a group that ignores SIGTERM must not outlive
+ * the daemon. Only a SIGKILL of the daemon itself leaves the group running
+ * (nothing in the process runs then); its lease expires and the job runs
+ * again elsewhere while the orphan may still be going.
+ *
  * @module
  */
 
@@ -306,6 +314,7 @@ class ProcessGroup {
 
   constructor(child: Deno.ChildProcess, settings: Settings, output: OutputTail, last: OutputTail) {
     this.#pgid = child.pid;
+    killOnExit(this.#pgid);
     this.#settings = settings;
     this.status = child.status;
     this.#readers = [child.stdout.getReader(), child.stderr.getReader()];
@@ -374,7 +383,23 @@ class ProcessGroup {
   /** Ends every pending wait of this group (a rejected attempt must not leave sleepers). */
   release(): void {
     this.#stopWaits.abort();
+    liveGroups.delete(this.#pgid);
   }
+}
+
+/** Groups of runs that have not finished stopping: killed if the process exits first. */
+const liveGroups = new Set<number>();
+let exitHookInstalled = false;
+
+/** Tracks `pgid` until its run releases it; the first call installs the exit hook. */
+function killOnExit(pgid: number): void {
+  liveGroups.add(pgid);
+  if (exitHookInstalled) return;
+  exitHookInstalled = true;
+  globalThis.addEventListener("unload", () => {
+    for (const group of liveGroups) signalGroup(group, "SIGKILL");
+    liveGroups.clear();
+  });
 }
 
 async function pump(

@@ -12,6 +12,35 @@
  * priority 0, 20 attempts, enabled. A schedule's own value replaces the
  * default (lists such as `tags` included: they are not merged).
  *
+ * `workers: ./workers.ts` at the top names a TypeScript module whose
+ * exported workers run the schedules' `worker` runs; the path is read
+ * relative to the schedules file and kept as {@linkcode ScheduleConfig.workersModule}.
+ * The parser does not import it: {@linkcode loadSchedules} with a `workers`
+ * loader (as `jobs check` does) checks every `run.worker` and
+ * `selection.worker` against the names the module exports.
+ *
+ * Fan-out: a schedule with `selection` runs `run` once per item. The
+ * selection is a command (`command`, `shell`, `cwd`, `env`, run as a
+ * `command` run is: no shell unless `shell: true`, `${NAME}` in `env` filled
+ * from the daemon's environment) whose stdout lists the items, one per
+ * non-empty line or as one JSON array; or a `worker` (with `args`) of the
+ * workers module whose `perform` returns the list. `batch_size` (default
+ * {@linkcode DEFAULT_BATCH_SIZE}) item jobs are inserted per transaction.
+ * How an item reaches its job:
+ *
+ * - `command`: always as the environment variable `JOBS_ITEM`, and in place
+ *   of each `{item}` in an argv element (a literal argument: no shell sees
+ *   it). With `shell: true` the script may not hold `{item}`, since the
+ *   item's text would run as shell code: use `"$JOBS_ITEM"`.
+ * - `http`: `{item}` in the URL is replaced percent-encoded, in the body as
+ *   it is.
+ * - `worker`: as `args.item` (`args`, if given, must be a mapping without
+ *   `item`).
+ *
+ * An item that is not a string is passed as its JSON text. A selection is
+ * allowed on manual schedules too: a run started by an operator fans out the
+ * same way.
+ *
  * Pure except {@linkcode loadSchedules}, which reads the file. The `yaml`
  * package reads the environment variables `LOG_TOKENS` and `LOG_STREAM`, so
  * a program that parses needs `--allow-env` (or at least those two names).
@@ -31,11 +60,20 @@ import {
   parseDocument,
 } from "yaml";
 import type { Document, Node as YamlNode } from "yaml";
+import { dirname, isAbsolute, join } from "node:path";
 import { z } from "zod";
 import { DEFAULT_MAX_ATTEMPTS, DEFAULT_QUEUE } from "../kernel/worker.ts";
 import { tryParseDuration } from "./durations.ts";
 import { neverFires, validateCron } from "./occurrences.ts";
-import type { LocalTimePolicy, RunSpec, Schedule, ScheduleConfig, Timing } from "./types.ts";
+import {
+  ITEM_PLACEHOLDER,
+  type LocalTimePolicy,
+  type RunSpec,
+  type Schedule,
+  type ScheduleConfig,
+  type Selection,
+  type Timing,
+} from "./types.ts";
 
 /** What kind of problem a {@linkcode ConfigError} is. */
 export type ConfigErrorCode =
@@ -54,7 +92,11 @@ export type ConfigErrorCode =
   /** Anchors or aliases, nesting beyond {@linkcode MAX_DEPTH}, a file beyond {@linkcode MAX_FILE_BYTES}. */
   | "yaml-limits"
   /** {@linkcode loadSchedules} only: the file is missing or cannot be read. */
-  | "file-unreadable";
+  | "file-unreadable"
+  /** The `workers:` module cannot be imported, or exports something other than workers. */
+  | "workers-invalid"
+  /** A `run.worker` or `selection.worker` that the `workers:` module does not export. */
+  | "worker-unknown";
 
 /** One problem in a schedules file. */
 export interface ConfigError {
@@ -110,6 +152,33 @@ export const SCHEDULE_DEFAULTS = Object.freeze({
 
 /** Queue concurrency when a queue is declared without one. @default 10 */
 export const DEFAULT_CONCURRENCY = 10;
+
+/** Item jobs a fan-out inserts per transaction when `batch_size` is not given. @default 100 */
+export const DEFAULT_BATCH_SIZE = 100;
+/** The largest `batch_size`: one transaction stays short. */
+export const MAX_BATCH_SIZE = 10_000;
+
+/** What {@linkcode parseSchedules} checks beyond the file itself. */
+export interface ParseOptions {
+  /**
+   * The names of the workers the `workers:` module exports, to check each
+   * `run.worker` and `selection.worker` against; or why the module could
+   * not be loaded. Left out, worker names are not checked.
+   */
+  workers?: { names: readonly string[] } | { error: string };
+}
+
+/** What {@linkcode loadSchedules} may do beyond reading the file. */
+export interface LoadOptions {
+  /**
+   * Loads the `workers:` module (the path as in
+   * {@linkcode ScheduleConfig.workersModule}) and returns the names of its
+   * workers; throws when it cannot. Given, worker names are checked (see
+   * {@linkcode ParseOptions.workers}); the error's `reason`, else its
+   * message, is reported.
+   */
+  workers?: (module: string) => Promise<readonly string[]>;
+}
 
 // ---------------------------------------------------------------- the schema
 
@@ -287,6 +356,24 @@ const run = z.strictObject({
   args: z.unknown().optional(),
 });
 
+const selection = z.strictObject({
+  command: command.optional(),
+  shell: z.boolean().optional(),
+  cwd: nonEmpty.optional(),
+  env: stringMap.optional(),
+  worker: name.optional(),
+  args: z.unknown().optional(),
+});
+
+const MODULE_EXTENSIONS = [".ts", ".mts", ".tsx", ".js", ".mjs", ".jsx"];
+
+const workersPath = z.string().superRefine((path, ctx) => {
+  const local = !/^[A-Za-z][A-Za-z0-9+.-]+:/.test(path);
+  if (path.trim() === "" || !local || !MODULE_EXTENSIONS.some((ext) => path.endsWith(ext))) {
+    issue(ctx, "must be the path of a local TypeScript or JavaScript module such as ./workers.ts");
+  }
+});
+
 /** Fields a schedule may take from `defaults:`. */
 const defaultable = {
   timezone: zone.optional(),
@@ -318,6 +405,8 @@ const scheduleSchema = z.strictObject({
   start_at: instant.optional(),
   end_at: instant.optional(),
   run,
+  selection: selection.optional(),
+  batch_size: whole().min(1).max(MAX_BATCH_SIZE).optional(),
   guard: nonEmpty.optional(),
   runs_where: nonEmpty.optional(),
   ...defaultable,
@@ -331,6 +420,7 @@ const queueSchema = z.strictObject({
 /** The schema of the whole file, before the checks that span fields. */
 const fileSchema = z.strictObject({
   version: z.literal(1),
+  workers: workersPath.optional(),
   defaults: defaultsSchema.optional(),
   queues: z.record(z.string(), queueSchema).optional(),
   schedules: z.array(scheduleSchema).optional(),
@@ -345,10 +435,16 @@ type RawDefaults = z.output<typeof defaultsSchema>;
  * Parses and validates the text of a schedules file.
  *
  * @param text the file's contents
- * @param file the name shown in messages, e.g. `schedules.yaml`
+ * @param file the name shown in messages, e.g. `schedules.yaml`; the
+ *   `workers:` module is resolved against its folder
+ * @param options worker names to check `worker` runs against
  * @returns the config with defaults applied, or every error found
  */
-export function parseSchedules(text: string, file: string): ParseResult {
+export function parseSchedules(
+  text: string,
+  file: string,
+  options: ParseOptions = {},
+): ParseResult {
   const at = new Positions(text);
   const limit = (offset: number, message: string): ConfigError => {
     const { line, column } = at.of(offset);
@@ -405,18 +501,24 @@ export function parseSchedules(text: string, file: string): ParseResult {
   }
 
   const raw: unknown = doc.toJS({ maxAliasCount: 0 });
-  const errors = validate(new Reporter(file, doc, at, raw));
-  return errors.length > 0 ? fail(errors) : { ok: true, config: build(raw) };
+  const errors = validate(new Reporter(file, doc, at, raw), options);
+  return errors.length > 0 ? fail(errors) : { ok: true, config: build(raw, file) };
 }
 
 /**
  * Reads and parses a schedules file. A missing or unreadable file is an error
  * with code `file-unreadable`, a file beyond {@linkcode MAX_FILE_BYTES} one
- * with code `yaml-limits` (refused before it is read).
+ * with code `yaml-limits` (refused before it is read). With a `workers`
+ * loader, a valid file that names a workers module is checked against it:
+ * a module that cannot be loaded is an error with code `workers-invalid`, a
+ * worker it does not export one with code `worker-unknown`.
  *
  * @param path the file; also the name shown in messages
  */
-export async function loadSchedules(path: string): Promise<ParseResult> {
+export async function loadSchedules(
+  path: string,
+  options: LoadOptions = {},
+): Promise<ParseResult> {
   const refuse = (code: ConfigErrorCode, message: string): ParseResult =>
     fail([{ code, file: path, line: 1, column: 1, message: `${path}:1:1: ${message}` }]);
   let bytes: Uint8Array;
@@ -442,7 +544,28 @@ export async function loadSchedules(path: string): Promise<ParseResult> {
   } catch {
     return refuse("yaml-invalid", "the file is not UTF-8 text");
   }
-  return parseSchedules(text, path);
+  const result = parseSchedules(text, path);
+  const module = result.ok ? result.config.workersModule : undefined;
+  if (module === undefined || !options.workers) return result;
+  let workers: ParseOptions["workers"];
+  try {
+    workers = { names: await options.workers(module) };
+  } catch (error) {
+    workers = { error: reasonOf(error) };
+  }
+  return parseSchedules(text, path, { workers });
+}
+
+/** An error's `reason` (a loader's cause, without the file it names), else its message, on one line. */
+function reasonOf(error: unknown): string {
+  const reason = (error as { reason?: unknown })?.reason;
+  const text = typeof reason === "string"
+    ? reason
+    : error instanceof Error
+    ? error.message
+    : String(error);
+  const line = text.replace(/\s+/g, " ").trim();
+  return line.length > 300 ? `${line.slice(0, 297)}...` : line;
 }
 
 function fail(errors: ConfigError[]): ParseResult {
@@ -813,7 +936,7 @@ function present(value: Fields, keys: readonly string[]): string[] {
   return keys.filter((key) => value[key] !== undefined);
 }
 
-function validate(report: Reporter): ConfigError[] {
+function validate(report: Reporter, options: ParseOptions): ConfigError[] {
   const result = fileSchema.safeParse(report.raw);
   if (!result.success) { for (const issue of result.error.issues) report.addIssue(issue); }
 
@@ -849,6 +972,9 @@ function validate(report: Reporter): ConfigError[] {
       }
     }
     checkSchedule(report, path, schedule, defaults);
+  }
+  if (options.workers && typeof root?.workers === "string") {
+    checkWorkers(report, root.workers, list, options.workers);
   }
 
   // Whether a schedule ever fires is only asked of schedules without other errors.
@@ -919,6 +1045,14 @@ function checkSchedule(report: Reporter, path: Path, schedule: Fields, defaults:
 
   const run = fields(schedule.run);
   if (run) checkRun(report, [...path, "run"], run);
+  const selection = fields(schedule.selection);
+  if (selection) {
+    checkRun(report, [...path, "selection"], selection, "selection");
+    if (run) checkFanOutRun(report, [...path, "run"], run);
+  }
+  if (schedule.batch_size !== undefined && schedule.selection === undefined) {
+    report.add("schedule-invalid", path, "batch_size applies only with selection", "batch_size");
+  }
   checkBackoff(report, path, schedule);
 
   const start = instantOf(schedule.start_at);
@@ -932,24 +1066,30 @@ function checkSchedule(report: Reporter, path: Path, schedule: Fields, defaults:
   }
 }
 
-function checkRun(report: Reporter, path: Path, run: Fields): void {
-  const kinds = present(run, ["command", "http", "worker"]);
+/** A `run` (command, http or worker) or a `selection` (command or worker). */
+function checkRun(report: Reporter, path: Path, run: Fields, label = "run"): void {
+  const choices = label === "run" ? ["command", "http", "worker"] : ["command", "worker"];
+  const kinds = present(run, choices);
   if (kinds.length === 0) {
-    report.add("schedule-invalid", path, "run needs one of command, http or worker");
+    report.add(
+      "schedule-invalid",
+      path,
+      `${label} needs one of ${choices.slice(0, -1).join(", ")} or ${choices.at(-1)}`,
+    );
   } else if (kinds.length > 1) {
     report.add(
       "schedule-invalid",
       [...path, kinds[1]!],
-      `run has both ${kinds[0]} and ${kinds[1]}, choose one`,
+      `${label} has both ${kinds[0]} and ${kinds[1]}, choose one`,
     );
   }
   for (const key of ["shell", "cwd", "env"]) {
     if (run[key] !== undefined && run.command === undefined && kinds.length > 0) {
-      report.add("schedule-invalid", path, `run.${key} applies only to command`, key);
+      report.add("schedule-invalid", path, `${label}.${key} applies only to command`, key);
     }
   }
   if (run.args !== undefined && run.worker === undefined && kinds.length > 0) {
-    report.add("schedule-invalid", path, "run.args applies only to worker", "args");
+    report.add("schedule-invalid", path, `${label}.args applies only to worker`, "args");
   }
   const command = run.command;
   const shell = run.shell === true;
@@ -957,7 +1097,7 @@ function checkRun(report: Reporter, path: Path, run: Fields): void {
     report.add(
       "schedule-invalid",
       [...path, "command"],
-      `run.command must be a list of strings, or one string with shell: true, got ${
+      `${label}.command must be a list of strings, or one string with shell: true, got ${
         quote(command)
       }`,
     );
@@ -965,8 +1105,71 @@ function checkRun(report: Reporter, path: Path, run: Fields): void {
     report.add(
       "schedule-invalid",
       [...path, "command"],
-      `run.command must be one string with shell: true, got a list of ${command.length}`,
+      `${label}.command must be one string with shell: true, got a list of ${command.length}`,
     );
+  }
+}
+
+/** What a fan-out's `run` may not do with its item. */
+function checkFanOutRun(report: Reporter, path: Path, run: Fields): void {
+  const script = Array.isArray(run.command) ? run.command[0] : run.command;
+  if (run.shell === true && typeof script === "string" && script.includes(ITEM_PLACEHOLDER)) {
+    report.add(
+      "schedule-invalid",
+      [...path, "command"],
+      `run.command must not hold ${ITEM_PLACEHOLDER} with shell: true (the item would run as ` +
+        `shell code), use "$JOBS_ITEM", got ${quote(script)}`,
+    );
+  }
+  if (run.worker === undefined || run.args === undefined) return;
+  const args = fields(run.args);
+  if (!args) {
+    report.add(
+      "schedule-invalid",
+      [...path, "args"],
+      `run.args must be a mapping with selection (the item is added as args.item), got ${
+        render(run.args)
+      }`,
+    );
+  } else if (args.item !== undefined) {
+    report.add(
+      "schedule-invalid",
+      [...path, "args", "item"],
+      "run.args.item is set by the selection, leave it out",
+    );
+  }
+}
+
+/** Every `run.worker` and `selection.worker` must be a worker of the `workers:` module. */
+function checkWorkers(
+  report: Reporter,
+  module: string,
+  list: unknown[],
+  workers: NonNullable<ParseOptions["workers"]>,
+): void {
+  if ("error" in workers) {
+    report.add(
+      "workers-invalid",
+      ["workers"],
+      `workers module ${quote(module)} cannot be loaded: ${workers.error}`,
+    );
+    return;
+  }
+  const names = new Set(workers.names);
+  const shown = [...names].slice(0, 10).map(quote).join(", ");
+  const exports = names.size === 0
+    ? "it exports no worker"
+    : `it exports ${shown}${names.size > 10 ? `, and ${names.size - 10} more` : ""}`;
+  for (const [index, item] of list.entries()) {
+    for (const key of ["run", "selection"]) {
+      const worker = fields(fields(item)?.[key])?.worker;
+      if (typeof worker !== "string" || names.has(worker)) continue;
+      report.add(
+        "worker-unknown",
+        ["schedules", index, key, "worker"],
+        `${key}.worker ${quote(worker)} is not a worker of ${quote(module)}; ${exports}`,
+      );
+    }
   }
 }
 
@@ -1078,7 +1281,18 @@ function toSchedule(s: RawSchedule, d: RawDefaults): Schedule {
     enabled: s.enabled ?? d.enabled ?? SCHEDULE_DEFAULTS.enabled,
     guard: s.guard,
     runsWhere: s.runs_where,
+    fanOut: s.selection && {
+      selection: toSelection(s.selection),
+      batchSize: s.batch_size ?? DEFAULT_BATCH_SIZE,
+    },
   });
+}
+
+function toSelection(selection: NonNullable<RawSchedule["selection"]>): Selection {
+  if (selection.worker !== undefined) {
+    return { kind: "worker", worker: selection.worker, args: selection.args ?? {} };
+  }
+  return toRun({ ...selection, http: undefined }) as Selection;
 }
 
 function toRun(run: RawSchedule["run"]): RunSpec {
@@ -1103,11 +1317,11 @@ function toRun(run: RawSchedule["run"]): RunSpec {
   });
 }
 
-/** Builds the config from a file that passed every check. */
-function build(raw: unknown): ScheduleConfig {
+/** Builds the config from a file that passed every check; `path` is where it was read. */
+function build(raw: unknown, path: string): ScheduleConfig {
   const file = fileSchema.parse(raw);
   const defaults = file.defaults ?? {};
-  return {
+  return compact<ScheduleConfig>({
     version: 1,
     queues: Object.fromEntries(
       Object.entries(file.queues ?? {}).map(([name, queue]) => [name, {
@@ -1116,5 +1330,10 @@ function build(raw: unknown): ScheduleConfig {
       }]),
     ),
     schedules: (file.schedules ?? []).map((schedule) => toSchedule(schedule, defaults)),
-  };
+    workersModule: file.workers === undefined
+      ? undefined
+      : isAbsolute(file.workers)
+      ? file.workers
+      : join(dirname(path), file.workers),
+  });
 }

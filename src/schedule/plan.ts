@@ -11,13 +11,16 @@
 import { serializeArgs } from "../kernel/enqueue.ts";
 import type { NewJob, PlanContext, PlanDecision } from "../kernel/types.ts";
 import { between, occurrenceInstant } from "./occurrences.ts";
-import type { Occurrence, Schedule } from "./types.ts";
+import type { FanOutRun, Occurrence, Schedule } from "./types.ts";
 
 /** At most this many occurrences are looked at per schedule and pass; the rest wait for the next. */
 export const PLAN_WINDOW = 100_000;
 
 /** The reason stored on an occurrence the overlap policy cancelled. */
 export const OVERLAP_REASON = "overlap";
+
+/** The worker that runs a fan-out schedule's occurrences (`src/runners/fanout.ts`). */
+export const FANOUT_WORKER = "jobs.fanout";
 
 const NOTHING: PlanDecision = {
   jobs: [],
@@ -108,18 +111,21 @@ export function decide(schedule: Schedule, ctx: PlanContext, now: number): PlanD
 /**
  * The job row of one occurrence. A `worker` run becomes a job of that
  * worker with its args; `command` and `http` runs become jobs of the
- * `jobs.command` / `jobs.http` runners with the run spec as args. Timeout and
- * backoff travel in meta for the runner to apply.
+ * `jobs.command` / `jobs.http` runners with the run spec as args. A schedule
+ * with a selection becomes a `jobs.fanout` job whose args are its
+ * {@linkcode fanOutRun}. Timeout and backoff travel in meta for the runner to
+ * apply.
  */
 export function occurrenceJob(schedule: Schedule, occurrence: Occurrence): NewJob {
   const run = schedule.run;
   const where = `schedule "${schedule.id}"`;
-  const worker = run.kind === "worker" ? run.worker : `jobs.${run.kind}`;
-  const args = run.kind === "worker" ? run.args ?? {} : run;
-  const meta: Record<string, unknown> = { schedule: schedule.id };
-  if (schedule.timeoutMs !== undefined) meta.timeoutMs = schedule.timeoutMs;
-  if (schedule.backoff !== undefined) meta.backoff = schedule.backoff;
-  if (schedule.retentionMs !== undefined) meta.retentionMs = schedule.retentionMs;
+  const meta = occurrenceMeta(schedule);
+  let worker = run.kind === "worker" ? run.worker : `jobs.${run.kind}`;
+  let args = run.kind === "worker" ? run.args ?? {} : run;
+  if (schedule.fanOut) {
+    worker = FANOUT_WORKER;
+    args = fanOutRun(schedule);
+  }
   return {
     queue: schedule.queue,
     worker,
@@ -135,5 +141,39 @@ export function occurrenceJob(schedule: Schedule, occurrence: Occurrence): NewJo
     occurrence: occurrence.occurrence,
     scheduleId: schedule.id,
     scheduledFor: occurrenceInstant(occurrence),
+  };
+}
+
+/** The meta of a schedule's occurrences: its id, and the timeout, backoff and retention it sets. */
+function occurrenceMeta(schedule: Schedule): Record<string, unknown> {
+  const meta: Record<string, unknown> = { schedule: schedule.id };
+  if (schedule.timeoutMs !== undefined) meta.timeoutMs = schedule.timeoutMs;
+  if (schedule.backoff !== undefined) meta.backoff = schedule.backoff;
+  if (schedule.retentionMs !== undefined) meta.retentionMs = schedule.retentionMs;
+  return meta;
+}
+
+/**
+ * The args of a fan-out schedule's occurrence: the selection, the batch
+ * size, the run, and what each item's job takes from the schedule (queue,
+ * priority, attempts, tags, tenant, and the occurrence meta), so the run
+ * needs nothing from the configuration when it executes.
+ */
+export function fanOutRun(schedule: Schedule): FanOutRun {
+  if (!schedule.fanOut) throw new TypeError(`schedule "${schedule.id}" has no selection`);
+  return {
+    kind: "fanout",
+    schedule: schedule.id,
+    selection: schedule.fanOut.selection,
+    batchSize: schedule.fanOut.batchSize,
+    run: schedule.run,
+    item: {
+      queue: schedule.queue,
+      priority: schedule.priority,
+      maxAttempts: schedule.maxAttempts,
+      tags: [...schedule.tags],
+      tenant: schedule.tenant ?? null,
+      meta: occurrenceMeta(schedule),
+    },
   };
 }

@@ -94,6 +94,47 @@ export type RunSpec =
   }
   | { kind: "worker"; worker: string; args: unknown };
 
+/**
+ * Where a fan-out schedule's items come from: a command whose stdout lists
+ * them (one per line, or one JSON array), run as a `command` run is; or a
+ * worker of the `workers:` module whose `perform` returns the list.
+ */
+export type Selection =
+  | Extract<RunSpec, { kind: "command" }>
+  | { kind: "worker"; worker: string; args: unknown };
+
+/** A schedule that runs its `run` once per item of a selection. */
+export interface FanOut {
+  selection: Selection;
+  /** Item jobs inserted per transaction. @default 100 */
+  batchSize: number;
+}
+
+/**
+ * The args of a `jobs.fanout` job (one run of a fan-out schedule): all it
+ * needs to list the items and enqueue one job per item, so a run does not
+ * depend on the configuration loaded when it executes.
+ */
+export interface FanOutRun {
+  kind: "fanout";
+  /** The schedule's id, for messages. */
+  schedule: string;
+  selection: Selection;
+  batchSize: number;
+  /** What each item runs, with the item filled in. */
+  run: RunSpec;
+  /** What each item's job takes from the schedule. */
+  item: {
+    queue: string;
+    priority: number;
+    maxAttempts: number;
+    tags: string[];
+    tenant: string | null;
+    /** The schedule's timeout, backoff and retention, as occurrences carry them. */
+    meta: Record<string, unknown>;
+  };
+}
+
 /** A schedule of `schedules.yaml`, validated and with defaults applied. */
 export interface Schedule extends Timing {
   misfire: MisfirePolicy;
@@ -119,6 +160,8 @@ export interface Schedule extends Timing {
   guard?: string;
   /** Manual schedules only: the environment it may touch; the daemon's `--environment` must match. */
   runsWhere?: string;
+  /** Set when the schedule has a `selection`: each run lists items and runs `run` once per item. */
+  fanOut?: FanOut;
 }
 
 /** A whole `schedules.yaml`, validated. */
@@ -127,4 +170,13 @@ export interface ScheduleConfig {
   /** Queue name -> settings declared in the file. */
   queues: Record<string, { concurrency: number; paused: boolean }>;
   schedules: Schedule[];
+  /**
+   * The `workers:` module, resolved against the schedules file's folder
+   * (relative when the file's path is): its exported workers run the
+   * schedules' `worker` runs and selections.
+   */
+  workersModule?: string;
 }
+
+/** Stands for a fan-out's item in a `run`'s argv, URL and body (see the config module). */
+export const ITEM_PLACEHOLDER = "{item}";

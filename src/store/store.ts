@@ -43,6 +43,15 @@ export interface JobFilter {
   queue?: string;
   worker?: string;
   tag?: string;
+  /** Occurrences (and fan-out items) of this schedule. */
+  scheduleId?: string;
+  /** The job of one occurrence identity. */
+  occurrence?: string;
+  /**
+   * A case-insensitive substring (`%` and `_` match only themselves) of the
+   * worker, the args, a tag, the occurrence or a stored error.
+   */
+  search?: string;
   limit?: number;
   /** Oldest first by id unless `desc`. */
   desc?: boolean;
@@ -200,6 +209,14 @@ export interface Store<Tx extends StoreTx = StoreTx> {
     limit: number;
     except?: string[];
   }): Promise<number>;
+  /**
+   * Counts what `jobsPrune` with the same cutoffs and `jobsPruneSchedule`
+   * for each of `schedules` would delete, without a limit; reads only.
+   */
+  jobsPrunable(params: {
+    before: Partial<Record<"completed" | "cancelled" | "discarded", number>>;
+    schedules?: { scheduleId: string; before: number }[];
+  }): Promise<number>;
   /** Deletes up to `limit` final occurrences of one schedule (and their attempts) that became final before `before`. */
   jobsPruneSchedule(params: { scheduleId: string; before: number; limit: number }): Promise<number>;
 
@@ -208,6 +225,38 @@ export interface Store<Tx extends StoreTx = StoreTx> {
    * lease is broken: its node aborts it on the next heartbeat.
    */
   jobsCancel(params: { ids: number[]; now: number; reason: string }): Promise<number[]>;
+
+  /**
+   * Makes final or waiting jobs run again now (an operator's retry):
+   * `retryable`, `scheduled`, `discarded`, `cancelled` and `completed` jobs
+   * become `available` with `scheduled_at = now`, and jobs whose attempts are
+   * used up get one more (`max_attempts = attempt + 1`). Executing and
+   * available jobs are left alone. Returns the ids changed.
+   */
+  jobsRetry(params: { ids: number[]; now: number }): Promise<number[]>;
+
+  /**
+   * Discards jobs that are not final (an operator action), recording
+   * `reason` in their errors. An executing job's lease is broken as with
+   * cancel. Returns the ids changed.
+   */
+  jobsDiscard(params: { ids: number[]; now: number; reason: string }): Promise<number[]>;
+
+  /**
+   * Replays one job (usually an occurrence): whatever its state, it becomes
+   * `available` now with one more attempt allowed, keeping its id and
+   * occurrence identity; its next attempt row is recorded with kind
+   * `replay`, `actor` and `reason`. An executing job is refused unless
+   * `force`, which breaks the running attempt's lease first. Returns the
+   * state it was in, or null when no such job exists.
+   */
+  jobReplay(params: {
+    id: number;
+    now: number;
+    actor: string;
+    reason: string;
+    force: boolean;
+  }): Promise<{ replayed: boolean; was: JobState } | null>;
 
   /** One job by id, or null. */
   jobGet(params: { id: number }): Promise<Job | null>;

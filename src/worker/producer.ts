@@ -14,6 +14,7 @@ import type { ClaimedJob, JobResult } from "../kernel/types.ts";
 import type { Lease, Store } from "../store/store.ts";
 import { setImmediate } from "node:timers";
 import type { Logger } from "./logger.ts";
+import type { StoreHealth } from "./store_health.ts";
 
 /** Raised into a job's signal when its node lost the lease. */
 export class LeaseLostError extends Error {
@@ -40,6 +41,8 @@ export interface ProducerDeps {
   leaseMs: number;
   logger: Logger;
   random: () => number;
+  /** Told of every claim-and-record that failed or succeeded; logs outages at a bounded rate. */
+  health: StoreHealth;
 }
 
 interface Running {
@@ -49,7 +52,8 @@ interface Running {
   abandoned: boolean;
 }
 
-const OUTAGE_BACKOFF_MS = [50, 100, 250, 500, 1000, 2000, 5000];
+/** Waits between tries while the store refuses the claim-and-record write, in ms. */
+const OUTAGE_BACKOFF_MS = [50, 100, 250, 500, 1000, 2000, 4000];
 
 /**
  * Prefetch: a producer may hold claimed jobs it has not started yet, but only
@@ -82,6 +86,8 @@ export class Producer {
   #wakeUp: (() => void) | null = null;
   #flushTimer: ReturnType<typeof setTimeout> | null = null;
   #outages = 0;
+  /** Aborted by abandonAll(): a backoff wait ends at once. */
+  #halt = new AbortController();
   /** Running average of how long a job takes, ms; unknown at first. */
   #meanMs = Infinity;
   #done: Promise<void> | null = null;
@@ -97,14 +103,25 @@ export class Producer {
     return this.#running.size;
   }
 
-  /** The leases this producer holds: running jobs and claimed ones not yet started. */
+  /**
+   * The leases this producer holds: running jobs, claimed ones not yet
+   * started, and finished ones whose result is not written yet (the store
+   * refused it): those are renewed too, so no lifeline takes a job whose
+   * result is only waiting for the store to come back.
+   */
   leases(): Lease[] {
     const leases: Lease[] = [];
     for (const r of this.#running.values()) {
       if (!r.abandoned) leases.push({ id: r.job.id, fence: r.job.fence });
     }
     for (const job of this.#buffer) leases.push({ id: job.id, fence: job.fence });
+    for (const result of this.#pending) leases.push({ id: result.id, fence: result.fence });
     return leases;
+  }
+
+  /** Finished jobs whose result waits to be written. */
+  get unrecorded(): number {
+    return this.#pending.length;
   }
 
   /** Something may be available (a local insert, another process's commit, the timer). */
@@ -140,13 +157,17 @@ export class Producer {
 
   /**
    * Aborts every running job (shutdown past its grace); none is recorded and
-   * their slots are let go even if `perform` ignores its signal.
+   * their slots are let go even if `perform` ignores its signal. Results the
+   * store has refused until now are given up too: their leases expire and
+   * the lifeline sends those jobs back (at least once, never lost).
    */
   abandonAll(): void {
     for (const id of [...this.#running.keys()]) {
       this.abandon(id, new ShutdownError());
       this.#running.delete(id);
     }
+    this.#giveUp(this.#pending.splice(0));
+    this.#halt.abort();
     this.#nudge();
   }
 
@@ -166,7 +187,7 @@ export class Producer {
   }
 
   async #loop(): Promise<void> {
-    const { store, clock, node, leaseMs, logger } = this.#deps;
+    const { store, clock, node, leaseMs, logger, health } = this.#deps;
     for (;;) {
       this.#woken = false;
       // Once stopping, nothing new starts: claimed jobs not yet started go back.
@@ -199,14 +220,17 @@ export class Producer {
             results,
           });
           this.#outages = 0;
+          health.succeeded(this.#source);
           for (const id of report.lost) {
             logger("job.lease_lost", { queue: this.queue, job: id, node });
           }
           if (want > 0 && jobs.length < want) this.#maybeMore = false;
           for (const job of jobs) this.#buffer.push(job);
         } catch (error) {
-          // The store is locked or gone: keep the results, back off, poison nothing.
-          this.#pending = results.concat(this.#pending);
+          // The store is locked or gone: keep the results (and renew their
+          // leases), back off, poison nothing.
+          if (this.#halt.signal.aborted) this.#giveUp(results);
+          else this.#pending = results.concat(this.#pending);
           await this.#backOff(error);
         }
         continue;
@@ -222,24 +246,39 @@ export class Producer {
     this.#clearFlushTimer();
   }
 
+  /** Where this producer reports to {@linkcode StoreHealth}. */
+  get #source(): string {
+    return `producer:${this.queue}`;
+  }
+
   #start(job: ClaimedJob): void {
+    const { clock, logger } = this.#deps;
     const control = new AbortController();
     const running: Running = { job, control, abandoned: false };
     this.#running.set(job.id, running);
-    const startedAt = this.#deps.clock.now();
+    const startedAt = clock.now();
     const began = performance.now();
+    const labels = { queue: this.queue, job: job.id, worker: job.worker, attempt: job.attempt };
+    const occurrence = job.occurrence !== null ? { occurrence: job.occurrence } : {};
+    logger("job.start", {
+      ...labels,
+      // How long the job waited in its queue: from due to claimed.
+      waitMs: Math.max(0, job.attemptedAt - job.scheduledAt),
+      ...occurrence,
+    });
     execute(job, control, this.#deps, startedAt).then((result) => {
       const ms = performance.now() - began;
-      this.#deps.logger("job.stop", {
-        queue: this.queue,
-        job: job.id,
-        worker: job.worker,
-        attempt: job.attempt,
-        outcome: running.abandoned ? "abandoned" : result.outcome,
+      const outcome = running.abandoned ? "abandoned" : result.outcome;
+      logger("job.stop", {
+        ...labels,
+        outcome,
         durationMs: Math.round(ms * 100) / 100,
-        ...(result.occurrence ? { occurrence: result.occurrence } : {}),
+        ...occurrence,
         ...(result.output ? { output: result.output.slice(-200) } : {}),
       });
+      if ((outcome === "retryable" || outcome === "discarded") && "error" in result) {
+        logger("job.exception", { ...labels, outcome, error: result.error.slice(0, 1000) });
+      }
       this.#meanMs = this.#meanMs === Infinity ? ms : this.#meanMs * 0.9 + ms * 0.1;
       this.#running.delete(job.id);
       if (!running.abandoned) {
@@ -261,7 +300,18 @@ export class Producer {
       });
     } catch (error) {
       // Their leases expire and the lifeline rescues them.
-      this.#deps.logger("store.error", { queue: this.queue, error: String(error) });
+      this.#deps.health.failed(this.#source, error);
+    }
+  }
+
+  /** Drops results that will never be written (shutdown past its grace during an outage). */
+  #giveUp(results: JobResult[]): void {
+    for (const result of results) {
+      this.#deps.logger("job.unrecorded", {
+        queue: this.queue,
+        job: result.id,
+        outcome: result.outcome,
+      });
     }
   }
 
@@ -279,18 +329,11 @@ export class Producer {
     this.#flushTimer = null;
   }
 
+  /** Waits longer after each failure in a row, up to a few seconds; logging is the health's. */
   async #backOff(error: unknown): Promise<void> {
-    const { clock, logger } = this.#deps;
     const ms = OUTAGE_BACKOFF_MS[Math.min(this.#outages, OUTAGE_BACKOFF_MS.length - 1)]!;
-    // Log the first failure and then every tenth: bounded during a long outage.
-    if (this.#outages % 10 === 0) {
-      logger("store.error", {
-        queue: this.queue,
-        error: error instanceof Error ? error.message : String(error),
-        retryInMs: ms,
-      });
-    }
+    this.#deps.health.failed(this.#source, error);
     this.#outages++;
-    await clock.sleep(ms);
+    await this.#deps.clock.sleep(ms, this.#halt.signal);
   }
 }

@@ -9,7 +9,7 @@
 
 import type { Clock } from "../clock.ts";
 import type { Registry } from "../kernel/executor.ts";
-import type { Store } from "../store/store.ts";
+import type { Lease, Store } from "../store/store.ts";
 import { beat } from "./heartbeat.ts";
 import { rescueOrphans } from "./lifeline.ts";
 import type { Logger } from "./logger.ts";
@@ -17,6 +17,7 @@ import { LeaseLostError, Producer } from "./producer.ts";
 import { pruneJobs, type PrunerOptions } from "./pruner.ts";
 import { planSchedules, syncSchedules } from "./planner.ts";
 import { stageJobs } from "./stager.ts";
+import { StoreHealth } from "./store_health.ts";
 import type { Schedule } from "../schedule/types.ts";
 
 /** Runtime settings; every interval in ms of the injected clock. */
@@ -48,6 +49,8 @@ export interface RuntimeOptions {
   schedules?: () => readonly Schedule[];
   /** Longest planner sleep; it wakes earlier for the next occurrence. @default 1000 */
   planMs?: number;
+  /** While the store fails, at most one `store.error` line per this many ms. @default 30_000 */
+  outageLogEveryMs?: number;
 }
 
 /** Dependencies chosen by the caller (main.ts or the library user). */
@@ -62,6 +65,8 @@ export interface RuntimeDeps {
 /** A running set of producers and plugins on one node. */
 export class Runtime {
   readonly node: string;
+  /** What the producers and plugins saw of the store: degraded while any of them fails. */
+  readonly health: StoreHealth;
   #deps: RuntimeDeps;
   #options:
     & Required<Omit<RuntimeOptions, "pruner" | "schedules">>
@@ -78,6 +83,8 @@ export class Runtime {
   #started = false;
   #stopped: Promise<void> | null = null;
   #lastRenew = -Infinity;
+  /** When the planner last finished a pass (or the runtime started). */
+  #plannedAt = -Infinity;
 
   constructor(deps: RuntimeDeps, options: RuntimeOptions) {
     this.#deps = deps;
@@ -91,9 +98,14 @@ export class Runtime {
       pruneMs: 60_000,
       nodeExpiryMs: 5 * 60_000,
       planMs: 1000,
+      outageLogEveryMs: 30_000,
       pruner: {},
       ...options,
     };
+    this.health = new StoreHealth(
+      { clock: deps.clock, logger: deps.logger },
+      { logEveryMs: this.#options.outageLogEveryMs },
+    );
     for (const [queue, concurrency] of Object.entries(options.queues)) {
       if (!Number.isInteger(concurrency) || concurrency < 1) {
         throw new RangeError(
@@ -110,6 +122,7 @@ export class Runtime {
           leaseMs: this.#options.leaseMs,
           logger: deps.logger,
           random: deps.random ?? Math.random,
+          health: this.health,
         }),
       );
     }
@@ -127,12 +140,34 @@ export class Runtime {
     return n;
   }
 
+  /** Finished jobs whose result waits for the store (non-zero only during an outage). */
+  get unrecorded(): number {
+    let n = 0;
+    for (const p of this.#producers.values()) n += p.unrecorded;
+    return n;
+  }
+
+  /**
+   * How far the planner is behind at `now`, in ms: since the oldest
+   * occurrence that is due but not planned yet, or, before its first pass
+   * (after start or a reload), since that began. 0 without schedules or
+   * when it is on time.
+   */
+  plannerLagMs(now: number): number {
+    if (!this.#options.schedules) return 0;
+    let oldest = Infinity;
+    for (const at of this.#due.values()) if (at <= now && at < oldest) oldest = at;
+    if (oldest === Infinity && this.#due.size === 0) oldest = this.#plannedAt;
+    return oldest === Infinity || oldest === -Infinity ? 0 : Math.max(0, now - oldest);
+  }
+
   /** Registers the node and starts producers and plugins. */
   async start(): Promise<void> {
     if (this.#started) return;
     this.#started = true;
     const { store, clock } = this.#deps;
     await store.nodeBeat({ node: this.node, queues: this.queues, now: clock.now() });
+    this.#plannedAt = clock.now();
     if (this.#options.schedules) {
       await syncSchedules(store, clock.now(), this.#options.schedules());
     }
@@ -148,6 +183,10 @@ export class Runtime {
       this.#stager(signal),
       this.#planner(signal),
       this.#every("lifeline", () => this.#options.rescueMs, async () => {
+        // After an outage the leases this node holds may have run out in the
+        // store: renew them before rescuing, or this node would rescue (and
+        // run again) jobs whose results only wait to be written.
+        if (this.#renewDue(clock.now())) await this.#heartbeat();
         const report = await rescueOrphans(store, clock.now());
         this.wake(report.queues);
         await store.nodesExpire({ before: clock.now() - this.#options.nodeExpiryMs });
@@ -173,6 +212,7 @@ export class Runtime {
     if (!schedules) return;
     await syncSchedules(this.#deps.store, this.#deps.clock.now(), schedules);
     this.#due.clear();
+    this.#plannedAt = this.#deps.clock.now();
     this.#wakes.get("planner")?.();
   }
 
@@ -224,10 +264,19 @@ export class Runtime {
     return (this.#deps.random ?? Math.random)();
   }
 
+  #inflight(): Lease[] {
+    return [...this.#producers.values()].flatMap((p) => p.leases());
+  }
+
+  /** Whether the leases held should be renewed now (a third of the lease has passed). */
+  #renewDue(now: number): boolean {
+    return now - this.#lastRenew >= this.#options.leaseMs / 3 && this.#inflight().length > 0;
+  }
+
   async #heartbeat(): Promise<void> {
     const { store, clock } = this.#deps;
     const now = clock.now();
-    const inflight = [...this.#producers.values()].flatMap((p) => p.leases());
+    const inflight = this.#inflight();
     const renew = now - this.#lastRenew >= this.#options.leaseMs / 3;
     const { lost } = await beat(store, now, {
       node: this.node,
@@ -261,6 +310,7 @@ export class Runtime {
     const { store, clock, logger } = this.#deps;
     return this.#dueLoop("planner", this.#options.planMs, signal, async () => {
       const report = await planSchedules(store, clock.now(), schedules(), this.#due);
+      this.#plannedAt = clock.now();
       this.wake(report.queues);
       if (report.scheduled > 0) this.wakeStager();
       if (report.misfires > 0) logger("planner.misfires", { count: report.misfires });
@@ -270,7 +320,8 @@ export class Runtime {
 
   /**
    * Runs `pass` again at the instant it returns (at most `maxMs` later), or
-   * at once when woken through `#wakes`; an error is logged, not fatal.
+   * at once when woken through `#wakes`; an error goes to the health (logged
+   * at a bounded rate), not fatal.
    */
   async #dueLoop(
     name: string,
@@ -278,14 +329,15 @@ export class Runtime {
     signal: AbortSignal,
     pass: () => Promise<number | null>,
   ): Promise<void> {
-    const { clock, logger } = this.#deps;
+    const { clock } = this.#deps;
     while (!signal.aborted) {
       let wait = maxMs;
       try {
         const nextAt = await pass();
+        this.health.succeeded(name);
         if (nextAt !== null) wait = Math.max(0, Math.min(wait, nextAt - clock.now()));
       } catch (error) {
-        logger("plugin.error", { plugin: name, error: String(error) });
+        this.health.failed(name, error);
       }
       if (signal.aborted) break;
       const woken = new AbortController();
@@ -295,17 +347,18 @@ export class Runtime {
     }
   }
 
-  /** Runs `step` every `interval()` ms until stopped; an error is logged, not fatal. */
+  /** Runs `step` every `interval()` ms until stopped; an error goes to the health, not fatal. */
   async #every(name: string, interval: () => number, step: () => Promise<void>): Promise<void> {
-    const { clock, logger } = this.#deps;
+    const { clock } = this.#deps;
     const signal = this.#stop.signal;
     while (!signal.aborted) {
       await clock.sleep(interval(), signal);
       if (signal.aborted) break;
       try {
         await step();
+        this.health.succeeded(name);
       } catch (error) {
-        logger("plugin.error", { plugin: name, error: String(error) });
+        this.health.failed(name, error);
       }
     }
   }

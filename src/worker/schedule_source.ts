@@ -1,13 +1,12 @@
 /**
  * The schedules a running process plans from: loaded from `schedules.yaml`,
- * reloaded when the file changes (a file watch) or when asked (SIGHUP in the
+ * reloaded when the file changes (watched with `stat`) or when asked (SIGHUP in the
  * daemon), and never replaced by a file with errors: the last good
  * configuration stays, and why is logged.
  *
  * @module
  */
 
-import { dirname, resolve } from "node:path";
 import { type ConfigError, loadSchedules } from "../schedule/config.ts";
 import type { ScheduleConfig } from "../schedule/types.ts";
 import type { Logger } from "./logger.ts";
@@ -24,7 +23,7 @@ export class ScheduleSource {
   #config: ScheduleConfig;
   #text: string;
   #listeners = new Set<(config: ScheduleConfig) => void>();
-  #watcher: Deno.FsWatcher | null = null;
+  #timer: ReturnType<typeof setInterval> | null = null;
 
   private constructor(path: string, config: ScheduleConfig, text: string, logger: Logger) {
     this.path = path;
@@ -86,31 +85,65 @@ export class ScheduleSource {
     return { ok: true, changed, config: result.config };
   }
 
-  /** Reloads whenever the file changes on disk, until {@linkcode ScheduleSource.close}. */
-  watch(): void {
-    if (this.#watcher) return;
-    // The folder, not the file: editors save by writing a new file and
-    // renaming it over the old one, which a watch on the old inode misses.
-    const file = resolve(this.path);
-    this.#watcher = Deno.watchFs(dirname(file), { recursive: false });
-    const watcher = this.#watcher;
-    (async () => {
+  /**
+   * Reloads whenever the file changes on disk, until
+   * {@linkcode ScheduleSource.close}: every `intervalMs` it compares the
+   * file's inode, size and change times (a `stat`, which opens nothing), so
+   * a save in place, a save by renaming a new file over the old one, and a
+   * delete-then-create are all seen.
+   *
+   * Not `Deno.watchFs`: Deno opens and closes each changed file of a watched
+   * folder, and closing any descriptor of a file drops every POSIX lock the
+   * process holds on it. With `jobs.db` beside `schedules.yaml`, SQLite's
+   * locks vanished and the next process to close the database deleted the
+   * running daemon's WAL.
+   */
+  watch(
+    options: {
+      /** How often the file is looked at, in ms. @default 1000 */
+      intervalMs?: number;
+    } = {},
+  ): void {
+    if (this.#timer !== null) return;
+    const intervalMs = options.intervalMs ?? 1000;
+    let seen = fileSignature(this.path);
+    let busy = false;
+    // Real time on purpose: this only notices edits, it decides nothing.
+    this.#timer = setInterval(async () => {
+      if (busy) return;
+      busy = true;
       try {
-        for await (const event of watcher) {
-          if (event.kind === "access" || !event.paths.some((p) => resolve(p) === file)) continue;
-          await this.reload();
-        }
+        const now = fileSignature(this.path);
+        const changed = now !== seen;
+        seen = now;
+        if (changed && now !== "missing") await this.reload();
       } catch (error) {
         this.#logger("config.watch_failed", { file: this.path, error: String(error) });
+      } finally {
+        busy = false;
       }
-    })();
+    }, intervalMs);
   }
 
   /** Stops watching. */
   close(): void {
-    this.#watcher?.close();
-    this.#watcher = null;
+    if (this.#timer !== null) clearInterval(this.#timer);
+    this.#timer = null;
     this.#listeners.clear();
+  }
+}
+
+/**
+ * What changes when the file is saved, in place or by rename; `missing`
+ * while it is not there, `unreadable: ...` when it cannot be looked at.
+ */
+function fileSignature(path: string): string {
+  try {
+    const info = Deno.statSync(path);
+    return [info.ino, info.size, info.mtime?.getTime(), info.ctime?.getTime()].join(":");
+  } catch (error) {
+    if (error instanceof Deno.errors.NotFound) return "missing";
+    return `unreadable: ${String(error)}`;
   }
 }
 

@@ -9,6 +9,7 @@ import { escapeLabelValue, renderMetrics } from "../../src/http/metrics.ts";
 import { type HttpServerOptions, startHttpServer } from "../../src/http/server.ts";
 import type { Logger } from "../../src/worker/logger.ts";
 import { insertJob, tempStore } from "../support/stores.ts";
+import { parseProm, value } from "./prom.ts";
 
 const TOKEN = "s3cret-token-value";
 
@@ -24,61 +25,6 @@ async function get(
 ): Promise<{ status: number; body: string; headers: Headers }> {
   const response = await fetch(`http://${addr.hostname}:${addr.port}${path}`, { headers });
   return { status: response.status, body: await response.text(), headers: response.headers };
-}
-
-interface Sample {
-  name: string;
-  labels: Record<string, string>;
-  value: number;
-}
-
-/**
- * A strict line parser of the text format 0.0.4: every line is a HELP, a
- * TYPE or `name{labels} value`, and every sample's family has both.
- */
-function parseProm(text: string): Sample[] {
-  assert.ok(text.endsWith("\n"), "the page ends with a line feed");
-  const help = new Set<string>();
-  const types = new Map<string, string>();
-  const samples: Sample[] = [];
-  const name = "[a-zA-Z_:][a-zA-Z0-9_:]*";
-  const sampleLine = new RegExp(
-    `^(${name})(?:\\{((?:[a-zA-Z_][a-zA-Z0-9_]*="(?:[^"\\\\\\n]|\\\\[\\\\"n])*",?)*)\\})? (\\S+)$`,
-  );
-  for (const line of text.slice(0, -1).split("\n")) {
-    let m: RegExpExecArray | null;
-    if ((m = new RegExp(`^# HELP (${name}) .*$`).exec(line))) help.add(m[1]!);
-    else if ((m = new RegExp(`^# TYPE (${name}) (gauge|counter|histogram)$`).exec(line))) {
-      types.set(m[1]!, m[2]!);
-    } else if ((m = sampleLine.exec(line))) {
-      const labels: Record<string, string> = {};
-      for (const l of (m[2] ?? "").matchAll(/([a-zA-Z_]\w*)="((?:[^"\\]|\\.)*)"/g)) {
-        labels[l[1]!] = l[2]!.replace(/\\(.)/g, (_, c) => c === "n" ? "\n" : c);
-      }
-      const value = m[3] === "+Inf" ? Infinity : m[3] === "-Inf" ? -Infinity : Number(m[3]);
-      assert.ok(m[3] === "NaN" || !Number.isNaN(value), `bad value in ${line}`);
-      samples.push({ name: m[1]!, labels, value });
-    } else {
-      assert.fail(`not a Prometheus line: ${JSON.stringify(line)}`);
-    }
-  }
-  for (const s of samples) {
-    const family = types.has(s.name) ? s.name : s.name.replace(/_(bucket|sum|count)$/, "");
-    assert.ok(types.has(family), `no TYPE for ${s.name}`);
-    assert.ok(help.has(family), `no HELP for ${s.name}`);
-  }
-  return samples;
-}
-
-function value(
-  samples: Sample[],
-  name: string,
-  labels: Record<string, string>,
-): number | undefined {
-  return samples.find((s) =>
-    s.name === name && Object.entries(labels).every(([k, v]) => s.labels[k] === v) &&
-    Object.keys(s.labels).length === Object.keys(labels).length
-  )?.value;
 }
 
 function options(
@@ -125,6 +71,22 @@ Deno.test("/readyz answers 200 on a migrated store and 503 with a reason once it
     assert.equal(ready.status, 503);
     assert.match(ready.body, /^store unreachable: .+\n$/);
     assert.equal((await get(server.addr!, "/healthz")).status, 200);
+  } finally {
+    await server.close();
+  }
+});
+
+Deno.test("/readyz answers 503 with the reason while the daemon is degraded, /healthz stays 200", async () => {
+  await using t = await tempStore();
+  let reason: string | null = "store calls failing (heartbeat: database is locked)";
+  const server = await startHttpServer(options(t.store, { degraded: () => reason }));
+  try {
+    const degraded = await get(server.addr!, "/readyz");
+    assert.equal(degraded.status, 503);
+    assert.equal(degraded.body, "degraded: store calls failing (heartbeat: database is locked)\n");
+    assert.equal((await get(server.addr!, "/healthz")).status, 200);
+    reason = null;
+    assert.equal((await get(server.addr!, "/readyz")).status, 200);
   } finally {
     await server.close();
   }

@@ -732,3 +732,215 @@ Deno.test("a command's arguments must be strings, named by index", () => {
     ],
   );
 });
+
+// ---------------------------------------------------------------- workers module and fan-out
+
+const FAN = [
+  "  - id: fan",
+  "    every: 1h",
+  '    selection: { command: ["list-accounts", "--active"] }',
+];
+
+Deno.test("a selection with a run makes a fan-out; batch_size defaults to 100", () => {
+  const [schedule] = parsed(yaml(
+    "version: 1",
+    "schedules:",
+    ...FAN,
+    '    run: { command: ["reindex", "--account", "{item}"] }',
+  )).schedules;
+  assert.deepEqual(schedule?.fanOut, {
+    selection: { kind: "command", argv: ["list-accounts", "--active"], shell: false },
+    batchSize: 100,
+  });
+  assert.deepEqual(schedule?.run.kind === "command" && schedule.run.argv, [
+    "reindex",
+    "--account",
+    "{item}",
+  ]);
+});
+
+Deno.test("a worker selection with args, a shell selection, and batch_size are read", () => {
+  const config = parsed(yaml(
+    "version: 1",
+    "schedules:",
+    "  - id: by-worker",
+    "    cron: '0 3 * * *'",
+    "    selection: { worker: list-accounts, args: { region: eu } }",
+    "    batch_size: 250",
+    "    run: { worker: reindex, args: { deep: true } }",
+    "  - id: by-shell",
+    "    manual: true",
+    "    guard: ops on call",
+    "    runs_where: production",
+    "    selection: { command: 'ls /srv | grep -v tmp', shell: true, env: { A: '${A}' } }",
+    "    run: { command: 'reindex \"$JOBS_ITEM\"', shell: true }",
+  ));
+  assert.deepEqual(config.schedules.map((s) => s.fanOut), [
+    {
+      selection: { kind: "worker", worker: "list-accounts", args: { region: "eu" } },
+      batchSize: 250,
+    },
+    {
+      selection: {
+        kind: "command",
+        argv: ["ls /srv | grep -v tmp"],
+        shell: true,
+        env: { A: "${A}" },
+      },
+      batchSize: 100,
+    },
+  ]);
+  // A schedule without a selection has no fanOut at all.
+  assert.equal(parsed(yaml("version: 1", "schedules:", ...HELLO)).schedules[0]?.fanOut, undefined);
+});
+
+Deno.test("fan-out errors name the line, field and value", () => {
+  assert.deepEqual(
+    messages(yaml(
+      "version: 1",
+      "schedules:",
+      "  - id: a",
+      "    every: 1h",
+      "    selection: { command: [ls], worker: w }",
+      "    batch_size: 0",
+      "    run: { worker: w, args: [1, 2] }",
+      "  - id: b",
+      "    every: 1h",
+      "    selection: { shell: true }",
+      "    batch_size: 2.5",
+      "    run: { command: 'echo {item}', shell: true }",
+      "  - id: c",
+      "    every: 1h",
+      "    batch_size: 10",
+      "    run: { worker: w, args: { item: x } }",
+      "  - id: d",
+      "    every: 1h",
+      "    selection: { http: { method: GET, url: 'https://x.test' } }",
+      "    run: { worker: w, args: { item: x } }",
+    )),
+    [
+      'schedules.yaml:5:41: schedule "a": selection has both command and worker, choose one',
+      'schedules.yaml:6:17: schedule "a": batch_size must be at least 1, got 0',
+      'schedules.yaml:7:29: schedule "a": run.args must be a mapping with selection (the item is added as args.item), got a list',
+      'schedules.yaml:10:16: schedule "b": selection needs one of command or worker',
+      'schedules.yaml:11:17: schedule "b": batch_size must be a whole number, got 2.5',
+      'schedules.yaml:12:21: schedule "b": run.command must not hold {item} with shell: true (the item would run as shell code), use "$JOBS_ITEM", got "echo {item}"',
+      'schedules.yaml:15:5: schedule "c": batch_size applies only with selection',
+      'schedules.yaml:19:16: schedule "d": selection needs one of command or worker',
+      'schedules.yaml:19:18: schedule "d": unknown field "selection.http"',
+      'schedules.yaml:20:37: schedule "d": run.args.item is set by the selection, leave it out',
+    ],
+  );
+  const error = errors(
+    yaml("version: 1", "schedules:", ...FAN, "    batch_size: 20000", "    run: { worker: w }"),
+  )[0]!;
+  assert.equal(error.field, "batch_size");
+  assert.equal(error.value, 20000);
+  assert.equal(error.scheduleId, "fan");
+  assert.equal(
+    error.message,
+    'schedules.yaml:6:17: schedule "fan": batch_size must be at most 10000, got 20000',
+  );
+});
+
+Deno.test("workers: is resolved against the schedules file's folder", () => {
+  const text = yaml("version: 1", "workers: ./workers.ts", "schedules:", ...HELLO);
+  const at = (file: string) => {
+    const result = parseSchedules(text, file);
+    if (!result.ok) assert.fail(result.errors.map((e) => e.message).join("\n"));
+    return result.config.workersModule;
+  };
+  assert.equal(at("schedules.yaml"), "workers.ts");
+  assert.equal(at("/etc/jobs/schedules.yaml"), "/etc/jobs/workers.ts");
+  assert.equal(at("conf/schedules.yaml"), "conf/workers.ts");
+  const absolute = parseSchedules(yaml("version: 1", "workers: /opt/w.ts"), "/etc/s.yaml");
+  assert.equal(absolute.ok && absolute.config.workersModule, "/opt/w.ts");
+});
+
+Deno.test("workers: must be a local module path", () => {
+  for (const value of ["https://example.com/w.ts", "npm:workers", "./workers.py", "''"]) {
+    const error = only(yaml("version: 1", `workers: ${value}`));
+    assert.equal(error.field, "workers");
+    assert.match(
+      error.message,
+      /^schedules\.yaml:2:10: workers must be the path of a local TypeScript or JavaScript module such as \.\/workers\.ts, got /,
+    );
+  }
+});
+
+Deno.test("with the module's worker names, an unknown run.worker or selection.worker is worker-unknown", () => {
+  const text = yaml(
+    "version: 1",
+    "workers: ./workers.ts",
+    "schedules:",
+    "  - id: a",
+    "    every: 1h",
+    "    run: { worker: reindex }",
+    "  - id: b",
+    "    every: 1h",
+    "    selection: { worker: list-acounts }",
+    "    run: { worker: reindx }",
+  );
+  const result = parseSchedules(text, "schedules.yaml", {
+    workers: { names: ["reindex", "list-accounts"] },
+  });
+  assert.equal(result.ok, false);
+  const found = !result.ok ? result.errors : [];
+  assert.deepEqual(found.map((e) => [e.code, e.field, e.value, e.scheduleId]), [
+    ["worker-unknown", "selection.worker", "list-acounts", "b"],
+    ["worker-unknown", "run.worker", "reindx", "b"],
+  ]);
+  assert.equal(
+    found[0]!.message,
+    'schedules.yaml:9:26: schedule "b": selection.worker "list-acounts" is not a worker of ' +
+      '"./workers.ts"; it exports "reindex", "list-accounts"',
+  );
+  // Without names (the parser alone), nothing is checked.
+  assert.equal(parseSchedules(text, "schedules.yaml").ok, true);
+
+  const broken = parseSchedules(text, "schedules.yaml", {
+    workers: { error: "cannot be imported: boom" },
+  });
+  assert.deepEqual(!broken.ok && broken.errors.map((e) => [e.code, e.message]), [[
+    "workers-invalid",
+    'schedules.yaml:2:10: workers module "./workers.ts" cannot be loaded: cannot be imported: boom',
+  ]]);
+});
+
+Deno.test("loadSchedules() with a workers loader checks the names it returns", async () => {
+  const dir = await Deno.makeTempDir();
+  try {
+    const file = `${dir}/schedules.yaml`;
+    await Deno.writeTextFile(
+      file,
+      yaml(
+        "version: 1",
+        "workers: ./w.ts",
+        "schedules:",
+        "  - id: a",
+        "    every: 1h",
+        "    run: { worker: x }",
+      ),
+    );
+    const asked: string[] = [];
+    const ok = await loadSchedules(file, {
+      workers: (module) => {
+        asked.push(module);
+        return Promise.resolve(["x"]);
+      },
+    });
+    assert.equal(ok.ok, true);
+    assert.deepEqual(asked, [`${dir}/w.ts`]);
+    const missing = await loadSchedules(file, { workers: () => Promise.resolve(["y"]) });
+    assert.equal(!missing.ok && missing.errors[0]?.code, "worker-unknown");
+    const failing = await loadSchedules(file, {
+      workers: () => Promise.reject(Object.assign(new Error("x"), { reason: "no such\nfile" })),
+    });
+    assert.equal(
+      !failing.ok && failing.errors[0]?.message,
+      `${file}:2:10: workers module "./w.ts" cannot be loaded: no such file`,
+    );
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});

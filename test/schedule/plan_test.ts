@@ -8,7 +8,14 @@
 import assert from "node:assert/strict";
 import type { PlanContext } from "../../src/kernel/types.ts";
 import { between, occurrenceId } from "../../src/schedule/occurrences.ts";
-import { decide, occurrenceJob, OVERLAP_REASON, PLAN_WINDOW } from "../../src/schedule/plan.ts";
+import {
+  decide,
+  FANOUT_WORKER,
+  fanOutRun,
+  occurrenceJob,
+  OVERLAP_REASON,
+  PLAN_WINDOW,
+} from "../../src/schedule/plan.ts";
 import type { Schedule } from "../../src/schedule/types.ts";
 import { scheduleOf } from "../support/schedules.ts";
 
@@ -253,6 +260,49 @@ Deno.test("occurrenceJob() of an http run is a jobs.http job with the run spec a
   const job = occurrenceJob(s, between(s, T, T + 1)[0]!);
   assert.equal(job.worker, "jobs.http");
   assert.deepEqual(JSON.parse(job.args), s.run);
+});
+
+Deno.test("occurrenceJob() of a schedule with a selection is a jobs.fanout job carrying all it needs", () => {
+  const s = schedule({
+    id: "fan",
+    every: "1h",
+    queue: "bulk",
+    priority: 3,
+    max_attempts: 4,
+    tags: ["nightly"],
+    tenant: "acme",
+    timeout: "5m",
+    selection: { command: ["list-accounts"] },
+    batch_size: 50,
+    run: { command: ["reindex", "{item}"] },
+  });
+  const job = occurrenceJob(s, between(s, T, T + 1)[0]!);
+  assert.equal(job.worker, FANOUT_WORKER);
+  assert.equal(job.worker, "jobs.fanout");
+  assert.equal(job.occurrence, `fan@${iso(T)}`);
+  assert.equal(job.scheduleId, "fan");
+  assert.equal(job.queue, "bulk");
+  assert.deepEqual(JSON.parse(job.meta), { schedule: "fan", timeoutMs: 300_000 });
+  assert.deepEqual(JSON.parse(job.args), {
+    kind: "fanout",
+    schedule: "fan",
+    selection: { kind: "command", argv: ["list-accounts"], shell: false },
+    batchSize: 50,
+    run: { kind: "command", argv: ["reindex", "{item}"], shell: false },
+    item: {
+      queue: "bulk",
+      priority: 3,
+      maxAttempts: 4,
+      tags: ["nightly"],
+      tenant: "acme",
+      meta: { schedule: "fan", timeoutMs: 300_000 },
+    },
+  });
+  assert.deepEqual(JSON.parse(job.args), fanOutRun(s));
+  assert.throws(
+    () => fanOutRun(schedule({ id: "plain", every: "1h" })),
+    /schedule "plain" has no selection/,
+  );
 });
 
 Deno.test("occurrenceJob() puts timeoutMs, backoff and retentionMs in meta when set", () => {

@@ -7,7 +7,12 @@ import { silentLogger } from "../../src/worker/logger.ts";
 /** The exit code and the captured stdout and stderr of one command line. */
 export async function runJobs(
   args: string[],
-  options: { now: number; env?: Record<string, string> },
+  options: {
+    now: number;
+    env?: Record<string, string>;
+    /** The answer to every confirmation question (default: no). */
+    confirm?: boolean;
+  },
 ): Promise<{ code: number; out: string; err: string }> {
   const out: string[] = [];
   const err: string[] = [];
@@ -21,6 +26,10 @@ export async function runJobs(
     color: false,
     demo: () => Promise.resolve(),
     onSignal: () => () => {},
+    confirm: (question) => {
+      out.push(`${question} [y/N]`);
+      return Promise.resolve(options.confirm ?? false);
+    },
     exit: (code) => {
       throw new Error(`exit ${code}`);
     },

@@ -11,6 +11,7 @@ import schedules from "../../../migrations/sqlite/0002_schedules.sql" with { typ
 import attemptOutput from "../../../migrations/sqlite/0003_attempt_output.sql" with {
   type: "text",
 };
+import replays from "../../../migrations/sqlite/0004_replays.sql" with { type: "text" };
 
 /** One numbered migration. */
 export interface Migration {
@@ -24,4 +25,13 @@ export const MIGRATIONS: readonly Migration[] = [
   { version: 1, name: "0001_init.sql", sql: init },
   { version: 2, name: "0002_schedules.sql", sql: schedules },
   { version: 3, name: "0003_attempt_output.sql", sql: attemptOutput },
+  { version: 4, name: "0004_replays.sql", sql: replays },
 ];
+
+/** The migrations a database at schema `version` has not applied yet, in order. */
+export function pendingMigrations(version: number): Migration[] {
+  return MIGRATIONS.filter((m) => m.version > version);
+}
+
+/** The latest schema version this program knows. */
+export const KNOWN_VERSION: number = MIGRATIONS.at(-1)?.version ?? 0;

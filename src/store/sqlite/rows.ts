@@ -23,6 +23,11 @@ export function isBusy(error: unknown): boolean {
   return error instanceof Error && /database (table )?is locked|SQLITE_BUSY/i.test(error.message);
 }
 
+/** `text` as a literal inside a LIKE pattern whose escape character is a backslash. */
+export function escapeLike(text: string): string {
+  return text.replace(/[\\%_]/g, (c) => `\\${c}`);
+}
+
 export function unique<T>(values: T[]): T[] {
   return [...new Set(values)];
 }

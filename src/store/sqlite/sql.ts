@@ -27,6 +27,35 @@ const INSERT_JOBS = `INSERT INTO jobs (queue, worker, args, meta, tags, tenant, 
       CASE WHEN (value ->> 8) > :now THEN 'scheduled' ELSE 'available' END, :now
     FROM json_each(:rows) WHERE true`;
 
+// The kind, actor and reason of an attempt row: those of the job's pending
+// replay (`replays`) when the attempt was claimed after it, whose row the
+// trigger `replays_consumed` then removes.
+const ATTEMPT_KIND = (attempt: string) =>
+  `CASE WHEN r.job_id IS NOT NULL THEN 'replay' WHEN ${attempt} > 1 THEN 'retry' ELSE 'run' END`;
+
+// The states an operator may still stop (cancel, discard).
+const NOT_FINAL = `('scheduled', 'available', 'executing', 'retryable')`;
+
+// An operator's retry or replay: runnable now, one more attempt allowed if
+// they are used up, no longer final.
+const RUN_AGAIN = `state = 'available', scheduled_at = :now, lease_expires_at = NULL,
+      max_attempts = max(max_attempts, attempt + 1),
+      completed_at = NULL, cancelled_at = NULL, discarded_at = NULL`;
+
+// The filters of jobsList but the occurrence; each is off when its value is
+// null. :search is a LIKE pattern whose escape character is a backslash.
+const JOBS_FILTER = `(:ids IS NULL OR id IN (SELECT value FROM json_each(:ids)))
+      AND (:states IS NULL OR state IN (SELECT value FROM json_each(:states)))
+      AND (:queue IS NULL OR queue = :queue)
+      AND (:worker IS NULL OR worker = :worker)
+      AND (:tag IS NULL OR EXISTS (SELECT 1 FROM json_each(jobs.tags) WHERE value = :tag))
+      AND (:schedule IS NULL OR (schedule_id = :schedule AND schedule_id IS NOT NULL))
+      AND (:search IS NULL OR worker LIKE :search ESCAPE '\\' OR args LIKE :search ESCAPE '\\'
+        OR occurrence LIKE :search ESCAPE '\\'
+        OR EXISTS (SELECT 1 FROM json_each(jobs.tags) WHERE value LIKE :search ESCAPE '\\')
+        OR EXISTS (SELECT 1 FROM json_each(jobs.errors)
+          WHERE value ->> 'error' LIKE :search ESCAPE '\\'))`;
+
 const LEASE_HELD = `id = :id AND state = 'executing' AND attempted_by = :node AND fence = :fence`;
 
 export const SQL = {
@@ -69,15 +98,17 @@ export const SQL = {
   discarded: `UPDATE jobs SET state = 'discarded', discarded_at = :now, lease_expires_at = NULL,
       ${CLEAR_UNIQUE}, ${APPEND_ERROR}
     WHERE ${LEASE_HELD}`,
-  attemptInsert: `INSERT INTO attempts (job_id, attempt, fence, node, kind, started_at,
-      finished_at, outcome, error)
-    VALUES (:id, :attempt, :fence, :node, :kind, :started, :now, :outcome, :error)`,
-  attemptsInsert: `INSERT INTO attempts (job_id, attempt, fence, node, kind, started_at,
-      finished_at, outcome, error, output)
-    SELECT value ->> 0, value ->> 1, value ->> 2, :node,
-      CASE WHEN (value ->> 1) > 1 THEN 'retry' ELSE 'run' END,
-      value ->> 3, :now, value ->> 4, value ->> 5, value ->> 6
-    FROM json_each(:rows)`,
+  attemptInsert: `INSERT INTO attempts (job_id, attempt, fence, node, kind, actor, reason,
+      started_at, finished_at, outcome, error)
+    SELECT :id, :attempt, :fence, :node, ${ATTEMPT_KIND(":attempt")}, r.actor, r.reason,
+      :started, :now, :outcome, :error
+    FROM (SELECT 1) LEFT JOIN replays AS r ON r.job_id = :id AND r.after < :fence`,
+  attemptsInsert: `INSERT INTO attempts (job_id, attempt, fence, node, kind, actor, reason,
+      started_at, finished_at, outcome, error, output)
+    SELECT value ->> 0, value ->> 1, value ->> 2, :node, ${ATTEMPT_KIND("(value ->> 1)")},
+      r.actor, r.reason, value ->> 3, :now, value ->> 4, value ->> 5, value ->> 6
+    FROM json_each(:rows)
+      LEFT JOIN replays AS r ON r.job_id = value ->> 0 AND r.after < value ->> 2`,
   release: `UPDATE jobs SET state = 'available', attempt = attempt - 1, lease_expires_at = NULL
     WHERE ${LEASE_HELD}`,
   renew: `UPDATE jobs SET lease_expires_at = :lease WHERE ${LEASE_HELD}`,
@@ -108,19 +139,45 @@ export const SQL = {
         AND coalesce(completed_at, cancelled_at, discarded_at) < :before
       ORDER BY scheduled_for LIMIT :limit)
     RETURNING id`,
+  // What jobsPrune (the schedules in :schedules excepted) and jobsPruneSchedule
+  // (for each of :schedules, [id, before]) would delete; a null cutoff keeps all.
+  prunable: `SELECT count(*) AS count FROM jobs
+    LEFT JOIN (SELECT value ->> 0 AS id, value ->> 1 AS before FROM json_each(:schedules)) AS own
+      ON own.id = jobs.schedule_id
+    WHERE state IN ('completed', 'cancelled', 'discarded')
+      AND CASE WHEN own.id IS NOT NULL
+        THEN coalesce(completed_at, cancelled_at, discarded_at) < own.before
+        ELSE (state = 'completed' AND completed_at < :completed)
+          OR (state = 'cancelled' AND cancelled_at < :cancelled)
+          OR (state = 'discarded' AND discarded_at < :discarded) END`,
   attemptsPrune: `DELETE FROM attempts WHERE job_id IN (SELECT value FROM json_each(:ids))`,
+  replaysPrune: `DELETE FROM replays WHERE job_id IN (SELECT value FROM json_each(:ids))`,
   cancel: `UPDATE jobs SET state = 'cancelled', cancelled_at = :now, lease_expires_at = NULL,
       ${CLEAR_UNIQUE}, ${APPEND_ERROR}
-    WHERE id = :id AND state IN ('scheduled', 'available', 'executing', 'retryable')
+    WHERE id = :id AND state IN ${NOT_FINAL}
     RETURNING id`,
-  cancelTarget: `SELECT state, attempt, fence, attempted_by, attempted_at FROM jobs WHERE id = :id`,
+  cancelTarget:
+    `SELECT id, state, attempt, fence, attempted_by, attempted_at FROM jobs WHERE id = :id`,
+  discard: `UPDATE jobs SET state = 'discarded', discarded_at = :now, lease_expires_at = NULL,
+      ${CLEAR_UNIQUE}, ${APPEND_ERROR}
+    WHERE id = :id AND state IN ${NOT_FINAL}
+    RETURNING id`,
+  retry: `UPDATE jobs SET ${RUN_AGAIN}
+    WHERE id = :id AND state IN ('scheduled', 'retryable', 'completed', 'cancelled', 'discarded')
+    RETURNING id`,
+  replay: `UPDATE jobs SET ${RUN_AGAIN} WHERE id = :id AND state = :was RETURNING fence`,
+  // The pending replay records the fence of the job's latest claim, so the
+  // next claim's attempt row (fence above it) is the replay's.
+  replayPending: `INSERT INTO replays (job_id, after, actor, reason, at)
+    VALUES (:id, :after, :actor, :reason, :now)
+    ON CONFLICT (job_id) DO UPDATE SET after = excluded.after, actor = excluded.actor,
+      reason = excluded.reason, at = excluded.at`,
   jobGet: `SELECT * FROM jobs WHERE id = :id`,
-  jobsList: `SELECT * FROM jobs
-    WHERE (:ids IS NULL OR id IN (SELECT value FROM json_each(:ids)))
-      AND (:states IS NULL OR state IN (SELECT value FROM json_each(:states)))
-      AND (:queue IS NULL OR queue = :queue)
-      AND (:worker IS NULL OR worker = :worker)
-      AND (:tag IS NULL OR EXISTS (SELECT 1 FROM json_each(jobs.tags) WHERE value = :tag))
+  jobsList: `SELECT * FROM jobs WHERE ${JOBS_FILTER}
+    ORDER BY CASE WHEN :desc THEN -id ELSE id END
+    LIMIT :limit`,
+  // By occurrence identity: the unique index finds the row, the rest filters it.
+  jobsListOccurrence: `SELECT * FROM jobs WHERE occurrence = :occurrence AND ${JOBS_FILTER}
     ORDER BY CASE WHEN :desc THEN -id ELSE id END
     LIMIT :limit`,
   jobsCount: `SELECT queue, state, count(*) AS count FROM jobs

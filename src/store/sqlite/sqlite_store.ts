@@ -48,6 +48,7 @@ import type {
 } from "../store.ts";
 import { MIGRATIONS } from "./migrations.ts";
 import {
+  escapeLike,
   inserted,
   insertRow,
   isBusy,
@@ -85,6 +86,13 @@ export interface SqliteOptions {
   migrate?: boolean;
   /** The instant recorded for migrations applied on open. */
   now?: number;
+  /**
+   * Open the file read-only (it must exist; nothing can be written, so
+   * `migrate` must be false): for looking without touching, such as
+   * `jobs migrate --dry-run`.
+   * @default false
+   */
+  readOnly?: boolean;
 }
 
 /** A transaction of the SQLite store: the caller's own statements go through `db`. */
@@ -134,7 +142,7 @@ export class SqliteStore implements Store<SqliteTx> {
   readonly kind = "sqlite";
   readonly location: string;
   readonly db: DatabaseSync;
-  #options: Required<Omit<SqliteOptions, "now" | "migrate">>;
+  #options: Required<Omit<SqliteOptions, "now" | "migrate" | "readOnly">>;
   #statements: Statements | null = null;
   // A caller's transaction that spans awaits holds the connection; every other
   // call waits for it so nothing else runs inside the caller's transaction.
@@ -151,7 +159,7 @@ export class SqliteStore implements Store<SqliteTx> {
       synchronous: options.synchronous ?? "normal",
       changePollMs: options.changePollMs ?? 2,
     };
-    this.db = new DatabaseSync(path);
+    this.db = new DatabaseSync(path, { readOnly: options.readOnly ?? false });
     // SQLite's own busy handler would block the whole process while it
     // sleeps; every call goes through #exclusive, which retries without
     // blocking, so SQLite itself is told not to wait.
@@ -187,6 +195,14 @@ export class SqliteStore implements Store<SqliteTx> {
       this.#prepare();
       return { applied, version: this.#schemaVersion() };
     });
+  }
+
+  /**
+   * The schema version the database is at (0 when it was never migrated);
+   * reads only, so it works on a store opened without migrating.
+   */
+  schemaVersion(): Promise<number> {
+    return this.#exclusive(() => this.#schemaVersion());
   }
 
   #schemaVersion(): number {
@@ -550,17 +566,7 @@ export class SqliteStore implements Store<SqliteTx> {
             | Row
             | undefined;
           if (!result) continue;
-          this.#s.attemptInsert.run({
-            id: lease.id,
-            attempt: row.attempt as number,
-            fence: lease.fence,
-            node,
-            kind: Number(row.attempt) > 1 ? "retry" : "run",
-            started: (row.attempted_at as number | null) ?? params.now,
-            now: params.now,
-            outcome: "orphaned",
-            error,
-          });
+          this.#endAttempt(row, { now: params.now, outcome: "orphaned", error });
           if (result.state === "available") {
             rescued++;
             queues.add(String(row.queue));
@@ -607,10 +613,27 @@ export class SqliteStore implements Store<SqliteTx> {
     );
   }
 
+  jobsPrunable(params: {
+    before: Partial<Record<"completed" | "cancelled" | "discarded", number>>;
+    schedules?: { scheduleId: string; before: number }[];
+  }): Promise<number> {
+    return this.#exclusive(() => {
+      const row = this.#s.prunable.get({
+        completed: params.before.completed ?? null,
+        cancelled: params.before.cancelled ?? null,
+        discarded: params.before.discarded ?? null,
+        schedules: JSON.stringify((params.schedules ?? []).map((s) => [s.scheduleId, s.before])),
+      }) as Row;
+      return Number(row.count);
+    });
+  }
+
   /** Deletes the attempts of jobs just deleted; returns how many jobs that was. */
   #pruneAttempts(deleted: Row[]): number {
     if (deleted.length) {
-      this.#s.attemptsPrune.run({ ids: JSON.stringify(deleted.map((r) => Number(r.id))) });
+      const ids = JSON.stringify(deleted.map((r) => Number(r.id)));
+      this.#s.attemptsPrune.run({ ids });
+      this.#s.replaysPrune.run({ ids });
     }
     return deleted.length;
   }
@@ -626,22 +649,94 @@ export class SqliteStore implements Store<SqliteTx> {
           // The attempt in flight ends here: its node finds the lease gone and
           // records nothing, so the operator's cancel writes the attempt row.
           if (row?.state === "executing") {
-            this.#s.attemptInsert.run({
-              id,
-              attempt: row.attempt as number,
-              fence: row.fence as number,
-              node: row.attempted_by as string,
-              kind: Number(row.attempt) > 1 ? "retry" : "run",
-              started: row.attempted_at as number,
-              now: params.now,
-              outcome: "cancelled",
-              error: params.reason,
-            });
+            this.#endAttempt(row, { now: params.now, outcome: "cancelled", error: params.reason });
           }
         }
         return cancelled;
       })
     );
+  }
+
+  jobsDiscard(params: { ids: number[]; now: number; reason: string }): Promise<number[]> {
+    return this.#exclusive(() =>
+      this.#write(() => {
+        const discarded: number[] = [];
+        for (const id of params.ids) {
+          const row = this.#s.cancelTarget.get({ id }) as Row | undefined;
+          if (!this.#s.discard.get({ id, now: params.now, error: params.reason })) continue;
+          discarded.push(id);
+          if (row?.state === "executing") {
+            this.#endAttempt(row, { now: params.now, outcome: "discarded", error: params.reason });
+          }
+        }
+        return discarded;
+      })
+    );
+  }
+
+  jobsRetry(params: { ids: number[]; now: number }): Promise<number[]> {
+    return this.#exclusive(() =>
+      this.#write(() => params.ids.filter((id) => this.#s.retry.get({ id, now: params.now })))
+    );
+  }
+
+  jobReplay(params: {
+    id: number;
+    now: number;
+    actor: string;
+    reason: string;
+    force: boolean;
+  }): Promise<{ replayed: boolean; was: JobState } | null> {
+    return this.#exclusive(() =>
+      this.#write(() => {
+        const row = this.#s.cancelTarget.get({ id: params.id }) as Row | undefined;
+        if (!row) return null;
+        const was = row.state as JobState;
+        if (was === "executing") {
+          if (!params.force) return { replayed: false, was };
+          // The running attempt ends here, as with a cancel: its node finds
+          // the lease gone (the job is no longer executing) and records nothing.
+          this.#endAttempt(row, {
+            now: params.now,
+            outcome: "cancelled",
+            error: `replayed by ${params.actor}: ${params.reason}`,
+          });
+        }
+        const replayed = this.#s.replay.get({ id: params.id, was, now: params.now }) as
+          | Row
+          | undefined;
+        if (!replayed) return { replayed: false, was };
+        this.#s.replayPending.run({
+          id: params.id,
+          after: Number(replayed.fence),
+          actor: params.actor,
+          reason: params.reason,
+          now: params.now,
+        });
+        return { replayed: true, was };
+      })
+    );
+  }
+
+  /**
+   * Writes the attempt row of an attempt ended by someone other than its
+   * node (an operator, the lifeline): `row` is the job as it was, with its
+   * id, attempt, fence, attempted_by and attempted_at.
+   */
+  #endAttempt(
+    row: Row,
+    end: { now: number; outcome: "orphaned" | "cancelled" | "discarded"; error: string },
+  ): void {
+    this.#s.attemptInsert.run({
+      id: Number(row.id),
+      attempt: Number(row.attempt),
+      fence: Number(row.fence),
+      node: row.attempted_by as string | null,
+      started: (row.attempted_at as number | null) ?? end.now,
+      now: end.now,
+      outcome: end.outcome,
+      error: end.error,
+    });
   }
 
   // --------------------------------------------------------------------- reads
@@ -658,15 +753,20 @@ export class SqliteStore implements Store<SqliteTx> {
       const states = params.state === undefined
         ? null
         : JSON.stringify(Array.isArray(params.state) ? params.state : [params.state]);
-      const rows = this.#s.jobsList.all({
+      const filter = {
         ids: params.ids ? JSON.stringify(params.ids) : null,
         states,
         queue: params.queue ?? null,
         worker: params.worker ?? null,
         tag: params.tag ?? null,
+        schedule: params.scheduleId ?? null,
+        search: params.search === undefined ? null : `%${escapeLike(params.search)}%`,
         desc: params.desc ? 1 : 0,
         limit: params.limit ?? -1,
-      }) as Row[];
+      };
+      const rows = (params.occurrence === undefined
+        ? this.#s.jobsList.all(filter)
+        : this.#s.jobsListOccurrence.all({ ...filter, occurrence: params.occurrence })) as Row[];
       return rows.map(toJob);
     });
   }

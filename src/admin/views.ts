@@ -1,0 +1,315 @@
+/**
+ * The read side shared by the command line and (later) the TUI: what the
+ * queues, nodes, schedules and jobs look like right now, assembled from the
+ * store and `schedules.yaml`. Instants stay UTC epoch ms; nothing here
+ * prints, formats for a terminal or reads the machine's time.
+ *
+ * Job args and meta leave this module redacted: a view never hands out a
+ * secret an operator did not need to see.
+ *
+ * @module
+ */
+
+import type { Clock } from "../clock.ts";
+import { redact } from "../kernel/redact.ts";
+import { type Attempt, type Job, JOB_STATES, type JobState } from "../kernel/types.ts";
+import { next } from "../schedule/occurrences.ts";
+import type { Schedule, ScheduleConfig } from "../schedule/types.ts";
+import type { AuditRow, JobFilter, ScheduleRow, Store } from "../store/store.ts";
+
+/**
+ * The heartbeat period the daemon runs with (the runtime's `heartbeatMs`).
+ * @default 1000
+ */
+export const HEARTBEAT_MS = 1000;
+
+/** A node is stale after this many heartbeat periods without one. */
+export const STALE_AFTER_BEATS = 3;
+
+/** How the store answered a trivial read. */
+export interface StoreCheck {
+  /** `sqlite` or `postgres`. */
+  kind: string;
+  /** Where it lives, credentials removed. */
+  location: string;
+  /** Whether the timed read succeeded. */
+  reachable: boolean;
+  /** The schema version of the database, or null when it could not be read. */
+  schemaVersion: number | null;
+  /** The latest schema version this program knows: anything else is not current. */
+  knownVersion: number;
+  /** How long the timed read took, in ms of the injected clock; null when it failed. */
+  readMs: number | null;
+  /** Why it is not reachable or not current, one line. */
+  error: string | null;
+}
+
+/** One queue: its jobs by state, whether it is paused, and who runs it how wide. */
+export interface QueueView {
+  name: string;
+  /** Jobs per state (every state present, zero when none). */
+  counts: Record<JobState, number>;
+  /** Paused in the store (every process honours it). */
+  paused: boolean;
+  /** `paused: true` in the file; a daemon applies it when it starts or reloads. */
+  pausedInFile: boolean;
+  /** The concurrency the file declares, or null. */
+  declaredConcurrency: number | null;
+  /** Node -> concurrency, for the live nodes that run this queue. */
+  nodes: Record<string, number>;
+}
+
+/** One registered node and how fresh its heartbeat is. */
+export interface NodeView {
+  node: string;
+  queues: Record<string, number>;
+  startedAt: number;
+  heartbeatAt: number;
+  /** `now - heartbeatAt`. */
+  heartbeatAgeMs: number;
+  /** No heartbeat for {@linkcode STALE_AFTER_BEATS} periods: probably gone or cut off. */
+  stale: boolean;
+}
+
+/** One schedule: its declaration (when the file has it) joined with its stored state. */
+export interface ScheduleStatus {
+  id: string;
+  /** The live file declares it; false for a schedule only the store remembers. */
+  declared: boolean;
+  /** `manual: true` in the file. */
+  manual: boolean;
+  /** Enabled in the file and in the store. */
+  enabled: boolean;
+  /** `file` when the file says `enabled: false`, `store` when an operator disabled it. */
+  disabledIn: "file" | "store" | null;
+  disabledReason: string | null;
+  disabledBy: string | null;
+  disabledAt: number | null;
+  /** The next instant it runs, or null (manual, disabled, ended, or not declared). */
+  next: number | null;
+  nextOccurrence: string | null;
+  lastPlannedFor: number | null;
+  lastStartedAt: number | null;
+  lastCompletedAt: number | null;
+  misfires: number;
+  lastMisfireFor: number | null;
+}
+
+/** Everything `jobs status` shows. */
+export interface StatusView {
+  now: number;
+  queues: QueueView[];
+  nodes: NodeView[];
+  schedules: ScheduleStatus[];
+}
+
+/** A job with its attempts and its audit trail. */
+export interface JobDetail {
+  job: Job;
+  attempts: Attempt[];
+  audit: AuditRow[];
+}
+
+/**
+ * Times a trivial read (the one `/readyz` makes) and reports it with the
+ * schema version the caller found when it opened the store.
+ */
+export async function storeCheck(
+  store: Store,
+  params: { clock: Clock; schema: { version: number; known: number } },
+): Promise<StoreCheck> {
+  const base = {
+    kind: store.kind,
+    location: store.location,
+    schemaVersion: params.schema.version,
+    knownVersion: params.schema.known,
+  };
+  const started = params.clock.now();
+  try {
+    await store.jobsCount({ state: "executing" });
+    return { ...base, reachable: true, readMs: params.clock.now() - started, error: null };
+  } catch (error) {
+    return { ...base, reachable: false, readMs: null, error: oneLine(error) };
+  }
+}
+
+/**
+ * The whole status: queues, nodes and schedules. `store` is null when there
+ * is no store to read (the file alone is shown); `config` is null when the
+ * schedules file could not be read (the store alone is shown).
+ */
+export async function statusView(params: {
+  store: Store | null;
+  config: ScheduleConfig | null;
+  now: number;
+  /** @default HEARTBEAT_MS */
+  heartbeatMs?: number;
+}): Promise<StatusView> {
+  const { store, config, now } = params;
+  const nodes = store ? await nodesView(store, now, params.heartbeatMs ?? HEARTBEAT_MS) : [];
+  return {
+    now,
+    queues: await queuesView(store, config, nodes),
+    nodes,
+    schedules: await schedulesView(store, config, now),
+  };
+}
+
+/** Every node with its heartbeat age, stale ones flagged. */
+export async function nodesView(
+  store: Store,
+  now: number,
+  heartbeatMs: number = HEARTBEAT_MS,
+): Promise<NodeView[]> {
+  return (await store.nodesList()).map((n) => ({
+    node: n.node,
+    queues: n.queues,
+    startedAt: n.startedAt,
+    heartbeatAt: n.heartbeatAt,
+    heartbeatAgeMs: now - n.heartbeatAt,
+    stale: now - n.heartbeatAt > STALE_AFTER_BEATS * heartbeatMs,
+  }));
+}
+
+/**
+ * Every queue anyone knows of (jobs, a stored pause, the file, a schedule,
+ * a node), by name.
+ */
+export async function queuesView(
+  store: Store | null,
+  config: ScheduleConfig | null,
+  nodes: NodeView[],
+): Promise<QueueView[]> {
+  const counts = store ? await store.jobsCount({}) : [];
+  const stored = store ? await store.queuesList() : [];
+  const names = new Set<string>([
+    ...counts.map((c) => c.queue),
+    ...stored.map((q) => q.name),
+    ...Object.keys(config?.queues ?? {}),
+    ...(config?.schedules ?? []).map((s) => s.queue),
+    ...nodes.flatMap((n) => Object.keys(n.queues)),
+  ]);
+  return [...names].sort().map((name) => {
+    const byState = Object.fromEntries(JOB_STATES.map((s) => [s, 0])) as Record<JobState, number>;
+    for (const c of counts) if (c.queue === name) byState[c.state] += c.count;
+    const declared = config?.queues[name];
+    return {
+      name,
+      counts: byState,
+      paused: stored.find((q) => q.name === name)?.paused ?? false,
+      pausedInFile: declared?.paused ?? false,
+      declaredConcurrency: declared?.concurrency ?? null,
+      nodes: Object.fromEntries(
+        nodes.filter((n) => !n.stale && n.queues[name] !== undefined)
+          .map((n) => [n.node, n.queues[name]!]),
+      ),
+    };
+  });
+}
+
+/** The file's schedules in file order, then those only the store remembers, by id. */
+export async function schedulesView(
+  store: Store | null,
+  config: ScheduleConfig | null,
+  now: number,
+): Promise<ScheduleStatus[]> {
+  const rows = new Map((store ? await store.schedulesList({}) : []).map((r) => [r.id, r]));
+  const declared = (config?.schedules ?? []).map((s) => scheduleStatus(s, rows.get(s.id), now));
+  const known = new Set(declared.map((s) => s.id));
+  const forgotten = [...rows.values()].filter((r) => !known.has(r.id))
+    .map((r) => scheduleStatus(null, r, now));
+  return [...declared, ...forgotten];
+}
+
+/** One schedule's status from its declaration and/or its stored row. */
+export function scheduleStatus(
+  schedule: Schedule | null,
+  row: ScheduleRow | undefined,
+  now: number,
+): ScheduleStatus {
+  const inFile = schedule !== null && !schedule.enabled;
+  const inStore = row !== undefined && !row.enabled;
+  const enabled = schedule !== null && !inFile && !inStore;
+  const [following] = enabled ? next(schedule, now, 1) : [];
+  return {
+    id: schedule?.id ?? row!.id,
+    declared: schedule !== null,
+    manual: schedule?.rhythm.kind === "manual",
+    enabled,
+    disabledIn: inFile ? "file" : inStore ? "store" : null,
+    disabledReason: inFile ? "disabled in the file" : inStore ? row.disabledReason : null,
+    disabledBy: inStore && !inFile ? row.disabledBy : null,
+    disabledAt: inStore && !inFile ? row.disabledAt : null,
+    next: following?.at ?? null,
+    nextOccurrence: following?.occurrence ?? null,
+    lastPlannedFor: row?.lastPlannedFor ?? null,
+    lastStartedAt: row?.lastStartedAt ?? null,
+    lastCompletedAt: row?.lastCompletedAt ?? null,
+    misfires: row?.misfires ?? 0,
+    lastMisfireFor: row?.lastMisfireFor ?? null,
+  };
+}
+
+/** Jobs matching `filter`, newest first, args and meta redacted. */
+export async function jobsView(store: Store, filter: JobFilter): Promise<Job[]> {
+  return (await store.jobsList({ ...filter, desc: true })).map(redactJob);
+}
+
+/**
+ * One job by id (all digits) or occurrence identity (`nightly@2026-...`),
+ * or null when there is none.
+ */
+export async function findJob(store: Store, ref: string): Promise<Job | null> {
+  if (/^\d+$/.test(ref)) {
+    const id = Number(ref);
+    return Number.isSafeInteger(id) ? await store.jobGet({ id }) : null;
+  }
+  const found = await store.jobsList({ occurrence: ref, limit: 1 });
+  // The identity is unique; the comparison guards against a store that
+  // does not know the filter and would answer with any job.
+  return found.find((j) => j.occurrence === ref) ?? null;
+}
+
+/** A job with its attempts (oldest first) and its audit trail, or null when there is none. */
+export async function jobDetail(store: Store, ref: string): Promise<JobDetail | null> {
+  const job = await findJob(store, ref);
+  if (!job) return null;
+  return {
+    job: redactJob(job),
+    attempts: await store.attemptsList({ jobId: job.id }),
+    audit: await store.auditList({ target: `job:${job.id}` }),
+  };
+}
+
+/** The latest occurrence of a schedule in the store (the last one planned), or null. */
+export async function latestOccurrence(store: Store, scheduleId: string): Promise<Job | null> {
+  const [job] = await store.jobsList({ scheduleId, desc: true, limit: 1 });
+  return job && job.scheduleId === scheduleId ? redactJob(job) : null;
+}
+
+/** A copy of `job` whose args and meta carry no secret (see {@linkcode redactValue}). */
+export function redactJob(job: Job): Job {
+  return { ...job, args: redactValue(job.args), meta: redactValue(job.meta) as Job["meta"] };
+}
+
+/**
+ * Redacts every string in a JSON value: a string under a key that names a
+ * secret (`password`, `API_TOKEN`, `Authorization`) is masked whole, any other
+ * string goes through `redact` (URL credentials, `token=` pairs). Redacting
+ * the JSON text instead could break its quoting.
+ */
+export function redactValue(value: unknown, key?: string): unknown {
+  if (typeof value === "string") {
+    if (key !== undefined && redact(`${key}=x`) !== `${key}=x`) return "[REDACTED]";
+    return redact(value);
+  }
+  if (Array.isArray(value)) return value.map((v) => redactValue(v));
+  if (value !== null && typeof value === "object") {
+    return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, redactValue(v, k)]));
+  }
+  return value;
+}
+
+function oneLine(error: unknown): string {
+  return (error instanceof Error ? error.message : String(error)).split("\n")[0]!;
+}

@@ -1,0 +1,130 @@
+/**
+ * Store health: what the runtime's steps (each producer, each plugin) saw
+ * of the store on their last call. While any step's last call failed (the
+ * store is locked past its busy timeout, read-only, or gone) the node is
+ * degraded: `/readyz` says so, and the failures are logged at a bounded rate
+ * rather than once per poll: `store.degraded` when the first step fails,
+ * `store.error` at most once per `logEveryMs` while it lasts, and
+ * `store.recovered` once every step has succeeded again.
+ *
+ * A step that fails for a reason of its own (a planner bug) degrades the
+ * node too: it is not doing its work either.
+ *
+ * @module
+ */
+
+import type { Clock } from "../clock.ts";
+import type { Logger } from "./logger.ts";
+
+/** Settings of {@linkcode StoreHealth}. */
+export interface StoreHealthOptions {
+  /** While degraded, at most one `store.error` line per this many ms of the clock. @default 30_000 */
+  logEveryMs?: number;
+}
+
+/** Why the node is degraded, or that it is not. */
+export type HealthStatus =
+  | { ok: true }
+  | {
+    ok: false;
+    /** Since when (clock ms) some step has been failing. */
+    since: number;
+    /** The step that failed first, e.g. `heartbeat` or `producer:default`. */
+    source: string;
+    /** That step's last error, one line. */
+    error: string;
+  };
+
+interface Failing {
+  since: number;
+  error: string;
+}
+
+/** Tracks the store's health as the runtime's steps see it. */
+export class StoreHealth {
+  #clock: Clock;
+  #logger: Logger;
+  #logEveryMs: number;
+  #failing = new Map<string, Failing>();
+  #degradedSince: number | null = null;
+  #lastLogAt = -Infinity;
+  /** Failures since the last line logged about them. */
+  #unlogged = 0;
+  /** Failures during the current outage. */
+  #outageFailures = 0;
+  #errors = new Map<string, number>();
+
+  constructor(deps: { clock: Clock; logger: Logger }, options: StoreHealthOptions = {}) {
+    this.#clock = deps.clock;
+    this.#logger = deps.logger;
+    this.#logEveryMs = options.logEveryMs ?? 30_000;
+  }
+
+  /** Whether some step's last store call failed. */
+  get degraded(): boolean {
+    return this.#failing.size > 0;
+  }
+
+  /** Records that a store call of `source` failed; logs only the first and then at a bounded rate. */
+  failed(source: string, error: unknown): void {
+    const now = this.#clock.now();
+    const text = oneLine(error);
+    this.#errors.set(source, (this.#errors.get(source) ?? 0) + 1);
+    const known = this.#failing.get(source);
+    this.#failing.set(source, { since: known?.since ?? now, error: text });
+    this.#outageFailures++;
+    if (this.#degradedSince === null) {
+      this.#degradedSince = now;
+      this.#lastLogAt = now;
+      this.#unlogged = 0;
+      this.#logger("store.degraded", { source, error: text });
+      return;
+    }
+    this.#unlogged++;
+    if (now - this.#lastLogAt < this.#logEveryMs) return;
+    this.#logger("store.error", {
+      source,
+      error: text,
+      failures: this.#unlogged,
+      failing: [...this.#failing.keys()],
+      degradedForMs: now - this.#degradedSince,
+    });
+    this.#lastLogAt = now;
+    this.#unlogged = 0;
+  }
+
+  /** Records that a store call of `source` succeeded; the last step to recover ends the outage. */
+  succeeded(source: string): void {
+    if (!this.#failing.delete(source) || this.#failing.size > 0) return;
+    const now = this.#clock.now();
+    this.#logger("store.recovered", {
+      failures: this.#outageFailures,
+      downMs: now - (this.#degradedSince ?? now),
+    });
+    this.#degradedSince = null;
+    this.#outageFailures = 0;
+    this.#unlogged = 0;
+  }
+
+  /** Healthy, or since when, which step and why not. */
+  status(): HealthStatus {
+    let first: [string, Failing] | null = null;
+    for (const entry of this.#failing) {
+      if (first === null || entry[1].since < first[1].since) first = entry;
+    }
+    if (first === null) return { ok: true };
+    const [source, { since, error }] = first;
+    return { ok: false, since: this.#degradedSince ?? since, source, error };
+  }
+
+  /** Failed store calls since start, by step. */
+  errors(): { source: string; count: number }[] {
+    return [...this.#errors].map(([source, count]) => ({ source, count }));
+  }
+}
+
+/** The first line of an error's message: a reason fits on one line. */
+function oneLine(error: unknown): string {
+  const message = error instanceof Error ? error.message : String(error);
+  return (message.split("\n", 1)[0] ?? "").trim();
+}

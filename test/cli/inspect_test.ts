@@ -1,0 +1,616 @@
+import assert from "node:assert/strict";
+import { age, shellQuote } from "../../src/cli/inspect.ts";
+import type { NewJob } from "../../src/kernel/types.ts";
+import { loadSchedules } from "../../src/schedule/config.ts";
+import { occurrenceId } from "../../src/schedule/occurrences.ts";
+import { occurrenceJob } from "../../src/schedule/plan.ts";
+import type { Schedule } from "../../src/schedule/types.ts";
+import { openSqliteStore, type SqliteStore } from "../../src/store/sqlite/sqlite_store.ts";
+import { syncSchedules } from "../../src/worker/planner.ts";
+import { runJobs } from "../support/cli.ts";
+import { tempDir } from "../support/stores.ts";
+
+const NOW = Date.UTC(2026, 5, 1, 9);
+const MINUTE = 60_000;
+const ESC = "\x1b";
+const RLO = "\u202e";
+
+const SCHEDULES = `version: 1
+queues:
+  default: { concurrency: 4 }
+  mail: { concurrency: 2, paused: true }
+schedules:
+  - id: nightly
+    cron: "0 3 * * *"
+    misfire: catch_up
+    overlap_policy: skip
+    run: { command: ["true"] }
+  - id: reindex-search
+    manual: true
+    guard: on-call engineer, outside business hours
+    runs_where: staging
+    queue: mail
+    run: { command: ["echo", "reindex"] }
+`;
+
+interface Fixture {
+  db: string;
+  config: string;
+  store: SqliteStore;
+  schedules: Schedule[];
+}
+
+/** A temp schedules file and a migrated store on a temp file, closed and removed after `fn`. */
+async function withFixture(fn: (f: Fixture) => Promise<void>): Promise<void> {
+  const dir = await tempDir();
+  const config = `${dir.path}/schedules.yaml`;
+  const db = `${dir.path}/jobs.db`;
+  await Deno.writeTextFile(config, SCHEDULES);
+  const loaded = await loadSchedules(config);
+  if (!loaded.ok) throw new Error(loaded.errors.map((e) => e.message).join("\n"));
+  const store = await openSqliteStore(db, { now: NOW - 60 * MINUTE });
+  try {
+    await syncSchedules(store, NOW - 60 * MINUTE, loaded.config.schedules);
+    await fn({ db, config, store, schedules: loaded.config.schedules });
+  } finally {
+    await store.close();
+    await dir.cleanup();
+  }
+}
+
+function plainJob(fields: Partial<NewJob> = {}): NewJob {
+  return {
+    queue: "default",
+    worker: "mailer",
+    args: "{}",
+    meta: "{}",
+    tags: "[]",
+    tenant: null,
+    priority: 0,
+    maxAttempts: 3,
+    scheduledAt: NOW - 30 * MINUTE,
+    uniqueKey: null,
+    uniqueStates: null,
+    occurrence: null,
+    scheduleId: null,
+    scheduledFor: null,
+    ...fields,
+  };
+}
+
+/** The nightly occurrence at `instant`, as the planner would insert it. */
+function nightlyJob(f: Fixture, instant: number, occurrence = occurrenceId("nightly", instant)) {
+  const nightly = f.schedules.find((s) => s.id === "nightly")!;
+  return occurrenceJob(nightly, { at: instant, occurrence, local: "", note: null });
+}
+
+async function insert(store: SqliteStore, job: NewJob, now = NOW - 30 * MINUTE): Promise<number> {
+  const [result] = await store.jobsInsert({ jobs: [job], now });
+  return result!.id;
+}
+
+/**
+ * Claims the one available job of `queue` on node `n1` and ends its attempt:
+ * with `error` it becomes retryable, else it completes with `output`.
+ */
+async function runOnce(
+  store: SqliteStore,
+  queue: string,
+  at: number,
+  end: { error?: string; output?: string },
+): Promise<number> {
+  const { jobs } = await store.jobsClaim({ queue, node: "n1", limit: 1, now: at, leaseMs: MINUTE });
+  const job = jobs[0];
+  assert.ok(job, `a job to claim in ${queue}`);
+  const base = {
+    id: job.id,
+    fence: job.fence,
+    attempt: job.attempt,
+    startedAt: at,
+    occurrence: job.occurrence,
+    ...(end.output === undefined ? {} : { output: end.output }),
+  };
+  const report = await store.jobsRecord({
+    node: "n1",
+    now: at + 1500,
+    results: [
+      end.error === undefined
+        ? { ...base, outcome: "completed" }
+        : { ...base, outcome: "retryable", error: end.error, at: NOW + 10 * MINUTE },
+    ],
+  });
+  assert.deepEqual(report.recorded, [job.id]);
+  return job.id;
+}
+
+function jobs(args: string[]) {
+  return runJobs(args, { now: NOW, env: { USER: "ada" } });
+}
+
+Deno.test("jobs ls prints one line per job, newest first, with stored control characters escaped", async () => {
+  await withFixture(async (f) => {
+    const hostile = `boom ${ESC}[31mred${ESC}[0m ${RLO}txet desrever\nsecond line`;
+    await insert(f.store, plainJob({ queue: "default", worker: "mailer" }));
+    const failed = await runOnce(f.store, "default", NOW - 20 * MINUTE, { error: hostile });
+    const later = await insert(
+      f.store,
+      plainJob({ queue: "mail", worker: "digest", scheduledAt: NOW + 3 * MINUTE }),
+      NOW - MINUTE,
+    );
+
+    const { code, out, err } = await jobs(["ls", "--db", f.db]);
+    assert.equal(code, 0, err);
+    assert.ok(!out.includes(ESC) && !out.includes(RLO), "no raw escape or bidi override");
+    const lines = out.split("\n");
+    assert.match(lines[0]!, /^ID\s+STATE\s+QUEUE\s+WORKER\s+TRY\s+OCCURRENCE\s+WHEN\s+LAST ERROR$/);
+    assert.equal(lines.length, 3);
+    assert.match(
+      lines[1]!,
+      new RegExp(
+        `^${later}\\s+scheduled\\s+mail\\s+digest\\s+0/3\\s+-\\s+scheduled ` +
+          `2026-06-01T09:03:00\\.000Z \\(in 3m\\)$`,
+      ),
+    );
+    assert.match(lines[2]!, new RegExp(`^${failed}\\s+retryable\\s+default\\s+mailer\\s+1/3\\s+-`));
+    assert.ok(lines[2]!.endsWith("boom \\x1b[31mred\\x1b[0m \\u202etxet desrever"), lines[2]);
+    assert.ok(!lines[2]!.includes("second line"), "only the first line of the error");
+
+    const limited = await jobs(["ls", "--db", f.db, "--limit", "1"]);
+    assert.equal(limited.out.split("\n").length, 2);
+  });
+});
+
+Deno.test("jobs ls --json prints every field with ISO instants, escaping bidi overrides losslessly", async () => {
+  await withFixture(async (f) => {
+    await insert(
+      f.store,
+      plainJob({
+        args: JSON.stringify({ to: "ops@example.com", password: "hunter2" }),
+        tags: JSON.stringify(["billing"]),
+      }),
+    );
+    await runOnce(f.store, "default", NOW - 20 * MINUTE, { error: `bad ${RLO}gnirts` });
+
+    const { code, out, err } = await jobs(["ls", "--db", f.db, "--json"]);
+    assert.equal(code, 0, err);
+    assert.ok(!out.includes(RLO), "the override is a \\u escape in the JSON text");
+    const [job] = JSON.parse(out);
+    assert.deepEqual(Object.keys(job).sort(), [
+      "args",
+      "attempt",
+      "attemptedAt",
+      "attemptedBy",
+      "cancelledAt",
+      "completedAt",
+      "discardedAt",
+      "errors",
+      "fence",
+      "id",
+      "insertedAt",
+      "leaseExpiresAt",
+      "maxAttempts",
+      "meta",
+      "occurrence",
+      "priority",
+      "queue",
+      "scheduleId",
+      "scheduledAt",
+      "scheduledFor",
+      "state",
+      "tags",
+      "tenant",
+      "uniqueKey",
+      "uniqueStates",
+      "worker",
+    ]);
+    assert.equal(job.state, "retryable");
+    assert.equal(job.attemptedAt, "2026-06-01T08:40:00.000Z");
+    assert.equal(job.completedAt, null);
+    assert.deepEqual(job.tags, ["billing"]);
+    assert.deepEqual(job.args, { to: "ops@example.com", password: "[REDACTED]" });
+    assert.deepEqual(job.errors, [{
+      at: "2026-06-01T08:40:01.500Z",
+      attempt: 1,
+      error: `bad ${RLO}gnirts`,
+    }]);
+  });
+});
+
+Deno.test("jobs ls filters by state, queue, schedule, worker, tag and search", async () => {
+  await withFixture(async (f) => {
+    const failed = await insert(f.store, plainJob({ worker: "mailer", tags: '["billing"]' }));
+    await runOnce(f.store, "default", NOW - 20 * MINUTE, { error: "SMTP 421 try later" });
+    const nightly = await insert(f.store, nightlyJob(f, Date.UTC(2026, 5, 1, 3)));
+    const digest = await insert(f.store, plainJob({ queue: "mail", worker: "digest" }));
+
+    const ids = async (...args: string[]) => {
+      const r = await jobs(["ls", "--db", f.db, "--json", ...args]);
+      assert.equal(r.code, 0, r.err);
+      return JSON.parse(r.out).map((j: { id: number }) => j.id);
+    };
+    assert.deepEqual(await ids(), [digest, nightly, failed]);
+    assert.deepEqual(await ids("--state", "retryable"), [failed]);
+    assert.deepEqual(await ids("--state", "retryable,available"), [digest, nightly, failed]);
+    assert.deepEqual(await ids("--queue", "mail"), [digest]);
+    assert.deepEqual(await ids("--schedule", "nightly"), [nightly]);
+    assert.deepEqual(await ids("--worker", "mailer"), [failed]);
+    assert.deepEqual(await ids("--tag", "billing"), [failed]);
+    assert.deepEqual(await ids("--search", "smtp 421"), [failed]);
+    assert.deepEqual(await ids("--search", "nightly@2026-06-01"), [nightly]);
+    assert.deepEqual(await ids("--queue", "default", "--state", "available"), [nightly]);
+
+    const none = await jobs(["ls", "--db", f.db, "--worker", "nobody"]);
+    assert.equal(none.out, "no jobs match");
+
+    const bad = await jobs(["ls", "--db", f.db, "--state", "retryable,runing"]);
+    assert.equal(bad.code, 2);
+    assert.match(bad.err, /^jobs ls: .*"runing" is not a state; use scheduled, available/);
+    const badLimit = await jobs(["ls", "--db", f.db, "--limit", "0"]);
+    assert.equal(badLimit.code, 2);
+    assert.match(badLimit.err, /"0" is not a whole number/);
+  });
+});
+
+Deno.test("jobs show finds an occurrence and prints its fields, attempts, replay, output tail and audit", async () => {
+  await withFixture(async (f) => {
+    const occurrence = occurrenceId("nightly", Date.UTC(2026, 5, 1, 3));
+    const id = await insert(f.store, nightlyJob(f, Date.UTC(2026, 5, 1, 3)));
+    await runOnce(f.store, "default", NOW - 20 * MINUTE, {
+      error: `vendor said ${ESC}]0;pwned${ESC}\\ no\nat line 2`,
+    });
+    const replay = await f.store.jobReplay({
+      id,
+      now: NOW - 10 * MINUTE,
+      actor: "ada",
+      reason: "vendor key rotated",
+      force: false,
+    });
+    assert.deepEqual(replay, { replayed: true, was: "retryable" });
+    await f.store.auditRecord({
+      at: NOW - 10 * MINUTE,
+      actor: "ada",
+      action: "job.replay",
+      target: `job:${id}`,
+      reason: "vendor key rotated",
+    });
+    const output = Array.from({ length: 25 }, (_, i) => `line ${i + 1}`).join("\n") + "\n";
+    await runOnce(f.store, "default", NOW - 5 * MINUTE, { output });
+
+    const shown = await jobs(["show", occurrence, "--db", f.db]);
+    assert.equal(shown.code, 0, shown.err);
+    const out = shown.out;
+    assert.ok(!out.includes(ESC), "no raw escape");
+    assert.match(out, new RegExp(`^job ${id}$`, "m"));
+    assert.match(out, /^ {2}state +completed$/m);
+    assert.match(out, new RegExp(`^ {2}occurrence +${occurrence.replaceAll(".", "\\.")}$`, "m"));
+    assert.match(out, /^ {2}schedule +nightly$/m);
+    assert.match(out, /^ {2}attempt +2 of 20$/m);
+    assert.match(out, /^ {2}completed at +2026-06-01T08:55:01\.500Z \(4m58s ago\)$/m);
+    assert.match(out, /^ {2}args +\{"kind":"command","argv":\["true"\]/m);
+    assert.match(out, /^ {4}vendor said \\x1b\]0;pwned\\x1b\\ no$/m);
+    assert.match(out, /^ {2}#1 run on n1, fence 1: retryable$/m);
+    assert.match(out, /^ {2}#2 replay on n1, fence 2: completed$/m);
+    assert.match(out, /^ {4}by ada: vendor key rotated$/m);
+    assert.match(out, /^ {4}output \(last 20 of 25 lines\):$/m);
+    assert.match(out, /^ {6}\| line 6$/m);
+    assert.match(out, /^ {6}\| line 25$/m);
+    assert.doesNotMatch(out, /\| line 5$/m);
+    assert.match(
+      out,
+      /^audit \(1\):\n {2}2026-06-01T08:50:00\.000Z \(10m ago\) {2}ada {2}job\.replay: vendor key rotated$/m,
+    );
+
+    const byId = await jobs(["show", String(id), "--db", f.db, "--json"]);
+    assert.equal(byId.code, 0, byId.err);
+    const detail = JSON.parse(byId.out);
+    assert.deepEqual(Object.keys(detail), ["job", "attempts", "audit"]);
+    assert.equal(detail.job.occurrence, occurrence);
+    assert.equal(detail.job.scheduledFor, "2026-06-01T03:00:00.000Z");
+    assert.deepEqual(
+      detail.attempts.map((a: Record<string, unknown>) => [a.attempt, a.kind, a.outcome, a.actor]),
+      [[1, "run", "retryable", null], [2, "replay", "completed", "ada"]],
+    );
+    assert.equal(detail.attempts[1].output, output);
+    assert.equal(detail.attempts[0].startedAt, "2026-06-01T08:40:00.000Z");
+    assert.deepEqual(
+      detail.audit.map((a: Record<string, unknown>) => [a.at, a.action, a.target]),
+      [["2026-06-01T08:50:00.000Z", "job.replay", `job:${id}`]],
+    );
+  });
+});
+
+Deno.test("jobs show exits 1 for an unknown id or occurrence and never creates a database", async () => {
+  await withFixture(async (f) => {
+    await insert(f.store, nightlyJob(f, Date.UTC(2026, 5, 1, 3)));
+    const unknownId = await jobs(["show", "999", "--db", f.db]);
+    assert.equal(unknownId.code, 1);
+    assert.equal(unknownId.err, `jobs show: no job "999" in ${f.db}`);
+    const unknownOccurrence = await jobs([
+      "show",
+      "nightly@2026-05-31T03:00:00.000Z",
+      "--db",
+      f.db,
+    ]);
+    assert.equal(unknownOccurrence.code, 1);
+    assert.match(
+      unknownOccurrence.err,
+      /^jobs show: no job with occurrence "nightly@2026-05-31T03:00:00\.000Z"/,
+    );
+    const hostile = await jobs(["show", `x${ESC}[2J`, "--db", f.db]);
+    assert.equal(hostile.code, 1);
+    assert.ok(hostile.err.includes("x\\x1b[2J"), hostile.err);
+
+    const missing = `${f.db}.missing`;
+    const noDb = await jobs(["show", "1", "--db", missing]);
+    assert.equal(noDb.code, 1);
+    assert.equal(noDb.err, `jobs show: no database at "${missing}"`);
+    await assert.rejects(Deno.stat(missing), Deno.errors.NotFound);
+  });
+});
+
+Deno.test("jobs status shows queues, nodes with stale ones flagged, schedules and the store's health", async () => {
+  await withFixture(async (f) => {
+    await insert(f.store, plainJob());
+    await runOnce(f.store, "default", NOW - 20 * MINUTE, { error: "nope" });
+    await insert(f.store, plainJob());
+    await insert(f.store, plainJob({ queue: "mail" }));
+    await f.store.queuePause({ name: "mail", paused: true, now: NOW - MINUTE });
+    await f.store.nodeBeat({ node: "web-1:42", queues: { default: 4, mail: 2 }, now: NOW - 500 });
+    await f.store.nodeBeat({ node: `old${ESC}[1m:7`, queues: { default: 1 }, now: NOW - 45_000 });
+    await f.store.scheduleSetEnabled({
+      id: "nightly",
+      enabled: false,
+      reason: "vendor API down",
+      actor: "grace",
+      now: NOW - 2 * 3_600_000,
+    });
+
+    const text = await jobs(["status", "--db", f.db, "--config", f.config]);
+    assert.equal(text.code, 0, text.err);
+    const out = text.out;
+    assert.ok(!out.includes(ESC), "no raw escape");
+    assert.match(out, /^status at 2026-06-01T09:00:00\.000Z$/m);
+    assert.match(
+      out,
+      new RegExp(
+        `^store: sqlite ${f.db}: reachable, schema v\\d+ \\(current\\), a read took \\d+ ms$`,
+        "m",
+      ),
+    );
+    assert.match(
+      out,
+      /^ {2}default +running +available 1, retryable 1 +concurrency 4 in the file +on web-1:42:4$/m,
+    );
+    assert.match(out, /^ {2}mail +PAUSED +available 1 +concurrency 2 in the file +on web-1:42:2$/m);
+    assert.match(
+      out,
+      /^ {2}web-1:42 +default:4,mail:2 +heartbeat 2026-06-01T08:59:59\.500Z \(now\)/m,
+    );
+    assert.match(
+      out,
+      /^ {2}old\\x1b\[1m:7 +default:1 +heartbeat 2026-06-01T08:59:15\.000Z \(45s ago\) .* STALE$/m,
+    );
+    assert.match(
+      out,
+      /^ {2}nightly {2}disabled by grace 2026-06-01T07:00:00\.000Z \(2h ago\): vendor API down$/m,
+    );
+    assert.match(out, /^ {4}next none; last started -, completed -; misfires 0$/m);
+    assert.match(out, /^ {2}reindex-search {2}enabled\n {4}next manual/m);
+
+    const json = await jobs(["status", "--db", f.db, "--config", f.config, "--json"]);
+    assert.equal(json.code, 0, json.err);
+    const status = JSON.parse(json.out);
+    assert.deepEqual(Object.keys(status), [
+      "now",
+      "store",
+      "config",
+      "queues",
+      "nodes",
+      "schedules",
+    ]);
+    assert.equal(status.store.reachable, true);
+    assert.equal(status.store.schemaVersion, status.store.knownVersion);
+    assert.deepEqual(status.queues.find((q: { name: string }) => q.name === "default"), {
+      name: "default",
+      counts: {
+        scheduled: 0,
+        available: 1,
+        executing: 0,
+        retryable: 1,
+        completed: 0,
+        cancelled: 0,
+        discarded: 0,
+      },
+      paused: false,
+      pausedInFile: false,
+      declaredConcurrency: 4,
+      nodes: { "web-1:42": 4 },
+    });
+    assert.deepEqual(
+      status.nodes.map((n: Record<string, unknown>) => [n.node, n.heartbeatAgeMs, n.stale]),
+      [["old\x1b[1m:7", 45_000, true], ["web-1:42", 500, false]],
+    );
+    const nightly = status.schedules.find((s: { id: string }) => s.id === "nightly");
+    assert.equal(nightly.enabled, false);
+    assert.equal(nightly.disabledIn, "store");
+    assert.equal(nightly.disabledBy, "grace");
+    assert.equal(nightly.disabledAt, "2026-06-01T07:00:00.000Z");
+
+    await f.store.scheduleSetEnabled({
+      id: "nightly",
+      enabled: true,
+      reason: null,
+      actor: "grace",
+      now: NOW,
+    });
+    const enabled = await jobs(["status", "--db", f.db, "--config", f.config, "--json"]);
+    const next = JSON.parse(enabled.out).schedules.find((s: { id: string }) => s.id === "nightly");
+    assert.equal(next.next, "2026-06-02T03:00:00.000Z");
+    assert.equal(next.nextOccurrence, "nightly@2026-06-02T03:00:00.000Z");
+  });
+});
+
+Deno.test("jobs status exits 1 and says so when there is no database, creating none", async () => {
+  await withFixture(async (f) => {
+    const missing = `${f.db}.missing`;
+    const r = await jobs(["status", "--db", missing, "--config", f.config]);
+    assert.equal(r.code, 1);
+    assert.match(r.out, /^store: sqlite .*: NOT READABLE: no database at/m);
+    assert.match(r.out, /^ {2}nightly {2}enabled$/m);
+    assert.equal(r.err, `jobs status: the store is not readable: no database at "${missing}"`);
+    await assert.rejects(Deno.stat(missing), Deno.errors.NotFound);
+  });
+});
+
+Deno.test("jobs status reads the schema version without upgrading or touching an old or newer one", async () => {
+  await withFixture(async (f) => {
+    const version = () =>
+      Number(f.store.db.prepare("SELECT max(version) AS v FROM schema_migrations").get()!.v);
+    const known = version();
+    f.store.db.exec(`DELETE FROM schema_migrations WHERE version > 1`);
+    const old = await jobs(["status", "--db", f.db, "--config", f.config]);
+    assert.equal(old.code, 1);
+    assert.match(
+      old.out,
+      new RegExp(
+        `NOT READABLE: schema version 1 is older than this program's \\(${known}\\); ` +
+          `run: jobs migrate --db ${f.db}$`,
+        "m",
+      ),
+    );
+    assert.equal(version(), 1, "status did not migrate");
+    const ls = await jobs(["ls", "--db", f.db]);
+    assert.equal(ls.code, 1);
+    assert.match(ls.err, /^jobs ls: schema version 1 is older/);
+    assert.equal(version(), 1, "ls did not migrate");
+
+    f.store.db.prepare(
+      "INSERT INTO schema_migrations (version, name, applied_at) VALUES (99, 'future.sql', 0)",
+    ).run();
+    const newer = await jobs(["status", "--db", f.db, "--config", f.config, "--json"]);
+    assert.equal(newer.code, 1);
+    const store = JSON.parse(newer.out).store;
+    assert.equal(store.reachable, false);
+    assert.equal(store.schemaVersion, 99);
+    assert.equal(store.knownVersion, known);
+    assert.match(store.error, /newer than this program knows/);
+  });
+});
+
+Deno.test("jobs runbook prints each schedule's procedures with the commands to paste", async () => {
+  await withFixture(async (f) => {
+    await insert(f.store, nightlyJob(f, Date.UTC(2026, 5, 1, 3)));
+    const { jobs: [claimed] } = await f.store.jobsClaim({
+      queue: "default",
+      node: "n1",
+      limit: 1,
+      now: NOW - MINUTE,
+      leaseMs: MINUTE,
+    });
+    assert.ok(claimed);
+
+    const r = await jobs(["runbook", "--db", f.db, "--config", f.config]);
+    assert.equal(r.code, 0, r.err);
+    const out = r.out;
+    const db = f.db;
+    const config = f.config;
+    const has = (line: string) =>
+      assert.ok(out.split("\n").includes(line), `missing: ${line}\n${out}`);
+    has("## nightly");
+    has(`  rhythm   cron "0 3 * * *" in UTC`);
+    has(
+      "  policies misfire catch_up (limit 100), grace 1m; overlap skip; queue default; 20 attempts",
+    );
+    has("  next run 2026-06-02T03:00:00.000Z (in 18h) (nightly@2026-06-02T03:00:00.000Z)");
+    has(`    jobs ls --schedule nightly --db ${db}`);
+    has(`    jobs show nightly@2026-06-01T03:00:00.000Z --db ${db}`);
+    has(`    jobs replay nightly@2026-06-01T03:00:00.000Z --reason "..." --db ${db}`);
+    has(`    jobs replay nightly@2026-06-01T03:00:00.000Z --force --reason "..." --db ${db}`);
+    has(`    jobs disable nightly --reason "..." --db ${db} --config ${config}`);
+    has(`    jobs enable nightly --reason "..." --db ${db} --config ${config}`);
+    has(`    jobs run nightly --reason "..." --db ${db} --config ${config}`);
+    has(`    jobs pause default --reason "..." --db ${db}`);
+    has("## reindex-search");
+    has("  next run only when someone runs it");
+    has("  Guard: on-call engineer, outside business hours.");
+    has(
+      `    jobs run reindex-search --environment staging --reason "..." --db ${db} --config ${config}`,
+    );
+    has(`    jobs pause mail --reason "..." --db ${db}`);
+    assert.match(out, /## reindex-search[\s\S]*No occurrence in the store yet\./);
+
+    const one = await jobs(["runbook", "reindex-search", "--config", f.config, "--json"]);
+    assert.equal(one.code, 0, one.err);
+    const book = JSON.parse(one.out);
+    assert.deepEqual(book.schedules.map((s: { id: string }) => s.id), ["reindex-search"]);
+    assert.deepEqual(
+      book.schedules[0].procedures.map((p: { title: string }) => p.title),
+      ["Inspect", "Replay an occurrence", "Disable / enable", "Run now", "Pause the queue"],
+    );
+    assert.deepEqual(book.schedules[0].procedures[3].commands, [
+      `jobs run reindex-search --environment staging --reason "..." --config ${
+        shellQuote(f.config)
+      }`,
+    ]);
+
+    const unknown = await jobs(["runbook", "nightlly", "--config", f.config, "--db", f.db]);
+    assert.equal(unknown.code, 1);
+    assert.match(
+      unknown.err,
+      /^jobs runbook: no schedule "nightlly" in .*; it has "nightly", "reindex-search"$/,
+    );
+  });
+});
+
+Deno.test("jobs runbook shell-quotes a stored occurrence so the command pastes as the same word", async () => {
+  await withFixture(async (f) => {
+    const odd = `nightly@it's $(reboot) ${ESC}[2J`;
+    await insert(f.store, nightlyJob(f, Date.UTC(2026, 5, 1, 3), odd));
+    const r = await jobs(["runbook", "nightly", "--config", f.config, "--db", f.db]);
+    assert.equal(r.code, 0, r.err);
+    assert.ok(!r.out.includes(ESC), "no raw escape");
+    assert.ok(
+      r.out.includes(`    jobs show $'nightly@it\\'s $(reboot) \\x1b[2J' --db ${f.db}`),
+      r.out,
+    );
+  });
+});
+
+Deno.test("shellQuote leaves safe words alone and quotes the rest for a POSIX shell", () => {
+  assert.equal(shellQuote("nightly@2026-03-08T07:00:00.000Z"), "nightly@2026-03-08T07:00:00.000Z");
+  assert.equal(shellQuote("/var/lib/jobs/jobs.db"), "/var/lib/jobs/jobs.db");
+  assert.equal(shellQuote("my jobs.db"), "'my jobs.db'");
+  assert.equal(shellQuote("it's"), `'it'\\''s'`);
+  assert.equal(shellQuote("a;b"), "'a;b'");
+  assert.equal(shellQuote(`a\nb\\c`), `$'a\\nb\\\\c'`);
+  assert.equal(shellQuote(`r${RLO}l`), `$'r\\u202el'`);
+});
+
+Deno.test("shellQuote output pastes into bash as the original word", async () => {
+  const words = [
+    "plain",
+    "two words",
+    "it's",
+    `tab\there`,
+    `esc${ESC}[1m`,
+    `back\\slash'q`,
+    "$(x)",
+  ];
+  for (const word of words) {
+    const bash = new Deno.Command("bash", {
+      args: ["-c", `printf %s ${shellQuote(word)}`],
+      stdout: "piped",
+    });
+    const { stdout, success } = await bash.output();
+    assert.ok(success);
+    assert.equal(new TextDecoder().decode(stdout), word);
+  }
+});
+
+Deno.test("age() reads as 12s ago, in 3m, 1h5m ago and now", () => {
+  assert.equal(age(NOW - 12_000, NOW), "12s ago");
+  assert.equal(age(NOW + 3 * MINUTE, NOW), "in 3m");
+  assert.equal(age(NOW - 65 * MINUTE - 30_000, NOW), "1h5m ago");
+  assert.equal(age(NOW - 26 * 3_600_000, NOW), "1d2h ago");
+  assert.equal(age(NOW - 400, NOW), "now");
+});

@@ -1,0 +1,149 @@
+/**
+ * `/metrics` fed by a running runtime, wired as the daemon wires it: the
+ * runtime's events pass through a MetricsRegistry, and the page shows what
+ * happened (completions, failures, durations, outcomes, store health,
+ * planner lag) next to what the store holds, as valid Prometheus text with
+ * no args or error text in it.
+ */
+
+import assert from "node:assert/strict";
+import { FakeClock } from "../../src/clock.ts";
+import { degradedReason, snapshotOf } from "../../src/cli/daemon.ts";
+import { MetricsRegistry, renderMetrics } from "../../src/http/metrics.ts";
+import { startHttpServer } from "../../src/http/server.ts";
+import { Jobs } from "../../src/jobs.ts";
+import { defineWorker } from "../../src/kernel/worker.ts";
+import { waitUntil } from "../../src/testing.ts";
+import { silentLogger } from "../../src/worker/logger.ts";
+import { scheduleOf } from "../support/schedules.ts";
+import { tempStore } from "../support/stores.ts";
+import { parseProm, value } from "./prom.ts";
+
+Deno.test("/metrics after running jobs shows their completions, failures, durations and outcomes", async () => {
+  await using t = await tempStore();
+  const clock = new FakeClock();
+  const registry = new MetricsRegistry();
+  const ok = defineWorker({ name: "ok", perform: () => {} });
+  const boom = defineWorker({
+    name: "boom",
+    maxAttempts: 2,
+    perform: () => {
+      throw new Error("kaboom with token=hunter2");
+    },
+  });
+  const jobs = new Jobs({
+    store: t.store,
+    workers: [ok, boom],
+    clock,
+    logger: registry.tap(silentLogger),
+  });
+  try {
+    const runtime = await jobs.start({ queues: { default: 2 }, node: "n1" });
+    const done = await jobs.enqueueMany([1, 2, 3].map(() => ({ worker: ok, args: { n: 1 } })));
+    const failing = await jobs.enqueue(boom, { secret: "args-never-shown" });
+    await waitUntil("the jobs ran", async () => {
+      const counts = await t.store.jobsCount({});
+      return counts.find((c) => c.state === "completed")?.count === 3 &&
+        counts.find((c) => c.state === "retryable")?.count === 1;
+    });
+    // The retry comes due: its second and last attempt discards it.
+    await waitUntil("the failing job was discarded", async () => {
+      clock.advance(60_000);
+      return (await t.store.jobGet({ id: failing.id }))?.state === "discarded";
+    });
+
+    const server = await startHttpServer({
+      store: t.store,
+      listen: "127.0.0.1:0",
+      logger: silentLogger,
+      clock,
+      metrics: () => snapshotOf(registry, runtime, clock.now()),
+      degraded: () => degradedReason(runtime),
+    });
+    try {
+      const response = await fetch(`http://127.0.0.1:${server.addr!.port}/metrics`);
+      const page = await response.text();
+      assert.equal(response.status, 200);
+      const samples = parseProm(page);
+      const okLabels = { queue: "default", worker: "ok" };
+      const boomLabels = { queue: "default", worker: "boom" };
+      assert.equal(value(samples, "jobs_completions_total", okLabels), 3);
+      assert.equal(value(samples, "jobs_completions_total", boomLabels), undefined);
+      assert.equal(value(samples, "jobs_failures_total", boomLabels), 2);
+      assert.equal(value(samples, "jobs_attempt_duration_seconds_count", okLabels), 3);
+      assert.equal(
+        value(samples, "jobs_attempt_duration_seconds_bucket", { ...okLabels, le: "+Inf" }),
+        3,
+      );
+      const sum = value(samples, "jobs_attempt_duration_seconds_sum", okLabels)!;
+      assert.ok(sum >= 0 && Number.isFinite(sum));
+      const outcome = (o: string) =>
+        value(samples, "jobs_attempts_total", { queue: "default", outcome: o });
+      assert.equal(outcome("completed"), 3);
+      assert.equal(outcome("retryable"), 1);
+      assert.equal(outcome("discarded"), 1);
+      assert.equal(value(samples, "jobs_jobs", { queue: "default", state: "completed" }), 3);
+      assert.equal(value(samples, "jobs_jobs", { queue: "default", state: "discarded" }), 1);
+      assert.equal(value(samples, "jobs_store_degraded", {}), 0);
+      assert.equal(value(samples, "jobs_results_unrecorded", {}), 0);
+      assert.equal(value(samples, "jobs_planner_lag_seconds", {}), 0);
+      for (const secret of ["kaboom", "hunter2", "args-never-shown"]) {
+        assert.ok(!page.includes(secret), `${secret} is not on the page`);
+      }
+      assert.equal(done.length, 3);
+    } finally {
+      await server.close();
+    }
+  } finally {
+    await jobs.close({ grace: 0 });
+  }
+});
+
+Deno.test("/metrics and /readyz show a failing store: errors by step, degraded, planner lag", async () => {
+  await using t = await tempStore();
+  const clock = new FakeClock(Date.UTC(2026, 0, 1));
+  const registry = new MetricsRegistry();
+  const jobs = new Jobs({ store: t.store, clock, logger: registry.tap(silentLogger) });
+  const every = scheduleOf({ id: "tick", every: "1s", queue: "default" });
+  try {
+    const runtime = await jobs.start({
+      queues: { default: 1 },
+      node: "n1",
+      schedules: () => [every],
+    });
+    await waitUntil("the planner planned", async () => {
+      clock.advance(100);
+      return (await t.store.jobsList({ scheduleId: "tick" })).length > 0;
+    });
+    assert.ok(runtime.plannerLagMs(clock.now()) < 1000);
+
+    // The planner's writes fail from now on, as on a read-only file.
+    const plan = t.store.schedulePlan.bind(t.store);
+    let refuse = true;
+    t.store.schedulePlan = (params) =>
+      refuse ? Promise.reject(new Error("attempt to write a readonly database")) : plan(params);
+    const from = clock.now();
+    await waitUntil("ten seconds of failing planner passes", () => {
+      clock.advance(250);
+      return clock.now() - from >= 10_000 && runtime.health.degraded;
+    });
+    const page = await renderMetrics(t.store, snapshotOf(registry, runtime, clock.now()));
+    const samples = parseProm(page);
+    assert.equal(value(samples, "jobs_store_degraded", {}), 1);
+    assert.ok(value(samples, "jobs_store_errors_total", { source: "planner" })! >= 5);
+    assert.ok(value(samples, "jobs_planner_lag_seconds", {})! >= 9, page);
+    assert.match(
+      degradedReason(runtime) ?? "",
+      /^store calls failing since 2026-01-01T\S+ \(planner: attempt to write a readonly database\)$/,
+    );
+
+    refuse = false;
+    await waitUntil("the planner caught up", () => {
+      clock.advance(250);
+      return !runtime.health.degraded && runtime.plannerLagMs(clock.now()) < 1000;
+    });
+    assert.equal(degradedReason(runtime), null);
+  } finally {
+    await jobs.close({ grace: 0 });
+  }
+});
