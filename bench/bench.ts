@@ -7,6 +7,7 @@
  * ```sh
  * deno task bench                              # every phase, RUNS=3
  * PHASES=process,latency RUNS=1 deno task bench
+ * PHASES=tui deno task bench                   # the dashboard's reads at 100,000 jobs
  * ```
  *
  * Each phase runs RUNS times on a fresh temporary file; the table shows
@@ -20,8 +21,9 @@
 
 import { defineWorker, type JobContext, type Jobs, openJobs, silentLogger } from "../src/mod.ts";
 import { completedOf, CONCURRENCY, epochNow, NOOP, readLines } from "./shared.ts";
+import { phaseTui } from "./tui.ts";
 
-const ALL_PHASES = ["bulk", "single", "process", "process3", "latency", "cross"] as const;
+const ALL_PHASES = ["bulk", "single", "process", "process3", "latency", "cross", "tui"] as const;
 type Phase = typeof ALL_PHASES[number];
 
 const env = (name: string, fallback: number): number => {
@@ -45,6 +47,10 @@ const CFG = {
   /** How long the worker sits idle before the latency jobs come. */
   idleMs: env("IDLE_MS", 1000),
   processes: env("PROCESSES", 3),
+  /** Jobs in the store the tui phase reads. */
+  tuiN: env("TUI_N", 100_000),
+  /** Times the tui phase repeats each read (it reports the median). */
+  tuiReps: env("TUI_REPS", 9),
   pollMs: 5,
   timeoutMs: env("TIMEOUT_MS", 60_000),
 };
@@ -428,7 +434,7 @@ async function clockOffset(child: Child): Promise<number> {
 interface Row {
   key: string;
   label: string;
-  unit: "jobs/s" | "ms";
+  unit: "jobs/s" | "ms" | "s";
   values: number[];
 }
 
@@ -442,7 +448,11 @@ function record(key: string, label: string, unit: Row["unit"], value: number): v
 }
 
 const fmt = (unit: Row["unit"], v: number) =>
-  unit === "jobs/s" ? Math.round(v).toLocaleString("en-US") : v.toFixed(2);
+  unit === "jobs/s"
+    ? Math.round(v).toLocaleString("en-US")
+    : unit === "s"
+    ? v.toFixed(1)
+    : v.toFixed(2);
 
 async function runPhase(phase: Phase, run: number): Promise<void> {
   const started = performance.now();
@@ -493,6 +503,28 @@ async function runPhase(phase: Phase, run: number): Promise<void> {
         `run ${run} cross: p50 ${v.p50.toFixed(2)} ms, p95 ${v.p95.toFixed(2)} ms, max ${
           v.max.toFixed(2)
         } ms (clock offset ${v.offsetMs.toFixed(3)} ms)`,
+      );
+      break;
+    }
+    case "tui": {
+      const v = await withFreshFile((file) =>
+        phaseTui(file, { n: CFG.tuiN, reps: CFG.tuiReps }, log)
+      );
+      const n = CFG.tuiN.toLocaleString("en-US");
+      record("tui_build_s", `tui: build ${n} jobs`, "s", v.buildMs / 1000);
+      record("tui_first_page_ms", "tui: first page (50, newest)", "ms", v.firstPageMs);
+      record("tui_20_pages_ms", "tui: 20 pages with after (total)", "ms", v.twentyPagesMs);
+      record("tui_deep_page_ms", "tui: page halfway down", "ms", v.deepPageMs);
+      record("tui_discarded_page_ms", "tui: discarded, first page", "ms", v.discardedPageMs);
+      record("tui_discarded_deep_ms", "tui: discarded, page halfway", "ms", v.discardedDeepPageMs);
+      record("tui_search_page_ms", "tui: search string, first page", "ms", v.searchPageMs);
+      record("tui_count_ms", "tui: jobsCount (overview)", "ms", v.countMs);
+      record("tui_throughput_ms", "tui: jobsThroughput 1 h by minute", "ms", v.throughputMs);
+      record("tui_dead_letters_ms", "tui: jobsDeadLetters (20 groups)", "ms", v.deadLettersMs);
+      log(
+        `run ${run} tui: first page ${v.firstPageMs.toFixed(2)} ms, 20 pages ${
+          v.twentyPagesMs.toFixed(2)
+        } ms, count ${v.countMs.toFixed(2)} ms`,
       );
       break;
     }
@@ -556,6 +588,16 @@ const KEYS = [
   "latency_max_ms",
   "latency_cross_max_ms",
   "cross_clock_offset_ms",
+  "tui_build_s",
+  "tui_first_page_ms",
+  "tui_20_pages_ms",
+  "tui_deep_page_ms",
+  "tui_discarded_page_ms",
+  "tui_discarded_deep_ms",
+  "tui_search_page_ms",
+  "tui_count_ms",
+  "tui_throughput_ms",
+  "tui_dead_letters_ms",
 ];
 for (const key of KEYS) {
   const row = rows.get(key);

@@ -759,6 +759,94 @@ for (const backend of BACKENDS) {
     assert.deepEqual(await ids({ search: "@", desc: true, limit: 2 }), [mail, hourly]);
   });
 
+  test("jobsList() searches tags and errors for text JSON escapes (quotes, backslashes, newlines)", async ({ store }) => {
+    const [quoted, slashed, plain] = await insert(store, [
+      newJob({ tags: JSON.stringify(['say "hi"']) }),
+      newJob({ tags: JSON.stringify(["C:\\temp"]) }),
+      newJob({ tags: JSON.stringify(["hi"]) }),
+    ]);
+    const [failing] = await insert(store, [newJob()]);
+    await store.jobsDiscard({ ids: [failing!], now: T0, reason: 'line one\nsaid "no"' });
+    const ids = async (search: string) => (await store.jobsList({ search })).map((j) => j.id);
+    assert.deepEqual(await ids('"hi"'), [quoted]);
+    assert.deepEqual(await ids("hi"), [quoted, plain]);
+    assert.deepEqual(await ids(":\\t"), [slashed]);
+    assert.deepEqual(await ids('one\nsaid "NO"'), [failing]);
+    assert.deepEqual(await ids("said"), [failing]);
+  });
+
+  test("jobsList() pages with after: each job exactly once, in order, asc and desc, any filter", async ({ store }) => {
+    const queues = ["default", "mail", "reports"];
+    const ids = await insert(
+      store,
+      Array.from({ length: 41 }, (_, n) =>
+        newJob({
+          queue: queues[n % 3],
+          args: JSON.stringify({ n, note: n % 5 === 0 ? "needle" : "hay" }),
+          scheduleId: n % 4 === 0 ? "nightly" : null,
+          occurrence: n % 4 === 0 ? `nightly@${new Date(T0 + n * 60_000).toISOString()}` : null,
+        })),
+    );
+    await store.jobsDiscard({ ids: ids.filter((_, n) => n % 6 === 1), now: T0, reason: "poison" });
+    await store.jobsCancel({ ids: ids.filter((_, n) => n % 7 === 2), now: T0, reason: "stop" });
+    await claim(store, { queue: "mail", limit: 4 });
+    const all = await store.jobsList({});
+    assert.deepEqual(all.map((j) => j.id), ids, "the whole list, oldest first");
+
+    const filters: [Parameters<Store["jobsList"]>[0], (j: (typeof all)[number]) => boolean][] = [
+      [{}, () => true],
+      [{ state: "discarded" }, (j) => j.state === "discarded"],
+      [{ state: "cancelled", queue: "mail" }, (j) => j.state === "cancelled" && j.queue === "mail"],
+      [{ state: ["available", "executing"] }, (j) => ["available", "executing"].includes(j.state)],
+      [{ queue: "reports" }, (j) => j.queue === "reports"],
+      [{ scheduleId: "nightly" }, (j) => j.scheduleId === "nightly"],
+      [{ search: "NEEDLE" }, (j) => (j.args as { note: string }).note === "needle"],
+      [
+        { state: "discarded", search: "needle" },
+        (j) => j.state === "discarded" && (j.args as { note: string }).note === "needle",
+      ],
+    ];
+    for (const [filter, keep] of filters) {
+      for (const desc of [false, true]) {
+        const expected = all.filter(keep).map((j) => j.id);
+        if (desc) expected.reverse();
+        assert.ok(expected.length > 0, `${JSON.stringify(filter)} matches something`);
+        const what = `${JSON.stringify(filter)}${desc ? " desc" : ""}`;
+        assert.deepEqual(
+          (await store.jobsList({ ...filter, desc })).map((j) => j.id),
+          expected,
+          what,
+        );
+        const paged: number[] = [];
+        let after: number | undefined;
+        for (let page = 0; page < 50; page++) {
+          const rows = await store.jobsList({ ...filter, desc, limit: 3, after });
+          paged.push(...rows.map((j) => j.id));
+          if (rows.length < 3) break;
+          after = rows.at(-1)!.id;
+        }
+        assert.deepEqual(paged, expected, `${what}, paged by 3`);
+      }
+    }
+    // Past the end, and from an id that is not a job: still in order.
+    assert.deepEqual(await store.jobsList({ after: ids.at(-1)!, limit: 3 }), []);
+    assert.deepEqual(
+      (await store.jobsList({ desc: true, after: ids.at(-1)! + 1000, limit: 2 })).map((j) => j.id),
+      ids.slice(-2).reverse(),
+    );
+  });
+
+  test("jobsList() refuses an unknown state and an after that is not an id, naming them", async ({ store }) => {
+    await assert.rejects(
+      store.jobsList({ state: "finished" as JobState }),
+      (e: Error) => e instanceof RangeError && /state must be one of .*"finished"/.test(e.message),
+    );
+    await assert.rejects(
+      store.jobsList({ after: 1.5 }),
+      (e: Error) => e instanceof RangeError && /after must be a job id .*1\.5/.test(e.message),
+    );
+  });
+
   // ------------------------------------------------------------------- stage
 
   test("jobsStage() makes due scheduled and retryable jobs available and returns nextAt", async ({ store }) => {
@@ -833,6 +921,116 @@ for (const backend of BACKENDS) {
     assert.deepEqual(await store.jobsCount({ queue: "none" }), []);
   });
 
+  test("jobsThroughput() counts completions and failed attempts per queue and bucket", async ({ store }) => {
+    const MIN = 60_000;
+    await insert(store, [newJob(), newJob(), newJob(), newJob(), newJob({ queue: "mail" })]);
+    await insert(store, [newJob({ queue: "mail" })]);
+    const [a, b, c, d] = await claim(store, { limit: 4 });
+    const [m1, m2] = await claim(store, { queue: "mail", limit: 2 });
+    const record = (now: number, results: JobResult[]) =>
+      store.jobsRecord({ node: "node-a", now, results });
+    await record(T0 - 1, [completed(d!)]); // before the window
+    await record(T0 + 10_000, [completed(a!)]);
+    await record(T0 + 5_000, [completed(m1!)]);
+    await record(T0 + MIN + 10_000, [completed(b!)]);
+    await record(T0 + MIN + 15_000, [retryable(c!, T0 + MIN + 15_000)]);
+    await record(T0 + 2 * MIN + 1, [{ ...retryable(m2!, 0), outcome: "discarded", error: "x" }]);
+    // The failed job's next attempt succeeds later: it counts where it completes.
+    await store.jobsStage({ now: T0 + MIN + 15_000, limit: 10 });
+    const [again] = await claim(store, { limit: 1, now: T0 + MIN + 15_000 + 1 });
+    assert.equal(again?.id, c!.id);
+    await record(T0 + 3 * MIN + 1, [completed(again!)]); // after the window
+
+    const rows = await store.jobsThroughput({ since: T0, until: T0 + 3 * MIN, bucketMs: MIN });
+    assert.deepEqual(rows, [
+      { queue: "default", bucket: T0, completed: 1, failed: 0 },
+      { queue: "default", bucket: T0 + MIN, completed: 1, failed: 1 },
+      { queue: "mail", bucket: T0, completed: 1, failed: 0 },
+      { queue: "mail", bucket: T0 + 2 * MIN, completed: 0, failed: 1 },
+    ]);
+    assert.deepEqual(
+      await store.jobsThroughput({ since: T0 - MIN, until: T0 + 4 * MIN, bucketMs: 4 * MIN }),
+      [
+        { queue: "default", bucket: T0 - MIN, completed: 3, failed: 1 },
+        // The last bucket starts at T0 + 3 min and is cut short by until.
+        { queue: "default", bucket: T0 + 3 * MIN, completed: 1, failed: 0 },
+        { queue: "mail", bucket: T0 - MIN, completed: 1, failed: 1 },
+      ],
+    );
+    assert.deepEqual(await store.jobsThroughput({ since: T0, until: T0, bucketMs: MIN }), []);
+    await assert.rejects(
+      store.jobsThroughput({ since: T0, until: T0 + MIN, bucketMs: 0 }),
+      /bucketMs must be at least 1, got 0/,
+    );
+    await assert.rejects(
+      store.jobsThroughput({ since: T0, until: T0 - 1, bucketMs: MIN }),
+      /until must not be before since/,
+    );
+  });
+
+  test("jobsDeadLetters() groups discarded jobs by worker, schedule and first error line", async ({ store }) => {
+    const ids = await insert(store, [
+      newJob({ worker: "mail" }),
+      newJob({ worker: "mail" }),
+      newJob({ worker: "mail" }),
+      newJob({ worker: "mail", scheduleId: "nightly" }),
+      newJob({ worker: "report" }),
+      newJob({ worker: "report" }),
+    ]);
+    const discard = (n: number[], now: number, reason: string) =>
+      store.jobsDiscard({ ids: n.map((i) => ids[i]!), now, reason });
+    await discard([0], T0 + 1, "smtp refused\n  at send (mail.ts:1)");
+    await discard([1], T0 + 3, "smtp refused\n  at send (mail.ts:9)");
+    await discard([2], T0 + 2, "bad address");
+    await discard([3], T0 + 4, "smtp refused");
+    // Only the last error counts: an earlier failure of this job is history.
+    const [r] = await claim(store, { limit: 1 });
+    assert.equal(r?.id, ids[4]);
+    await store.jobsRecord({ node: "node-a", now: T0, results: [retryable(r!, T0)] });
+    await discard([4], T0 + 5, "report gone");
+    await discard([5], T0 + 6, "report gone");
+    assert.deepEqual(await store.jobsDeadLetters({ limit: 10 }), [
+      {
+        worker: "report",
+        scheduleId: null,
+        error: "report gone",
+        count: 2,
+        latestId: ids[5],
+        latestAt: T0 + 6,
+      },
+      {
+        worker: "mail",
+        scheduleId: null,
+        error: "smtp refused",
+        count: 2,
+        latestId: ids[1],
+        latestAt: T0 + 3,
+      },
+      {
+        worker: "mail",
+        scheduleId: "nightly",
+        error: "smtp refused",
+        count: 1,
+        latestId: ids[3],
+        latestAt: T0 + 4,
+      },
+      {
+        worker: "mail",
+        scheduleId: null,
+        error: "bad address",
+        count: 1,
+        latestId: ids[2],
+        latestAt: T0 + 2,
+      },
+    ]);
+    assert.deepEqual((await store.jobsDeadLetters({ limit: 1 })).map((g) => g.count), [2]);
+    // A retried dead letter leaves its group.
+    await store.jobsRetry({ ids: [ids[5]!], now: T0 + 7 });
+    const [top] = await store.jobsDeadLetters({ limit: 1 });
+    assert.deepEqual([top?.worker, top?.count, top?.latestId], ["mail", 2, ids[1]]);
+    await assert.rejects(store.jobsDeadLetters({ limit: 0 }), /limit must be .* got 0/);
+  });
+
   // --------------------------------------------------------------- settings
 
   test("settingGet() returns null until settingSet() writes, then the latest value", async ({ store }) => {
@@ -843,6 +1041,16 @@ for (const backend of BACKENDS) {
     await store.settingSet({ key: "retention", value: { completed: 1, tags: ["a"] }, now: T0 });
     assert.deepEqual(await store.settingGet({ key: "retention" }), { completed: 1, tags: ["a"] });
     assert.equal(await store.settingGet({ key: "limit" }), 3);
+  });
+
+  test("settingDelete() removes one setting and ignores an absent key", async ({ store }) => {
+    await store.settingSet({ key: "fanout.cursor:a", value: { cursor: 1 }, now: T0 });
+    await store.settingSet({ key: "fanout.cursor:b", value: { cursor: 2 }, now: T0 });
+    await store.settingDelete({ key: "fanout.cursor:a" });
+    await store.settingDelete({ key: "fanout.cursor:a" });
+    await store.settingDelete({ key: "never" });
+    assert.equal(await store.settingGet({ key: "fanout.cursor:a" }), null);
+    assert.deepEqual(await store.settingGet({ key: "fanout.cursor:b" }), { cursor: 2 });
   });
 
   // ------------------------------------------------------------------ nodes

@@ -20,6 +20,7 @@ import { occurrenceJob } from "../schedule/plan.ts";
 import type { Schedule } from "../schedule/types.ts";
 import type { Store } from "../store/store.ts";
 import { DEFAULT_RETENTION, pruneJobs, type PrunerOptions } from "../worker/pruner.ts";
+import { findJob } from "./views.ts";
 
 /** Who acts, why, and when (from the caller's clock). */
 export interface Actor {
@@ -150,16 +151,6 @@ export async function applyJobAction(
   const raced = act.filter((job) => !done.has(job.id))
     .map((job) => ({ job, why: "changed state meanwhile" }));
   return { changed, skipped: [...skip, ...raced] };
-}
-
-/**
- * One job by id (all digits) or by occurrence identity, or null: how the
- * runbook names the job it acts on.
- */
-export async function findJob(store: Store, ref: string): Promise<Job | null> {
-  if (/^\d+$/.test(ref)) return await store.jobGet({ id: Number(ref) });
-  const [job] = await store.jobsList({ occurrence: ref, limit: 1 });
-  return job ?? null;
 }
 
 /** What a replay did. */

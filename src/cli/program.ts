@@ -15,6 +15,7 @@ import { checkCommand, nextCommand, schedulesCommand } from "./schedules.ts";
 import { versionLine } from "./version.ts";
 import { registerInspectCommands } from "./inspect.ts";
 import { registerRunbookCommands } from "./runbook.ts";
+import { registerTuiCommand } from "./tui.ts";
 
 /** What the commands may touch, chosen by main.ts. */
 export interface CliDeps {
@@ -277,6 +278,7 @@ function buildProgram(deps: CliDeps): Command {
 
   registerInspectCommands(program, deps);
   registerRunbookCommands(program, deps);
+  registerTuiCommand(program, deps);
   return program;
 }
 

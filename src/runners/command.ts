@@ -15,8 +15,8 @@
  *   literal `$`), then these, which always win:
  *   `JOBS_OCCURRENCE` (the occurrence identity, empty for a plain job),
  *   `JOBS_IDEMPOTENCY_KEY`, `JOBS_ATTEMPT`, `JOBS_FENCE` and
- *   `JOBS_SCHEDULED_FOR` (the occurrence's ISO instant before jitter, or the
- *   job's scheduled time for a plain job). A `${NAME}` that is not set
+ *   `JOBS_SCHEDULED_FOR` (the occurrence's ISO instant before jitter, also
+ *   for a fan-out's item job, or the job's scheduled time for a plain job). A `${NAME}` that is not set
  *   discards the job, naming the variable: retrying cannot help.
  * - stdin is `/dev/null`; stdout and stderr are read as they arrive,
  *   interleaved, into a rolling tail of `outputBytes` kept as the attempt's
@@ -207,13 +207,16 @@ export function childEnv(
   return env;
 }
 
-/** The occurrence's pre-jitter instant, or the job's scheduled time for a plain job. */
+/**
+ * The occurrence's pre-jitter instant (a fan-out item, `<occurrence>#<key>`,
+ * has its run's), or the job's scheduled time for a plain job.
+ */
 function scheduledFor(ctx: JobContext): number {
   const occurrence = ctx.job.occurrence;
   if (occurrence === null) return ctx.job.scheduledAt;
   const instant = occurrenceInstant({
     at: ctx.job.scheduledAt,
-    occurrence,
+    occurrence: occurrence.replace(/#[^#@]*$/, ""),
     local: "",
     note: null,
   });

@@ -22,6 +22,8 @@
  * `{ cursor, total, digest }`, written after each batch commits. A retry that
  * lists the same items (same digest) resumes at the cursor; one that lists
  * other items starts over, and the identities skip what is already there.
+ * A run that enqueues every item deletes its cursor: settings hold progress
+ * only for runs that may still be retried.
  *
  * A selection command runs like a `command` run (argv without a shell unless
  * `shell: true`, `${NAME}` in `env`, the JOBS_* variables, its own process
@@ -246,6 +248,9 @@ async function performFanOut(run: FanOutRun, ctx: JobContext, deps: Deps): Promi
     await store.settingSet({ key: cursorKey(parent), value: cursor, now: deps.clock.now() });
     if (fresh.length > 0) deps.onEnqueued([...new Set(fresh.map((r) => r.queue))]);
   }
+  // Every item is enqueued: nothing is left to resume. A failure to delete
+  // fails the run; its retry finds the cursor at the end and deletes it then.
+  await store.settingDelete({ key: cursorKey(parent) });
   const { duplicates } = items;
   ctx.output(summary({ total, duplicates, resumed, batches, inserted, batchSize: run.batchSize }));
 }

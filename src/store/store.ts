@@ -55,6 +55,11 @@ export interface JobFilter {
   limit?: number;
   /** Oldest first by id unless `desc`. */
   desc?: boolean;
+  /**
+   * Keyset paging: only jobs past this id in the listing order (ids below it
+   * with `desc`, above it without), so a page costs the same at any depth.
+   */
+  after?: number;
 }
 
 /** A row of `audit`. */
@@ -260,12 +265,50 @@ export interface Store<Tx extends StoreTx = StoreTx> {
 
   /** One job by id, or null. */
   jobGet(params: { id: number }): Promise<Job | null>;
-  /** Jobs matching a filter. */
+  /**
+   * Jobs matching a filter, ordered by id. Page with `limit` and `after` (the
+   * last id of the previous page): each page costs about the same at any
+   * depth. An unknown state or an `after` that is not a whole number is a
+   * RangeError naming it.
+   */
   jobsList(params: JobFilter): Promise<Job[]>;
   /** Counts by queue and state; with `state`, only that state (cheap: one index). */
   jobsCount(params: { queue?: string; state?: JobState }): Promise<
     { queue: string; state: JobState; count: number }[]
   >;
+  /**
+   * Per queue and per `bucketMs` bucket of [since, until): jobs completed in
+   * it, and attempts that failed in it (outcome retryable or discarded).
+   * Buckets with neither are left out. Reads indexes only.
+   *
+   * A bucket is named by its start, `since + k * bucketMs`; the last one may
+   * be cut short by `until`. A job counts where its current `completed_at`
+   * falls (a completed job retried and completed again counts once, at its
+   * latest completion). Ordered by queue, then bucket. A RangeError names a
+   * bound that is not a whole number of ms, `bucketMs < 1`, or `until < since`.
+   */
+  jobsThroughput(params: { since: number; until: number; bucketMs: number }): Promise<
+    { queue: string; bucket: number; completed: number; failed: number }[]
+  >;
+
+  /**
+   * Discarded jobs grouped by worker, schedule and the first line of their
+   * last error (for triage), largest groups first, at most `limit` groups.
+   * `latestId` and `latestAt` are the group's most recently discarded job
+   * and when. Only the newest 10,000 discarded jobs are grouped, so the cost
+   * stays bounded however many dead letters pile up; counts are of those.
+   */
+  jobsDeadLetters(params: { limit: number }): Promise<
+    {
+      worker: string;
+      scheduleId: string | null;
+      error: string;
+      count: number;
+      latestId: number;
+      latestAt: number;
+    }[]
+  >;
+
   /** The attempts of one job, oldest first. */
   attemptsList(params: { jobId: number }): Promise<Attempt[]>;
 
@@ -297,6 +340,8 @@ export interface Store<Tx extends StoreTx = StoreTx> {
 
   /** Reads a setting, or null. */
   settingGet(params: { key: string }): Promise<unknown>;
+  /** Deletes a setting (no error when it is absent). */
+  settingDelete(params: { key: string }): Promise<void>;
   /** Writes a setting. */
   settingSet(params: { key: string; value: unknown; now: number }): Promise<void>;
 

@@ -195,6 +195,11 @@ Deno.test("the child gets JOBS_* for an occurrence and for a plain job", async (
       "",
     ].join("\n"),
   );
+  const item = await performJob(worker(clock), print, {
+    clock,
+    occurrence: "nightly@2026-03-08T07:00:00.000Z#0123456789abcdef",
+  });
+  assert.match(item.output ?? "", /^JOBS_SCHEDULED_FOR=2026-03-08T07:00:00\.000Z$/m);
   const plain = await performJob(worker(clock), print, { clock });
   assert.equal(
     plain.output,

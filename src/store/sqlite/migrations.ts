@@ -12,6 +12,9 @@ import attemptOutput from "../../../migrations/sqlite/0003_attempt_output.sql" w
   type: "text",
 };
 import replays from "../../../migrations/sqlite/0004_replays.sql" with { type: "text" };
+import dashboardIndexes from "../../../migrations/sqlite/0005_dashboard_indexes.sql" with {
+  type: "text",
+};
 
 /** One numbered migration. */
 export interface Migration {
@@ -26,6 +29,7 @@ export const MIGRATIONS: readonly Migration[] = [
   { version: 2, name: "0002_schedules.sql", sql: schedules },
   { version: 3, name: "0003_attempt_output.sql", sql: attemptOutput },
   { version: 4, name: "0004_replays.sql", sql: replays },
+  { version: 5, name: "0005_dashboard_indexes.sql", sql: dashboardIndexes },
 ];
 
 /** The migrations a database at schema `version` has not applied yet, in order. */

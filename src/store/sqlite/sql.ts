@@ -42,20 +42,6 @@ const RUN_AGAIN = `state = 'available', scheduled_at = :now, lease_expires_at = 
       max_attempts = max(max_attempts, attempt + 1),
       completed_at = NULL, cancelled_at = NULL, discarded_at = NULL`;
 
-// The filters of jobsList but the occurrence; each is off when its value is
-// null. :search is a LIKE pattern whose escape character is a backslash.
-const JOBS_FILTER = `(:ids IS NULL OR id IN (SELECT value FROM json_each(:ids)))
-      AND (:states IS NULL OR state IN (SELECT value FROM json_each(:states)))
-      AND (:queue IS NULL OR queue = :queue)
-      AND (:worker IS NULL OR worker = :worker)
-      AND (:tag IS NULL OR EXISTS (SELECT 1 FROM json_each(jobs.tags) WHERE value = :tag))
-      AND (:schedule IS NULL OR (schedule_id = :schedule AND schedule_id IS NOT NULL))
-      AND (:search IS NULL OR worker LIKE :search ESCAPE '\\' OR args LIKE :search ESCAPE '\\'
-        OR occurrence LIKE :search ESCAPE '\\'
-        OR EXISTS (SELECT 1 FROM json_each(jobs.tags) WHERE value LIKE :search ESCAPE '\\')
-        OR EXISTS (SELECT 1 FROM json_each(jobs.errors)
-          WHERE value ->> 'error' LIKE :search ESCAPE '\\'))`;
-
 const LEASE_HELD = `id = :id AND state = 'executing' AND attempted_by = :node AND fence = :fence`;
 
 export const SQL = {
@@ -173,15 +159,36 @@ export const SQL = {
     ON CONFLICT (job_id) DO UPDATE SET after = excluded.after, actor = excluded.actor,
       reason = excluded.reason, at = excluded.at`,
   jobGet: `SELECT * FROM jobs WHERE id = :id`,
-  jobsList: `SELECT * FROM jobs WHERE ${JOBS_FILTER}
-    ORDER BY CASE WHEN :desc THEN -id ELSE id END
+  // Completions from the covering index jobs_completed, failures from the
+  // partial index attempts_failed (0005); only failures pay a row lookup, for
+  // their job's queue. A bucket is named by its start, since + k * :bucket.
+  jobsThroughput: `SELECT queue, bucket, sum(completed) AS completed, sum(failed) AS failed FROM (
+      SELECT queue, :since + CAST((completed_at - :since) / :bucket AS INTEGER) * :bucket AS bucket,
+        count(*) AS completed, 0 AS failed
+      FROM jobs WHERE state = 'completed' AND completed_at >= :since AND completed_at < :until
+      GROUP BY 1, 2
+      UNION ALL
+      SELECT j.queue, :since + CAST((a.finished_at - :since) / :bucket AS INTEGER) * :bucket,
+        0, count(*)
+      FROM attempts AS a JOIN jobs AS j ON j.id = a.job_id
+      WHERE a.outcome IN ('retryable', 'discarded')
+        AND a.finished_at >= :since AND a.finished_at < :until
+      GROUP BY 1, 2)
+    GROUP BY queue, bucket ORDER BY queue, bucket`,
+  // The newest :scan discarded jobs (walking jobs_discarded backwards), grouped
+  // by worker, schedule and the first line of their last error. With one max()
+  // in the query, SQLite takes the bare column id from the row holding it.
+  jobsDeadLetters: `SELECT worker, schedule_id,
+      substr(last_error, 1, instr(last_error || char(10), char(10)) - 1) AS error,
+      count(*) AS count, max(discarded_at) AS latest_at, id AS latest_id
+    FROM (
+      SELECT id, worker, schedule_id, discarded_at,
+        coalesce(errors ->> '$[#-1].error', '') AS last_error
+      FROM jobs INDEXED BY jobs_discarded WHERE state = 'discarded'
+      ORDER BY discarded_at DESC LIMIT :scan)
+    GROUP BY 1, 2, 3
+    ORDER BY count DESC, latest_at DESC, latest_id DESC
     LIMIT :limit`,
-  // By occurrence identity: the unique index finds the row, the rest filters it.
-  jobsListOccurrence: `SELECT * FROM jobs WHERE occurrence = :occurrence AND ${JOBS_FILTER}
-    ORDER BY CASE WHEN :desc THEN -id ELSE id END
-    LIMIT :limit`,
-  jobsCount: `SELECT queue, state, count(*) AS count FROM jobs
-    WHERE (:queue IS NULL OR queue = :queue) GROUP BY queue, state ORDER BY queue, state`,
   attemptsList: `SELECT * FROM attempts WHERE job_id = :id ORDER BY fence`,
   queuePause: `INSERT INTO queues (name, paused, updated_at) VALUES (:name, :paused, :now)
     ON CONFLICT (name) DO UPDATE SET paused = excluded.paused, updated_at = excluded.updated_at`,
@@ -193,6 +200,7 @@ export const SQL = {
   nodesExpire: `DELETE FROM nodes WHERE heartbeat_at < :before`,
   nodesList: `SELECT * FROM nodes ORDER BY node`,
   settingGet: `SELECT value FROM settings WHERE key = :key`,
+  settingDelete: `DELETE FROM settings WHERE key = :key`,
   settingSet: `INSERT INTO settings (key, value, updated_at) VALUES (:key, :value, :now)
     ON CONFLICT (key) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at`,
   dataVersion: `PRAGMA data_version`,
@@ -235,13 +243,35 @@ export const SQL = {
 /**
  * Statements per state: a partial index is used only when the query names
  * its state as a literal, so each state gets its own text. The names come
- * from the fixed list of states, never from input.
+ * from the fixed list of states, never from input. Scheduled and retryable
+ * jobs share one index (jobs_due), which the planner takes only for a query
+ * that repeats its condition: hence the IN before the state's own test.
+ * Each reads its state's index, not the table.
  */
 export const COUNT_STATE = Object.fromEntries(JOB_STATES.map((state) => [
   state,
-  `SELECT queue, state, count(*) AS count FROM jobs WHERE state = '${state}'
+  `SELECT queue, state, count(*) AS count FROM jobs WHERE ${
+    state === "scheduled" || state === "retryable" ? "state IN ('scheduled', 'retryable') AND " : ""
+  }state = '${state}'
     GROUP BY queue ORDER BY queue`,
 ])) as Record<JobState, string>;
+
+/**
+ * Every state's counts for the overview, one statement per index: the two
+ * states of jobs_due in one pass over it. Queue and state name each row.
+ */
+export const COUNT_ALL: readonly string[] = [
+  ...JOB_STATES.filter((state) => state !== "scheduled" && state !== "retryable")
+    .map((state) => COUNT_STATE[state]),
+  `SELECT queue, state, count(*) AS count FROM jobs WHERE state IN ('scheduled', 'retryable')
+    GROUP BY queue, state`,
+];
+
+/**
+ * How many of the newest discarded jobs `jobsDeadLetters` groups: a bound on
+ * its cost (one pass over that many rows) however large the dead-letter pile.
+ */
+export const DEAD_LETTER_SCAN = 10_000;
 
 export const FINAL_AT = {
   completed: "completed_at",
@@ -260,3 +290,108 @@ export const PRUNE_STATE = Object.fromEntries(
     RETURNING id`,
   ]),
 ) as Record<FinalState, string>;
+
+// ------------------------------------------------------------------ jobsList
+
+/** The optional filters of `jobsList`, each a fixed text whose value is bound. */
+const LIST_FILTERS = {
+  ids: `id IN (SELECT value FROM json_each(:ids))`,
+  queue: `queue = :queue`,
+  worker: `worker = :worker`,
+  tag: `EXISTS (SELECT 1 FROM json_each(jobs.tags) WHERE value = :tag)`,
+  // The IS NOT NULL lets the planner use the partial index jobs_schedule.
+  schedule: `schedule_id = :schedule AND schedule_id IS NOT NULL`,
+  occurrence: `occurrence = :occurrence`,
+  // :search is a LIKE pattern whose escape character is a backslash. A
+  // search text that JSON writes as it is (:plain, no quote, backslash or
+  // control character) can be inside a tag or an error only if it is inside
+  // the array's text (the store writes both arrays with JSON.stringify or
+  // json_object, which escape nothing else): that cheap test spares most
+  // rows the JSON parse.
+  search: `(worker LIKE :search ESCAPE '\\' OR args LIKE :search ESCAPE '\\'
+      OR occurrence LIKE :search ESCAPE '\\'
+      OR ((NOT :plain OR tags LIKE :search ESCAPE '\\')
+        AND EXISTS (SELECT 1 FROM json_each(jobs.tags) WHERE value LIKE :search ESCAPE '\\'))
+      OR ((NOT :plain OR errors LIKE :search ESCAPE '\\')
+        AND EXISTS (SELECT 1 FROM json_each(jobs.errors)
+          WHERE value ->> 'error' LIKE :search ESCAPE '\\')))`,
+} as const;
+
+/** The name of an optional `jobsList` filter (its bound parameter has the same name). */
+export type ListFilter = keyof typeof LIST_FILTERS;
+
+/**
+ * States usually few and scattered among old ids, whose partial index holds
+ * the id (as the rowid): a page of one of them reads that index and sorts
+ * its ids, costing the size of the state, not of the table. Every other
+ * listing walks the primary key in listing order and stops at the page's
+ * end: cheap for dense states and for new jobs (available, scheduled) found
+ * near the newest end, and never more than one pass over the table.
+ */
+const LIST_INDEX: Partial<Record<JobState, string>> = {
+  executing: "jobs_executing",
+  cancelled: "jobs_cancelled",
+  discarded: "jobs_discarded",
+};
+
+/** What one `jobsList` statement is made of. */
+export interface ListShape {
+  /** The optional filters given. */
+  filters: readonly ListFilter[];
+  /** The states asked for, or null for any; each must be one of JOB_STATES. */
+  states: readonly string[] | null;
+  desc: boolean;
+  /** Keyset paging: ids past :after in listing order. */
+  after: boolean;
+}
+
+/**
+ * The text of one `jobsList` statement: fixed fragments for the filters
+ * given, the state names taken from JOB_STATES (a partial index is used
+ * only when its state is a literal), values always bound (`:limit`, and
+ * each filter under its own name). Ordered by id, so keyset paging with
+ * `:after` walks an index instead of sorting the table.
+ */
+export function jobsListSql(shape: ListShape): string {
+  const states = shape.states === null ? null : knownStates(shape.states);
+  const where: string[] = shape.filters.map((name) => LIST_FILTERS[name]);
+  if (states !== null) {
+    where.push(
+      states.length === 0
+        ? "false"
+        : states.length === 1
+        ? `state = '${states[0]}'`
+        : `state IN (${states.map((s) => `'${s}'`).join(", ")})`,
+    );
+  }
+  if (shape.after) where.push(shape.desc ? "id < :after" : "id > :after");
+  const condition = where.length === 0 ? "true" : where.join("\n      AND ");
+  const order = shape.desc ? "ORDER BY id DESC" : "ORDER BY id";
+  const index = states?.length === 1 ? LIST_INDEX[states[0]!] : undefined;
+  const byIndex = shape.filters.includes("schedule")
+    ? "" // the planner's own choice: jobs_schedule, by equality
+    : index !== undefined && !shape.filters.includes("ids") && !shape.filters.includes("occurrence")
+    ? `INDEXED BY ${index}`
+    : null;
+  if (byIndex === null) {
+    return `SELECT * FROM jobs WHERE ${condition}\n    ${order} LIMIT :limit`;
+  }
+  // The ids of the page come from the index alone when no other filter needs
+  // the row; only the page's rows are read in full.
+  return `SELECT * FROM jobs WHERE id IN (
+      SELECT id FROM jobs ${byIndex} WHERE ${condition}
+      ${order} LIMIT :limit)
+    ${order}`;
+}
+
+/** `states` in the order of JOB_STATES, each checked against it, without repeats. */
+function knownStates(states: readonly string[]): JobState[] {
+  for (const state of states) {
+    if (!(JOB_STATES as readonly string[]).includes(state)) {
+      throw new RangeError(
+        `state must be one of ${JOB_STATES.join(", ")}, got ${JSON.stringify(state)}`,
+      );
+    }
+  }
+  return JOB_STATES.filter((state) => states.includes(state));
+}

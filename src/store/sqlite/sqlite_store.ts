@@ -23,17 +23,18 @@
 
 import { DatabaseSync, type StatementSync } from "node:sqlite";
 import { setImmediate } from "node:timers";
-import type {
-  Attempt,
-  ClaimedJob,
-  InsertResult,
-  Job,
-  JobResult,
-  JobState,
-  NewJob,
-  PlanContext,
-  PlanDecision,
-  RecordReport,
+import {
+  type Attempt,
+  type ClaimedJob,
+  type InsertResult,
+  type Job,
+  JOB_STATES,
+  type JobResult,
+  type JobState,
+  type NewJob,
+  type PlanContext,
+  type PlanDecision,
+  type RecordReport,
 } from "../../kernel/types.ts";
 import type {
   AuditRow,
@@ -60,7 +61,16 @@ import {
   toScheduleRow,
   unique,
 } from "./rows.ts";
-import { COUNT_STATE, type FinalState, PRUNE_STATE, SQL } from "./sql.ts";
+import {
+  COUNT_ALL,
+  COUNT_STATE,
+  DEAD_LETTER_SCAN,
+  type FinalState,
+  jobsListSql,
+  type ListFilter,
+  PRUNE_STATE,
+  SQL,
+} from "./sql.ts";
 
 /** Options for {@linkcode openSqliteStore}. */
 export interface SqliteOptions {
@@ -114,6 +124,7 @@ export class SchemaTooNewError extends Error {
 
 type Statements = { -readonly [K in keyof typeof SQL]: StatementSync } & {
   countState: Record<JobState, StatementSync>;
+  countAll: StatementSync[];
   pruneState: Record<FinalState, StatementSync>;
 };
 
@@ -144,6 +155,7 @@ export class SqliteStore implements Store<SqliteTx> {
   readonly db: DatabaseSync;
   #options: Required<Omit<SqliteOptions, "now" | "migrate" | "readOnly">>;
   #statements: Statements | null = null;
+  #lists = new Map<string, StatementSync>();
   // A caller's transaction that spans awaits holds the connection; every other
   // call waits for it so nothing else runs inside the caller's transaction.
   #held: Promise<void> | null = null;
@@ -231,6 +243,7 @@ export class SqliteStore implements Store<SqliteTx> {
     const statements: Statements = {
       ...prepare(SQL),
       countState: prepare(COUNT_STATE),
+      countAll: COUNT_ALL.map((sql) => this.db.prepare(sql)),
       pruneState: prepare(PRUNE_STATE),
     };
     // The claim is on the hot path: rows as arrays skip building an object per row.
@@ -253,6 +266,7 @@ export class SqliteStore implements Store<SqliteTx> {
     this.#stopPolling();
     this.#listeners.clear();
     this.#statements = null;
+    this.#lists.clear();
     this.db.close();
     return Promise.resolve();
   }
@@ -749,37 +763,122 @@ export class SqliteStore implements Store<SqliteTx> {
   }
 
   jobsList(params: JobFilter): Promise<Job[]> {
-    return this.#exclusive(() => {
-      const states = params.state === undefined
-        ? null
-        : JSON.stringify(Array.isArray(params.state) ? params.state : [params.state]);
-      const filter = {
-        ids: params.ids ? JSON.stringify(params.ids) : null,
-        states,
-        queue: params.queue ?? null,
-        worker: params.worker ?? null,
-        tag: params.tag ?? null,
-        schedule: params.scheduleId ?? null,
-        search: params.search === undefined ? null : `%${escapeLike(params.search)}%`,
-        desc: params.desc ? 1 : 0,
-        limit: params.limit ?? -1,
-      };
-      const rows = (params.occurrence === undefined
-        ? this.#s.jobsList.all(filter)
-        : this.#s.jobsListOccurrence.all({ ...filter, occurrence: params.occurrence })) as Row[];
-      return rows.map(toJob);
-    });
+    if (params.after !== undefined && !Number.isSafeInteger(params.after)) {
+      return Promise.reject(
+        new RangeError(`after must be a job id (a whole number), got ${params.after}`),
+      );
+    }
+    const values: Record<string, string | number> = {};
+    const given = (name: ListFilter, value: string | number | undefined) => {
+      if (value !== undefined) values[name] = value;
+    };
+    given("ids", params.ids && JSON.stringify(params.ids));
+    given("queue", params.queue);
+    given("worker", params.worker);
+    given("tag", params.tag);
+    given("schedule", params.scheduleId);
+    given("occurrence", params.occurrence);
+    given("search", params.search === undefined ? undefined : `%${escapeLike(params.search)}%`);
+    let text: string;
+    try {
+      text = jobsListSql({
+        filters: Object.keys(values) as ListFilter[],
+        states: params.state === undefined
+          ? null
+          : Array.isArray(params.state)
+          ? params.state
+          : [params.state],
+        desc: params.desc ?? false,
+        after: params.after !== undefined,
+      });
+    } catch (error) {
+      return Promise.reject(error);
+    }
+    if (params.after !== undefined) values.after = params.after;
+    if (params.search !== undefined) {
+      values.plain = JSON.stringify(params.search) === `"${params.search}"` ? 1 : 0;
+    }
+    values.limit = params.limit ?? -1;
+    return this.#exclusive(() => (this.#listStatement(text).all(values) as Row[]).map(toJob));
+  }
+
+  /** The prepared statement of one jobsList shape, prepared on first use. */
+  #listStatement(text: string): StatementSync {
+    let statement = this.#lists.get(text);
+    if (statement === undefined) {
+      if (!this.#statements) {
+        throw new Error(`${this.location}: the store is not migrated or is closed`);
+      }
+      // The shapes in use are few; a caller cycling through many cannot grow this forever.
+      if (this.#lists.size >= 256) this.#lists.clear();
+      statement = this.db.prepare(text);
+      this.#lists.set(text, statement);
+    }
+    return statement;
   }
 
   jobsCount(params: { queue?: string; state?: JobState }) {
+    if (params.state !== undefined && !JOB_STATES.includes(params.state)) {
+      return Promise.reject(
+        new RangeError(
+          `state must be one of ${JOB_STATES.join(", ")}, got ${JSON.stringify(params.state)}`,
+        ),
+      );
+    }
+    const state = params.state;
     return this.#exclusive(() =>
-      (params.state !== undefined
-        ? (this.#s.countState[params.state].all() as Row[])
-          .filter((r) => params.queue === undefined || r.queue === params.queue)
-        : (this.#s.jobsCount.all({ queue: params.queue ?? null }) as Row[])).map((r) => ({
+      (state === undefined ? this.#s.countAll : [this.#s.countState[state]])
+        .flatMap((statement) => statement.all() as Row[])
+        .filter((r) => params.queue === undefined || r.queue === params.queue)
+        .map((r) => ({
           queue: String(r.queue),
           state: r.state as JobState,
           count: Number(r.count),
+        }))
+        .sort((a, b) => compare(a.queue, b.queue) || compare(a.state, b.state))
+    );
+  }
+
+  jobsThroughput(params: { since: number; until: number; bucketMs: number }) {
+    const { since, until, bucketMs } = params;
+    for (const [name, value] of Object.entries(params)) {
+      if (!Number.isSafeInteger(value)) {
+        return Promise.reject(new RangeError(`${name} must be a whole number of ms, got ${value}`));
+      }
+    }
+    if (bucketMs < 1) {
+      return Promise.reject(new RangeError(`bucketMs must be at least 1, got ${bucketMs}`));
+    }
+    if (until < since) {
+      return Promise.reject(
+        new RangeError(`until must not be before since (${since}), got ${until}`),
+      );
+    }
+    return this.#exclusive(() =>
+      (this.#s.jobsThroughput.all({ since, until, bucket: bucketMs }) as Row[]).map((r) => ({
+        queue: String(r.queue),
+        bucket: Number(r.bucket),
+        completed: Number(r.completed),
+        failed: Number(r.failed),
+      }))
+    );
+  }
+
+  jobsDeadLetters(params: { limit: number }) {
+    if (!Number.isSafeInteger(params.limit) || params.limit < 1) {
+      return Promise.reject(
+        new RangeError(`limit must be a whole number >= 1, got ${params.limit}`),
+      );
+    }
+    return this.#exclusive(() =>
+      (this.#s.jobsDeadLetters.all({ limit: params.limit, scan: DEAD_LETTER_SCAN }) as Row[])
+        .map((r) => ({
+          worker: String(r.worker),
+          scheduleId: r.schedule_id as string | null,
+          error: String(r.error),
+          count: Number(r.count),
+          latestId: Number(r.latest_id),
+          latestAt: Number(r.latest_at),
         }))
     );
   }
@@ -844,6 +943,12 @@ export class SqliteStore implements Store<SqliteTx> {
     return this.#exclusive(() => {
       const row = this.#s.settingGet.get(params) as Row | undefined;
       return row ? JSON.parse(String(row.value)) : null;
+    });
+  }
+
+  settingDelete(params: { key: string }): Promise<void> {
+    return this.#exclusive(() => {
+      this.#s.settingDelete.run({ key: params.key });
     });
   }
 
@@ -1003,4 +1108,8 @@ export class SqliteStore implements Store<SqliteTx> {
     if (this.#poll !== null) clearInterval(this.#poll);
     this.#poll = null;
   }
+}
+
+function compare(a: string, b: string): number {
+  return a < b ? -1 : a > b ? 1 : 0;
 }

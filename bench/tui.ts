@@ -1,0 +1,253 @@
+/**
+ * The `tui` phase of the benchmark: the reads behind `jobs tui` on a store
+ * of 100,000 jobs (TUI_N) in every state, across four queues and three
+ * schedules, with attempts (and failures) spread over the two hours before
+ * the store's "now".
+ *
+ * ```sh
+ * PHASES=tui deno task bench
+ * PHASES=tui TUI_N=200000 TUI_REPS=15 RUNS=1 deno task bench
+ * ```
+ *
+ * The store is built through the store API alone (inserts, claims and
+ * results, each batch one transaction), as a daemon would have left it. Each
+ * read then runs TUI_REPS times on the warm store; a phase reports the
+ * median of those, and the harness the median over RUNS fresh stores.
+ *
+ * @module
+ */
+
+import type { JobResult, NewJob } from "../src/kernel/types.ts";
+import { JOB_STATES, type JobState, openSqliteStore, type Store } from "../src/mod.ts";
+
+/** The phase's settings (see bench.ts for how they come from the environment). */
+export interface TuiConfig {
+  /** Jobs in the store. */
+  n: number;
+  /** Times each read is repeated on one store. */
+  reps: number;
+}
+
+/** Milliseconds of each read (medians over `reps`), and of building the store. */
+export interface TuiTimes {
+  buildMs: number;
+  firstPageMs: number;
+  /** The first page and 19 more, each after the last id of the one before. */
+  twentyPagesMs: number;
+  /** One page starting halfway down the table. */
+  deepPageMs: number;
+  discardedPageMs: number;
+  discardedDeepPageMs: number;
+  searchPageMs: number;
+  countMs: number;
+  throughputMs: number;
+  deadLettersMs: number;
+}
+
+const PAGE = 50;
+const MINUTE = 60_000;
+/** The store's "now": every instant written is before it. */
+const NOW = Date.UTC(2026, 0, 1, 12);
+/** Jobs are written over the two hours before NOW. */
+const SPAN_MS = 2 * 60 * MINUTE;
+const BATCH = 1000;
+const QUEUES = ["default", "mail", "reports", "billing"];
+const SCHEDULES = ["nightly", "hourly", "sync"];
+const ERRORS = [
+  "connect ECONNREFUSED 10.0.0.7:5432\n    at TCPConnectWrap.afterConnect",
+  "HTTP 503 from https://api.example.com/v1/charge\n    at charge (billing.ts:88)",
+  'invalid address "nobody@"\n    at send (mail.ts:12)',
+  "report template missing: q4.html",
+];
+/** The search string: one customer, 20 scattered jobs of 100,000. */
+const SEARCH = "cust-04242";
+
+/** Builds a store of `n` jobs in a fresh file, then times the dashboard's reads. */
+export async function phaseTui(
+  file: string,
+  cfg: TuiConfig,
+  log: (message: string) => void,
+): Promise<TuiTimes> {
+  const store = await openSqliteStore(file, { now: NOW - SPAN_MS });
+  try {
+    const started = performance.now();
+    await build(store, cfg.n);
+    const buildMs = performance.now() - started;
+    log(`  built ${cfg.n.toLocaleString("en-US")} jobs in ${(buildMs / 1000).toFixed(1)} s`);
+    const counts = await checkStore(store, cfg.n);
+    log(`  ${JOB_STATES.map((s) => `${s} ${counts[s]}`).join(", ")}`);
+    return { buildMs, ...await timeReads(store, cfg.reps) };
+  } finally {
+    await store.close();
+  }
+}
+
+// -------------------------------------------------------------------- build
+
+/**
+ * Inserts `n` jobs in batches of 1000, each batch at a later instant of the
+ * span; then claims 90% of what is due per queue and records results: of
+ * 100 claimed, 80 complete, 9 are discarded, 4 cancelled, 4 fail to retry
+ * later, and 3 stay executing. 5% of each batch is scheduled for tomorrow.
+ */
+async function build(store: Store, n: number): Promise<void> {
+  const batches = Math.ceil(n / BATCH);
+  for (let b = 0; b < batches; b++) {
+    const now = NOW - SPAN_MS + Math.floor((b * SPAN_MS) / batches);
+    const jobs: NewJob[] = [];
+    for (let i = b * BATCH; i < Math.min(n, (b + 1) * BATCH); i++) jobs.push(newJob(i, now));
+    await store.jobsInsert({ jobs, now });
+    for (const queue of QUEUES) {
+      const due = jobs.filter((j) => j.queue === queue && j.scheduledAt <= now).length;
+      const { jobs: claimed } = await store.jobsClaim({
+        queue,
+        node: "bench:1",
+        limit: Math.floor(due * 0.9),
+        now,
+        leaseMs: 24 * 60 * MINUTE,
+      });
+      // Results land over the next minute, so failures spread over buckets.
+      const at = now + 30_000;
+      const results = claimed.map((job, k) => result(job, k, at)).filter((r) => r !== null);
+      await store.jobsRecord({ node: "bench:1", now: at, results });
+    }
+  }
+}
+
+function newJob(i: number, now: number): NewJob {
+  const schedule = i % 5 === 0 ? SCHEDULES[(i / 5) % SCHEDULES.length]! : null;
+  return {
+    queue: QUEUES[i % QUEUES.length]!,
+    worker: schedule ? "command" : ["send-email", "charge-card", "build-report"][i % 3]!,
+    args: JSON.stringify({
+      customer: `cust-${String(i % 5000).padStart(5, "0")}`,
+      order: i,
+      note: "x".repeat(40),
+    }),
+    meta: "{}",
+    tags: JSON.stringify(i % 2 ? ["eu"] : ["us", "priority"]),
+    tenant: null,
+    priority: i % 3,
+    maxAttempts: 5,
+    uniqueKey: null,
+    uniqueStates: null,
+    // One occurrence per job of a schedule: unique, as the planner's are.
+    occurrence: schedule ? `${schedule}@${new Date(now + i).toISOString()}` : null,
+    scheduleId: schedule,
+    scheduledFor: schedule ? now : null,
+    scheduledAt: i % 20 === 7 ? now + 24 * 60 * MINUTE : now,
+  };
+}
+
+function result(
+  job: { id: number; fence: number; attempt: number; attemptedAt: number },
+  k: number,
+  at: number,
+): JobResult | null {
+  const base = { id: job.id, fence: job.fence, attempt: job.attempt, startedAt: job.attemptedAt };
+  const slot = k % 100;
+  const error = ERRORS[job.id % ERRORS.length]!;
+  if (slot < 80) return { ...base, outcome: "completed" };
+  if (slot < 89) return { ...base, outcome: "discarded", error };
+  if (slot < 93) return { ...base, outcome: "cancelled", error: "cancelled by the bench" };
+  if (slot < 97) return { ...base, outcome: "retryable", error, at: at + 60 * MINUTE };
+  return null; // stays executing
+}
+
+/** The store holds `n` jobs with every state present; returns the counts per state. */
+async function checkStore(store: Store, n: number): Promise<Record<JobState, number>> {
+  const counts = Object.fromEntries(JOB_STATES.map((s) => [s, 0])) as Record<JobState, number>;
+  for (const c of await store.jobsCount({})) counts[c.state] += c.count;
+  const total = Object.values(counts).reduce((a, b) => a + b, 0);
+  if (total !== n) throw new Error(`tui: the store holds ${total} jobs, expected ${n}`);
+  const missing = JOB_STATES.filter((s) => counts[s] === 0);
+  if (missing.length) throw new Error(`tui: no ${missing.join(", ")} jobs in the store`);
+  return counts;
+}
+
+// -------------------------------------------------------------------- reads
+
+async function timeReads(store: Store, reps: number): Promise<Omit<TuiTimes, "buildMs">> {
+  const [first] = await store.jobsList({ desc: true, limit: 1 });
+  const middle = Math.floor(first!.id / 2);
+
+  const twentyPages = async () => {
+    const seen: number[] = [];
+    let after: number | undefined;
+    for (let page = 0; page < 20; page++) {
+      const rows = await store.jobsList({ desc: true, limit: PAGE, after });
+      seen.push(...rows.map((j) => j.id));
+      after = rows.at(-1)?.id;
+    }
+    return seen;
+  };
+  const pages = await twentyPages();
+  expect(
+    pages.length === 20 * PAGE && pages.every((id, i) => i === 0 || id < pages[i - 1]!),
+    "20 pages hold 1,000 distinct jobs, newest first",
+  );
+  const discarded = await store.jobsList({
+    state: "discarded",
+    desc: true,
+    limit: PAGE,
+    after: middle,
+  });
+  expect(
+    discarded.length === PAGE && discarded.every((j) => j.state === "discarded" && j.id < middle),
+    "a deep page of discarded jobs holds only discarded jobs past its start",
+  );
+  const found = await store.jobsList({ search: SEARCH, desc: true, limit: PAGE });
+  expect(
+    found.length > 0 && found.every((j) => JSON.stringify(j.args).includes(SEARCH)),
+    `the search for "${SEARCH}" finds its jobs`,
+  );
+  const hour = { since: NOW - 60 * MINUTE, until: NOW, bucketMs: MINUTE };
+  const buckets = await store.jobsThroughput(hour);
+  expect(
+    buckets.some((b) => b.completed > 0) && buckets.some((b) => b.failed > 0),
+    "the last hour has completions and failures",
+  );
+  const groups = await store.jobsDeadLetters({ limit: 20 });
+  expect(groups.length > 0, "dead letters are grouped");
+
+  return {
+    firstPageMs: await median(reps, () => store.jobsList({ desc: true, limit: PAGE })),
+    twentyPagesMs: await median(reps, twentyPages),
+    deepPageMs: await median(
+      reps,
+      () => store.jobsList({ desc: true, limit: PAGE, after: middle }),
+    ),
+    discardedPageMs: await median(
+      reps,
+      () => store.jobsList({ state: "discarded", desc: true, limit: PAGE }),
+    ),
+    discardedDeepPageMs: await median(
+      reps,
+      () => store.jobsList({ state: "discarded", desc: true, limit: PAGE, after: middle }),
+    ),
+    searchPageMs: await median(
+      reps,
+      () => store.jobsList({ search: SEARCH, desc: true, limit: PAGE }),
+    ),
+    countMs: await median(reps, () => store.jobsCount({})),
+    throughputMs: await median(reps, () => store.jobsThroughput(hour)),
+    deadLettersMs: await median(reps, () => store.jobsDeadLetters({ limit: 20 })),
+  };
+}
+
+/** The median wall time of `reps` calls of `fn`, in ms. */
+async function median(reps: number, fn: () => Promise<unknown>): Promise<number> {
+  const times: number[] = [];
+  for (let i = 0; i < Math.max(1, reps); i++) {
+    const t0 = performance.now();
+    await fn();
+    times.push(performance.now() - t0);
+  }
+  times.sort((a, b) => a - b);
+  const mid = times.length >> 1;
+  return times.length % 2 ? times[mid]! : (times[mid - 1]! + times[mid]!) / 2;
+}
+
+function expect(ok: boolean, what: string): void {
+  if (!ok) throw new Error(`tui: expected ${what}`);
+}

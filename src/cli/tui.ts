@@ -1,0 +1,82 @@
+/**
+ * `jobs tui`: the interactive dashboard on the store the daemon uses. It
+ * reads through `src/admin/views.ts` and acts only through
+ * `src/admin/actions.ts`, so each action is audited as the runbook
+ * commands' are; `--read-only` refuses every action.
+ *
+ * @module
+ */
+
+import type { Command } from "commander";
+import { storeActions } from "../tui/actions.ts";
+import { configFile, sqliteFile, storeData } from "../tui/data.ts";
+import { runDashboard } from "../tui/run.tsx";
+import { type CliDeps, CommandFailed, configPath, dbPath, quiet, who } from "./program.ts";
+import { escapeControl } from "./text.ts";
+
+/** Options of `jobs tui`. */
+interface TuiOptions {
+  db?: string;
+  config?: string;
+  readOnly?: boolean;
+  actor?: string;
+  environment?: string;
+}
+
+/** Registers `jobs tui` on the program. */
+export function registerTuiCommand(program: Command, deps: CliDeps): void {
+  quiet(
+    program.command("tui")
+      .description("the interactive dashboard: queues, jobs, schedules, dead letters, actions")
+      .option("--db <path>", "the SQLite file [env JOBS_DB]")
+      .option("--config <file>", "the schedules file [env JOBS_CONFIG]")
+      .option("--read-only", "look only: every action is refused")
+      .option("--actor <name>", "who, for the audit trail (default: the OS user)")
+      .option(
+        "--environment <name>",
+        "where this runs; a manual schedule's runs_where must match [env JOBS_ENVIRONMENT]",
+      )
+      .action(async (options: TuiOptions) => {
+        await tuiCommand(options, deps);
+      }),
+    deps,
+    "tui",
+  );
+}
+
+async function tuiCommand(options: TuiOptions, deps: CliDeps): Promise<void> {
+  const db = dbPath(options.db, deps);
+  if (!Deno.stdin.isTerminal() || !Deno.stdout.isTerminal()) {
+    throw new CommandFailed(
+      "jobs tui: needs a terminal on stdin and stdout; for scripts use jobs status, ls or show",
+    );
+  }
+  try {
+    await Deno.stat(db);
+  } catch {
+    throw new CommandFailed(`jobs tui: no database at "${escapeControl(db)}"`);
+  }
+  const source = sqliteFile(db, { now: () => deps.clock.now() });
+  const config = configFile(configPath(options.config, deps));
+  try {
+    // Fail before taking over the screen when the store cannot be opened at all.
+    await source.get().catch((error) => {
+      throw new CommandFailed(`jobs tui: ${escapeControl((error as Error).message)}`);
+    });
+    await runDashboard({
+      data: storeData({ source, config, clock: deps.clock }),
+      actions: storeActions({
+        source,
+        config,
+        clock: deps.clock,
+        actor: who(options, deps).actor,
+        environment: options.environment ?? deps.env("JOBS_ENVIRONMENT") ?? null,
+      }),
+      clock: deps.clock,
+      readOnly: options.readOnly === true,
+      color: deps.color,
+    });
+  } finally {
+    await source.close();
+  }
+}

@@ -1,0 +1,325 @@
+/**
+ * What the dashboard reads, as one interface ({@linkcode DashboardData})
+ * with a store-backed implementation: the views of `src/admin/views.ts`
+ * assembled for each screen, a page of jobs at a time (keyset paging, so a
+ * page costs the same at any depth of a large table), and the schedules
+ * file reloaded when it changes.
+ *
+ * The store is opened lazily and never created: a missing file is an
+ * error the dashboard shows, and the next refresh tries again.
+ *
+ * @module
+ */
+
+import {
+  HEARTBEAT_MS,
+  type JobDetail,
+  jobDetail,
+  nodesView,
+  type NodeView,
+  queuesView,
+  type QueueView,
+  redactJob,
+  type ScheduleStatus,
+  schedulesView,
+  type StoreCheck,
+  storeCheck,
+} from "../admin/views.ts";
+import type { Clock } from "../clock.ts";
+import type { Job, JobState } from "../kernel/types.ts";
+import { loadSchedules } from "../schedule/config.ts";
+import { next } from "../schedule/occurrences.ts";
+import type { Occurrence, Schedule, ScheduleConfig } from "../schedule/types.ts";
+import { KNOWN_VERSION } from "../store/sqlite/migrations.ts";
+import { openSqliteStore, type SqliteStore } from "../store/sqlite/sqlite_store.ts";
+import type { JobFilter, Store } from "../store/store.ts";
+
+/** The throughput window of the overview: the last hour, by minute. */
+export const THROUGHPUT_BUCKET_MS = 60_000;
+/** How many buckets the sparklines cover. */
+export const THROUGHPUT_BUCKETS = 60;
+/** How many upcoming occurrences the schedules view shows. */
+export const UPCOMING = 5;
+
+/** One queue of the overview: its counts and pause, and its throughput by minute. */
+export interface QueueOverview extends QueueView {
+  /** Jobs completed per minute over the last hour, oldest first. */
+  completed: number[];
+  /** Attempts failed (retryable or discarded) per minute over the last hour, oldest first. */
+  failed: number[];
+}
+
+/** Everything the overview shows. */
+export interface Overview {
+  now: number;
+  store: StoreCheck;
+  queues: QueueOverview[];
+  nodes: NodeView[];
+  /** Schedules that misfired or are disabled. */
+  attention: ScheduleStatus[];
+  /** Why the schedules file could not be read, or null. */
+  configProblem: string | null;
+}
+
+/** The filters of the jobs list (a subset of the store's {@linkcode JobFilter}). */
+export interface JobsFilter {
+  state?: JobState;
+  queue?: string;
+  scheduleId?: string;
+  worker?: string;
+  tag?: string;
+  search?: string;
+}
+
+/** One page of the jobs list. */
+export interface JobsQuery {
+  filter: JobsFilter;
+  /** Newest first. */
+  desc: boolean;
+  /** Keyset paging: the last id of the previous page. */
+  after?: number;
+  limit: number;
+}
+
+/** One schedule of the schedules view. */
+export interface ScheduleInfo {
+  status: ScheduleStatus;
+  /** Its declaration in the schedules file, or null when only the store remembers it. */
+  schedule: Schedule | null;
+  /** The next occurrences with their DST notes. */
+  upcoming: Occurrence[];
+}
+
+/** One group of dead letters: discarded jobs of one worker and schedule with one error. */
+export interface DeadLetterGroup {
+  worker: string;
+  scheduleId: string | null;
+  error: string;
+  count: number;
+  latestId: number;
+  latestAt: number;
+}
+
+/** What the dashboard reads. Every method may reject: the dashboard shows why and keeps the last data. */
+export interface DashboardData {
+  /** Where the data comes from, for the title bar. */
+  readonly location: string;
+  overview(now: number): Promise<Overview>;
+  /** One page of jobs, args and meta redacted. */
+  jobs(query: JobsQuery): Promise<Job[]>;
+  /** One job with its attempts and audit trail, or null. */
+  job(id: number): Promise<JobDetail | null>;
+  schedules(now: number): Promise<ScheduleInfo[]>;
+  deadLetters(limit: number): Promise<DeadLetterGroup[]>;
+}
+
+// ------------------------------------------------------------- the sources
+
+/** Hands out the store, opening it when needed; rejects while it cannot be read. */
+export interface StoreSource {
+  readonly location: string;
+  get(): Promise<Store>;
+  close(): Promise<void>;
+}
+
+/** A source that always hands out `store` (an already open store). */
+export function fixedStore(store: Store): StoreSource {
+  return {
+    location: store.location,
+    get: () => Promise.resolve(store),
+    close: () => store.close(),
+  };
+}
+
+/**
+ * The SQLite file at `path`, opened on first use without creating or
+ * upgrading it. When the file goes away the connection is dropped and
+ * each later call rejects until it is back.
+ */
+export function sqliteFile(
+  path: string,
+  options: {
+    now: () => number;
+    /**
+     * How long an action waits for another process's write lock.
+     * @default 1000
+     */
+    busyTimeoutMs?: number;
+  },
+): StoreSource {
+  let store: SqliteStore | null = null;
+  const drop = async () => {
+    const held = store;
+    store = null;
+    await held?.close().catch(() => {});
+  };
+  return {
+    location: path,
+    async get() {
+      if (path !== ":memory:" && !(await exists(path))) {
+        await drop();
+        throw new Error(`no database at "${path}"`);
+      }
+      if (store) return store;
+      const opened = await openSqliteStore(path, {
+        migrate: false,
+        busyTimeoutMs: options.busyTimeoutMs ?? 1000,
+      });
+      try {
+        const version = await opened.schemaVersion();
+        if (version !== KNOWN_VERSION) throw new Error(schemaProblem(path, version));
+        // The schema is current, so this applies nothing: it prepares the statements.
+        await opened.migrate({ now: options.now() });
+      } catch (error) {
+        await opened.close();
+        throw error;
+      }
+      store = opened;
+      return store;
+    },
+    close: drop,
+  };
+}
+
+function schemaProblem(path: string, version: number): string {
+  return version > KNOWN_VERSION
+    ? `"${path}": schema version ${version} is newer than this program knows (${KNOWN_VERSION}); upgrade jobs`
+    : `"${path}": schema version ${version} is older than this program's (${KNOWN_VERSION}); run jobs migrate`;
+}
+
+async function exists(path: string): Promise<boolean> {
+  try {
+    await Deno.stat(path);
+    return true;
+  } catch (error) {
+    if (error instanceof Deno.errors.NotFound) return false;
+    throw error;
+  }
+}
+
+/** The schedules file, or why it cannot be used. */
+export interface LoadedConfig {
+  config: ScheduleConfig | null;
+  problem: string | null;
+}
+
+/** Reads the schedules file, again only when its modification time changed. */
+export function configFile(path: string): () => Promise<LoadedConfig> {
+  let last: { mtime: number | null; loaded: LoadedConfig } | null = null;
+  return async () => {
+    let mtime: number | null = null;
+    try {
+      mtime = (await Deno.stat(path)).mtime?.getTime() ?? null;
+    } catch (error) {
+      if (!(error instanceof Deno.errors.NotFound)) throw error;
+      return { config: null, problem: `no schedules file at "${path}"` };
+    }
+    if (last && mtime !== null && last.mtime === mtime) return last.loaded;
+    const result = await loadSchedules(path);
+    const loaded: LoadedConfig = result.ok ? { config: result.config, problem: null } : {
+      config: null,
+      problem: `${result.errors[0]?.message ?? `${path}: invalid`}${
+        result.errors.length > 1 ? ` (and ${result.errors.length - 1} more)` : ""
+      }`,
+    };
+    last = { mtime, loaded };
+    return loaded;
+  };
+}
+
+// --------------------------------------------------- the store-backed data
+
+/** The dashboard's data read from a store and a schedules file. */
+export function storeData(params: {
+  source: StoreSource;
+  config: () => Promise<LoadedConfig>;
+  clock: Clock;
+  /** @default HEARTBEAT_MS */
+  heartbeatMs?: number;
+}): DashboardData {
+  const { source, clock } = params;
+  return {
+    location: source.location,
+    async overview(now) {
+      const store = await source.get();
+      const check = await storeCheck(store, {
+        clock,
+        schema: { version: KNOWN_VERSION, known: KNOWN_VERSION },
+      });
+      if (!check.reachable) throw new Error(check.error ?? "the store is not reachable");
+      const loaded = await params.config();
+      const nodes = await nodesView(store, now, params.heartbeatMs ?? HEARTBEAT_MS);
+      const queues = await queuesView(store, loaded.config, nodes);
+      const throughput = await throughputOf(store, now);
+      const schedules = await schedulesView(store, loaded.config, now);
+      return {
+        now,
+        store: check,
+        queues: queues.map((q) => ({
+          ...q,
+          ...(throughput.get(q.name) ?? emptyThroughput()),
+        })),
+        nodes,
+        attention: schedules.filter((s) => s.misfires > 0 || (s.declared && !s.enabled)),
+        configProblem: loaded.problem,
+      };
+    },
+    async jobs(query) {
+      const store = await source.get();
+      const filter: JobFilter = { ...query.filter, desc: query.desc, limit: query.limit };
+      if (query.after !== undefined) filter.after = query.after;
+      return (await store.jobsList(filter)).map(redactJob);
+    },
+    async job(id) {
+      return await jobDetail(await source.get(), String(id));
+    },
+    async schedules(now) {
+      const store = await source.get();
+      const loaded = await params.config();
+      const declared = new Map((loaded.config?.schedules ?? []).map((s) => [s.id, s]));
+      return (await schedulesView(store, loaded.config, now)).map((status) => {
+        const schedule = declared.get(status.id) ?? null;
+        return {
+          status,
+          schedule,
+          upcoming: schedule && status.enabled ? next(schedule, now, UPCOMING) : [],
+        };
+      });
+    },
+    async deadLetters(limit) {
+      return await (await source.get()).jobsDeadLetters({ limit });
+    },
+  };
+}
+
+function emptyThroughput(): { completed: number[]; failed: number[] } {
+  return {
+    completed: new Array(THROUGHPUT_BUCKETS).fill(0),
+    failed: new Array(THROUGHPUT_BUCKETS).fill(0),
+  };
+}
+
+/**
+ * Completed and failed per queue and minute over the hour that ends with the
+ * current minute. The window is aligned to whole minutes so that a bucket's
+ * start is the same instant whichever way the store counts it.
+ */
+async function throughputOf(
+  store: Store,
+  now: number,
+): Promise<Map<string, { completed: number[]; failed: number[] }>> {
+  const until = Math.floor(now / THROUGHPUT_BUCKET_MS) * THROUGHPUT_BUCKET_MS +
+    THROUGHPUT_BUCKET_MS;
+  const since = until - THROUGHPUT_BUCKETS * THROUGHPUT_BUCKET_MS;
+  const rows = await store.jobsThroughput({ since, until, bucketMs: THROUGHPUT_BUCKET_MS });
+  const byQueue = new Map<string, { completed: number[]; failed: number[] }>();
+  for (const row of rows) {
+    const index = Math.floor((row.bucket - since) / THROUGHPUT_BUCKET_MS);
+    if (index < 0 || index >= THROUGHPUT_BUCKETS) continue;
+    const series = byQueue.get(row.queue) ?? emptyThroughput();
+    series.completed[index]! += row.completed;
+    series.failed[index]! += row.failed;
+    byQueue.set(row.queue, series);
+  }
+  return byQueue;
+}

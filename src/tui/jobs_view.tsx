@@ -1,0 +1,231 @@
+/**
+ * The jobs list (one page of a filtered listing, a line per job) and the
+ * detail of one job: args (redacted), errors, attempts with their output
+ * excerpt, and the audit trail.
+ *
+ * @module
+ */
+
+import type { ReactNode } from "react";
+import type { JobDetail } from "../admin/views.ts";
+import { redact } from "../kernel/redact.ts";
+import { FINAL_STATES, type Job } from "../kernel/types.ts";
+import type { JobsFilter } from "./data.ts";
+import { Lines, type Seg, seg } from "./line.tsx";
+import { ago, clean, firstLine, fit, plural, STATE_COLOR, when } from "./text.ts";
+
+/** Lines above the rows of the jobs list (the filter line and the column header). */
+export const JOBS_HEADER_LINES = 2;
+
+/** Props of {@linkcode JobsList}. */
+export interface JobsListProps {
+  jobs: Job[] | null;
+  filter: JobsFilter;
+  desc: boolean;
+  /** 1-based page number. */
+  page: number;
+  cursor: number;
+  width: number;
+  height: number;
+  now: number;
+}
+
+/** The jobs list screen. */
+export function JobsList(props: JobsListProps): ReactNode {
+  return <Lines lines={jobsLines(props)} width={props.width} height={props.height} />;
+}
+
+/** `state:discarded queue:default search:"timeout"`, or `all jobs`. */
+export function filterText(filter: JobsFilter): string {
+  const parts: string[] = [];
+  if (filter.state) parts.push(`state:${filter.state}`);
+  if (filter.queue !== undefined) parts.push(`queue:${filter.queue}`);
+  if (filter.scheduleId !== undefined) parts.push(`schedule:${filter.scheduleId}`);
+  if (filter.worker !== undefined) parts.push(`worker:${filter.worker}`);
+  if (filter.tag !== undefined) parts.push(`tag:${filter.tag}`);
+  if (filter.search !== undefined) parts.push(`search:${JSON.stringify(filter.search)}`);
+  return parts.length === 0 ? "all jobs" : parts.join(" ");
+}
+
+/** Column widths of the jobs list for a terminal `width` wide. */
+function columns(width: number) {
+  const wide = width >= 120;
+  return { id: 8, state: 10, queue: wide ? 14 : 10, worker: wide ? 24 : 14, tries: 6, when: 12 };
+}
+
+/** The jobs list as lines. */
+export function jobsLines(props: JobsListProps): Seg[][] {
+  const { jobs, width, now } = props;
+  const c = columns(width);
+  const lines: Seg[][] = [[
+    seg("filter ", { bold: true }),
+    seg(filterText(props.filter), { color: "cyan" }),
+    seg(
+      ` · ${props.desc ? "newest" : "oldest"} first · page ${props.page}${
+        jobs ? ` · ${plural(jobs.length, "job")}` : ""
+      }`,
+    ),
+  ], [
+    seg(
+      `  ${fit("ID", c.id)}${fit("STATE", c.state)}${fit("QUEUE", c.queue)} ${
+        fit("WORKER", c.worker)
+      } ${fit("TRY", c.tries)}${fit("WHEN", c.when)} LAST ERROR / ARGS`,
+      { bold: true },
+    ),
+  ]];
+  if (!jobs) return [...lines, [seg("  loading…", { dim: true })]];
+  if (jobs.length === 0) {
+    return [
+      ...lines,
+      [seg(props.page > 1 ? "  no more jobs (b: previous page)" : "  no jobs match", {
+        dim: true,
+      })],
+    ];
+  }
+  jobs.forEach((job, i) => {
+    const selected = i === props.cursor;
+    const finished = FINAL_STATES.includes(job.state)
+      ? job.completedAt ?? job.cancelledAt ?? job.discardedAt
+      : null;
+    const last = job.errors.at(-1)?.error;
+    lines.push([
+      seg(selected ? "> " : "  ", { bold: true }),
+      seg(fit(String(job.id), c.id), { inverse: selected }),
+      seg(fit(job.state, c.state), { color: STATE_COLOR[job.state] }),
+      seg(fit(clean(job.queue), c.queue)),
+      seg(" "),
+      seg(fit(clean(job.worker), c.worker)),
+      seg(" "),
+      seg(fit(`${job.attempt}/${job.maxAttempts}`, c.tries)),
+      seg(fit(ago(finished ?? job.scheduledAt, now), c.when)),
+      seg(" "),
+      last !== undefined
+        ? seg(firstLine(redact(last)), { color: "red" })
+        : seg(clean(JSON.stringify(job.args) ?? "null"), { dim: true }),
+    ]);
+  });
+  return lines;
+}
+
+/** Props of {@linkcode JobDetailPane}. */
+export interface JobDetailProps {
+  detail: JobDetail | null;
+  /** The id asked for, shown while loading or when it is gone. */
+  id: number;
+  /** The first line shown. */
+  scroll: number;
+  width: number;
+  height: number;
+  now: number;
+}
+
+/** One job's detail, scrolled to `scroll`. */
+export function JobDetailPane(props: JobDetailProps): ReactNode {
+  const all = detailLines(props);
+  const scroll = Math.max(0, Math.min(props.scroll, all.length - props.height));
+  return <Lines lines={all.slice(scroll)} width={props.width} height={props.height} />;
+}
+
+/** How many lines of an attempt's output the detail shows (the last ones). */
+export const OUTPUT_LINES = 5;
+/** How many lines the args may take in the detail. */
+export const ARGS_LINES = 6;
+
+/** The detail of one job as lines: every piece of stored text cleaned. */
+export function detailLines(props: JobDetailProps): Seg[][] {
+  const { detail, now, width } = props;
+  if (!detail) return [[seg(`job ${props.id}: loading, or no longer in the store`, { dim: true })]];
+  const { job, attempts, audit } = detail;
+  const lines: Seg[][] = [[
+    seg(`job ${job.id} `, { bold: true }),
+    seg(job.state, { color: STATE_COLOR[job.state], bold: true }),
+    seg(
+      `  queue ${clean(job.queue)}  worker ${
+        clean(job.worker)
+      }  attempt ${job.attempt}/${job.maxAttempts}  fence ${job.fence}  priority ${job.priority}`,
+    ),
+  ]];
+  if (job.occurrence !== null || job.scheduleId !== null) {
+    lines.push([
+      seg(`occurrence ${clean(job.occurrence ?? "-")}  schedule ${clean(job.scheduleId ?? "-")}`),
+    ]);
+  }
+  lines.push(
+    [seg(`inserted   ${when(job.insertedAt, now)}`)],
+    [seg(`scheduled  ${when(job.scheduledAt, now)}`)],
+  );
+  if (job.attemptedAt !== null) {
+    lines.push([
+      seg(`attempted  ${when(job.attemptedAt, now)} by ${clean(job.attemptedBy ?? "-")}`),
+    ]);
+  }
+  const finished = job.completedAt ?? job.cancelledAt ?? job.discardedAt;
+  if (finished !== null) lines.push([seg(`finished   ${when(finished, now)}`)]);
+  if (job.tags.length > 0) lines.push([seg(`tags       ${job.tags.map(clean).join(", ")}`)]);
+  lines.push(...wrapped("args       ", clean(JSON.stringify(job.args) ?? "null"), width));
+  if (Object.keys(job.meta).length > 0) {
+    lines.push(...wrapped("meta       ", clean(JSON.stringify(job.meta)), width).slice(0, 2));
+  }
+
+  lines.push([], [seg(`errors (${job.errors.length})`, { bold: true })]);
+  for (const e of job.errors.slice(-3)) {
+    lines.push([
+      seg(`  #${e.attempt} ${ago(e.at, now)}: `),
+      seg(firstLine(redact(e.error)), { color: "red" }),
+    ]);
+  }
+
+  lines.push([], [seg(`attempts (${attempts.length})`, { bold: true })]);
+  for (const a of attempts) {
+    const took = a.finishedAt !== null
+      ? `, took ${Math.max(0, a.finishedAt - a.startedAt)} ms`
+      : "";
+    lines.push([
+      seg(`  #${a.attempt} ${a.kind} on ${clean(a.node ?? "-")}, fence ${a.fence}: `),
+      seg(a.outcome ?? "running", {
+        color: a.outcome === "completed" ? "green" : a.outcome === null ? "yellow" : "red",
+      }),
+      seg(`  started ${ago(a.startedAt, now)}${took}`),
+    ]);
+    if (a.actor !== null || a.reason !== null) {
+      lines.push([seg(`     by ${clean(a.actor ?? "-")}: ${clean(a.reason ?? "")}`)]);
+    }
+    if (a.error !== null) {
+      lines.push([seg("     error: "), seg(firstLine(redact(a.error)), { color: "red" })]);
+    }
+    if (a.output) {
+      const all = a.output.replace(/\n$/, "").split("\n");
+      const tail = all.slice(-OUTPUT_LINES);
+      if (all.length > tail.length) {
+        lines.push([seg(`     output (last ${tail.length} of ${all.length} lines):`)]);
+      }
+      for (const l of tail) lines.push([seg(`     | ${clean(redact(l))}`, { dim: true })]);
+    }
+  }
+
+  lines.push([], [seg(`audit (${audit.length})`, { bold: true })]);
+  for (const row of audit) {
+    lines.push([
+      seg(`  ${ago(row.at, now)}  ${clean(row.actor)}  `),
+      seg(clean(row.action), { color: "cyan" }),
+      seg(row.reason ? `: ${clean(row.reason)}` : ""),
+    ]);
+  }
+  return lines;
+}
+
+/** `label` and `text` over as many lines of `width` as it takes, at most {@linkcode ARGS_LINES}. */
+function wrapped(label: string, text: string, width: number): Seg[][] {
+  const room = Math.max(10, width - label.length);
+  const chars = Array.from(text);
+  const out: Seg[][] = [];
+  for (let i = 0; i < chars.length && out.length < ARGS_LINES; i += room) {
+    const chunk = chars.slice(i, i + room).join("");
+    const last = out.length === ARGS_LINES - 1 && i + room < chars.length;
+    out.push([
+      seg(out.length === 0 ? label : " ".repeat(label.length)),
+      seg(last ? `${Array.from(chunk).slice(0, -1).join("")}…` : chunk),
+    ]);
+  }
+  return out.length > 0 ? out : [[seg(label)]];
+}

@@ -1,0 +1,231 @@
+/**
+ * The schedules screen (each schedule on a line, the selected one in detail
+ * with its policies, stored state and next occurrences with their DST
+ * notes) and the dead letters screen (discarded jobs grouped for triage).
+ *
+ * @module
+ */
+
+import type { ReactNode } from "react";
+import { redact } from "../kernel/redact.ts";
+import { formatDuration } from "../schedule/durations.ts";
+import type { Schedule } from "../schedule/types.ts";
+import type { DeadLetterGroup, ScheduleInfo } from "./data.ts";
+import { Lines, type Seg, seg } from "./line.tsx";
+import { windowOf } from "./overview.tsx";
+import { ago, clean, firstLine, fit, iso, when } from "./text.ts";
+
+/** Props of {@linkcode SchedulesView}. */
+export interface SchedulesProps {
+  schedules: ScheduleInfo[] | null;
+  cursor: number;
+  width: number;
+  height: number;
+  now: number;
+}
+
+/** How many lines the selected schedule's detail takes at most. */
+const DETAIL_LINES = 12;
+
+/** The schedules screen. */
+export function SchedulesView(props: SchedulesProps): ReactNode {
+  return <Lines lines={schedulesLines(props)} width={props.width} height={props.height} />;
+}
+
+/** `cron "0 3 * * *"`, `every 15s` or `manual`. */
+export function rhythmText(schedule: Schedule): string {
+  const r = schedule.rhythm;
+  return r.kind === "cron"
+    ? `cron "${r.expression}"`
+    : r.kind === "every"
+    ? `every ${formatDuration(r.everyMs)}`
+    : "manual";
+}
+
+/** The schedules screen as lines. */
+export function schedulesLines(props: SchedulesProps): Seg[][] {
+  const { schedules, width, height, now } = props;
+  if (!schedules) return [[seg("loading…", { dim: true })]];
+  if (schedules.length === 0) {
+    return [[seg("no schedules in the schedules file or the store", { dim: true })]];
+  }
+  const listRows = Math.max(1, Math.min(schedules.length, height - DETAIL_LINES - 1));
+  const idWidth = Math.max(
+    8,
+    Math.min(24, Math.max(0, ...schedules.map((s) => Array.from(s.status.id).length))),
+  );
+  const lines: Seg[][] = [[
+    seg(
+      `  ${fit("SCHEDULE", idWidth)} ${fit("RHYTHM", 18)} ${fit("ZONE", 16)} ${
+        fit("STATE", 9)
+      } NEXT`,
+      { bold: true },
+    ),
+  ]];
+  const [start, end] = windowOf(schedules.length, props.cursor, listRows);
+  for (let i = start; i < end; i++) {
+    const { status, schedule } = schedules[i]!;
+    const selected = i === props.cursor;
+    lines.push([
+      seg(selected ? "> " : "  ", { bold: true }),
+      seg(fit(clean(status.id), idWidth), { inverse: selected }),
+      seg(" "),
+      seg(fit(schedule ? clean(rhythmText(schedule)) : "(not in file)", 18)),
+      seg(" "),
+      seg(fit(clean(schedule?.timezone ?? "-"), 16)),
+      seg(" "),
+      status.enabled
+        ? seg(fit("enabled", 9), { color: "green" })
+        : seg(fit("disabled", 9), { color: "yellow", bold: true }),
+      seg(
+        ` ${status.next !== null ? ago(status.next, now) : status.manual ? "when run" : "none"}`,
+      ),
+    ]);
+  }
+  const selected = schedules[Math.min(props.cursor, schedules.length - 1)];
+  if (selected) lines.push([], ...scheduleDetail(selected, now, width));
+  return lines;
+}
+
+function scheduleDetail(info: ScheduleInfo, now: number, width: number): Seg[][] {
+  const { status, schedule } = info;
+  const lines: Seg[][] = [[seg(`── ${clean(status.id)} `, { bold: true }), seg("─".repeat(width))]];
+  if (schedule) {
+    const lt = schedule.localTime;
+    lines.push([
+      seg("rhythm   "),
+      seg(`${clean(rhythmText(schedule))} in ${clean(schedule.timezone)}`),
+      seg(!lt && schedule.timezone === "UTC" ? " (no local-time policy needed)" : ""),
+    ]);
+    if (lt) {
+      lines.push([
+        seg("local    "),
+        seg(`gap ${lt.gap}, overlap ${lt.overlap}: ${clean(lt.reason)}`),
+      ]);
+    }
+    const misfire = schedule.misfire.policy === "catch_up"
+      ? `catch_up (limit ${schedule.misfire.catchUpLimit})`
+      : schedule.misfire.policy;
+    lines.push([
+      seg("policies "),
+      seg(
+        `${
+          schedule.rhythm.kind === "manual"
+            ? ""
+            : `misfire ${misfire}, grace ${formatDuration(schedule.misfire.graceMs)}; `
+        }overlap ${schedule.overlapPolicy}; queue ${clean(schedule.queue)}`,
+      ),
+    ]);
+  } else {
+    lines.push([seg("not in the schedules file: only the store remembers it", { dim: true })]);
+  }
+  lines.push([
+    seg("state    "),
+    status.enabled
+      ? seg("enabled", { color: "green" })
+      : status.disabledIn === "file"
+      ? seg("disabled in the file", { color: "yellow" })
+      : seg(
+        `disabled by ${clean(status.disabledBy ?? "unknown")} ${ago(status.disabledAt, now)}: ${
+          clean(status.disabledReason ?? "no reason given")
+        }`,
+        { color: "yellow" },
+      ),
+  ]);
+  lines.push([
+    seg("last     "),
+    seg(
+      `planned ${iso(status.lastPlannedFor)}, started ${ago(status.lastStartedAt, now)}, ` +
+        `completed ${ago(status.lastCompletedAt, now)}`,
+    ),
+  ]);
+  if (status.misfires > 0) {
+    lines.push([
+      seg("misfires "),
+      seg(`${status.misfires}`, { color: "red" }),
+      seg(status.lastMisfireFor !== null ? ` (last for ${when(status.lastMisfireFor, now)})` : ""),
+    ]);
+  }
+  if (info.upcoming.length === 0) {
+    lines.push([
+      seg("next     "),
+      seg(
+        status.manual
+          ? "only when someone runs it"
+          : status.enabled
+          ? "none"
+          : "none while disabled",
+        { dim: true },
+      ),
+    ]);
+  }
+  // The zone is named above: on a narrow terminal the local time drops it,
+  // and a DST note that does not fit goes on a line of its own.
+  const wide = width >= 120;
+  for (const [i, o] of info.upcoming.entries()) {
+    const local = wide ? clean(o.local) : clean(o.local.replace(/\[[^\]]*\]$/, ""));
+    const head = [
+      seg(i === 0 ? "next     " : "         "),
+      seg(`${iso(o.at)}  `),
+      seg(local, { dim: true }),
+    ];
+    if (!o.note) {
+      lines.push(head);
+      continue;
+    }
+    const note = seg(clean(o.note), { color: "yellow" });
+    const length = 9 + 26 + Array.from(local).length + 2 + Array.from(note.text).length;
+    if (length <= width) lines.push([...head, seg("  "), note]);
+    else lines.push(head, [seg("           "), note]);
+  }
+  return lines;
+}
+
+/** Props of {@linkcode DeadLettersView}. */
+export interface DeadLettersProps {
+  groups: DeadLetterGroup[] | null;
+  cursor: number;
+  width: number;
+  height: number;
+  now: number;
+}
+
+/** The dead letters screen. */
+export function DeadLettersView(props: DeadLettersProps): ReactNode {
+  return <Lines lines={deadLetterLines(props)} width={props.width} height={props.height} />;
+}
+
+/** The dead letters screen as lines. */
+export function deadLetterLines(props: DeadLettersProps): Seg[][] {
+  const { groups, now } = props;
+  if (!groups) return [[seg("loading…", { dim: true })]];
+  const lines: Seg[][] = [[
+    seg("discarded jobs by worker, schedule and error; ⏎ lists a group's jobs", { dim: true }),
+  ], [
+    seg(
+      `  ${fit("COUNT", 7, true)} ${fit("WORKER", 16)} ${fit("SCHEDULE", 14)} ${
+        fit("LATEST", 11)
+      } ERROR`,
+      { bold: true },
+    ),
+  ]];
+  if (groups.length === 0) return [...lines, [seg("  no dead letters", { dim: true })]];
+  const [start, end] = windowOf(groups.length, props.cursor, Math.max(1, props.height - 2));
+  for (let i = start; i < end; i++) {
+    const g = groups[i]!;
+    const selected = i === props.cursor;
+    lines.push([
+      seg(selected ? "> " : "  ", { bold: true }),
+      seg(fit(String(g.count), 7, true), { inverse: selected, color: "red" }),
+      seg(" "),
+      seg(fit(clean(g.worker), 16)),
+      seg(" "),
+      seg(fit(clean(g.scheduleId ?? "-"), 14)),
+      seg(" "),
+      seg(fit(ago(g.latestAt, now), 11)),
+      seg(" "),
+      seg(firstLine(redact(g.error)), { color: "red" }),
+    ]);
+  }
+  return lines;
+}

@@ -1,0 +1,134 @@
+/**
+ * Text helpers of the dashboard: stored text made safe for one cell, fixed
+ * widths, short ages, state colours and sparklines. Pure: no terminal, no
+ * store, no machine time.
+ *
+ * @module
+ */
+
+import { escapeControl } from "../cli/text.ts";
+import type { JobState } from "../kernel/types.ts";
+
+/**
+ * Stored text for one cell of one line: control characters (escape and
+ * OSC sequences start with one) shown as `\x1b`, newlines and tabs as `\n`
+ * and `\t`, so nothing from the store can move the cursor, clear the
+ * screen, set the title or write the clipboard, nor break a row in two.
+ */
+export function clean(text: string): string {
+  return escapeControl(text).replaceAll("\n", "\\n").replaceAll("\t", "\\t");
+}
+
+/** The first line of stored text, cleaned. */
+export function firstLine(text: string): string {
+  return clean(text.split("\n", 1)[0] ?? "");
+}
+
+/** At most `width` characters (code points), marked with `…` when cut. */
+export function truncate(text: string, width: number): string {
+  if (width <= 0) return "";
+  const chars = Array.from(text);
+  return chars.length <= width ? text : `${chars.slice(0, width - 1).join("")}…`;
+}
+
+/** Exactly `width` characters: cut with `…`, or padded with spaces (on the left with `right`). */
+export function fit(text: string, width: number, right = false): string {
+  const cut = truncate(text, width);
+  const pad = " ".repeat(Math.max(0, width - Array.from(cut).length));
+  return right ? pad + cut : cut + pad;
+}
+
+const UNITS: [string, number][] = [
+  ["d", 86_400_000],
+  ["h", 3_600_000],
+  ["m", 60_000],
+  ["s", 1000],
+];
+
+/** `12s`, `3m`, `1h5m`, `2d3h`: the two largest units of a span, rounded down. */
+export function span(ms: number): string {
+  let rest = Math.abs(ms);
+  if (rest < 1000) return "0s";
+  const parts: string[] = [];
+  for (const [unit, size] of UNITS) {
+    const count = Math.floor(rest / size);
+    rest -= count * size;
+    if (count > 0) parts.push(`${count}${unit}`);
+    else if (parts.length > 0) break;
+    if (parts.length === 2) break;
+  }
+  return parts.join("");
+}
+
+/** `12s ago`, `in 3m`, `now`, or `-` for no instant. */
+export function ago(ms: number | null, now: number): string {
+  if (ms === null) return "-";
+  if (Math.abs(now - ms) < 1000) return "now";
+  return ms <= now ? `${span(now - ms)} ago` : `in ${span(ms - now)}`;
+}
+
+/** An instant as ISO-8601 UTC with ms, or `-`. */
+export function iso(ms: number | null): string {
+  return ms === null ? "-" : new Date(ms).toISOString();
+}
+
+/** `2026-03-08T07:00:00.000Z (12s ago)`, or `-`. */
+export function when(ms: number | null, now: number): string {
+  return ms === null ? "-" : `${iso(ms)} (${ago(ms, now)})`;
+}
+
+/** The colour of each state: where it helps, never the only sign (the state is always written). */
+export const STATE_COLOR: Record<JobState, string> = {
+  scheduled: "blue",
+  available: "cyan",
+  executing: "yellow",
+  retryable: "magenta",
+  completed: "green",
+  cancelled: "gray",
+  discarded: "red",
+};
+
+/** Short state names for narrow columns. */
+export const STATE_SHORT: Record<JobState, string> = {
+  scheduled: "sched",
+  available: "avail",
+  executing: "exec",
+  retryable: "retry",
+  completed: "done",
+  cancelled: "cancl",
+  discarded: "dead",
+};
+
+const BARS = ["▁", "▂", "▃", "▄", "▅", "▆", "▇", "█"];
+
+/**
+ * `values` (oldest first) as `width` bar characters: consecutive values are
+ * summed into each cell, the tallest cell is a full bar, an empty one a
+ * space, and any non-zero cell at least the lowest bar.
+ */
+export function sparkline(values: number[], width: number): string {
+  if (width <= 0) return "";
+  const cells = new Array<number>(width).fill(0);
+  values.forEach((v, i) => {
+    const cell = Math.min(width - 1, Math.floor((i * width) / Math.max(1, values.length)));
+    cells[cell]! += v;
+  });
+  const max = Math.max(...cells);
+  return cells.map((c) => {
+    if (c <= 0 || max <= 0) return " ";
+    return BARS[Math.max(0, Math.ceil((c / max) * BARS.length) - 1)]!;
+  }).join("");
+}
+
+/** `1 job`, `2 jobs`. */
+export function plural(n: number, word: string): string {
+  return `${n} ${word}${n === 1 ? "" : "s"}`;
+}
+
+/** `950`, `1.2k`, `34k`, `1.5M`: a count in at most 4 characters. */
+export function compact(n: number): string {
+  if (n < 1000) return String(n);
+  if (n < 10_000) return `${(Math.floor(n / 100) / 10).toFixed(1)}k`;
+  if (n < 1_000_000) return `${Math.floor(n / 1000)}k`;
+  return `${(Math.floor(n / 100_000) / 10).toFixed(1)}M`;
+}

@@ -1,0 +1,501 @@
+/**
+ * The dashboard by frame, with ink-testing-library on fixture data: a frame
+ * per screen at 80x24, keys driving navigation, paging and the
+ * confirmation flow, read-only refusal, the unreachable-store banner, and
+ * hostile stored text rendered harmlessly.
+ */
+
+import assert from "node:assert/strict";
+import { render } from "ink-testing-library";
+import type { ReactElement } from "react";
+import { FakeClock } from "../../src/clock.ts";
+import { waitUntil } from "../../src/testing.ts";
+import { App, parseSearch, type Tab } from "../../src/tui/app.tsx";
+import {
+  fixtureData,
+  fixtureJob,
+  type FixtureState,
+  fixtureState,
+  NOW,
+  recordingActions,
+} from "./fixtures.ts";
+
+const ENTER = "\r";
+const ESC = "\x1b";
+const DOWN = "\x1b[B";
+
+/** Renders `tree` on a terminal `columns` x `rows` (ink-testing-library starts at 100 columns). */
+function renderAt(tree: ReactElement, columns = 80, rows = 24) {
+  const r = render(tree);
+  Object.defineProperty(r.stdout, "columns", { value: columns, configurable: true });
+  Object.defineProperty(r.stdout, "rows", { value: rows, configurable: true });
+  r.stdout.emit("resize");
+  return r;
+}
+
+function dashboard(
+  options: {
+    state?: FixtureState;
+    readOnly?: boolean;
+    tab?: Tab;
+    color?: boolean;
+    columns?: number;
+    rows?: number;
+  } = {},
+) {
+  const state = options.state ?? fixtureState();
+  const clock = new FakeClock(NOW);
+  const { data, queries } = fixtureData(state);
+  const { actions, calls } = recordingActions();
+  const r = renderAt(
+    <App
+      data={data}
+      actions={actions}
+      clock={clock}
+      readOnly={options.readOnly ?? false}
+      color={options.color ?? false}
+      initialTab={options.tab ?? "overview"}
+    />,
+    options.columns,
+    options.rows,
+  );
+  /** Waits for a frame containing every one of `texts`; returns it. */
+  const frame = (...texts: string[]) =>
+    waitUntil(`a frame with ${texts.map((t) => JSON.stringify(t)).join(", ")}`, () => {
+      const last = r.lastFrame() ?? "";
+      return texts.every((t) => last.includes(t)) ? last : null;
+    });
+  /** Types `keys` one at a time. */
+  const press = (...keys: string[]) => {
+    for (const key of keys) r.stdin.write(key);
+  };
+  return { r, state, clock, calls, queries, frame, press };
+}
+
+/** Every line of `frame` fits `columns`, and there are exactly `rows` lines. */
+function assertFits(frame: string, columns: number, rows: number) {
+  const lines = frame.split("\n");
+  assert.equal(lines.length, rows, `the frame has ${lines.length} lines:\n${frame}`);
+  for (const line of lines) {
+    assert.ok(Array.from(line).length <= columns, `line wider than ${columns}: ${line}`);
+  }
+}
+
+Deno.test("overview at 80x24 shows each queue's counts, pause, concurrency, throughput, nodes and schedules needing attention", async () => {
+  const d = dashboard();
+  const frame = await d.frame("default", "mail", "host-a:100");
+  assertFits(frame, 80, 24);
+  assert.match(frame, /\[1 Overview\]/);
+  assert.match(frame, /> default\s+run\s+4\/4/);
+  assert.match(frame, /mail\s+PAUSED/);
+  assert.match(frame, /heartbeat 2s ago/);
+  assert.match(frame, /hourly\s+disabled by alice 10m ago: vendor outage/);
+  // The sparkline's last minutes are non-empty, and the total is written out.
+  assert.match(frame, /[▁▂▃▄▅▆▇█]\s+6 /);
+  assert.match(frame, /store sqlite \.\/jobs\.db: reachable/);
+  d.r.unmount();
+});
+
+Deno.test("the dashboard uses a larger terminal and follows a resize", async () => {
+  const d = dashboard({ columns: 140, rows: 40 });
+  let frame = await d.frame("default", "done/min");
+  assertFits(frame, 140, 40);
+  Object.defineProperty(d.r.stdout, "columns", { value: 80, configurable: true });
+  Object.defineProperty(d.r.stdout, "rows", { value: 24, configurable: true });
+  d.r.stdout.emit("resize");
+  frame = await waitUntil("a frame of 24 lines", () => {
+    const last = d.r.lastFrame() ?? "";
+    return last.split("\n").length === 24 ? last : null;
+  });
+  assertFits(frame, 80, 24);
+  d.r.unmount();
+});
+
+Deno.test("number keys switch screens: jobs, schedules with DST notes, dead letters", async () => {
+  const d = dashboard();
+  await d.frame("host-a:100");
+  d.press("2");
+  let frame = await d.frame("[2 Jobs]", "filter all jobs");
+  assertFits(frame, 80, 24);
+  assert.match(frame, /> 30\s+available/);
+  d.press("3");
+  frame = await d.frame("[3 Schedules]", "nightly");
+  assertFits(frame, 80, 24);
+  assert.match(frame, /cron "30 2 \* \* \*"\s+America\/New_York/);
+  assert.match(frame, /gap shift, overlap first: runs after the New York close/);
+  assert.match(frame, /shifted: 02:30 does not exist on 2026-03-08/);
+  assert.match(frame, /hourly\s+cron "0 \* \* \* \*"\s+UTC\s+disabled/);
+  d.press("4");
+  frame = await d.frame("[4 Dead letters]", "connection refused");
+  assert.match(frame, /3 send-mail/);
+  d.press("?");
+  frame = await d.frame("Keys", "bulk retry or discard");
+  d.press("x");
+  await d.frame("[4 Dead letters]");
+  d.r.unmount();
+});
+
+Deno.test("j/k move the cursor and Enter opens a job's detail with attempts and audit trail", async () => {
+  const state = fixtureState();
+  state.attempts[29] = [{
+    jobId: 29,
+    attempt: 1,
+    fence: 7,
+    node: "host-a:100",
+    kind: "run",
+    actor: null,
+    reason: null,
+    startedAt: NOW - 5000,
+    finishedAt: NOW - 4000,
+    outcome: "retryable",
+    error: "timeout after 30s",
+    output: "line 1\nline 2\n",
+  }];
+  state.audit[29] = [{
+    id: 1,
+    at: NOW - 3000,
+    actor: "alice",
+    action: "job.retry",
+    target: "job:29",
+    reason: "vendor back",
+    details: {},
+  }];
+  const d = dashboard({ state, tab: "jobs" });
+  await d.frame("> 30");
+  d.press("j");
+  await d.frame("> 29");
+  d.press(ENTER);
+  const frame = await d.frame("job 29", "attempts (1)");
+  assert.match(frame, /#1 run on host-a:100, fence 7: retryable/);
+  assert.match(frame, /error: timeout after 30s/);
+  assert.match(frame, /\| line 2/);
+  assert.match(frame, /alice\s+job\.retry: vendor back/);
+  d.press(ESC);
+  await d.frame("> 29", "filter all jobs");
+  d.r.unmount();
+});
+
+Deno.test("the jobs list pages with keyset `after` and never asks for more than a page", async () => {
+  const d = dashboard({ state: fixtureState(), tab: "jobs" });
+  await d.frame("> 30");
+  const pageSize = 24 - 4 - 2;
+  assert.equal(d.queries.at(-1)?.limit, pageSize);
+  d.press("n");
+  await d.frame("page 2", `> ${30 - pageSize}`);
+  assert.equal(d.queries.at(-1)?.after, 30 - pageSize + 1);
+  d.press("b");
+  await d.frame("page 1", "> 30");
+  // j past the last row opens the next page.
+  for (let i = 0; i < pageSize; i++) d.press(DOWN);
+  await d.frame("page 2");
+  d.r.unmount();
+});
+
+Deno.test("f cycles the state filter, / searches, and Esc clears the filters", async () => {
+  const d = dashboard({ tab: "jobs" });
+  await d.frame("> 30");
+  d.press("f");
+  await d.frame("filter state:scheduled");
+  d.press("/");
+  await d.frame("Search jobs");
+  d.press("\x7f".repeat(20));
+  for (const c of "queue:mail refused") d.press(c);
+  d.press(ENTER);
+  const frame = await d.frame('filter queue:mail search:"refused"');
+  assert.match(frame, /> 28\s+discarded mail/);
+  assert.match(frame, /^ {2}14\s+discarded mail/m);
+  assert.deepEqual(d.queries.at(-1)?.filter, { queue: "mail", search: "refused" });
+  d.press(ESC);
+  await d.frame("filter all jobs", "filters cleared");
+  d.r.unmount();
+});
+
+Deno.test("retry asks first: n changes nothing, y calls the action with the job and says what changed", async () => {
+  const d = dashboard({ tab: "jobs" });
+  await d.frame("> 30");
+  d.press("j", "j"); // 28: discarded
+  await d.frame("> 28");
+  d.press("r");
+  let frame = await d.frame("Retry job 28?", "y yes");
+  assert.match(frame, /It becomes available now/);
+  d.press("n");
+  await d.frame("not confirmed; nothing changed");
+  assert.deepEqual(d.calls, []);
+  d.press("r");
+  await d.frame("Retry job 28?");
+  d.press("y");
+  frame = await d.frame("retried job 28 (was discarded)");
+  assert.deepEqual(d.calls, [{ kind: "jobs", action: "retry", ids: [28] }]);
+  // A job the action does not apply to is refused without asking.
+  d.press("j", "j", "c"); // 26: completed
+  await d.frame("job 26 is already completed: nothing to cancel");
+  assert.equal(d.calls.length, 1);
+  d.r.unmount();
+});
+
+Deno.test("keys that arrive in one chunk act one by one: `jjr` asks to retry the job two rows down", async () => {
+  const d = dashboard({ tab: "jobs" });
+  await d.frame("> 30");
+  d.press("jjr");
+  await d.frame("Retry job 28?");
+  d.press("n");
+  await d.frame("not confirmed");
+  d.press("pvendor fixed\ry");
+  await d.frame("replayed job 28");
+  assert.deepEqual(d.calls, [{ kind: "replay", id: 28, reason: "vendor fixed" }]);
+  d.press("3");
+  await d.frame("[3 Schedules]");
+  d.r.unmount();
+});
+
+Deno.test("read-only mode refuses every action before asking anything", async () => {
+  const d = dashboard({ tab: "jobs", readOnly: true });
+  let frame = await d.frame("> 30", "READ-ONLY");
+  for (const key of ["r", "c", "d", "p", "B"]) {
+    d.press(key);
+    frame = await d.frame("read-only mode:");
+    assert.doesNotMatch(frame, /y yes/);
+  }
+  d.press("1");
+  await d.frame("[1 Overview]", "> default");
+  d.press("P");
+  await d.frame("read-only mode: pause refused; nothing changed");
+  d.press("3");
+  await d.frame("[3 Schedules]");
+  d.press("R");
+  await d.frame("read-only mode: run now refused");
+  d.press("x");
+  await d.frame("read-only mode: disable refused");
+  assert.deepEqual(d.calls, []);
+  d.r.unmount();
+});
+
+Deno.test("replay asks for a reason, then confirms and passes it on", async () => {
+  const d = dashboard({ tab: "jobs" });
+  await d.frame("> 30");
+  d.press("j", "j");
+  await d.frame("> 28");
+  d.press("p");
+  await d.frame("Reason for replaying job 28");
+  d.press(ENTER);
+  await d.frame("a replay needs a reason; nothing changed");
+  d.press("p");
+  await d.frame("Reason for replaying job 28");
+  for (const c of "vendor fixed") d.press(c);
+  await d.frame("> vendor fixed");
+  d.press(ENTER);
+  await d.frame("Replay job 28?", "reason: vendor fixed");
+  d.press("y");
+  await d.frame("replayed job 28: it was discarded");
+  assert.deepEqual(d.calls, [{ kind: "replay", id: 28, reason: "vendor fixed" }]);
+  d.r.unmount();
+});
+
+Deno.test("bulk retry previews every affected job of the filtered set, then acts on it", async () => {
+  const d = dashboard({ tab: "jobs" });
+  await d.frame("> 30");
+  d.press("B");
+  await d.frame("bulk acts on a filtered set");
+  d.press("/");
+  await d.frame("Search jobs");
+  for (const c of "state:discarded") d.press(c);
+  d.press(ENTER);
+  await d.frame("filter state:discarded", "> 28");
+  d.press("B");
+  await d.frame("Bulk action on the filtered jobs (state:discarded)");
+  d.press("r");
+  // Jobs 7, 14, 21, 28 are discarded: every one is listed before anything changes.
+  const frame = await d.frame("Retry 4 jobs? Every affected job:");
+  for (const id of [7, 14, 21, 28]) assert.match(frame, new RegExp(`#${id}\\s+discarded`));
+  assert.equal(d.queries.at(-1)?.limit, 1000);
+  assert.equal(d.queries.at(-1)?.desc, false);
+  assert.deepEqual(d.calls, []);
+  d.press("y");
+  await d.frame("retried 4 jobs");
+  assert.deepEqual(d.calls, [{ kind: "jobs", action: "retry", ids: [7, 14, 21, 28] }]);
+  d.r.unmount();
+});
+
+Deno.test("P pauses or resumes the selected queue after confirmation", async () => {
+  const d = dashboard();
+  await d.frame("> default");
+  d.press("P");
+  await d.frame("Pause queue default for every process on the store?");
+  d.press("y");
+  await d.frame("queue default paused for every process on the store");
+  d.press("j");
+  await d.frame("> mail");
+  d.press("P");
+  await d.frame("Resume queue mail");
+  d.press("y");
+  await d.frame("queue mail resumed");
+  assert.deepEqual(d.calls, [
+    { kind: "queue", queue: "default", paused: true },
+    { kind: "queue", queue: "mail", paused: false },
+  ]);
+  d.r.unmount();
+});
+
+Deno.test("R runs a schedule now and x disables or enables one, each with a reason", async () => {
+  const d = dashboard({ tab: "schedules" });
+  await d.frame("> nightly");
+  d.press("R");
+  await d.frame("Reason for running nightly now");
+  d.press(ENTER);
+  await d.frame("Run schedule nightly now?");
+  d.press("y");
+  await d.frame("ran nightly now: job 99");
+  d.press("x");
+  await d.frame("Reason to disable nightly (required)");
+  for (const c of "db maintenance") d.press(c);
+  d.press(ENTER);
+  await d.frame("Disable schedule nightly?");
+  d.press("y");
+  await d.frame("schedule nightly disabled");
+  d.press("j");
+  await d.frame("> hourly");
+  d.press("x");
+  await d.frame("Reason to enable hourly");
+  for (const c of "vendor back") d.press(c);
+  d.press(ENTER, "y");
+  await d.frame("schedule hourly enabled");
+  assert.deepEqual(d.calls, [
+    { kind: "run", id: "nightly", reason: null },
+    { kind: "schedule", id: "nightly", enabled: false, reason: "db maintenance" },
+    { kind: "schedule", id: "hourly", enabled: true, reason: "vendor back" },
+  ]);
+  d.r.unmount();
+});
+
+Deno.test("an unreachable store shows a banner over the last data, and the next refresh recovers", async () => {
+  const d = dashboard();
+  await d.frame("> default");
+  d.state.failWith = "database is locked";
+  d.clock.advance(1000);
+  let frame = await d.frame("STORE UNREACHABLE", "database is locked");
+  assert.match(frame, /> default\s+run/, "the last data stays on screen");
+  assert.match(frame, /showing data read 1s ago/);
+  d.state.failWith = null;
+  d.clock.advance(1000);
+  frame = await waitUntil("the banner to go", () => {
+    const last = d.r.lastFrame() ?? "";
+    return last.includes("STORE UNREACHABLE") ? null : last;
+  });
+  assert.match(frame, /> default\s+run/);
+  d.r.unmount();
+});
+
+Deno.test("the overview is read again every second of the injected clock", async () => {
+  const d = dashboard();
+  await d.frame("> default");
+  d.state.overview = {
+    ...d.state.overview,
+    queues: d.state.overview.queues.map((q) => ({ ...q, paused: q.name === "default" })),
+  };
+  d.clock.advance(1000);
+  await d.frame("default  PAUSED");
+  d.r.unmount();
+});
+
+/** Stored text that would retitle the window, clear the screen and write the clipboard. */
+const HOSTILE = ["\x1b]0;owned\x07", "\x1b[2J", "\x1b]52;c;aGVsbG8=\x07", "\u202e"];
+
+function hostileState(): FixtureState {
+  const evil = HOSTILE.join("");
+  const job = fixtureJob({
+    id: 7,
+    state: "discarded",
+    queue: `q${evil}`,
+    worker: `w${evil}`,
+    args: { a: evil, raw: "x" },
+    tags: [evil],
+    occurrence: `s${evil}@2026-03-08T00:00:00.000Z`,
+    scheduleId: `s${evil}`,
+    errors: [{ at: NOW - 1000, attempt: 1, error: `boom ${evil}` }],
+    discardedAt: NOW - 1000,
+  });
+  const state = fixtureState([job]);
+  state.attempts[7] = [{
+    jobId: 7,
+    attempt: 1,
+    fence: 1,
+    node: `n${evil}`,
+    kind: "replay",
+    actor: `a${evil}`,
+    reason: `r${evil}`,
+    startedAt: NOW - 2000,
+    finishedAt: NOW - 1000,
+    outcome: "discarded",
+    error: `e${evil}`,
+    output: `o${evil}\n`,
+  }];
+  state.audit[7] = [{
+    id: 1,
+    at: NOW,
+    actor: `a${evil}`,
+    action: `x${evil}`,
+    target: "job:7",
+    reason: `r${evil}`,
+    details: {},
+  }];
+  state.overview.nodes[0]!.node = `n${evil}`;
+  state.overview.queues[0]!.name = `q${evil}`;
+  state.overview.attention[0]!.disabledReason = `r${evil}`;
+  state.overview.configProblem = `c${evil}`;
+  state.schedules[1]!.status.disabledReason = `r${evil}`;
+  state.schedules[1]!.status.id = `s${evil}`;
+  state.deadLetters[0]!.worker = `w${evil}`;
+  state.deadLetters[0]!.error = `e${evil}`;
+  return state;
+}
+
+/** The frame without the SGR colour sequences ink itself writes. */
+function withoutColour(frame: string): string {
+  // deno-lint-ignore no-control-regex -- removing ink's own colour codes is the point
+  return frame.replace(/\x1b\[[0-9;]*m/g, "");
+}
+
+for (const color of [false, true]) {
+  Deno.test(`hostile stored text renders escaped on every screen (colour ${color ? "on" : "off"})`, async () => {
+    const d = dashboard({ state: hostileState(), color });
+    const screens: string[] = [];
+    screens.push(await d.frame("\\x1b]0;owned\\x07"));
+    d.press("2");
+    screens.push(await d.frame("[2 Jobs]", "> 7"));
+    d.press(ENTER);
+    screens.push(await d.frame("job 7", "attempts (1)", "audit (1)"));
+    for (let i = 0; i < 40; i++) d.press("j");
+    screens.push(await d.frame("audit (1)"));
+    d.press(ESC, "3");
+    screens.push(await d.frame("[3 Schedules]"));
+    d.press("j");
+    screens.push(await d.frame("disabled by"));
+    d.press("4");
+    screens.push(await d.frame("[4 Dead letters]", "\\x1b[2J"));
+    for (const frame of [...screens, ...d.r.frames]) {
+      const text = withoutColour(frame);
+      assert.ok(!text.includes("\x1b"), `an ESC reached the terminal: ${JSON.stringify(text)}`);
+      assert.ok(!text.includes("\x07"), `a BEL reached the terminal: ${JSON.stringify(text)}`);
+      assert.ok(!text.includes("\u202e"), `a bidi override reached the terminal`);
+      if (!color) assert.equal(frame, text, "no colour codes without colour");
+    }
+    const all = screens.join("\n");
+    assert.match(all, /\\x1b\]52;c;aGVsbG8=\\x07/, "the clipboard sequence is shown as text");
+    assert.match(all, /\\u202e/);
+    d.r.unmount();
+  });
+}
+
+Deno.test("parseSearch: key:value words filter, the rest is the search text, bad states are named", () => {
+  assert.deepEqual(parseSearch("state:discarded queue:mail connection  refused"), {
+    filter: { state: "discarded", queue: "mail", search: "connection refused" },
+  });
+  assert.deepEqual(parseSearch("schedule:nightly tag:x worker:w"), {
+    filter: { scheduleId: "nightly", tag: "x", worker: "w" },
+  });
+  assert.deepEqual(parseSearch("http://host:80/x"), { filter: { search: "http://host:80/x" } });
+  assert.deepEqual(parseSearch("state:dead"), {
+    error:
+      'state "dead" is not a job state (scheduled, available, executing, retryable, completed, cancelled, discarded)',
+  });
+});

@@ -1,0 +1,168 @@
+/**
+ * The dashboard on a real SQLite store: the store-backed data (pages with
+ * keyset paging, redacted args, throughput, schedules with DST notes) and
+ * actions that go through `src/admin` and leave an audit row, driven once
+ * from the keyboard end to end.
+ */
+
+import assert from "node:assert/strict";
+import { render } from "ink-testing-library";
+import { FakeClock } from "../../src/clock.ts";
+import { waitUntil } from "../../src/testing.ts";
+import { storeActions } from "../../src/tui/actions.ts";
+import { App } from "../../src/tui/app.tsx";
+import { configFile, fixedStore, sqliteFile, storeData } from "../../src/tui/data.ts";
+import { openSqliteStore } from "../../src/store/sqlite/sqlite_store.ts";
+import { insertJob, tempStore } from "../support/stores.ts";
+
+const NOW = Date.UTC(2026, 2, 6, 12, 0, 30);
+const noConfig = () => Promise.resolve({ config: null, problem: null });
+
+Deno.test("a retry from the dashboard's actions changes the store and writes an audit row", async () => {
+  await using temp = await tempStore();
+  const clock = new FakeClock(NOW);
+  const job = await insertJob(temp.store, {
+    state: "discarded",
+    worker: "send-mail",
+    args: { password: "hunter2", to: "ops@example.com" },
+    attempt: 3,
+    maxAttempts: 3,
+    discardedAt: NOW - 1000,
+  });
+  const source = fixedStore(temp.store);
+  const data = storeData({ source, config: noConfig, clock });
+  const actions = storeActions({
+    source,
+    config: noConfig,
+    clock,
+    actor: "alice",
+    environment: null,
+  });
+
+  const [listed] = await data.jobs({ filter: { state: "discarded" }, desc: true, limit: 50 });
+  assert.equal(listed?.id, job.id);
+  assert.deepEqual(listed?.args, { password: "[REDACTED]", to: "ops@example.com" });
+
+  const { changed } = await actions.jobs("retry", [listed!]);
+  assert.deepEqual(changed.map((j) => j.id), [job.id]);
+  assert.equal((await temp.store.jobGet({ id: job.id }))?.state, "available");
+  const [row] = await temp.store.auditList({ target: `job:${job.id}` });
+  assert.equal(row?.action, "job.retry");
+  assert.equal(row?.actor, "alice");
+  assert.equal(row?.at, NOW);
+  assert.equal(row?.details.was, "discarded");
+});
+
+Deno.test("r then y in the dashboard retries the selected job on the store, audited", async () => {
+  await using temp = await tempStore();
+  const clock = new FakeClock(NOW);
+  await insertJob(temp.store, { state: "completed", completedAt: NOW - 5000 });
+  const job = await insertJob(temp.store, { state: "discarded", discardedAt: NOW - 1000 });
+  const source = fixedStore(temp.store);
+  const r = render(
+    <App
+      data={storeData({ source, config: noConfig, clock })}
+      actions={storeActions({ source, config: noConfig, clock, actor: "bob", environment: null })}
+      clock={clock}
+      color={false}
+      initialTab="jobs"
+    />,
+  );
+  const frame = (text: string) =>
+    waitUntil(`a frame with ${JSON.stringify(text)}`, () => r.lastFrame()?.includes(text));
+  await frame(`> ${job.id}`);
+  r.stdin.write("r");
+  await frame(`Retry job ${job.id}?`);
+  r.stdin.write("y");
+  await frame(`retried job ${job.id} (was discarded)`);
+  assert.equal((await temp.store.jobGet({ id: job.id }))?.state, "available");
+  const audit = await temp.store.auditList({ target: `job:${job.id}` });
+  assert.deepEqual(audit.map((a) => [a.action, a.actor]), [["job.retry", "bob"]]);
+  // The list is read again after the action: the job shows its new state.
+  await waitUntil("the list to show the retried job", () => {
+    return /> \d+\s+available/.test(r.lastFrame() ?? "");
+  });
+  r.unmount();
+});
+
+Deno.test("pages of the store-backed jobs list return each job once, newest or oldest first", async () => {
+  await using temp = await tempStore();
+  const clock = new FakeClock(NOW);
+  const ids: number[] = [];
+  for (let i = 0; i < 7; i++) ids.push((await insertJob(temp.store, { queue: "q" })).id);
+  await insertJob(temp.store, { queue: "other" });
+  const data = storeData({ source: fixedStore(temp.store), config: noConfig, clock });
+  for (const desc of [true, false]) {
+    const seen: number[] = [];
+    let after: number | undefined;
+    for (;;) {
+      const page = await data.jobs({ filter: { queue: "q" }, desc, after, limit: 3 });
+      seen.push(...page.map((j) => j.id));
+      if (page.length < 3) break;
+      after = page.at(-1)!.id;
+    }
+    assert.deepEqual(seen, desc ? [...ids].reverse() : ids);
+  }
+});
+
+Deno.test("the overview counts completions per minute, this minute in the last sparkline bucket", async () => {
+  await using temp = await tempStore();
+  const clock = new FakeClock(NOW);
+  await insertJob(temp.store, { state: "completed", queue: "mail", completedAt: NOW - 10_000 });
+  await insertJob(temp.store, {
+    state: "completed",
+    queue: "mail",
+    completedAt: NOW - 30 * 60_000,
+  });
+  await insertJob(temp.store, { state: "available", queue: "mail" });
+  const data = storeData({ source: fixedStore(temp.store), config: noConfig, clock });
+  const overview = await data.overview(NOW);
+  const mail = overview.queues.find((q) => q.name === "mail");
+  assert.ok(mail);
+  assert.equal(mail.completed.length, 60);
+  assert.equal(mail.completed.at(-1), 1);
+  assert.equal(mail.completed.reduce((a, b) => a + b, 0), 2);
+  assert.equal(mail.counts.available, 1);
+  assert.equal(overview.store.reachable, true);
+});
+
+Deno.test("schedules come with their next 5 occurrences and the DST note of 2026-03-08 in America/New_York", async () => {
+  await using temp = await tempStore();
+  const clock = new FakeClock(NOW);
+  const path = `${temp.dir}/schedules.yaml`;
+  await Deno.writeTextFile(
+    path,
+    [
+      "version: 1",
+      "schedules:",
+      "  - id: nightly",
+      '    cron: "30 2 * * *"',
+      "    timezone: America/New_York",
+      "    local_time: { reason: after the close, gap: shift, overlap: first }",
+      "    run: { command: [echo, hi] }",
+    ].join("\n"),
+  );
+  const data = storeData({
+    source: fixedStore(temp.store),
+    config: configFile(path),
+    clock,
+  });
+  const [nightly] = await data.schedules(NOW);
+  assert.equal(nightly?.status.id, "nightly");
+  assert.equal(nightly?.upcoming.length, 5);
+  const shifted = nightly?.upcoming.find((o) => o.note !== null);
+  assert.match(shifted?.note ?? "", /02:30 does not exist on 2026-03-08/);
+});
+
+Deno.test("the file source rejects while the database is missing and opens it once it is there", async () => {
+  await using temp = await tempStore();
+  const path = `${temp.dir}/later.db`;
+  const source = sqliteFile(path, { now: () => NOW });
+  await assert.rejects(source.get(), /no database at/);
+  await (await openSqliteStore(path, { now: NOW })).close();
+  const store = await source.get();
+  assert.deepEqual(await store.jobsList({}), []);
+  await Deno.remove(path);
+  await assert.rejects(source.get(), /no database at/);
+  await source.close();
+});
