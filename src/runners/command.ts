@@ -62,6 +62,7 @@ import { type ArgsSchema, defineWorker, type JobContext, type Worker } from "../
 import { occurrenceInstant } from "../schedule/occurrences.ts";
 import type { RunSpec } from "../schedule/types.ts";
 import { expandVariables, maskValues, MissingVariableError, referencedVariables } from "./env.ts";
+import { groupAlive, killOnExit, pump, releaseOnExit, signalGroup } from "./process_group.ts";
 
 /** The args of a `jobs.command` job: the `command` variant of a run spec. */
 export type CommandRun = Extract<RunSpec, { kind: "command" }>;
@@ -172,7 +173,7 @@ async function runCommand(run: CommandRun, ctx: JobContext, settings: Settings) 
   const lastLine = new OutputTail(LAST_LINE_BYTES);
   let child: Deno.ChildProcess;
   try {
-    child = spawn(run, env);
+    child = spawnCommand(run, env);
   } catch (error) {
     throw new Error(`${label} cannot start: ${(error as Error).message}`, { cause: error });
   }
@@ -223,7 +224,8 @@ function scheduledFor(ctx: JobContext): number {
   return Number.isFinite(instant) ? instant : ctx.job.scheduledAt;
 }
 
-function spawn(run: CommandRun, env: Record<string, string>): Deno.ChildProcess {
+/** Starts `run`'s argv (or its script under /bin/sh) as the leader of a new process group. */
+export function spawnCommand(run: CommandRun, env: Record<string, string>): Deno.ChildProcess {
   const [program, ...args] = run.shell ? ["/bin/sh", "-c", run.argv[0]!] : run.argv;
   return new Deno.Command(program!, {
     args,
@@ -386,74 +388,8 @@ class ProcessGroup {
   /** Ends every pending wait of this group (a rejected attempt must not leave sleepers). */
   release(): void {
     this.#stopWaits.abort();
-    liveGroups.delete(this.#pgid);
+    releaseOnExit(this.#pgid);
   }
-}
-
-/** Groups of runs that have not finished stopping: killed if the process exits first. */
-const liveGroups = new Set<number>();
-let exitHookInstalled = false;
-
-/** Tracks `pgid` until its run releases it; the first call installs the exit hook. */
-function killOnExit(pgid: number): void {
-  liveGroups.add(pgid);
-  if (exitHookInstalled) return;
-  exitHookInstalled = true;
-  globalThis.addEventListener("unload", () => {
-    for (const group of liveGroups) signalGroup(group, "SIGKILL");
-    liveGroups.clear();
-  });
-}
-
-async function pump(
-  reader: ReadableStreamDefaultReader<Uint8Array>,
-  onChunk: (chunk: Uint8Array) => void,
-): Promise<void> {
-  try {
-    for (;;) {
-      const { done, value } = await reader.read();
-      if (done) return;
-      onChunk(value);
-    }
-  } catch {
-    // Cancelled or broken pipe: what was read is kept.
-  }
-}
-
-/** Sends `signal` to every process of the group; a group already gone is fine. */
-function signalGroup(pgid: number, signal: Deno.Signal): void {
-  try {
-    Deno.kill(-pgid, signal);
-  } catch {
-    // ESRCH: nothing left in the group.
-  }
-}
-
-/**
- * Whether any process of group `pgid` is alive, from /proc (zombies do not
- * count: a reparented child stays one until init reaps it, and some inits
- * never do). `undefined` where /proc cannot tell.
- */
-export function groupAlive(pgid: number): boolean | undefined {
-  let entries: Iterable<Deno.DirEntry>;
-  try {
-    entries = Deno.readDirSync("/proc");
-  } catch {
-    return undefined;
-  }
-  for (const entry of entries) {
-    if (!/^\d+$/.test(entry.name)) continue;
-    let stat: string;
-    try {
-      stat = Deno.readTextFileSync(`/proc/${entry.name}/stat`);
-    } catch {
-      continue; // Exited while we looked.
-    }
-    // pid (comm) state ppid pgrp ...; comm may hold spaces and parentheses.
-    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-    if (Number(fields[2]) === pgid && fields[0] !== "Z" && fields[0] !== "X") return true;
-  }
-  return false;
 }
 
 /** A rolling tail of bytes: memory stays at `capacity` whatever the output. */

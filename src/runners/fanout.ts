@@ -59,9 +59,10 @@ import {
   COMMAND_WORKER,
   type CommandRun,
   commandRunSchema,
-  groupAlive,
   OutputTail,
+  spawnCommand,
 } from "./command.ts";
+import { groupAlive, killOnExit, pump, releaseOnExit, signalGroup } from "./process_group.ts";
 import { maskValues, MissingVariableError, referencedVariables } from "./env.ts";
 import { HTTP_WORKER, parseHttpRun } from "./http.ts";
 
@@ -453,17 +454,8 @@ async function listFromCommand(run: CommandRun, ctx: JobContext, deps: Deps): Pr
   if (ctx.signal.aborted) throw stopped(ctx.signal.reason);
   let child: Deno.ChildProcess;
   try {
-    const [program, ...args] = run.shell ? ["/bin/sh", "-c", run.argv[0]!] : run.argv;
-    child = new Deno.Command(program!, {
-      args,
-      cwd: run.cwd,
-      env,
-      stdin: "null",
-      stdout: "piped",
-      stderr: "piped",
-      // Its own session and process group, so that stopping it stops all of it.
-      detached: true,
-    }).spawn();
+    child = spawnCommand(run, env);
+    killOnExit(child.pid);
   } catch (error) {
     throw new Error(`${label} cannot start: ${(error as Error).message}`, { cause: error });
   }
@@ -550,11 +542,12 @@ async function runToEnd(child: Deno.ChildProcess, ctx: JobContext, deps: Deps): 
 /** SIGTERM to what is left of the group (all of it when `stop`), SIGKILL after the grace. */
 async function stopGroup(child: Deno.ChildProcess, stop: boolean, deps: Deps): Promise<void> {
   const pgid = child.pid;
-  if (!stop && groupAlive(pgid) === false) return;
+  if (!stop && groupAlive(pgid) === false) return releaseOnExit(pgid);
   signalGroup(pgid, "SIGTERM");
   await within(child.status, deps.killGraceMs, deps.clock);
   if (groupAlive(pgid) !== false) signalGroup(pgid, "SIGKILL");
   await child.status;
+  releaseOnExit(pgid);
 }
 
 /** Whether `promise` settles within `ms` of the clock. */
@@ -567,29 +560,6 @@ async function within(promise: Promise<unknown>, ms: number, clock: Clock): Prom
     ]);
   } finally {
     stop.abort();
-  }
-}
-
-async function pump(
-  reader: ReadableStreamDefaultReader<Uint8Array>,
-  onChunk: (chunk: Uint8Array) => void,
-): Promise<void> {
-  try {
-    for (;;) {
-      const { done, value } = await reader.read();
-      if (done) return;
-      onChunk(value);
-    }
-  } catch {
-    // Cancelled or broken pipe: what was read is kept.
-  }
-}
-
-function signalGroup(pgid: number, signal: Deno.Signal): void {
-  try {
-    Deno.kill(-pgid, signal);
-  } catch {
-    // ESRCH: nothing left in the group.
   }
 }
 

@@ -4,10 +4,10 @@ import {
   type CommandRun,
   commandRunSchema,
   commandWorker,
-  groupAlive,
   OutputTail,
   snoozeMs,
 } from "../../src/runners/command.ts";
+import { groupAlive } from "../../src/runners/process_group.ts";
 import { drainQueue, performJob, waitUntil } from "../../src/testing.ts";
 import { tempDir, tempJobs } from "../support/stores.ts";
 
