@@ -262,18 +262,24 @@ export async function runScheduleNow(
 
 /**
  * Enqueues one job of `worker` (a name: it may run in another process),
- * validated as the library's enqueue validates (`EnqueueError`).
+ * validated as the library's enqueue validates (`EnqueueError`), and audits
+ * it (`job.enqueue`, also when refused as a duplicate of an existing job).
  */
 export async function enqueueJob(
   store: Store,
   worker: string,
   args: unknown,
   options: EnqueueOptions,
-  now: number,
+  who: Actor,
 ): Promise<InsertResult> {
-  const job = buildJob(worker, args, options, now);
-  const [result] = await store.jobsInsert({ jobs: [job], now });
+  const job = buildJob(worker, args, options, who.now);
+  const [result] = await store.jobsInsert({ jobs: [job], now: who.now });
   if (!result) throw new Error(`enqueue "${worker}": the insert returned nothing`);
+  await audit(store, who, "job.enqueue", `job:${result.id}`, {
+    worker,
+    queue: result.queue,
+    duplicate: result.duplicate,
+  });
   return result;
 }
 
@@ -287,9 +293,10 @@ export type Retention = Partial<Record<"completed" | "cancelled" | "discarded", 
  */
 export async function pruneNow(
   store: Store,
-  now: number,
+  who: Actor,
   options: { retention: Retention; schedules: PrunerOptions["schedules"]; dryRun: boolean },
 ): Promise<{ deleted: number; dryRun: boolean }> {
+  const now = who.now;
   const retention = { ...DEFAULT_RETENTION, ...options.retention };
   const schedules = options.schedules ?? [];
   if (options.dryRun) {
@@ -308,11 +315,12 @@ export async function pruneNow(
     schedules,
     maxBatches: Number.MAX_SAFE_INTEGER,
   });
+  await audit(store, who, "store.prune", "store", { deleted, retentionMs: retention });
   return { deleted, dryRun: false };
 }
 
 /** One `audit` row for an action `who` took on `target`; the reason is stored redacted. */
-function audit(
+export function audit(
   store: Store,
   who: Actor,
   action: string,

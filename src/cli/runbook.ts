@@ -10,7 +10,9 @@
 
 import { type Command, InvalidArgumentError } from "commander";
 import {
+  type Actor,
   applyJobAction,
+  audit,
   enqueueJob,
   GuardRefused,
   type JobAction,
@@ -500,6 +502,8 @@ interface EnqueueCliOptions {
   uniqueBy?: string;
   uniquePeriod?: number;
   uniqueStates?: string;
+  reason?: string;
+  actor?: string;
   db?: string;
   json?: boolean;
 }
@@ -541,12 +545,14 @@ function enqueueCommand(program: Command, deps: CliDeps): void {
         duration,
       )
       .option("--unique-states <which>", "incomplete or all (implies --unique)")
+      .option("--reason <text>", "why, for the audit trail")
+      .option("--actor <name>", "who, for the audit trail (default: the OS user)")
       .option("--db <path>", "the SQLite file [env JOBS_DB]")
       .option("--json", "print the result as JSON")
       .action(async (worker: string, options: EnqueueCliOptions) => {
         const enqueue = enqueueOptions(options);
         await withStore("enqueue", options, deps, true, async (store) => {
-          const result = await enqueueJob(store, worker, options.args, enqueue, deps.clock.now())
+          const result = await enqueueJob(store, worker, options.args, enqueue, who(options, deps))
             .catch((error) => {
               if (error instanceof EnqueueError) {
                 throw new CommandFailed(`jobs enqueue: ${escapeControl(error.message)}`, 2);
@@ -641,6 +647,8 @@ function pruneCommand(program: Command, deps: CliDeps): void {
         duration,
       )
       .option("--dry-run", "count what would be deleted; delete nothing")
+      .option("--reason <text>", "why, for the audit trail")
+      .option("--actor <name>", "who, for the audit trail (default: the OS user)")
       .option("--config <file>", "schedules with a retention of their own [env JOBS_CONFIG]")
       .option("--db <path>", "the SQLite file [env JOBS_DB]")
       .option("--json", "print the result as JSON")
@@ -649,6 +657,8 @@ function pruneCommand(program: Command, deps: CliDeps): void {
         cancelled?: number;
         discarded?: number;
         dryRun?: boolean;
+        reason?: string;
+        actor?: string;
         config?: string;
         db?: string;
         json?: boolean;
@@ -659,7 +669,7 @@ function pruneCommand(program: Command, deps: CliDeps): void {
         if (options.discarded !== undefined) retention.discarded = options.discarded;
         const schedules = await ownRetention(options.config, deps);
         await withStore("prune", options, deps, false, async (store) => {
-          const result = await pruneNow(store, deps.clock.now(), {
+          const result = await pruneNow(store, who(options, deps), {
             retention,
             schedules,
             dryRun: !!options.dryRun,
@@ -712,11 +722,15 @@ function migrateCommand(program: Command, deps: CliDeps): void {
     program.command("migrate")
       .description("apply pending schema migrations to the database")
       .option("--dry-run", "list the pending migrations; write nothing")
+      .option("--reason <text>", "why, for the audit trail")
+      .option("--actor <name>", "who, for the audit trail (default: the OS user)")
       .option("--db <path>", "the SQLite file [env JOBS_DB]")
       .option("--json", "print the result as JSON")
-      .action(async (options: { dryRun?: boolean; db?: string; json?: boolean }) => {
+      .action(async (options: MigrateCliOptions) => {
         const db = dbPath(options.db, deps);
-        const result = options.dryRun ? await pendingFor(db) : await migrate(db, deps);
+        const result = options.dryRun
+          ? await pendingFor(db)
+          : await migrate(db, who(options, deps));
         if (options.json) {
           deps.out(JSON.stringify({ db, dryRun: !!options.dryRun, ...result }));
           return;
@@ -737,6 +751,14 @@ function migrateCommand(program: Command, deps: CliDeps): void {
     deps,
     "migrate",
   );
+}
+
+interface MigrateCliOptions {
+  dryRun?: boolean;
+  reason?: string;
+  actor?: string;
+  db?: string;
+  json?: boolean;
 }
 
 interface MigrateResult {
@@ -771,12 +793,19 @@ async function pendingFor(db: string): Promise<MigrateResult> {
   }
 }
 
-async function migrate(db: string, deps: CliDeps): Promise<MigrateResult> {
+/** Applies the pending migrations; audited (`store.migrate`) when any was applied. */
+async function migrate(db: string, actor: Actor): Promise<MigrateResult> {
   const existed = await exists(db);
   let store: SqliteStore | undefined;
   try {
     store = await openSqliteStore(db, { migrate: false });
-    const report = await store.migrate({ now: deps.clock.now() });
+    const report = await store.migrate({ now: actor.now });
+    if (report.applied.length > 0) {
+      await audit(store, actor, "store.migrate", "store", {
+        applied: report.applied,
+        version: report.version,
+      });
+    }
     const names = new Map(pendingMigrations(0).map((m) => [m.version, m.name]));
     return {
       exists: existed,

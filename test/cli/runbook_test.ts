@@ -412,7 +412,8 @@ Deno.test("jobs run builds the occurrence exactly as the planner does, marked ma
 
 Deno.test("jobs enqueue prints the id, a duplicate's id, and names bad options", async () => {
   await withFiles(async ({ db }) => {
-    const run = (args: string[]) => runJobs(["enqueue", ...args, "--db", db], { now: NOW });
+    const run = (args: string[]) =>
+      runJobs(["enqueue", ...args, "--db", db], { now: NOW, env: ENV });
     const ok = await run([
       "send",
       "--args",
@@ -435,6 +436,10 @@ Deno.test("jobs enqueue prints the id, a duplicate's id, and names bad options",
         { to: "a@example.com" },
         ["x", "y"],
         NOW + 15 * 60_000,
+      ]);
+      const audit = await store.auditList({ target: `job:${id}` });
+      assert.deepEqual(audit.map((a) => [a.action, a.actor, a.details]), [
+        ["job.enqueue", "ada", { worker: "send", queue: "mail", duplicate: false }],
       ]);
     });
 
@@ -492,10 +497,18 @@ Deno.test("jobs prune --dry-run counts and deletes nothing; prune deletes old fi
     );
     await withStore(db, async (store) => assert.equal((await store.jobsList({ ids })).length, 3));
 
-    const pruned = await runJobs(["prune", "--db", db, "--completed", "1s"], { now: NOW });
+    const pruned = await runJobs(["prune", "--db", db, "--completed", "1s", "--reason", "disk"], {
+      now: NOW,
+      env: ENV,
+    });
     assert.match(pruned.out, /^deleted 2 jobs/);
     await withStore(db, async (store) => {
       assert.deepEqual((await store.jobsList({ ids })).map((j) => j.state), ["executing"]);
+      // Only the real prune is audited, not the dry runs.
+      const audit = await store.auditList({ target: "store" });
+      assert.deepEqual(audit.map((a) => [a.action, a.actor, a.reason, a.details.deleted]), [
+        ["store.prune", "ada", "disk", 2],
+      ]);
     });
   });
 });
@@ -538,8 +551,14 @@ Deno.test("jobs migrate --dry-run lists pending migrations and writes nothing", 
     });
     assert.deepEqual(await Deno.readFile(db), before);
 
-    const applied = await runJobs(["migrate", "--db", db], { now: NOW });
+    const applied = await runJobs(["migrate", "--db", db, "--actor", "ops"], { now: NOW });
     assert.equal(applied.code, 0, applied.err);
+    await withStore(db, async (store) => {
+      const audit = await store.auditList({ target: "store" });
+      assert.deepEqual(audit.map((a) => [a.action, a.actor, a.details.applied]), [
+        ["store.migrate", "ops", later.map((m) => m.version)],
+      ]);
+    });
     assert.equal(
       applied.out,
       `applied ${later.map((m) => `${m.version} (${m.name})`).join(", ")}; ` +
