@@ -92,6 +92,17 @@ export async function runDaemon(options: DaemonOptions, deps: DaemonDeps): Promi
       throw new CommandFailed(`jobs daemon: ${(error as Error).message}`);
     }
   }
+  // Every schedule's worker must be one the daemon has; later reloads are checked the same way.
+  source.checkWorkers(module, moduleWorkers.map((w) => w.name));
+  const checked = await source.reload();
+  if (!checked.ok) {
+    source.close();
+    throw new CommandFailed(
+      `jobs daemon: ${options.config}: ${checked.errors.length} error(s):\n${
+        checked.errors.map((e) => e.message).join("\n")
+      }`,
+    );
+  }
   // Item jobs a fan-out enqueues wake their producers (once the runtime exists).
   const wake = { queues: (_queues: Iterable<string>): void => {} };
   const jobs = await openJobs(options.db, {

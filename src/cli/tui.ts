@@ -10,7 +10,6 @@
 import type { Command } from "commander";
 import { storeActions } from "../tui/actions.ts";
 import { configFile, sqliteFile, storeData } from "../tui/data.ts";
-import { runDashboard } from "../tui/run.tsx";
 import { type CliDeps, CommandFailed, configPath, dbPath, quiet, who } from "./program.ts";
 import { escapeControl } from "./text.ts";
 
@@ -63,6 +62,16 @@ async function tuiCommand(options: TuiOptions, deps: CliDeps): Promise<void> {
     await source.get().catch((error) => {
       throw new CommandFailed(`jobs tui: ${escapeControl((error as Error).message)}`);
     });
+    // ink renders only the last frame, at exit, where it believes it runs
+    // under CI (CI, CONTINUOUS_INTEGRATION or CI_* set, read when ink loads).
+    // This command only runs on a terminal, so it is loaded here, after those
+    // are cleared for this process; other commands never load ink at all.
+    for (const name of Object.keys(Deno.env.toObject())) {
+      if (name === "CI" || name === "CONTINUOUS_INTEGRATION" || name.startsWith("CI_")) {
+        Deno.env.delete(name);
+      }
+    }
+    const { runDashboard } = await import("../tui/run.tsx");
     await runDashboard({
       data: storeData({ source, config, clock: deps.clock }),
       actions: storeActions({

@@ -7,7 +7,7 @@
  * @module
  */
 
-import { type ConfigError, loadSchedules } from "../schedule/config.ts";
+import { type ConfigError, type LoadOptions, loadSchedules } from "../schedule/config.ts";
 import type { ScheduleConfig } from "../schedule/types.ts";
 import type { Logger } from "./logger.ts";
 
@@ -24,6 +24,7 @@ export class ScheduleSource {
   #text: string;
   #listeners = new Set<(config: ScheduleConfig) => void>();
   #timer: ReturnType<typeof setInterval> | null = null;
+  #load: LoadOptions = {};
 
   private constructor(path: string, config: ScheduleConfig, text: string, logger: Logger) {
     this.path = path;
@@ -45,6 +46,25 @@ export class ScheduleSource {
     return new ScheduleSource(path, result.config, await readText(path), logger);
   }
 
+  /**
+   * From now on, checks every schedule's worker against these (the daemon's
+   * loaded `workers:` module): a reload naming an unknown worker, or another
+   * module than the one loaded (which needs a restart), is refused like any
+   * other error.
+   */
+  checkWorkers(module: string | undefined, names: readonly string[]): void {
+    this.#load = {
+      workers: (path) =>
+        path === module ? Promise.resolve(names) : Promise.reject(
+          new Error(
+            module === undefined
+              ? `no workers module was loaded at start; restart the daemon to load "${path}"`
+              : `the daemon loaded "${module}" at start; restart it to load "${path}"`,
+          ),
+        ),
+    };
+  }
+
   /** The last good configuration. */
   get config(): ScheduleConfig {
     return this.#config;
@@ -62,7 +82,7 @@ export class ScheduleSource {
    * configuration stays, and each error is logged.
    */
   async reload(): Promise<ReloadResult> {
-    const result = await loadSchedules(this.path);
+    const result = await loadSchedules(this.path, this.#load);
     if (!result.ok) {
       this.#logger("config.rejected", {
         file: this.path,

@@ -84,3 +84,38 @@ Deno.test("a first schedules.yaml with errors fails to open, naming them", async
     await dir.cleanup();
   }
 });
+
+Deno.test("after checkWorkers, a reload naming an unknown worker or another module is refused", async () => {
+  const dir = await tempDir();
+  try {
+    const path = `${dir.path}/schedules.yaml`;
+    const withWorker = (module: string, worker: string) =>
+      `version: 1\nworkers: ./${module}\nschedules:\n` +
+      `  - id: a\n    every: 1m\n    run: { worker: ${worker} }\n`;
+    await Deno.writeTextFile(path, withWorker("workers.ts", "greet"));
+    const log = recorder();
+    const source = await ScheduleSource.open(path, log.logger);
+    source.checkWorkers(`${dir.path}/workers.ts`, ["greet"]);
+    assert.equal((await source.reload()).ok, true);
+
+    await Deno.writeTextFile(path, withWorker("workers.ts", "gret"));
+    const unknown = await source.reload();
+    assert.ok(!unknown.ok);
+    assert.equal(unknown.errors[0]?.code, "worker-unknown");
+    assert.match(unknown.errors[0]!.message, /run\.worker "gret" is not a worker/);
+
+    await Deno.writeTextFile(path, withWorker("other.ts", "greet"));
+    const moved = await source.reload();
+    assert.ok(!moved.ok);
+    assert.match(moved.errors[0]!.message, /restart it to load ".*other\.ts"/);
+    assert.equal(source.config.schedules[0]?.run.kind, "worker");
+    assert.deepEqual(source.config.schedules[0]?.run, {
+      kind: "worker",
+      worker: "greet",
+      args: {},
+    });
+    source.close();
+  } finally {
+    await dir.cleanup();
+  }
+});
