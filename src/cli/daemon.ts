@@ -23,6 +23,7 @@
 import type { Clock } from "../clock.ts";
 import { openJobs } from "../jobs.ts";
 import { commandWorker } from "../runners/command.ts";
+import { reapOrphans } from "../runners/process_group.ts";
 import { httpWorker } from "../runners/http.ts";
 import { fanoutWorker } from "../runners/fanout.ts";
 import { loadWorkersModule } from "../runners/workers_module.ts";
@@ -105,12 +106,14 @@ export async function runDaemon(options: DaemonOptions, deps: DaemonDeps): Promi
   }
   // Item jobs a fan-out enqueues wake their producers (once the runtime exists).
   const wake = { queues: (_queues: Iterable<string>): void => {} };
+  // Command groups are recorded next to the store, shared by every daemon on it.
+  const groupsDir = `${options.db}.groups`;
   const jobs = await openJobs(options.db, {
     clock,
     logger,
     sqlite: busyTimeoutMs === undefined ? undefined : { busyTimeoutMs },
     workers: [
-      commandWorker({ env: deps.env, clock }),
+      commandWorker({ env: deps.env, clock, groupsDir }),
       httpWorker({ env: deps.env, clock }),
       fanoutWorker({
         store: () => jobs.store,
@@ -118,12 +121,15 @@ export async function runDaemon(options: DaemonOptions, deps: DaemonDeps): Promi
         env: deps.env,
         clock,
         onEnqueued: (queues) => wake.queues(queues),
+        groupsDir,
       }),
       ...moduleWorkers,
     ].map((worker) => guardEnvironment(worker, options.environment)),
   });
   const queues = options.queues ?? queuesOf(source);
   await applyPausedQueues(jobs.store, clock.now(), source, logger);
+  // Before any job is rescued and run again: a SIGKILLed daemon's commands must not overlap it.
+  await reapOrphans({ dir: groupsDir, logger, clock });
   const runtime = await jobs.start({
     queues,
     node: options.node,

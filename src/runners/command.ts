@@ -49,9 +49,12 @@
  * while a run's group is still alive, for instance because the daemon's
  * shutdown grace ran out and it exits before the kill grace has passed, the
  * group gets SIGKILL at once: a group that ignores SIGTERM must not outlive
- * the daemon. Only a SIGKILL of the daemon itself leaves the group running
- * (nothing in the process runs then); its lease expires and the job runs
- * again elsewhere while the orphan may still be going.
+ * the daemon. A SIGKILL of the daemon itself leaves the group running
+ * (nothing in the process runs then). With `groupsDir`, each run records its
+ * group there until it has made sure the group is gone, and the next daemon
+ * on the same store kills the groups a dead daemon left behind before their
+ * jobs can run again (`reapOrphans` of process_group.ts). Without it, the
+ * orphan may still be going when the job's lease expires and it runs again.
  *
  * @module
  */
@@ -62,7 +65,15 @@ import { type ArgsSchema, defineWorker, type JobContext, type Worker } from "../
 import { occurrenceInstant } from "../schedule/occurrences.ts";
 import type { RunSpec } from "../schedule/types.ts";
 import { expandVariables, maskValues, MissingVariableError, referencedVariables } from "./env.ts";
-import { groupAlive, killOnExit, pump, releaseOnExit, signalGroup } from "./process_group.ts";
+import {
+  forgetGroup,
+  groupAlive,
+  killOnExit,
+  pump,
+  recordGroup,
+  releaseOnExit,
+  signalGroup,
+} from "./process_group.ts";
 
 /** The args of a `jobs.command` job: the `command` variant of a run spec. */
 export type CommandRun = Extract<RunSpec, { kind: "command" }>;
@@ -89,6 +100,11 @@ export interface CommandWorkerOptions {
   killGraceMs?: number;
   /** The last this many bytes of stdout and stderr are kept. @default 65536 */
   outputBytes?: number;
+  /**
+   * Where each running group is recorded (`<pgid>.json`), for
+   * `reapOrphans` after a SIGKILL of this process. @default none: nothing recorded
+   */
+  groupsDir?: string;
 }
 
 const DEFAULT_KILL_GRACE_MS = 5_000;
@@ -103,6 +119,7 @@ export function commandWorker(options: CommandWorkerOptions): Worker<CommandRun>
     clock: options.clock,
     killGraceMs: options.killGraceMs ?? DEFAULT_KILL_GRACE_MS,
     outputBytes: options.outputBytes ?? DEFAULT_OUTPUT_BYTES,
+    groupsDir: options.groupsDir,
   };
   if (!(settings.killGraceMs >= 0)) {
     throw new RangeError(`killGraceMs must be >= 0, got ${settings.killGraceMs}`);
@@ -122,6 +139,7 @@ interface Settings {
   clock: Clock;
   killGraceMs: number;
   outputBytes: number;
+  groupsDir: string | undefined;
 }
 
 /** Validates a command run spec; what it refuses is discarded at once. */
@@ -178,6 +196,7 @@ async function runCommand(run: CommandRun, ctx: JobContext, settings: Settings) 
     throw new Error(`${label} cannot start: ${(error as Error).message}`, { cause: error });
   }
   const group = new ProcessGroup(child, settings, output, lastLine);
+  group.record(ctx);
   try {
     const ended = await waitForEnd(group, ctx, settings.clock);
     await group.finish(ended.kind !== "exited");
@@ -385,10 +404,19 @@ class ProcessGroup {
     return this.#settings.clock.sleep(ms, AbortSignal.any(signals));
   }
 
+  /** Records the group in `groupsDir`, if set, for a daemon that outlives this one. */
+  record(ctx: JobContext): void {
+    const dir = this.#settings.groupsDir;
+    if (dir !== undefined) {
+      recordGroup(dir, { pgid: this.#pgid, job: ctx.job.id, fence: ctx.fence });
+    }
+  }
+
   /** Ends every pending wait of this group (a rejected attempt must not leave sleepers). */
   release(): void {
     this.#stopWaits.abort();
     releaseOnExit(this.#pgid);
+    if (this.#settings.groupsDir !== undefined) forgetGroup(this.#settings.groupsDir, this.#pgid);
   }
 }
 

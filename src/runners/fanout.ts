@@ -27,7 +27,8 @@
  *
  * A selection command runs like a `command` run (argv without a shell unless
  * `shell: true`, `${NAME}` in `env`, the JOBS_* variables, its own process
- * group, stopped with SIGTERM then SIGKILL); it must exit 0, and at most
+ * group, stopped with SIGTERM then SIGKILL, recorded in `groupsDir` when
+ * set); it must exit 0, and at most
  * `maxSelectionBytes` of stdout are read. The schedule's timeout
  * (`meta.timeoutMs`) bounds it. A worker selection is a worker of this
  * process (the `workers:` module) whose `perform` returns the list: make it
@@ -62,7 +63,15 @@ import {
   OutputTail,
   spawnCommand,
 } from "./command.ts";
-import { groupAlive, killOnExit, pump, releaseOnExit, signalGroup } from "./process_group.ts";
+import {
+  forgetGroup,
+  groupAlive,
+  killOnExit,
+  pump,
+  recordGroup,
+  releaseOnExit,
+  signalGroup,
+} from "./process_group.ts";
 import { maskValues, MissingVariableError, referencedVariables } from "./env.ts";
 import { HTTP_WORKER, parseHttpRun } from "./http.ts";
 
@@ -96,6 +105,11 @@ export interface FanoutWorkerOptions {
   maxItems?: number;
   /** @default 16 MiB */
   maxSelectionBytes?: number;
+  /**
+   * Where a running selection command's group is recorded (`<pgid>.json`),
+   * for `reapOrphans` after a SIGKILL of this process. @default none: nothing recorded
+   */
+  groupsDir?: string;
 }
 
 interface Deps {
@@ -107,6 +121,7 @@ interface Deps {
   killGraceMs: number;
   maxItems: number;
   maxSelectionBytes: number;
+  groupsDir: string | undefined;
 }
 
 /** What a run stores under {@linkcode cursorKey} after each batch. */
@@ -129,6 +144,7 @@ export function fanoutWorker(options: FanoutWorkerOptions): Worker<FanOutRun> {
     killGraceMs: options.killGraceMs ?? 5_000,
     maxItems: options.maxItems ?? DEFAULT_MAX_ITEMS,
     maxSelectionBytes: options.maxSelectionBytes ?? DEFAULT_MAX_SELECTION_BYTES,
+    groupsDir: options.groupsDir,
   };
   for (const key of ["killGraceMs", "maxItems", "maxSelectionBytes"] as const) {
     const value = deps[key];
@@ -459,6 +475,9 @@ async function listFromCommand(run: CommandRun, ctx: JobContext, deps: Deps): Pr
   } catch (error) {
     throw new Error(`${label} cannot start: ${(error as Error).message}`, { cause: error });
   }
+  if (deps.groupsDir !== undefined) {
+    recordGroup(deps.groupsDir, { pgid: child.pid, job: ctx.job.id, fence: ctx.fence });
+  }
   const ended = await runToEnd(child, ctx, deps);
   const stderr = maskValues(ended.stderr, secrets).trim();
   const said = stderr === "" ? "" : `: ${stderr.split("\n").slice(-5).join(" | ")}`;
@@ -542,12 +561,14 @@ async function runToEnd(child: Deno.ChildProcess, ctx: JobContext, deps: Deps): 
 /** SIGTERM to what is left of the group (all of it when `stop`), SIGKILL after the grace. */
 async function stopGroup(child: Deno.ChildProcess, stop: boolean, deps: Deps): Promise<void> {
   const pgid = child.pid;
-  if (!stop && groupAlive(pgid) === false) return releaseOnExit(pgid);
-  signalGroup(pgid, "SIGTERM");
-  await within(child.status, deps.killGraceMs, deps.clock);
-  if (groupAlive(pgid) !== false) signalGroup(pgid, "SIGKILL");
-  await child.status;
+  if (stop || groupAlive(pgid) !== false) {
+    signalGroup(pgid, "SIGTERM");
+    await within(child.status, deps.killGraceMs, deps.clock);
+    if (groupAlive(pgid) !== false) signalGroup(pgid, "SIGKILL");
+    await child.status;
+  }
   releaseOnExit(pgid);
+  if (deps.groupsDir !== undefined) forgetGroup(deps.groupsDir, pgid);
 }
 
 /** Whether `promise` settles within `ms` of the clock. */

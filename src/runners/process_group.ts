@@ -4,8 +4,16 @@
  * stop reaches everything it started, and a group still alive when this
  * process exits is killed rather than orphaned.
  *
+ * A process that is SIGKILLed runs no code, so it cannot kill its groups.
+ * For that case a run may also record its group in a directory
+ * ({@linkcode recordGroup}), and the next daemon to start on the same store
+ * kills the groups whose owner is gone ({@linkcode reapOrphans}) before any
+ * of their jobs can run again.
+ *
  * @module
  */
+
+import type { Clock } from "../clock.ts";
 
 /**
  * Whether any process of group `pgid` is alive, from /proc (zombies do not
@@ -77,4 +85,206 @@ export function killOnExit(pgid: number): void {
 /** Stops tracking `pgid`: its run has made sure nothing of it is left. */
 export function releaseOnExit(pgid: number): void {
   liveGroups.delete(pgid);
+}
+
+/**
+ * What a run writes to `<groupsDir>/<pgid>.json` while its group may be
+ * alive, so that the next daemon on the same store can kill the group if
+ * this process dies without running any code (SIGKILL, OOM killer).
+ *
+ * Start times are field 22 of `/proc/<pid>/stat` (clock ticks since boot):
+ * with the pid they name one process, not whichever later gets its number.
+ */
+export interface GroupRecord {
+  /** The group, whose leader's pid it is. */
+  pgid: number;
+  /** The leader's start time. */
+  procStart: number;
+  /** The daemon process that runs the group. */
+  ownerPid: number;
+  /** The owner's start time. */
+  ownerStart: number;
+  /** The kernel's boot id: pids and start times of another boot mean nothing. */
+  boot: string;
+  /** The job the group runs, and the attempt's fence. */
+  job: number;
+  fence: number;
+}
+
+/**
+ * The start time of process `pid` (field 22 of `/proc/<pid>/stat`), or
+ * `undefined` when it is gone or /proc cannot tell.
+ */
+export function processStart(pid: number): number | undefined {
+  let stat: string;
+  try {
+    stat = Deno.readTextFileSync(`/proc/${pid}/stat`);
+  } catch {
+    return undefined;
+  }
+  // Field 3 (state) is the first after "(comm) ", so field 22 is the 20th from there.
+  const start = Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[19]);
+  return Number.isSafeInteger(start) ? start : undefined;
+}
+
+function bootId(): string | undefined {
+  try {
+    return Deno.readTextFileSync("/proc/sys/kernel/random/boot_id").trim();
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * Writes the record of group `pgid` (run by this process for `job` at
+ * `fence`) into `dir`, creating `dir` if needed. Best effort: where /proc is
+ * missing, or the file cannot be written, nothing is recorded and the run
+ * goes on (the record only matters if this process is killed).
+ */
+export function recordGroup(dir: string, run: { pgid: number; job: number; fence: number }): void {
+  const procStart = processStart(run.pgid);
+  const ownerStart = processStart(Deno.pid);
+  const boot = bootId();
+  if (procStart === undefined || ownerStart === undefined || boot === undefined) return;
+  const record: GroupRecord = { ...run, procStart, ownerPid: Deno.pid, ownerStart, boot };
+  const file = `${dir}/${run.pgid}.json`;
+  try {
+    Deno.mkdirSync(dir, { recursive: true });
+    // Written whole, then renamed: a reader never sees half a record.
+    Deno.writeTextFileSync(`${file}.tmp`, JSON.stringify(record));
+    Deno.renameSync(`${file}.tmp`, file);
+  } catch {
+    // Unwritable: the run still happens, unguarded against this process's SIGKILL.
+  }
+}
+
+/** Removes the record of group `pgid`: its run has made sure nothing of it is left. */
+export function forgetGroup(dir: string, pgid: number): void {
+  removeQuietly(`${dir}/${pgid}.json`);
+}
+
+function removeQuietly(path: string): void {
+  try {
+    Deno.removeSync(path);
+  } catch {
+    // Already gone (another daemon reaped it): fine.
+  }
+}
+
+/** Options of {@linkcode reapOrphans}. */
+export interface ReapOptions {
+  /** The records' directory, shared by the daemons of one store on this host. */
+  dir: string;
+  /** Told `command.orphan_reaped` for each group killed. */
+  logger: (event: string, fields: Record<string, unknown>) => void;
+  /** Times the wait between SIGTERM and SIGKILL. */
+  clock: Clock;
+  /** How long a group has after SIGTERM before SIGKILL. @default 3000 */
+  graceMs?: number;
+  /** How often the group is looked at during the grace. @default 50 */
+  pollMs?: number;
+}
+
+/** A group {@linkcode reapOrphans} killed, and the last signal it needed. */
+export interface ReapedGroup {
+  pgid: number;
+  job: number;
+  fence: number;
+  signal: "SIGTERM" | "SIGKILL";
+}
+
+const DEFAULT_REAP_GRACE_MS = 3_000;
+const DEFAULT_REAP_POLL_MS = 50;
+
+/**
+ * Kills the groups recorded in `dir` whose owner is dead: SIGTERM, then
+ * SIGKILL if anything of the group is still alive after the grace. A record
+ * whose owner is alive (the same pid with the same start time) belongs to a
+ * live daemon and is left alone; every other record is removed, with its
+ * group killed only while that group is still the recorded one: its leader
+ * has the recorded start time, or has exited while members of its group
+ * live on (a pid is not handed out again while a group of that id has
+ * members). Records of another boot, a reused pid and unreadable files are
+ * removed without a signal. Where /proc is missing nothing can be verified,
+ * and nothing is touched.
+ */
+export async function reapOrphans(options: ReapOptions): Promise<ReapedGroup[]> {
+  const { dir, logger } = options;
+  const boot = bootId();
+  if (boot === undefined || processStart(Deno.pid) === undefined) {
+    logger("command.orphan_reap_skipped", { dir, reason: "no /proc to verify processes" });
+    return [];
+  }
+  const reaped: ReapedGroup[] = [];
+  for (const name of recordNames(dir)) {
+    const path = `${dir}/${name}`;
+    const record = readRecord(path);
+    if (record === undefined) {
+      removeQuietly(path);
+      continue;
+    }
+    if (record.boot === boot && processStart(record.ownerPid) === record.ownerStart) continue;
+    if (record.boot === boot && isRecordedGroup(record)) {
+      const signal = await killGroup(record.pgid, options);
+      reaped.push({ pgid: record.pgid, job: record.job, fence: record.fence, signal });
+      logger("command.orphan_reaped", {
+        pgid: record.pgid,
+        job: record.job,
+        fence: record.fence,
+        signal,
+      });
+    }
+    removeQuietly(path);
+  }
+  return reaped;
+}
+
+function recordNames(dir: string): string[] {
+  try {
+    // A `.tmp` may be a record being written by a live daemon: only whole records count.
+    return [...Deno.readDirSync(dir)]
+      .filter((e) => e.isFile && e.name.endsWith(".json"))
+      .map((e) => e.name);
+  } catch {
+    return []; // No directory: no daemon ever recorded a group here.
+  }
+}
+
+function readRecord(path: string): GroupRecord | undefined {
+  let value: unknown;
+  try {
+    value = JSON.parse(Deno.readTextFileSync(path));
+  } catch {
+    return undefined;
+  }
+  if (typeof value !== "object" || value === null) return undefined;
+  const record = value as Record<string, unknown>;
+  const whole = ["pgid", "procStart", "ownerPid", "ownerStart", "job", "fence"].every((key) =>
+    Number.isSafeInteger(record[key])
+  );
+  return whole && typeof record.boot === "string" && (record.pgid as number) > 1
+    ? value as GroupRecord
+    : undefined;
+}
+
+/** Whether the group of `record.pgid` is still the one recorded, and alive. */
+function isRecordedGroup(record: GroupRecord): boolean {
+  const start = processStart(record.pgid);
+  if (start !== undefined && start !== record.procStart) return false; // The pid was reused.
+  return groupAlive(record.pgid) === true;
+}
+
+/** SIGTERM to the group; SIGKILL if it is still alive once the grace has passed. */
+async function killGroup(pgid: number, options: ReapOptions): Promise<ReapedGroup["signal"]> {
+  const { clock } = options;
+  const deadline = clock.now() + (options.graceMs ?? DEFAULT_REAP_GRACE_MS);
+  signalGroup(pgid, "SIGTERM");
+  while (groupAlive(pgid) === true) {
+    if (clock.now() >= deadline) {
+      signalGroup(pgid, "SIGKILL");
+      return "SIGKILL";
+    }
+    await clock.sleep(Math.min(options.pollMs ?? DEFAULT_REAP_POLL_MS, deadline - clock.now()));
+  }
+  return "SIGTERM";
 }

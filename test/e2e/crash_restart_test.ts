@@ -3,17 +3,18 @@
  * file: the job runs again once its lease has expired, with a higher fence,
  * and nothing is lost or completed twice.
  *
- * What the runner guarantees here: nothing. The job's command runs in a
- * process group of its own, and a SIGKILLed daemon runs no code, so the
- * command outlives it as an orphan (at-least-once: the rerun may overlap
- * it). The test kills it in `finally`.
+ * The job's command runs in a process group of its own, and a SIGKILLed
+ * daemon runs no code, so the command outlives it as an orphan until the
+ * restart: the new daemon finds the group recorded in `<db>.groups/` and
+ * kills it before the rerun starts, so the two never overlap. (`finally`
+ * still kills it, should that fail.)
  */
 
 import assert from "node:assert/strict";
 import { waitUntil } from "../../src/testing.ts";
 import { openSqliteStore, type SqliteStore } from "../../src/store/sqlite/sqlite_store.ts";
 import { tempDir } from "../support/stores.ts";
-import { killGroup, POLL, readLines, startDaemon } from "./daemon_process.ts";
+import { killGroup, POLL, processAlive, readLines, startDaemon } from "./daemon_process.ts";
 
 /**
  * Every second; the first occurrence to take the lock writes `started` and
@@ -46,7 +47,7 @@ async function withStore<T>(db: string, fn: (store: SqliteStore) => Promise<T>):
 
 Deno.test({
   name:
-    "kill -9 mid-job, restart: the job reruns after its lease expires with a higher fence, once",
+    "kill -9 mid-job, restart: the orphan is killed, then the job reruns after its lease expires with a higher fence, once",
   sanitizeResources: false,
   sanitizeOps: false,
   fn: async () => {
@@ -73,9 +74,32 @@ Deno.test({
         return job!;
       });
       assert.deepEqual([held.state, held.attemptedBy, held.fence], ["executing", "d1", 1]);
+      assert.ok(processAlive(orphan), "the killed daemon's command lives on as an orphan");
+      const records = [...Deno.readDirSync(`${db}.groups`)].map((e) => e.name);
+      assert.ok(records.includes(`${orphan}.json`), `recorded groups: ${records.join(", ")}`);
 
       await using second = await startDaemon({ db, config, node: "d2" });
       try {
+        // Reaped at start, before the runtime starts: long before the lease lets the rerun in.
+        const reaped = await second.waitFor(
+          "command.orphan_reaped",
+          (e) => e.pgid === orphan,
+          60_000,
+        );
+        assert.deepEqual([reaped.job, reaped.fence], [held.id, 1]);
+        await waitUntil("the orphan to be gone", () => !processAlive(orphan!), {
+          timeoutMs: 10_000,
+          ...POLL,
+        });
+        assert.ok(
+          !(await readLines(ledger)).includes(`${occurrence} 2`),
+          "the orphan was killed before the rerun started",
+        );
+        // d2 logged the reaping before it ran any job at all.
+        const order = second.events.map((e) => e.event);
+        const firstJob = order.indexOf("job.start");
+        const reapedAt = order.indexOf("command.orphan_reaped");
+        assert.ok(firstJob === -1 || reapedAt < firstJob, second.log());
         // The lease is the runtime's default (30 s, renewed every 10 s): no option shortens it.
         await waitUntil(`${occurrence} to complete on d2`, () =>
           withStore(db, async (store) => {
