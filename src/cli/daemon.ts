@@ -199,7 +199,7 @@ export async function runDaemon(options: DaemonOptions, deps: DaemonDeps): Promi
  * manual schedule) names another environment than this daemon's: they are
  * discarded with the reason, so nothing runs against the wrong environment.
  */
-export function guardEnvironment<A>(worker: Worker<A>, environment: string | undefined): Worker<A> {
+function guardEnvironment<A>(worker: Worker<A>, environment: string | undefined): Worker<A> {
   return defineWorker({
     ...worker,
     perform: (args, ctx) => {
@@ -273,7 +273,7 @@ async function applyPausedQueues(
 }
 
 /** The file's queues, plus every queue a schedule names, at concurrency 10 unless declared. */
-export function queuesOf(
+function queuesOf(
   source: {
     config: { queues: Record<string, { concurrency: number }>; schedules: readonly Schedule[] };
   },

@@ -35,10 +35,11 @@ import {
 import { loadSchedules } from "../schedule/config.ts";
 import { formatDuration } from "../schedule/durations.ts";
 import type { Schedule, ScheduleConfig } from "../schedule/types.ts";
-import { MIGRATIONS } from "../store/sqlite/migrations.ts";
+import { KNOWN_VERSION } from "../store/sqlite/migrations.ts";
 import { openSqliteStore, type SqliteStore } from "../store/sqlite/sqlite_store.ts";
 import type { AuditRow, JobFilter } from "../store/store.ts";
 import { type CliDeps, CommandFailed, configPath, dbPath, parseCount, quiet } from "./program.ts";
+import { misfireText, rhythmText } from "./schedules.ts";
 import { escapeControl } from "./text.ts";
 
 /** How many jobs `jobs ls` prints unless `--limit` says otherwise. */
@@ -82,7 +83,7 @@ export function registerInspectCommands(program: Command, deps: CliDeps): void {
       .action(async (options: LsOptions & { db?: string; json?: boolean }) => {
         await lsCommand({
           db: dbPath(options.db, deps),
-          filter: lsFilter(options),
+          filter: jobFilter(options, options.limit),
           json: !!options.json,
         }, deps);
       }),
@@ -140,8 +141,6 @@ export function registerInspectCommands(program: Command, deps: CliDeps): void {
 type Opened =
   | { ok: true; store: SqliteStore; schema: { version: number; known: number } }
   | { ok: false; problem: string; schemaVersion: number | null };
-
-const KNOWN_VERSION = MIGRATIONS.at(-1)?.version ?? 0;
 
 /**
  * Opens an existing store for reading. Nothing is created or upgraded: a
@@ -350,13 +349,17 @@ function scheduleJson(s: ScheduleStatus) {
 
 // ------------------------------------------------------------------------ ls
 
-interface LsOptions {
+/** The job filters of `jobs ls` and of the bulk actions, as commander parses them. */
+export interface JobFilterOptions {
   state?: JobState[];
   queue?: string;
   schedule?: string;
   worker?: string;
   tag?: string;
   search?: string;
+}
+
+interface LsOptions extends JobFilterOptions {
   limit: number;
 }
 
@@ -374,8 +377,9 @@ export function parseStates(value: string): JobState[] {
   return states as JobState[];
 }
 
-function lsFilter(options: LsOptions): JobFilter {
-  const filter: JobFilter = { limit: options.limit };
+/** The store's filter for the filters given (and only those), at most `limit` jobs. */
+export function jobFilter(options: JobFilterOptions, limit: number): JobFilter {
+  const filter: JobFilter = { limit };
   if (options.state) filter.state = options.state;
   if (options.queue !== undefined) filter.queue = options.queue;
   if (options.schedule !== undefined) filter.scheduleId = options.schedule;
@@ -763,16 +767,8 @@ export function runbookOf(
 }
 
 function timingOf(s: Schedule, state: ScheduleStatus): RunbookTiming {
-  const rhythm = s.rhythm.kind === "cron"
-    ? `cron "${s.rhythm.expression}"`
-    : s.rhythm.kind === "every"
-    ? `every ${formatDuration(s.rhythm.everyMs)}`
-    : "manual";
-  const misfire = s.misfire.policy === "catch_up"
-    ? `catch_up (limit ${s.misfire.catchUpLimit})`
-    : s.misfire.policy;
   return {
-    rhythm,
+    rhythm: rhythmText(s),
     timezone: s.timezone,
     localTime: s.localTime
       ? `gap ${s.localTime.gap}, overlap ${s.localTime.overlap}: ${s.localTime.reason}`
@@ -780,7 +776,7 @@ function timingOf(s: Schedule, state: ScheduleStatus): RunbookTiming {
     // A manual schedule is never planned: it cannot misfire.
     misfire: s.rhythm.kind === "manual"
       ? null
-      : `${misfire}, grace ${formatDuration(s.misfire.graceMs)}`,
+      : `${misfireText(s)}, grace ${formatDuration(s.misfire.graceMs)}`,
     overlap: s.overlapPolicy,
     queue: s.queue,
     maxAttempts: s.maxAttempts,

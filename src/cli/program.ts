@@ -158,7 +158,7 @@ function buildProgram(deps: CliDeps): Command {
       .action(async (options: { config?: string; db?: string; json?: boolean }) => {
         await schedulesCommand({
           config: configPath(options.config, deps),
-          db: options.db ?? deps.env("JOBS_DB") ?? "./jobs.db",
+          db: dbPath(options.db, deps),
           json: !!options.json,
           now: deps.clock.now(),
         }, deps);
@@ -209,7 +209,7 @@ function buildProgram(deps: CliDeps): Command {
           throw new CommandFailed(`jobs daemon: --queues ${(error as Error).message}`, 2);
         }
         await runDaemon({
-          db: options.db ?? deps.env("JOBS_DB") ?? "./jobs.db",
+          db: dbPath(options.db, deps),
           config: configPath(options.config, deps),
           queues: parsedQueues,
           node: options.node ?? deps.env("JOBS_NODE"),

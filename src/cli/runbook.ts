@@ -37,6 +37,7 @@ import {
 } from "../store/sqlite/sqlite_store.ts";
 import type { JobFilter } from "../store/store.ts";
 import { DEFAULT_RETENTION } from "../worker/pruner.ts";
+import { jobFilter, type JobFilterOptions } from "./inspect.ts";
 import {
   type CliDeps,
   CommandFailed,
@@ -266,13 +267,7 @@ function replayCommand(program: Command, deps: CliDeps): void {
 
 // ------------------------------------------------------ retry, cancel, discard
 
-interface JobActionOptions {
-  state?: JobState[];
-  queue?: string;
-  schedule?: string;
-  worker?: string;
-  tag?: string;
-  search?: string;
+interface JobActionOptions extends JobFilterOptions {
   limit?: number;
   yes?: boolean;
   reason?: string;
@@ -315,17 +310,10 @@ function jobActionCommand(program: Command, deps: CliDeps, action: JobAction): v
   );
 }
 
+/** The filter of a bulk action, or null when no filter was given (only `limit` is set). */
 function bulkFilter(options: JobActionOptions): JobFilter | null {
-  const filter: JobFilter = {
-    state: options.state,
-    queue: options.queue,
-    scheduleId: options.schedule,
-    worker: options.worker,
-    tag: options.tag,
-    search: options.search,
-  };
-  const given = Object.values(filter).some((v) => v !== undefined);
-  return given ? { ...filter, limit: options.limit ?? DEFAULT_BULK_LIMIT } : null;
+  const filter = jobFilter(options, options.limit ?? DEFAULT_BULK_LIMIT);
+  return Object.keys(filter).length > 1 ? filter : null;
 }
 
 async function runJobAction(

@@ -167,22 +167,15 @@ async function storedRows(db: string, ids: string[]): Promise<Map<string, Schedu
 }
 
 function view(schedule: Schedule, row: ScheduleRow | undefined, now: number): ScheduleView {
-  const rhythm = schedule.rhythm;
   const iso = (ms: number | null | undefined) => ms == null ? null : new Date(ms).toISOString();
   const [following] = next(schedule, now, 1);
   const lt = schedule.localTime;
   return {
     id: escapeControl(schedule.id),
-    rhythm: rhythm.kind === "cron"
-      ? `cron "${escapeControl(rhythm.expression)}"`
-      : rhythm.kind === "every"
-      ? `every ${formatDuration(rhythm.everyMs)}`
-      : "manual",
+    rhythm: escapeControl(rhythmText(schedule)),
     timezone: schedule.timezone,
     localTime: lt ? `gap ${lt.gap}, overlap ${lt.overlap}: ${escapeControl(lt.reason)}` : null,
-    misfire: schedule.misfire.policy === "catch_up"
-      ? `catch_up (limit ${schedule.misfire.catchUpLimit})`
-      : schedule.misfire.policy,
+    misfire: misfireText(schedule),
     overlapPolicy: schedule.overlapPolicy,
     enabled: schedule.enabled && (row?.enabled ?? true),
     disabledReason: !schedule.enabled
@@ -196,4 +189,21 @@ function view(schedule: Schedule, row: ScheduleRow | undefined, now: number): Sc
     misfires: row?.misfires ?? 0,
     next: following ? iso(following.at) : null,
   };
+}
+
+/** `cron "0 3 * * *"`, `every 15s` or `manual`; the expression as the file has it, unescaped. */
+export function rhythmText(schedule: Schedule): string {
+  const rhythm = schedule.rhythm;
+  return rhythm.kind === "cron"
+    ? `cron "${rhythm.expression}"`
+    : rhythm.kind === "every"
+    ? `every ${formatDuration(rhythm.everyMs)}`
+    : "manual";
+}
+
+/** The misfire policy, with its limit for `catch_up`. */
+export function misfireText(schedule: Schedule): string {
+  return schedule.misfire.policy === "catch_up"
+    ? `catch_up (limit ${schedule.misfire.catchUpLimit})`
+    : schedule.misfire.policy;
 }

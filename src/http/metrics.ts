@@ -141,17 +141,9 @@ export class MetricsRegistry {
     const labels = { queue: String(fields.queue), worker: String(fields.worker) };
     const key = `${labels.queue}\0${labels.worker}`;
     const outcome = String(fields.outcome);
-    const bump = (map: Map<string, CounterSample>) => {
-      const sample = map.get(key) ?? map.set(key, { labels, value: 0 }).get(key)!;
-      sample.value++;
-    };
-    if (outcome === "completed") bump(this.#completions);
-    if (FAILED.has(outcome)) bump(this.#failures);
-    const byOutcome = `${labels.queue}\0${outcome}`;
-    const attempts = this.#attempts.get(byOutcome) ??
-      this.#attempts.set(byOutcome, { labels: { queue: labels.queue, outcome }, value: 0 })
-        .get(byOutcome)!;
-    attempts.value++;
+    if (outcome === "completed") bump(this.#completions, key, labels);
+    if (FAILED.has(outcome)) bump(this.#failures, key, labels);
+    bump(this.#attempts, `${labels.queue}\0${outcome}`, { queue: labels.queue, outcome });
 
     const ms = Number(fields.durationMs);
     if (!Number.isFinite(ms) || outcome === "abandoned") return;
@@ -168,6 +160,13 @@ export class MetricsRegistry {
     h.counts[DURATION_BUCKETS.length]!++;
     h.sum += seconds;
   }
+}
+
+/** Adds one to the series `key` of `map`, which starts with `labels` the first time. */
+function bump<L>(map: Map<string, { labels: L; value: number }>, key: string, labels: L): void {
+  const sample = map.get(key);
+  if (sample) sample.value++;
+  else map.set(key, { labels, value: 1 });
 }
 
 /** The `Content-Type` of the page. */
@@ -265,18 +264,14 @@ export async function renderMetrics(store: Store, snapshot?: MetricsSnapshot): P
     page.sample("jobs_schedule_last_planned_seconds", { schedule: s.id }, s.lastPlannedFor / 1000);
   }
 
-  if (snapshot?.completions) {
-    page.family(
-      "jobs_completions_total",
-      "counter",
-      "Attempts completed since the daemon started.",
-    );
-    for (const c of snapshot.completions) page.sample("jobs_completions_total", pick(c), c.value);
-  }
-  if (snapshot?.failures) {
-    page.family("jobs_failures_total", "counter", "Attempts failed since the daemon started.");
-    for (const c of snapshot.failures) page.sample("jobs_failures_total", pick(c), c.value);
-  }
+  counter(page, "jobs_completions_total", "Attempts completed since the daemon started.", {
+    samples: snapshot?.completions,
+    labels: pick,
+  });
+  counter(page, "jobs_failures_total", "Attempts failed since the daemon started.", {
+    samples: snapshot?.failures,
+    labels: pick,
+  });
   if (snapshot?.durations) {
     const name = "jobs_attempt_duration_seconds";
     page.family(name, "histogram", "How long attempts ran, in seconds.");
@@ -296,59 +291,62 @@ export async function renderMetrics(store: Store, snapshot?: MetricsSnapshot): P
 
 /** The runtime's own series: outcomes, lost leases, store health, planner lag. */
 function renderRuntime(page: Page, snapshot: MetricsSnapshot): void {
-  if (snapshot.attempts) {
-    page.family(
-      "jobs_attempts_total",
-      "counter",
-      "Attempts finished on this node since it started, by queue and outcome.",
-    );
-    for (const a of snapshot.attempts) {
-      page.sample("jobs_attempts_total", {
-        queue: String(a.labels.queue),
-        outcome: String(a.labels.outcome),
-      }, a.value);
-    }
-  }
-  if (snapshot.leasesLost) {
-    page.family(
-      "jobs_leases_lost_total",
-      "counter",
-      "Leases this node lost (cancelled by an operator, or rescued elsewhere).",
-    );
-    for (const l of snapshot.leasesLost) {
-      page.sample("jobs_leases_lost_total", { queue: String(l.queue) }, l.value);
-    }
-  }
-  if (snapshot.storeErrors) {
-    page.family("jobs_store_errors_total", "counter", "Store calls that failed, by step.");
-    for (const e of snapshot.storeErrors) {
-      page.sample("jobs_store_errors_total", { source: String(e.source) }, e.value);
-    }
-  }
-  if (snapshot.storeDegraded !== undefined) {
-    page.family(
-      "jobs_store_degraded",
-      "gauge",
-      "1 while a step of this node cannot use the store (locked, read-only or gone).",
-    );
-    page.sample("jobs_store_degraded", {}, snapshot.storeDegraded ? 1 : 0);
-  }
-  if (snapshot.unrecorded !== undefined) {
-    page.family(
-      "jobs_results_unrecorded",
-      "gauge",
-      "Finished jobs whose result waits for the store to be written.",
-    );
-    page.sample("jobs_results_unrecorded", {}, snapshot.unrecorded);
-  }
-  if (snapshot.plannerLagSeconds !== undefined) {
-    page.family(
-      "jobs_planner_lag_seconds",
-      "gauge",
-      "How long the oldest due occurrence has waited to be planned.",
-    );
-    page.sample("jobs_planner_lag_seconds", {}, snapshot.plannerLagSeconds);
-  }
+  counter(
+    page,
+    "jobs_attempts_total",
+    "Attempts finished on this node since it started, by queue and outcome.",
+    {
+      samples: snapshot.attempts,
+      labels: (a) => ({ queue: String(a.labels.queue), outcome: String(a.labels.outcome) }),
+    },
+  );
+  counter(
+    page,
+    "jobs_leases_lost_total",
+    "Leases this node lost (cancelled by an operator, or rescued elsewhere).",
+    { samples: snapshot.leasesLost, labels: (l) => ({ queue: String(l.queue) }) },
+  );
+  counter(page, "jobs_store_errors_total", "Store calls that failed, by step.", {
+    samples: snapshot.storeErrors,
+    labels: (e) => ({ source: String(e.source) }),
+  });
+  gauge(
+    page,
+    "jobs_store_degraded",
+    "1 while a step of this node cannot use the store (locked, read-only or gone).",
+    snapshot.storeDegraded === undefined ? undefined : snapshot.storeDegraded ? 1 : 0,
+  );
+  gauge(
+    page,
+    "jobs_results_unrecorded",
+    "Finished jobs whose result waits for the store to be written.",
+    snapshot.unrecorded,
+  );
+  gauge(
+    page,
+    "jobs_planner_lag_seconds",
+    "How long the oldest due occurrence has waited to be planned.",
+    snapshot.plannerLagSeconds,
+  );
+}
+
+/** A counter family with one sample per series; nothing when the snapshot has no such field. */
+function counter<T extends { value: number }>(
+  page: Page,
+  name: string,
+  help: string,
+  series: { samples: readonly T[] | undefined; labels: (sample: T) => Record<string, string> },
+): void {
+  if (!series.samples) return;
+  page.family(name, "counter", help);
+  for (const s of series.samples) page.sample(name, series.labels(s), s.value);
+}
+
+/** A gauge without labels; nothing when the snapshot has no such field. */
+function gauge(page: Page, name: string, help: string, value: number | undefined): void {
+  if (value === undefined) return;
+  page.family(name, "gauge", help);
+  page.sample(name, {}, value);
 }
 
 /** Copies only the allowed labels, so a caller's extra fields never reach the page. */

@@ -62,7 +62,7 @@ export interface HttpServer {
 }
 
 /** Parses `listen`: `null` for `off`, else the host and port; throws naming the value. */
-export function parseListen(listen: string): { hostname: string; port: number } | null {
+function parseListen(listen: string): { hostname: string; port: number } | null {
   if (listen.trim().toLowerCase() === "off") return null;
   const match = /^\[([^\]]+)\]:(\d+)$/.exec(listen) ?? /^([^:\[\]]+):(\d+)$/.exec(listen);
   const port = match ? Number(match[2]) : NaN;
@@ -73,7 +73,7 @@ export function parseListen(listen: string): { hostname: string; port: number } 
 }
 
 /** Whether `hostname` only accepts connections from this machine. */
-export function isLoopback(hostname: string): boolean {
+function isLoopback(hostname: string): boolean {
   const h = hostname.toLowerCase();
   return h === "localhost" || h === "::1" || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(h);
 }

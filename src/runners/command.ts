@@ -73,6 +73,7 @@ import {
   recordGroup,
   releaseOnExit,
   signalGroup,
+  within,
 } from "./process_group.ts";
 
 /** The args of a `jobs.command` job: the `command` variant of a run spec. */
@@ -381,27 +382,14 @@ class ProcessGroup {
     const alive = groupAlive(this.#pgid);
     if (alive === false) return;
     const left = deadline - clock.now();
-    if (alive === true && left > 0) await this.#sleep(left);
+    if (alive === true && left > 0) await clock.sleep(left, this.#stopWaits.signal);
     signalGroup(this.#pgid, "SIGKILL");
     await this.status;
   }
 
-  /** Whether `promise` settles within `ms` of the clock. */
-  async #within(promise: Promise<unknown>, ms: number): Promise<boolean> {
-    const stop = new AbortController();
-    try {
-      return await Promise.race([
-        promise.then(() => true),
-        this.#sleep(ms, stop.signal).then(() => false),
-      ]);
-    } finally {
-      stop.abort();
-    }
-  }
-
-  #sleep(ms: number, signal?: AbortSignal): Promise<void> {
-    const signals = [this.#stopWaits.signal, ...(signal ? [signal] : [])];
-    return this.#settings.clock.sleep(ms, AbortSignal.any(signals));
+  /** Whether `promise` settles within `ms` of the clock (false once the group is released). */
+  #within(promise: Promise<unknown>, ms: number): Promise<boolean> {
+    return within(promise, ms, this.#settings.clock, this.#stopWaits.signal);
   }
 
   /** Records the group in `groupsDir`, if set, for a daemon that outlives this one. */
@@ -483,7 +471,7 @@ export class OutputTail {
 }
 
 /** Values filled into the run's env from the daemon's: masked in the output. */
-function secretsOf(run: CommandRun, env: (name: string) => string | undefined): string[] {
+export function secretsOf(run: CommandRun, env: (name: string) => string | undefined): string[] {
   const names = Object.values(run.env ?? {}).flatMap(referencedVariables);
   return names.map(env).filter((v): v is string => v !== undefined);
 }

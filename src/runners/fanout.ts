@@ -61,6 +61,7 @@ import {
   type CommandRun,
   commandRunSchema,
   OutputTail,
+  secretsOf,
   spawnCommand,
 } from "./command.ts";
 import {
@@ -71,8 +72,9 @@ import {
   recordGroup,
   releaseOnExit,
   signalGroup,
+  within,
 } from "./process_group.ts";
-import { maskValues, MissingVariableError, referencedVariables } from "./env.ts";
+import { maskValues, MissingVariableError } from "./env.ts";
 import { HTTP_WORKER, parseHttpRun } from "./http.ts";
 
 export { FANOUT_WORKER };
@@ -465,8 +467,7 @@ async function listFromCommand(run: CommandRun, ctx: JobContext, deps: Deps): Pr
     if (error instanceof MissingVariableError) return { discard: `selection ${error.message}` };
     throw error;
   }
-  const secrets = Object.values(run.env ?? {}).flatMap(referencedVariables).map(deps.env)
-    .filter((v): v is string => v !== undefined);
+  const secrets = secretsOf(run, deps.env);
   if (ctx.signal.aborted) throw stopped(ctx.signal.reason);
   let child: Deno.ChildProcess;
   try {
@@ -569,19 +570,6 @@ async function stopGroup(child: Deno.ChildProcess, stop: boolean, deps: Deps): P
   }
   releaseOnExit(pgid);
   if (deps.groupsDir !== undefined) forgetGroup(deps.groupsDir, pgid);
-}
-
-/** Whether `promise` settles within `ms` of the clock. */
-async function within(promise: Promise<unknown>, ms: number, clock: Clock): Promise<boolean> {
-  const stop = new AbortController();
-  try {
-    return await Promise.race([
-      promise.then(() => true),
-      clock.sleep(ms, stop.signal).then(() => false),
-    ]);
-  } finally {
-    stop.abort();
-  }
 }
 
 function concat(chunks: Uint8Array[]): Uint8Array {

@@ -67,6 +67,28 @@ export async function pump(
   }
 }
 
+/**
+ * Whether `promise` settles within `ms` of `clock`. The wait ends early
+ * (answering false) when `signal` aborts.
+ */
+export async function within(
+  promise: Promise<unknown>,
+  ms: number,
+  clock: Clock,
+  signal?: AbortSignal,
+): Promise<boolean> {
+  const stop = new AbortController();
+  try {
+    return await Promise.race([
+      promise.then(() => true),
+      clock.sleep(ms, signal ? AbortSignal.any([signal, stop.signal]) : stop.signal)
+        .then(() => false),
+    ]);
+  } finally {
+    stop.abort();
+  }
+}
+
 /** Groups of runs that have not finished stopping: killed if the process exits first. */
 const liveGroups = new Set<number>();
 let exitHookInstalled = false;

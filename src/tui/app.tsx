@@ -22,11 +22,17 @@ import { type Job, JOB_STATES, type JobState } from "../kernel/types.ts";
 import type { DashboardActions } from "./actions.ts";
 import type { DashboardData, DeadLetterGroup, JobsFilter, Overview, ScheduleInfo } from "./data.ts";
 import { type Overlay, OverlayView } from "./dialogs.tsx";
-import { JobDetailPane, JOBS_HEADER_LINES, JobsList } from "./jobs_view.tsx";
+import {
+  FILTER_KEYS,
+  filterWords,
+  JobDetailPane,
+  JOBS_HEADER_LINES,
+  JobsList,
+} from "./jobs_view.tsx";
 import { ColorContext, Line, type Seg, seg } from "./line.tsx";
 import { OverviewView } from "./overview.tsx";
 import { DeadLettersView, SchedulesView } from "./schedules_view.tsx";
-import { ago, clean, fit, plural, STATE_COLOR } from "./text.ts";
+import { ago, clean, firstLine, fit, plural, STATE_COLOR } from "./text.ts";
 
 /** The screens, in tab order. */
 export const TABS = [
@@ -821,23 +827,8 @@ function filterSummary(filter: JobsFilter): string {
 
 /** The filter as the search prompt takes it. */
 export function searchText(filter: JobsFilter): string {
-  const parts: string[] = [];
-  if (filter.state) parts.push(`state:${filter.state}`);
-  if (filter.queue !== undefined) parts.push(`queue:${filter.queue}`);
-  if (filter.scheduleId !== undefined) parts.push(`schedule:${filter.scheduleId}`);
-  if (filter.worker !== undefined) parts.push(`worker:${filter.worker}`);
-  if (filter.tag !== undefined) parts.push(`tag:${filter.tag}`);
-  if (filter.search !== undefined) parts.push(filter.search);
-  return parts.join(" ");
+  return filterWords(filter, (text) => text).join(" ");
 }
-
-const SEARCH_KEYS: Record<string, keyof JobsFilter> = {
-  state: "state",
-  queue: "queue",
-  schedule: "scheduleId",
-  worker: "worker",
-  tag: "tag",
-};
 
 /**
  * `state:discarded queue:mail timeout` -> a filter: `key:value` words for
@@ -848,7 +839,7 @@ export function parseSearch(text: string): { filter: JobsFilter } | { error: str
   const rest: string[] = [];
   for (const word of text.trim().split(/\s+/).filter((w) => w !== "")) {
     const match = /^([a-z]+):(.+)$/.exec(word);
-    const field = match ? SEARCH_KEYS[match[1]!] : undefined;
+    const field = match ? FILTER_KEYS[match[1]!] : undefined;
     if (!match || !field) {
       rest.push(word);
       continue;
@@ -876,5 +867,5 @@ function capital(text: string): string {
 }
 
 function message(error: unknown): string {
-  return clean((error instanceof Error ? error.message : String(error)).split("\n", 1)[0] ?? "");
+  return firstLine(error instanceof Error ? error.message : String(error));
 }

@@ -12,16 +12,14 @@
  */
 
 import {
-  HEARTBEAT_MS,
   type JobDetail,
   jobDetail,
-  nodesView,
   type NodeView,
-  queuesView,
   type QueueView,
   redactJob,
   type ScheduleStatus,
   schedulesView,
+  statusView,
   type StoreCheck,
   storeCheck,
 } from "../admin/views.ts";
@@ -248,10 +246,13 @@ export function storeData(params: {
       });
       if (!check.reachable) throw new Error(check.error ?? "the store is not reachable");
       const loaded = await params.config();
-      const nodes = await nodesView(store, now, params.heartbeatMs ?? HEARTBEAT_MS);
-      const queues = await queuesView(store, loaded.config, nodes);
+      const { queues, nodes, schedules } = await statusView({
+        store,
+        config: loaded.config,
+        now,
+        heartbeatMs: params.heartbeatMs,
+      });
       const throughput = await throughputOf(store, now);
-      const schedules = await schedulesView(store, loaded.config, now);
       return {
         now,
         store: check,

@@ -35,16 +35,27 @@ export function JobsList(props: JobsListProps): ReactNode {
   return <Lines lines={jobsLines(props)} width={props.width} height={props.height} />;
 }
 
+/** The `key:value` words of the search prompt and the filter field each sets, in writing order. */
+export const FILTER_KEYS: Record<string, Exclude<keyof JobsFilter, "search">> = {
+  state: "state",
+  queue: "queue",
+  schedule: "scheduleId",
+  worker: "worker",
+  tag: "tag",
+};
+
+/** The filter's fields as `key:value` words, then its search text as `search` writes it. */
+export function filterWords(filter: JobsFilter, search: (text: string) => string): string[] {
+  const words = Object.entries(FILTER_KEYS).flatMap(([key, field]) =>
+    filter[field] === undefined ? [] : [`${key}:${filter[field]}`]
+  );
+  return filter.search === undefined ? words : [...words, search(filter.search)];
+}
+
 /** `state:discarded queue:default search:"timeout"`, or `all jobs`. */
 export function filterText(filter: JobsFilter): string {
-  const parts: string[] = [];
-  if (filter.state) parts.push(`state:${filter.state}`);
-  if (filter.queue !== undefined) parts.push(`queue:${filter.queue}`);
-  if (filter.scheduleId !== undefined) parts.push(`schedule:${filter.scheduleId}`);
-  if (filter.worker !== undefined) parts.push(`worker:${filter.worker}`);
-  if (filter.tag !== undefined) parts.push(`tag:${filter.tag}`);
-  if (filter.search !== undefined) parts.push(`search:${JSON.stringify(filter.search)}`);
-  return parts.length === 0 ? "all jobs" : parts.join(" ");
+  const words = filterWords(filter, (text) => `search:${JSON.stringify(text)}`);
+  return words.length === 0 ? "all jobs" : words.join(" ");
 }
 
 /** Column widths of the jobs list for a terminal `width` wide. */

@@ -50,7 +50,7 @@ export function humanLogger(clock: Clock, write: (line: string) => void): Logger
 }
 
 /** One line of {@linkcode humanLogger}. */
-export function formatHuman(now: number, event: string, fields: Record<string, unknown>): string {
+function formatHuman(now: number, event: string, fields: Record<string, unknown>): string {
   const time = new Date(now).toISOString().slice(11);
   const parts = [time, event.padEnd(EVENT_WIDTH)];
   let duration: string | null = null;

@@ -74,6 +74,8 @@ export class Producer {
   readonly queue: string;
   readonly concurrency: number;
   #deps: ProducerDeps;
+  /** Where this producer reports to {@linkcode StoreHealth}. */
+  #source: string;
   #running = new Map<number, Running>();
   /** Claimed, not yet started, oldest first. */
   #buffer: ClaimedJob[] = [];
@@ -96,6 +98,7 @@ export class Producer {
     this.queue = queue;
     this.concurrency = concurrency;
     this.#deps = deps;
+    this.#source = `producer:${queue}`;
   }
 
   /** Jobs running now. */
@@ -244,11 +247,6 @@ export class Producer {
       await new Promise<void>((resolve) => setImmediate(resolve));
     }
     this.#clearFlushTimer();
-  }
-
-  /** Where this producer reports to {@linkcode StoreHealth}. */
-  get #source(): string {
-    return `producer:${this.queue}`;
   }
 
   #start(job: ClaimedJob): void {

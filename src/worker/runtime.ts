@@ -186,7 +186,7 @@ export class Runtime {
         // After an outage the leases this node holds may have run out in the
         // store: renew them before rescuing, or this node would rescue (and
         // run again) jobs whose results only wait to be written.
-        if (this.#renewDue(clock.now())) await this.#heartbeat();
+        if (this.#renewDue(clock.now()) && this.#inflight().length > 0) await this.#heartbeat();
         const report = await rescueOrphans(store, clock.now());
         this.wake(report.queues);
         await store.nodesExpire({ before: clock.now() - this.#options.nodeExpiryMs });
@@ -268,16 +268,16 @@ export class Runtime {
     return [...this.#producers.values()].flatMap((p) => p.leases());
   }
 
-  /** Whether the leases held should be renewed now (a third of the lease has passed). */
+  /** Whether a third of the lease has passed since the leases held were last renewed. */
   #renewDue(now: number): boolean {
-    return now - this.#lastRenew >= this.#options.leaseMs / 3 && this.#inflight().length > 0;
+    return now - this.#lastRenew >= this.#options.leaseMs / 3;
   }
 
   async #heartbeat(): Promise<void> {
     const { store, clock } = this.#deps;
     const now = clock.now();
     const inflight = this.#inflight();
-    const renew = now - this.#lastRenew >= this.#options.leaseMs / 3;
+    const renew = this.#renewDue(now);
     const { lost } = await beat(store, now, {
       node: this.node,
       queues: this.queues,

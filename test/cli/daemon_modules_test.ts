@@ -9,10 +9,8 @@ import assert from "node:assert/strict";
 import { openSqliteStore } from "../../src/store/sqlite/sqlite_store.ts";
 import { waitUntil } from "../../src/testing.ts";
 import { runJobs } from "../support/cli.ts";
-import { lines } from "../support/processes.ts";
-import { tempDir } from "../support/stores.ts";
+import { daemonDir, spawnDaemon } from "../support/daemon_process.ts";
 
-const MAIN = new URL("../../main.ts", import.meta.url).pathname;
 const MOD = new URL("../../src/mod.ts", import.meta.url).href;
 
 const WORKERS = `import { defineWorker } from "${MOD}";
@@ -52,10 +50,8 @@ Deno.test({
     "jobs daemon runs a workers module's workers, fans out a selection, and refuses another environment's manual run",
   sanitizeResources: false,
   fn: async () => {
-    const dir = await tempDir();
-    const ledger = `${dir.path}/ledger`;
-    const config = `${dir.path}/schedules.yaml`;
-    const db = `${dir.path}/jobs.db`;
+    await using dir = await daemonDir();
+    const { db, config, ledger } = dir;
     await Deno.writeTextFile(`${dir.path}/workers.ts`, WORKERS.replace("LEDGER", ledger));
     await Deno.writeTextFile(config, SCHEDULES.replace("DIR", dir.path));
     // Both triggered before the daemon starts (the hourly one's first slot is far off):
@@ -71,24 +67,11 @@ Deno.test({
       { now },
     );
     assert.equal(run.code, 0, run.err);
-    const daemon = new Deno.Command(Deno.execPath(), {
-      args: ["run", "-A", MAIN, "daemon", "--db", db, "--config", config, "--listen", "off"]
-        .concat(["--environment", "production"]),
-      stdin: "null",
-      stdout: "null",
-      stderr: "piped",
-      signal: AbortSignal.timeout(60_000),
-    }).spawn();
-    const events: Record<string, unknown>[] = [];
-    const reading = (async () => {
-      for await (const line of lines(daemon.stderr)) {
-        try {
-          events.push(JSON.parse(line));
-        } catch {
-          events.push({ event: "text", line });
-        }
-      }
-    })();
+    await using daemon = spawnDaemon(
+      ["--db", db, "--config", config, "--listen", "off", "--environment", "production"],
+      { signal: AbortSignal.timeout(60_000) },
+    );
+    const events = daemon.events;
     try {
       const rows = await waitUntil("three items in the ledger", async () => {
         const text = await Deno.readTextFile(ledger).catch(() => "");
@@ -111,10 +94,7 @@ Deno.test({
       }
       assert.equal(await Deno.stat(`${dir.path}/MARKER`).catch(() => null), null);
     } finally {
-      daemon.kill("SIGTERM");
-      const status = await daemon.status;
-      await reading;
-      await dir.cleanup();
+      const status = await daemon.stop("SIGTERM");
       assert.equal(status.code, 0, JSON.stringify(events.slice(-5)));
     }
   },

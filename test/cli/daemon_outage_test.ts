@@ -10,10 +10,9 @@
 import assert from "node:assert/strict";
 import { DatabaseSync } from "node:sqlite";
 import { waitUntil } from "../../src/testing.ts";
+import { daemonDir, spawnDaemon } from "../support/daemon_process.ts";
 import { denoScript, lines } from "../support/processes.ts";
-import { tempDir } from "../support/stores.ts";
 
-const MAIN = new URL("../../main.ts", import.meta.url).pathname;
 const LOCKER = new URL("../worker/child_lock.ts", import.meta.url).pathname;
 /** Far below the lock's hold: the daemon's writes give up and it must ride the outage out. */
 const BUSY_TIMEOUT_MS = 200;
@@ -80,40 +79,21 @@ Deno.test({
     "the file locked by another process for longer than the busy timeout fails no job and the daemon recovers",
   sanitizeResources: false,
   fn: async () => {
-    const dir = await tempDir();
-    let daemon: Deno.ChildProcess | null = null;
+    await using dir = await daemonDir();
+    const { db, config, ledger } = dir;
     let locker: Deno.ChildProcess | null = null;
     try {
-      const config = `${dir.path}/schedules.yaml`;
       await Deno.writeTextFile(config, SCHEDULES.replace("cwd: .", `cwd: ${dir.path}`));
-      const db = `${dir.path}/jobs.db`;
-      const ledger = `${dir.path}/ledger`;
       // While the gate file is missing, every run waits for it (after its start line).
       const gate = `${dir.path}/gate`;
       await Deno.writeTextFile(gate, "");
-      daemon = new Deno.Command(Deno.execPath(), {
-        args: ["run", "-A", MAIN, "daemon", "--db", db, "--config", config, "--node", "d1"],
+      await using daemon = spawnDaemon(["--db", db, "--config", config, "--node", "d1"], {
+        name: "d1",
         env: { JOBS_BUSY_TIMEOUT: String(BUSY_TIMEOUT_MS), JOBS_LISTEN: "127.0.0.1:0" },
-        stdin: "null",
-        stdout: "null",
-        stderr: "piped",
         signal: AbortSignal.timeout(90_000),
-      }).spawn();
-      const events: Record<string, unknown>[] = [];
-      const reading = (async () => {
-        for await (const line of lines(daemon.stderr)) {
-          try {
-            events.push(JSON.parse(line));
-          } catch {
-            events.push({ event: "text", line });
-          }
-        }
-      })();
-      const listening = await waitUntil(
-        "the endpoint listening",
-        () => events.find((e) => e.event === "http.listening"),
-        { timeoutMs: 30_000 },
-      );
+      });
+      const events = daemon.events;
+      const listening = await daemon.waitFor("http.listening", undefined, 30_000);
       const port = Number(listening.port);
 
       // Running normally: occurrences complete, the node is ready.
@@ -175,10 +155,7 @@ Deno.test({
         return (await readLedger(ledger)).ends.size >= before + 2;
       }, { timeoutMs: 30_000 });
 
-      daemon.kill("SIGTERM");
-      const status = await daemon.status;
-      await reading;
-      daemon = null;
+      const status = await daemon.stop("SIGTERM");
       assert.equal(status.code, 0, JSON.stringify(events));
 
       // Every occurrence ran exactly once, on its first attempt, and completed.
@@ -213,15 +190,6 @@ Deno.test({
         await locker.stdin.close().catch(() => {});
         await locker.status;
       }
-      if (daemon) {
-        try {
-          daemon.kill("SIGKILL");
-        } catch {
-          // it has exited already
-        }
-        await daemon.status;
-      }
-      await dir.cleanup();
     }
   },
 });

@@ -7,10 +7,7 @@
 import assert from "node:assert/strict";
 import { openSqliteStore } from "../../src/store/sqlite/sqlite_store.ts";
 import { waitUntil } from "../../src/testing.ts";
-import { lines } from "../support/processes.ts";
-import { tempDir } from "../support/stores.ts";
-
-const MAIN = new URL("../../main.ts", import.meta.url).pathname;
+import { daemonDir, jobsCommand, spawnDaemon } from "../support/daemon_process.ts";
 
 const SCHEDULES = `version: 1
 queues:
@@ -28,127 +25,79 @@ Deno.test({
   name: "jobs daemon runs each occurrence of a schedule once and stops cleanly on SIGTERM",
   sanitizeResources: false,
   fn: async () => {
-    const dir = await tempDir();
+    await using dir = await daemonDir();
+    const { db, config, ledger } = dir;
+    await Deno.writeTextFile(config, SCHEDULES.replace("cwd: .", `cwd: ${dir.path}`));
+    await using daemon = spawnDaemon(
+      ["--db", db, "--config", config, "--node", "d1", "--listen", "127.0.0.1:0"],
+      { name: "d1", signal: AbortSignal.timeout(60_000) },
+    );
+    const events = daemon.events;
+    const entries = await waitUntil("three occurrences in the ledger", async () => {
+      const text = await Deno.readTextFile(ledger).catch(() => "");
+      const rows = text.split("\n").filter(Boolean);
+      return rows.length >= 3 ? rows : null;
+    }, { timeoutMs: 30_000 });
+    // A saved edit is picked up while running: a second schedule starts.
+    await Deno.writeTextFile(
+      config,
+      (await Deno.readTextFile(config)) + SCHEDULES.split("schedules:\n")[1]!
+        .replace("id: tick", "id: tock").replace(">> ledger", ">> ledger2")
+        .replace("cwd: .", `cwd: ${dir.path}`),
+    );
+    await waitUntil(
+      "the reloaded schedule ran",
+      async () =>
+        (await Deno.readTextFile(`${dir.path}/ledger2`).catch(() => "")).includes("tock@"),
+      {
+        timeoutMs: 30_000,
+      },
+    );
+    const status = await daemon.stop("SIGTERM");
+
+    assert.equal(status.code, 0, JSON.stringify(events));
+    const names = events.map((e) => e.event);
+    assert.ok(names.includes("daemon.started"), JSON.stringify(names));
+    assert.ok(names.includes("config.reloaded"), JSON.stringify(names));
+    const listening = events.find((e) => e.event === "http.listening");
+    assert.ok(listening && Number(listening.port) > 0, "the endpoint listened on a free port");
+    assert.equal(names.at(-1), "daemon.stopped");
+    const stop = events.find((e) => e.event === "job.stop" && e.outcome === "completed");
+    assert.match(String(stop?.output), /ticked/);
+
+    // Each occurrence ran once, with the first fence, and every row completed.
+    const final = (await Deno.readTextFile(ledger)).split("\n").filter(Boolean);
+    const occurrences = final.map((row) => row.split(" ")[0]!);
+    assert.equal(new Set(occurrences).size, occurrences.length, final.join("\n"));
+    assert.ok(final.every((row) => /^tick@\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.000Z 1$/.test(row)));
+    assert.ok(entries.length >= 3);
+    const store = await openSqliteStore(db);
     try {
-      const config = `${dir.path}/schedules.yaml`;
-      await Deno.writeTextFile(config, SCHEDULES.replace("cwd: .", `cwd: ${dir.path}`));
-      const db = `${dir.path}/jobs.db`;
-      const daemon = new Deno.Command(Deno.execPath(), {
-        args: [
-          "run",
-          "-A",
-          MAIN,
-          "daemon",
-          "--db",
-          db,
-          "--config",
-          config,
-          "--node",
-          "d1",
-          "--listen",
-          "127.0.0.1:0",
-        ],
-        stdin: "null",
-        stdout: "piped",
-        stderr: "piped",
-        signal: AbortSignal.timeout(60_000),
-      }).spawn();
-      const events: Record<string, unknown>[] = [];
-      const reading = (async () => {
-        for await (const line of lines(daemon.stderr)) {
-          try {
-            events.push(JSON.parse(line));
-          } catch {
-            events.push({ event: "text", line });
-          }
-        }
-      })();
-
-      const ledger = `${dir.path}/ledger`;
-      const entries = await waitUntil("three occurrences in the ledger", async () => {
-        const text = await Deno.readTextFile(ledger).catch(() => "");
-        const rows = text.split("\n").filter(Boolean);
-        return rows.length >= 3 ? rows : null;
-      }, { timeoutMs: 30_000 });
-      // A saved edit is picked up while running: a second schedule starts.
-      await Deno.writeTextFile(
-        config,
-        (await Deno.readTextFile(config)) + SCHEDULES.split("schedules:\n")[1]!
-          .replace("id: tick", "id: tock").replace(">> ledger", ">> ledger2")
-          .replace("cwd: .", `cwd: ${dir.path}`),
-      );
-      await waitUntil(
-        "the reloaded schedule ran",
-        async () =>
-          (await Deno.readTextFile(`${dir.path}/ledger2`).catch(() => "")).includes("tock@"),
-        {
-          timeoutMs: 30_000,
-        },
-      );
-      daemon.kill("SIGTERM");
-      const status = await daemon.status;
-      await reading;
-      await daemon.stdout.cancel();
-
-      assert.equal(status.code, 0, JSON.stringify(events));
-      const names = events.map((e) => e.event);
-      assert.ok(names.includes("daemon.started"), JSON.stringify(names));
-      assert.ok(names.includes("config.reloaded"), JSON.stringify(names));
-      const listening = events.find((e) => e.event === "http.listening");
-      assert.ok(listening && Number(listening.port) > 0, "the endpoint listened on a free port");
-      assert.equal(names.at(-1), "daemon.stopped");
-      const stop = events.find((e) => e.event === "job.stop" && e.outcome === "completed");
-      assert.match(String(stop?.output), /ticked/);
-
-      // Each occurrence ran once, with the first fence, and every row completed.
-      const final = (await Deno.readTextFile(ledger)).split("\n").filter(Boolean);
-      const occurrences = final.map((row) => row.split(" ")[0]!);
-      assert.equal(new Set(occurrences).size, occurrences.length, final.join("\n"));
-      assert.ok(final.every((row) => /^tick@\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.000Z 1$/.test(row)));
-      assert.ok(entries.length >= 3);
-      const store = await openSqliteStore(db);
-      try {
-        const jobs = await store.jobsList({});
-        const ran = jobs.filter((j) => j.state === "completed" && j.scheduleId === "tick")
-          .map((j) => j.occurrence);
-        assert.deepEqual(ran.slice().sort(), occurrences.slice().sort());
-        assert.deepEqual(await store.nodesList(), [], "the node deregistered");
-        const [row] = await store.schedulesList({ ids: ["tick"] });
-        assert.ok(row?.lastCompletedAt, "last_completed_at recorded");
-      } finally {
-        await store.close();
-      }
+      const jobs = await store.jobsList({});
+      const ran = jobs.filter((j) => j.state === "completed" && j.scheduleId === "tick")
+        .map((j) => j.occurrence);
+      assert.deepEqual(ran.slice().sort(), occurrences.slice().sort());
+      assert.deepEqual(await store.nodesList(), [], "the node deregistered");
+      const [row] = await store.schedulesList({ ids: ["tick"] });
+      assert.ok(row?.lastCompletedAt, "last_completed_at recorded");
     } finally {
-      await dir.cleanup();
+      await store.close();
     }
   },
 });
 
 Deno.test("jobs daemon refuses a schedules.yaml with errors, naming them, and exits 1", async () => {
-  const dir = await tempDir();
-  try {
-    const config = `${dir.path}/schedules.yaml`;
-    await Deno.writeTextFile(config, SCHEDULES.replace("every: 1s", "every: 0s"));
-    const out = await new Deno.Command(Deno.execPath(), {
-      args: [
-        "run",
-        "-A",
-        MAIN,
-        "daemon",
-        "--db",
-        `${dir.path}/jobs.db`,
-        "--config",
-        config,
-        "--listen",
-        "off",
-      ],
-      stdin: "null",
-      stdout: "piped",
-      stderr: "piped",
-    }).output();
-    assert.equal(out.code, 1);
-    assert.match(new TextDecoder().decode(out.stderr), /schedules\.yaml:\d+:\d+: schedule "tick"/);
-  } finally {
-    await dir.cleanup();
-  }
+  await using dir = await daemonDir();
+  await Deno.writeTextFile(dir.config, SCHEDULES.replace("every: 1s", "every: 0s"));
+  const out = await jobsCommand([
+    "daemon",
+    "--db",
+    dir.db,
+    "--config",
+    dir.config,
+    "--listen",
+    "off",
+  ]);
+  assert.equal(out.code, 1);
+  assert.match(out.stderr, /schedules\.yaml:\d+:\d+: schedule "tick"/);
 });

@@ -7,6 +7,7 @@ import { occurrenceJob } from "../../src/schedule/plan.ts";
 import type { Schedule } from "../../src/schedule/types.ts";
 import { openSqliteStore, type SqliteStore } from "../../src/store/sqlite/sqlite_store.ts";
 import { syncSchedules } from "../../src/worker/planner.ts";
+import { newJob } from "../support/backends.ts";
 import { runJobs } from "../support/cli.ts";
 import { tempDir } from "../support/stores.ts";
 
@@ -59,23 +60,7 @@ async function withFixture(fn: (f: Fixture) => Promise<void>): Promise<void> {
 }
 
 function plainJob(fields: Partial<NewJob> = {}): NewJob {
-  return {
-    queue: "default",
-    worker: "mailer",
-    args: "{}",
-    meta: "{}",
-    tags: "[]",
-    tenant: null,
-    priority: 0,
-    maxAttempts: 3,
-    scheduledAt: NOW - 30 * MINUTE,
-    uniqueKey: null,
-    uniqueStates: null,
-    occurrence: null,
-    scheduleId: null,
-    scheduledFor: null,
-    ...fields,
-  };
+  return newJob({ worker: "mailer", maxAttempts: 3, scheduledAt: NOW - 30 * MINUTE, ...fields });
 }
 
 /** The nightly occurrence at `instant`, as the planner would insert it. */

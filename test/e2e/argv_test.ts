@@ -7,8 +7,7 @@
 import assert from "node:assert/strict";
 import { fileURLToPath } from "node:url";
 import { waitUntil } from "../../src/testing.ts";
-import { tempDir } from "../support/stores.ts";
-import { POLL, readLines, startDaemon } from "./daemon_process.ts";
+import { daemonDir, POLL, readLines, startDaemon } from "../support/daemon_process.ts";
 
 const ECHO_ARGV = fileURLToPath(new URL("./echo_argv.ts", import.meta.url));
 
@@ -42,10 +41,8 @@ Deno.test({
   sanitizeResources: false,
   sanitizeOps: false,
   fn: async () => {
-    const dir = await tempDir();
-    const db = `${dir.path}/jobs.db`;
-    const config = `${dir.path}/schedules.yaml`;
-    const ledger = `${dir.path}/ledger`;
+    await using dir = await daemonDir();
+    const { db, config, ledger } = dir;
     const { args, markers } = hostileArgs(dir.path);
     const argv = [Deno.execPath(), "run", `--allow-write=${ledger}`, ECHO_ARGV, ledger, ...args];
     // JSON is YAML: every string is written with its escapes, exactly.
@@ -61,23 +58,18 @@ schedules:
 `,
     );
     await using daemon = await startDaemon({ db, config, node: "d1" });
-    try {
-      const rows = await waitUntil("two runs in the ledger", async () => {
-        const found = await readLines(ledger);
-        return found.length >= 2 ? found : null;
-      }, { timeoutMs: 60_000, ...POLL });
-      const status = await daemon.stop("SIGTERM");
-      assert.equal(status.code, 0, daemon.log());
+    const rows = await waitUntil("two runs in the ledger", async () => {
+      const found = await readLines(ledger);
+      return found.length >= 2 ? found : null;
+    }, { timeoutMs: 60_000, ...POLL });
+    const status = await daemon.stop("SIGTERM");
+    assert.equal(status.code, 0, daemon.log());
 
-      for (const row of rows) assert.deepEqual(JSON.parse(row), args);
-      const stops = daemon.events.filter((e) => e.event === "job.stop");
-      assert.ok(stops.length >= 2 && stops.every((e) => e.outcome === "completed"), daemon.log());
-      for (const marker of markers) {
-        assert.equal(await exists(marker), false, `${marker} was created: a shell ran`);
-      }
-    } finally {
-      await daemon[Symbol.asyncDispose]();
-      await dir.cleanup();
+    for (const row of rows) assert.deepEqual(JSON.parse(row), args);
+    const stops = daemon.events.filter((e) => e.event === "job.stop");
+    assert.ok(stops.length >= 2 && stops.every((e) => e.outcome === "completed"), daemon.log());
+    for (const marker of markers) {
+      assert.equal(await exists(marker), false, `${marker} was created: a shell ran`);
     }
   },
 });

@@ -12,9 +12,15 @@
 
 import assert from "node:assert/strict";
 import { waitUntil } from "../../src/testing.ts";
-import { openSqliteStore, type SqliteStore } from "../../src/store/sqlite/sqlite_store.ts";
-import { tempDir } from "../support/stores.ts";
-import { killGroup, POLL, processAlive, readLines, startDaemon } from "./daemon_process.ts";
+import { withStore } from "../support/stores.ts";
+import {
+  daemonDir,
+  killGroup,
+  POLL,
+  processAlive,
+  readLines,
+  startDaemon,
+} from "../support/daemon_process.ts";
 
 /**
  * Every second; the first occurrence to take the lock writes `started` and
@@ -36,25 +42,14 @@ schedules:
 `;
 }
 
-async function withStore<T>(db: string, fn: (store: SqliteStore) => Promise<T>): Promise<T> {
-  const store = await openSqliteStore(db);
-  try {
-    return await fn(store);
-  } finally {
-    await store.close();
-  }
-}
-
 Deno.test({
   name:
     "kill -9 mid-job, restart: the orphan is killed, then the job reruns after its lease expires with a higher fence, once",
   sanitizeResources: false,
   sanitizeOps: false,
   fn: async () => {
-    const dir = await tempDir();
-    const db = `${dir.path}/jobs.db`;
-    const config = `${dir.path}/schedules.yaml`;
-    const ledger = `${dir.path}/ledger`;
+    await using dir = await daemonDir();
+    const { db, config, ledger } = dir;
     await Deno.writeTextFile(config, schedules(dir.path));
     let orphan: number | undefined;
     await using first = await startDaemon({ db, config, node: "d1" });
@@ -78,8 +73,8 @@ Deno.test({
       const records = [...Deno.readDirSync(`${db}.groups`)].map((e) => e.name);
       assert.ok(records.includes(`${orphan}.json`), `recorded groups: ${records.join(", ")}`);
 
-      await using second = await startDaemon({ db, config, node: "d2" });
-      try {
+      {
+        await using second = await startDaemon({ db, config, node: "d2" });
         // Reaped at start, before the runtime starts: long before the lease lets the rerun in.
         const reaped = await second.waitFor(
           "command.orphan_reaped",
@@ -114,8 +109,6 @@ Deno.test({
           }), { timeoutMs: 60_000, intervalMs: 500 });
         const status = await second.stop("SIGTERM");
         assert.equal(status.code, 0, second.log());
-      } finally {
-        await second[Symbol.asyncDispose]();
       }
 
       const rows = await readLines(ledger);
@@ -145,9 +138,9 @@ Deno.test({
         assert.ok(rows.every((row) => known.has(row.split(" ")[0]!)), rows.join("\n"));
       });
     } finally {
+      // The daemon first, so that it starts nothing more; the temp dir goes last.
       await first[Symbol.asyncDispose]();
       if (orphan !== undefined) killGroup(orphan);
-      await dir.cleanup();
     }
   },
 });

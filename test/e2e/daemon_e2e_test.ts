@@ -8,8 +8,15 @@
 import assert from "node:assert/strict";
 import { waitUntil } from "../../src/testing.ts";
 import { openSqliteStore } from "../../src/store/sqlite/sqlite_store.ts";
-import { tempDir } from "../support/stores.ts";
-import { killGroup, pidsIn, POLL, processAlive, readLines, startDaemon } from "./daemon_process.ts";
+import {
+  daemonDir,
+  killGroup,
+  pidsIn,
+  POLL,
+  processAlive,
+  readLines,
+  startDaemon,
+} from "../support/daemon_process.ts";
 
 /** A schedules.yaml with one schedule whose command is `argv` (written as JSON, which is YAML). */
 function scheduleFile(id: string, argv: string[], extra = ""): string {
@@ -29,10 +36,8 @@ Deno.test({
   sanitizeResources: false,
   sanitizeOps: false,
   fn: async () => {
-    const dir = await tempDir();
-    const db = `${dir.path}/jobs.db`;
-    const config = `${dir.path}/schedules.yaml`;
-    const ledger = `${dir.path}/ledger`;
+    await using dir = await daemonDir();
+    const { db, config, ledger } = dir;
     await Deno.writeTextFile(
       config,
       scheduleFile("tick", [
@@ -44,45 +49,40 @@ Deno.test({
       ]),
     );
     await using daemon = await startDaemon({ db, config, node: "d1" });
+    await waitUntil("five occurrences in the ledger", async () => {
+      return (await readLines(ledger)).length >= 5;
+    }, { timeoutMs: 60_000, ...POLL });
+    const status = await daemon.stop("SIGTERM");
+    assert.equal(status.code, 0, daemon.log());
+    assert.equal(daemon.events.at(-1)?.event, "daemon.stopped", daemon.log());
+
+    const rows = await readLines(ledger);
+    for (const row of rows) {
+      assert.match(row, /^tick@\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.000Z 1 1$/, rows.join("\n"));
+    }
+    const occurrences = rows.map((row) => row.split(" ")[0]!);
+    assert.equal(
+      new Set(occurrences).size,
+      occurrences.length,
+      `duplicates:\n${rows.join("\n")}`,
+    );
+
+    const store = await openSqliteStore(db);
     try {
-      await waitUntil("five occurrences in the ledger", async () => {
-        return (await readLines(ledger)).length >= 5;
-      }, { timeoutMs: 60_000, ...POLL });
-      const status = await daemon.stop("SIGTERM");
-      assert.equal(status.code, 0, daemon.log());
-      assert.equal(daemon.events.at(-1)?.event, "daemon.stopped", daemon.log());
-
-      const rows = await readLines(ledger);
-      for (const row of rows) {
-        assert.match(row, /^tick@\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.000Z 1 1$/, rows.join("\n"));
+      const jobs = await store.jobsList({ scheduleId: "tick" });
+      const completed = jobs.filter((j) => j.state === "completed").map((j) => j.occurrence);
+      assert.deepEqual(completed.sort(), occurrences.slice().sort());
+      // Shutdown waited for what was running: nothing is left executing.
+      assert.deepEqual(jobs.filter((j) => j.state === "executing"), []);
+      for (const job of jobs.filter((j) => j.state === "completed")) {
+        const attempts = await store.attemptsList({ jobId: job.id });
+        assert.deepEqual(attempts.map((a) => [a.node, a.fence, a.outcome]), [
+          ["d1", 1, "completed"],
+        ]);
       }
-      const occurrences = rows.map((row) => row.split(" ")[0]!);
-      assert.equal(
-        new Set(occurrences).size,
-        occurrences.length,
-        `duplicates:\n${rows.join("\n")}`,
-      );
-
-      const store = await openSqliteStore(db);
-      try {
-        const jobs = await store.jobsList({ scheduleId: "tick" });
-        const completed = jobs.filter((j) => j.state === "completed").map((j) => j.occurrence);
-        assert.deepEqual(completed.sort(), occurrences.slice().sort());
-        // Shutdown waited for what was running: nothing is left executing.
-        assert.deepEqual(jobs.filter((j) => j.state === "executing"), []);
-        for (const job of jobs.filter((j) => j.state === "completed")) {
-          const attempts = await store.attemptsList({ jobId: job.id });
-          assert.deepEqual(attempts.map((a) => [a.node, a.fence, a.outcome]), [
-            ["d1", 1, "completed"],
-          ]);
-        }
-        assert.deepEqual(await store.nodesList(), [], "the node deregistered");
-      } finally {
-        await store.close();
-      }
+      assert.deepEqual(await store.nodesList(), [], "the node deregistered");
     } finally {
-      await daemon[Symbol.asyncDispose]();
-      await dir.cleanup();
+      await store.close();
     }
   },
 });
@@ -113,9 +113,8 @@ for (const ignoreTerm of [false, true]) {
     sanitizeResources: false,
     sanitizeOps: false,
     fn: async () => {
-      const dir = await tempDir();
-      const db = `${dir.path}/jobs.db`;
-      const config = `${dir.path}/schedules.yaml`;
+      await using dir = await daemonDir();
+      const { db, config } = dir;
       await Deno.writeTextFile(
         config,
         scheduleFile("hold", holdArgv(dir.path, ignoreTerm), "    overlap_policy: skip\n"),
@@ -161,9 +160,9 @@ for (const ignoreTerm of [false, true]) {
           await store.close();
         }
       } finally {
+        // The daemon first, so that it starts nothing more; the temp dir goes last.
         await daemon[Symbol.asyncDispose]();
         for (const pid of pids) killGroup(pid);
-        await dir.cleanup();
       }
     },
   });
@@ -176,33 +175,27 @@ Deno.test({
   fn: async () => {
     // schedules.yaml beside jobs.db, as in the README: the daemon watches the
     // config file while SQLite holds process-wide POSIX locks on the db.
-    const dir = await tempDir();
-    const db = `${dir.path}/jobs.db`;
-    const config = `${dir.path}/schedules.yaml`;
+    await using dir = await daemonDir();
+    const { db, config } = dir;
     await Deno.writeTextFile(config, scheduleFile("tick", ["true"]));
     await using daemon = await startDaemon({ db, config, node: "d1" });
-    try {
-      const completed = async () => {
-        // A new connection each time, closed at once: what `jobs pause` or the TUI does.
-        const store = await openSqliteStore(db);
-        try {
-          return (await store.jobsList({ scheduleId: "tick", state: "completed" })).length;
-        } finally {
-          await store.close();
-        }
-      };
-      const first = await waitUntil("a first completed occurrence", completed, {
-        timeoutMs: 60_000,
-        ...POLL,
-      });
-      await waitUntil("five more completed occurrences, seen from outside", async () => {
-        return (await completed()) >= first + 5;
-      }, { timeoutMs: 60_000, ...POLL });
-      const status = await daemon.stop("SIGTERM");
-      assert.equal(status.code, 0, daemon.log());
-    } finally {
-      await daemon[Symbol.asyncDispose]();
-      await dir.cleanup();
-    }
+    const completed = async () => {
+      // A new connection each time, closed at once: what `jobs pause` or the TUI does.
+      const store = await openSqliteStore(db);
+      try {
+        return (await store.jobsList({ scheduleId: "tick", state: "completed" })).length;
+      } finally {
+        await store.close();
+      }
+    };
+    const first = await waitUntil("a first completed occurrence", completed, {
+      timeoutMs: 60_000,
+      ...POLL,
+    });
+    await waitUntil("five more completed occurrences, seen from outside", async () => {
+      return (await completed()) >= first + 5;
+    }, { timeoutMs: 60_000, ...POLL });
+    const status = await daemon.stop("SIGTERM");
+    assert.equal(status.code, 0, daemon.log());
   },
 });

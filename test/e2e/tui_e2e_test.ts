@@ -16,7 +16,7 @@ import assert from "node:assert/strict";
 import type { Job, JobState } from "../../src/kernel/types.ts";
 import { openSqliteStore, type SqliteStore } from "../../src/store/sqlite/sqlite_store.ts";
 import { insertJob, tempDir } from "../support/stores.ts";
-import { MAIN } from "./daemon_process.ts";
+import { MAIN } from "../support/daemon_process.ts";
 import { FIRST_FRAME_MS, frame, openTerminal, type Terminal } from "./tui_terminal.ts";
 
 /** When the fixture's jobs were made; the dashboard shows them as long ago. */

@@ -7,8 +7,7 @@
 import assert from "node:assert/strict";
 import { waitUntil } from "../../src/testing.ts";
 import { openSqliteStore } from "../../src/store/sqlite/sqlite_store.ts";
-import { tempDir } from "../support/stores.ts";
-import { readLines, startDaemon } from "./daemon_process.ts";
+import { daemonDir, readLines, startDaemon } from "../support/daemon_process.ts";
 
 /** Occurrences the ledger must hold before the daemons are stopped: a minute's worth. */
 const OCCURRENCES = 60;
@@ -18,10 +17,8 @@ Deno.test({
   sanitizeResources: false,
   sanitizeOps: false,
   fn: async () => {
-    const dir = await tempDir();
-    const db = `${dir.path}/jobs.db`;
-    const config = `${dir.path}/schedules.yaml`;
-    const ledger = `${dir.path}/ledger`;
+    await using dir = await daemonDir();
+    const { db, config, ledger } = dir;
     // Each daemon's commands inherit its environment: E2E_NODE says who ran it.
     const argv = [
       "sh",
@@ -94,7 +91,6 @@ schedules:
       }
     } finally {
       for (const daemon of daemons) await daemon[Symbol.asyncDispose]();
-      await dir.cleanup();
     }
   },
 });

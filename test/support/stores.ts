@@ -38,6 +38,16 @@ export async function tempStore(): Promise<
   };
 }
 
+/** Runs `fn` on the store at `db`, opened for it and closed after (as another process would). */
+export async function withStore<T>(db: string, fn: (store: SqliteStore) => Promise<T>): Promise<T> {
+  const store = await openSqliteStore(db);
+  try {
+    return await fn(store);
+  } finally {
+    await store.close();
+  }
+}
+
 /** A Jobs on a temp file with a FakeClock and a silent logger. */
 export async function tempJobs(
   // deno-lint-ignore no-explicit-any

@@ -386,12 +386,15 @@ export function jobsListSql(shape: ListShape): string {
 
 /** `states` in the order of JOB_STATES, each checked against it, without repeats. */
 function knownStates(states: readonly string[]): JobState[] {
-  for (const state of states) {
-    if (!(JOB_STATES as readonly string[]).includes(state)) {
-      throw new RangeError(
-        `state must be one of ${JOB_STATES.join(", ")}, got ${JSON.stringify(state)}`,
-      );
-    }
-  }
+  for (const state of states) checkState(state);
   return JOB_STATES.filter((state) => states.includes(state));
+}
+
+/** Throws a RangeError naming `state` unless it is one of JOB_STATES. */
+export function checkState(state: string): asserts state is JobState {
+  if (!(JOB_STATES as readonly string[]).includes(state)) {
+    throw new RangeError(
+      `state must be one of ${JOB_STATES.join(", ")}, got ${JSON.stringify(state)}`,
+    );
+  }
 }

@@ -28,7 +28,6 @@ import {
   type ClaimedJob,
   type InsertResult,
   type Job,
-  JOB_STATES,
   type JobResult,
   type JobState,
   type NewJob,
@@ -47,7 +46,7 @@ import type {
   Store,
   StoreTx,
 } from "../store.ts";
-import { MIGRATIONS } from "./migrations.ts";
+import { KNOWN_VERSION, pendingMigrations } from "./migrations.ts";
 import {
   escapeLike,
   inserted,
@@ -62,6 +61,7 @@ import {
   unique,
 } from "./rows.ts";
 import {
+  checkState,
   COUNT_ALL,
   COUNT_STATE,
   DEAD_LETTER_SCAN,
@@ -126,6 +126,8 @@ type Statements = { -readonly [K in keyof typeof SQL]: StatementSync } & {
   countState: Record<JobState, StatementSync>;
   countAll: StatementSync[];
   pruneState: Record<FinalState, StatementSync>;
+  /** The jobsList statements, one per shape, prepared on first use. */
+  lists: Map<string, StatementSync>;
 };
 
 /**
@@ -155,7 +157,6 @@ export class SqliteStore implements Store<SqliteTx> {
   readonly db: DatabaseSync;
   #options: Required<Omit<SqliteOptions, "now" | "migrate" | "readOnly">>;
   #statements: Statements | null = null;
-  #lists = new Map<string, StatementSync>();
   // A caller's transaction that spans awaits holds the connection; every other
   // call waits for it so nothing else runs inside the caller's transaction.
   #held: Promise<void> | null = null;
@@ -182,10 +183,11 @@ export class SqliteStore implements Store<SqliteTx> {
 
   migrate(params: { now: number }): Promise<MigrationReport> {
     return this.#exclusive(() => {
-      const known = MIGRATIONS.at(-1)?.version ?? 0;
       // Read before writing anything: a newer database is refused untouched.
       const before = this.#schemaVersion();
-      if (before > known) throw new SchemaTooNewError(this.location, before, known);
+      if (before > KNOWN_VERSION) {
+        throw new SchemaTooNewError(this.location, before, KNOWN_VERSION);
+      }
       this.#configure();
       const applied: number[] = [];
       this.#write(() => {
@@ -193,12 +195,13 @@ export class SqliteStore implements Store<SqliteTx> {
           version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL)`);
         // Another process may have migrated while we waited for the lock.
         const current = this.#schemaVersion();
-        if (current > known) throw new SchemaTooNewError(this.location, current, known);
+        if (current > KNOWN_VERSION) {
+          throw new SchemaTooNewError(this.location, current, KNOWN_VERSION);
+        }
         const record = this.db.prepare(
           `INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)`,
         );
-        for (const migration of MIGRATIONS) {
-          if (migration.version <= current) continue;
+        for (const migration of pendingMigrations(current)) {
           this.db.exec(migration.sql);
           record.run(migration.version, migration.name, params.now);
           applied.push(migration.version);
@@ -245,6 +248,7 @@ export class SqliteStore implements Store<SqliteTx> {
       countState: prepare(COUNT_STATE),
       countAll: COUNT_ALL.map((sql) => this.db.prepare(sql)),
       pruneState: prepare(PRUNE_STATE),
+      lists: new Map(),
     };
     // The claim is on the hot path: rows as arrays skip building an object per row.
     // (node:sqlite has it; Deno's type declarations do not list it yet.)
@@ -266,7 +270,6 @@ export class SqliteStore implements Store<SqliteTx> {
     this.#stopPolling();
     this.#listeners.clear();
     this.#statements = null;
-    this.#lists.clear();
     this.db.close();
     return Promise.resolve();
   }
@@ -653,37 +656,33 @@ export class SqliteStore implements Store<SqliteTx> {
   }
 
   jobsCancel(params: { ids: number[]; now: number; reason: string }): Promise<number[]> {
-    return this.#exclusive(() =>
-      this.#write(() => {
-        const cancelled: number[] = [];
-        for (const id of params.ids) {
-          const row = this.#s.cancelTarget.get({ id }) as Row | undefined;
-          if (!this.#s.cancel.get({ id, now: params.now, error: params.reason })) continue;
-          cancelled.push(id);
-          // The attempt in flight ends here: its node finds the lease gone and
-          // records nothing, so the operator's cancel writes the attempt row.
-          if (row?.state === "executing") {
-            this.#endAttempt(row, { now: params.now, outcome: "cancelled", error: params.reason });
-          }
-        }
-        return cancelled;
-      })
-    );
+    return this.#stop("cancelled", params);
   }
 
   jobsDiscard(params: { ids: number[]; now: number; reason: string }): Promise<number[]> {
+    return this.#stop("discarded", params);
+  }
+
+  /** An operator's cancel or discard of the jobs that are not final; returns the ids changed. */
+  #stop(
+    outcome: "cancelled" | "discarded",
+    params: { ids: number[]; now: number; reason: string },
+  ): Promise<number[]> {
     return this.#exclusive(() =>
       this.#write(() => {
-        const discarded: number[] = [];
+        const stop = outcome === "cancelled" ? this.#s.cancel : this.#s.discard;
+        const stopped: number[] = [];
         for (const id of params.ids) {
           const row = this.#s.cancelTarget.get({ id }) as Row | undefined;
-          if (!this.#s.discard.get({ id, now: params.now, error: params.reason })) continue;
-          discarded.push(id);
+          if (!stop.get({ id, now: params.now, error: params.reason })) continue;
+          stopped.push(id);
+          // The attempt in flight ends here: its node finds the lease gone and
+          // records nothing, so the operator's action writes the attempt row.
           if (row?.state === "executing") {
-            this.#endAttempt(row, { now: params.now, outcome: "discarded", error: params.reason });
+            this.#endAttempt(row, { now: params.now, outcome, error: params.reason });
           }
         }
-        return discarded;
+        return stopped;
       })
     );
   }
@@ -804,28 +803,24 @@ export class SqliteStore implements Store<SqliteTx> {
 
   /** The prepared statement of one jobsList shape, prepared on first use. */
   #listStatement(text: string): StatementSync {
-    let statement = this.#lists.get(text);
+    const lists = this.#s.lists;
+    let statement = lists.get(text);
     if (statement === undefined) {
-      if (!this.#statements) {
-        throw new Error(`${this.location}: the store is not migrated or is closed`);
-      }
       // The shapes in use are few; a caller cycling through many cannot grow this forever.
-      if (this.#lists.size >= 256) this.#lists.clear();
+      if (lists.size >= 256) lists.clear();
       statement = this.db.prepare(text);
-      this.#lists.set(text, statement);
+      lists.set(text, statement);
     }
     return statement;
   }
 
   jobsCount(params: { queue?: string; state?: JobState }) {
-    if (params.state !== undefined && !JOB_STATES.includes(params.state)) {
-      return Promise.reject(
-        new RangeError(
-          `state must be one of ${JOB_STATES.join(", ")}, got ${JSON.stringify(params.state)}`,
-        ),
-      );
-    }
     const state = params.state;
+    try {
+      if (state !== undefined) checkState(state);
+    } catch (error) {
+      return Promise.reject(error);
+    }
     return this.#exclusive(() =>
       (state === undefined ? this.#s.countAll : [this.#s.countState[state]])
         .flatMap((statement) => statement.all() as Row[])

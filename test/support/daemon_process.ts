@@ -1,7 +1,7 @@
 /**
- * Test support for the end-to-end tests: `jobs daemon` and the other `jobs`
- * commands as real subprocesses (`deno run --allow-all main.ts ...`), their
- * JSON log lines on stderr, and the processes their jobs leave behind.
+ * Test support for the tests that run `jobs` as real subprocesses (`deno run
+ * --allow-all main.ts ...`): `jobs daemon` and the other commands, the
+ * daemon's JSON log lines on stderr, and the processes its jobs leave behind.
  *
  * Everything waits by polling with a deadline (`waitUntil`); nothing sleeps
  * to synchronise. Deadlines are generous: these tests share two cores with
@@ -11,13 +11,14 @@
 import { fileURLToPath } from "node:url";
 import { openSqliteStore } from "../../src/store/sqlite/sqlite_store.ts";
 import { waitUntil } from "../../src/testing.ts";
-import { lines } from "../support/processes.ts";
+import { lines } from "./processes.ts";
+import { tempDir } from "./stores.ts";
 
 /** The `jobs` entry point. */
 export const MAIN = fileURLToPath(new URL("../../main.ts", import.meta.url));
 
 /** How long a daemon gets to start (module loading on a loaded machine is slow). */
-export const START_TIMEOUT_MS = 60_000;
+const START_TIMEOUT_MS = 60_000;
 
 /** Poll interval for files and the store: often enough, cheap enough. */
 export const POLL = { intervalMs: 100 } as const;
@@ -27,10 +28,10 @@ export type LogEvent = Record<string, unknown> & { event: string };
 
 /** A running `jobs daemon` subprocess and what it has logged so far. */
 export interface DaemonProcess {
-  readonly child: Deno.ChildProcess;
-  readonly pid: number;
   /** Every line of stderr so far, parsed. */
   readonly events: LogEvent[];
+  /** How the daemon exited, or null while it runs. */
+  readonly exited: Deno.CommandStatus | null;
   /** Resolves with the first event named `event` (and matching `match`), waiting up to `timeoutMs`. */
   waitFor(
     event: string,
@@ -45,42 +46,29 @@ export interface DaemonProcess {
   [Symbol.asyncDispose](): Promise<void>;
 }
 
-/** Options of {@linkcode startDaemon}. */
-export interface StartOptions {
-  db: string;
-  config: string;
-  node: string;
-  /** More `jobs daemon` options, e.g. `["--shutdown-grace", "1000"]`. */
-  args?: string[];
+/** Options of {@linkcode spawnDaemon}. */
+export interface SpawnOptions {
+  /** Who the daemon is in wait messages. @default "daemon" */
+  name?: string;
   /** More environment for the daemon, which its commands inherit. */
   env?: Record<string, string>;
+  /** Kills the daemon when it aborts, e.g. `AbortSignal.timeout(60_000)`. */
+  signal?: AbortSignal;
 }
 
 /**
- * Starts `jobs daemon` with `--listen off` and waits until its node is
- * registered in the store (a store fact, not the wording of a log line).
+ * Spawns `jobs daemon <args>` and collects its stderr as log events; returns
+ * at once, without waiting for it to start.
  */
-export async function startDaemon(options: StartOptions): Promise<DaemonProcess> {
+export function spawnDaemon(args: string[], options: SpawnOptions = {}): DaemonProcess {
+  const name = options.name ?? "daemon";
   const child = new Deno.Command(Deno.execPath(), {
-    args: [
-      "run",
-      "--allow-all",
-      MAIN,
-      "daemon",
-      "--db",
-      options.db,
-      "--config",
-      options.config,
-      "--node",
-      options.node,
-      "--listen",
-      "off",
-      ...(options.args ?? []),
-    ],
+    args: ["run", "--allow-all", MAIN, "daemon", ...args],
     stdin: "null",
     stdout: "null",
     stderr: "piped",
     env: { NO_COLOR: "1", ...options.env },
+    signal: options.signal,
   }).spawn();
   const events: LogEvent[] = [];
   const reading = (async () => {
@@ -97,17 +85,18 @@ export async function startDaemon(options: StartOptions): Promise<DaemonProcess>
   const status = child.status.then((s) => (exited = s));
   const log = () => events.map((e) => JSON.stringify(e)).join("\n");
 
-  const daemon: DaemonProcess = {
-    child,
-    pid: child.pid,
+  return {
     events,
+    get exited() {
+      return exited;
+    },
     log,
     waitFor: (event, match = () => true, timeoutMs = 30_000) =>
-      waitUntil(`${options.node}: log event ${event}`, () => {
+      waitUntil(`${name}: log event ${event}`, () => {
         const found = events.find((e) => e.event === event && match(e));
         if (found) return found;
         if (exited) {
-          throw new Error(`${options.node} exited (${exited.code}) before ${event}:\n${log()}`);
+          throw new Error(`${name} exited (${exited.code}) before ${event}:\n${log()}`);
         }
         return undefined;
       }, { timeoutMs, ...POLL }),
@@ -119,7 +108,7 @@ export async function startDaemon(options: StartOptions): Promise<DaemonProcess>
           // Exited meanwhile: the status below says how.
         }
       }
-      const result = await waitUntil(`${options.node} to exit after ${signal}`, () => exited, {
+      const result = await waitUntil(`${name} to exit after ${signal}`, () => exited, {
         timeoutMs,
         ...POLL,
       });
@@ -138,16 +127,60 @@ export async function startDaemon(options: StartOptions): Promise<DaemonProcess>
       await reading;
     },
   };
+}
+
+/** Options of {@linkcode startDaemon}. */
+export interface StartOptions {
+  db: string;
+  config: string;
+  node: string;
+  /** More `jobs daemon` options, e.g. `["--shutdown-grace", "1000"]`. */
+  args?: string[];
+  /** More environment for the daemon, which its commands inherit. */
+  env?: Record<string, string>;
+}
+
+/**
+ * Starts `jobs daemon` with `--listen off` and waits until its node is
+ * registered in the store (a store fact, not the wording of a log line).
+ */
+export async function startDaemon(options: StartOptions): Promise<DaemonProcess> {
+  const { db, config, node } = options;
+  const daemon = spawnDaemon(
+    ["--db", db, "--config", config, "--node", node, "--listen", "off", ...(options.args ?? [])],
+    { name: node, env: options.env },
+  );
   try {
-    await waitUntil(`${options.node} to register in the store`, async () => {
-      if (exited) throw new Error(`${options.node} exited (${exited.code}) at start:\n${log()}`);
-      return await registered(options.db, options.node);
+    await waitUntil(`${node} to register in the store`, async () => {
+      const exited = daemon.exited;
+      if (exited) throw new Error(`${node} exited (${exited.code}) at start:\n${daemon.log()}`);
+      return await registered(db, node);
     }, { timeoutMs: START_TIMEOUT_MS, intervalMs: 250 });
   } catch (error) {
     await daemon[Symbol.asyncDispose]();
     throw error;
   }
   return daemon;
+}
+
+/** A temp dir with where a daemon test keeps its store, config and ledger; removed on dispose. */
+export async function daemonDir(): Promise<
+  {
+    path: string;
+    db: string;
+    config: string;
+    ledger: string;
+    [Symbol.asyncDispose](): Promise<void>;
+  }
+> {
+  const dir = await tempDir();
+  return {
+    path: dir.path,
+    db: `${dir.path}/jobs.db`,
+    config: `${dir.path}/schedules.yaml`,
+    ledger: `${dir.path}/ledger`,
+    [Symbol.asyncDispose]: dir.cleanup,
+  };
 }
 
 /** Whether `node` has a row in `nodes` of the store at `db` (false while there is no file yet). */
@@ -222,9 +255,4 @@ export function killGroup(pgid: number): void {
 export async function pidsIn(path: string): Promise<number[]> {
   const text = await Deno.readTextFile(path).catch(() => "");
   return text.split(/\s+/).filter((w) => /^\d+$/.test(w)).map(Number);
-}
-
-/** Single-quotes `text` for `sh`, so paths with spaces survive. */
-export function shQuote(text: string): string {
-  return `'${text.replaceAll("'", `'"'"'`)}'`;
 }
