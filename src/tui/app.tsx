@@ -839,7 +839,10 @@ export function parseSearch(text: string): { filter: JobsFilter } | { error: str
   const rest: string[] = [];
   for (const word of text.trim().split(/\s+/).filter((w) => w !== "")) {
     const match = /^([a-z]+):(.+)$/.exec(word);
-    const field = match ? FILTER_KEYS[match[1]!] : undefined;
+    // Own keys only: `constructor:x` is search text, not Object.prototype's.
+    const field = match && Object.hasOwn(FILTER_KEYS, match[1]!)
+      ? FILTER_KEYS[match[1]!]
+      : undefined;
     if (!match || !field) {
       rest.push(word);
       continue;

@@ -494,6 +494,9 @@ Deno.test("parseSearch: key:value words filter, the rest is the search text, bad
     filter: { scheduleId: "nightly", tag: "x", worker: "w" },
   });
   assert.deepEqual(parseSearch("http://host:80/x"), { filter: { search: "http://host:80/x" } });
+  assert.deepEqual(parseSearch("constructor:x toString:y"), {
+    filter: { search: "constructor:x toString:y" },
+  });
   assert.deepEqual(parseSearch("state:dead"), {
     error:
       'state "dead" is not a job state (scheduled, available, executing, retryable, completed, cancelled, discarded)',

@@ -296,13 +296,14 @@ export class SqliteStore implements Store<SqliteTx> {
     return this.#held.then(() => this.#exclusive(fn));
   }
 
-  async #retryBusy<T>(fn: () => T, deadline: number): Promise<T> {
+  /** `own`: the hold of the caller's own transaction, which is not waited for. */
+  async #retryBusy<T>(fn: () => T, deadline: number, own: Promise<void> | null = null): Promise<T> {
     for (let attempt = 0;; attempt++) {
       // The first retries come at once (the lock is usually held for well
       // under a millisecond), later ones back off to 5 ms.
       if (attempt < 2) await new Promise((resolve) => setImmediate(resolve));
       else await new Promise((resolve) => setTimeout(resolve, Math.min(5, attempt - 1)));
-      while (this.#held) await this.#held;
+      while (this.#held && this.#held !== own) await this.#held;
       try {
         return fn();
       } catch (error) {
@@ -329,7 +330,7 @@ export class SqliteStore implements Store<SqliteTx> {
     let release!: () => void;
     this.#held = new Promise((resolve) => (release = resolve));
     try {
-      await this.#retryableBegin();
+      await this.#retryableBegin(this.#held);
       const tx: SqliteTx = {
         db: this.db,
         jobsInsert: (params) => Promise.resolve(this.#insert(params.jobs, params.now)),
@@ -348,14 +349,14 @@ export class SqliteStore implements Store<SqliteTx> {
     }
   }
 
-  #retryableBegin(): Promise<void> {
+  #retryableBegin(own: Promise<void>): Promise<void> {
     const begin = () => this.db.exec("BEGIN IMMEDIATE");
     try {
       begin();
       return Promise.resolve();
     } catch (error) {
       if (!isBusy(error)) return Promise.reject(error);
-      return this.#retryBusy(begin, performance.now() + this.#options.busyTimeoutMs);
+      return this.#retryBusy(begin, performance.now() + this.#options.busyTimeoutMs, own);
     }
   }
 
