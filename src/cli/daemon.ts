@@ -3,7 +3,8 @@
  * on the store until stopped. It plans occurrences, runs them with the
  * command, HTTP and TypeScript-worker runners, picks up edits of the file
  * (on save, and on SIGHUP), and on SIGTERM or SIGINT shuts down in order; a
- * second signal exits at once.
+ * second signal exits at once (one within 500 ms of the first is taken for
+ * the same keypress delivered twice).
  *
  * It serves /healthz, /readyz and /metrics on `--listen` (loopback unless a
  * token is given). /metrics counts what the runtime reports (its events pass
@@ -172,18 +173,18 @@ export async function runDaemon(options: DaemonOptions, deps: DaemonDeps): Promi
     listen: http.addr ? `${http.addr.hostname}:${http.addr.port}` : "off",
   });
 
-  let stopping = false;
   const stopped = new Promise<string>((resolve) => {
-    const stop = (signal: string) => () => {
-      if (stopping) {
+    const stop = stopSignals({
+      clock,
+      stop: resolve,
+      exit: (signal) => {
         logger("daemon.exit", { signal, reason: "second signal" });
         deps.exit(1);
-      }
-      stopping = true;
-      resolve(signal);
-    };
-    unsubscribe.push(deps.onSignal("SIGTERM", stop("SIGTERM")));
-    unsubscribe.push(deps.onSignal("SIGINT", stop("SIGINT")));
+      },
+      echo: (signal) => logger("daemon.signal_repeated", { signal, within: ECHO_MS }),
+    });
+    unsubscribe.push(deps.onSignal("SIGTERM", () => stop("SIGTERM")));
+    unsubscribe.push(deps.onSignal("SIGINT", () => stop("SIGINT")));
   });
   const signal = await stopped;
   logger("daemon.stopping", { signal, graceMs: options.shutdownGraceMs, running: runtime.running });
@@ -214,6 +215,36 @@ function guardEnvironment<A>(worker: Worker<A>, environment: string | undefined)
       return worker.perform(args, ctx);
     },
   });
+}
+
+/**
+ * A second stop signal sooner than this after the first is the same
+ * keypress delivered twice (Ctrl-C reaches every process of the terminal's
+ * group, and `deno task` or `npx` forward it again), not an operator
+ * insisting: it is logged and ignored.
+ */
+export const ECHO_MS = 500;
+
+/**
+ * What each stop signal does: the first calls `stop`; a later one calls
+ * `exit` (the operator insists), unless it comes within {@linkcode ECHO_MS}
+ * of the first, which calls `echo`.
+ */
+export function stopSignals(params: {
+  clock: Clock;
+  stop: (signal: string) => void;
+  exit: (signal: string) => void;
+  echo: (signal: string) => void;
+}): (signal: string) => void {
+  let first: number | null = null;
+  return (signal) => {
+    const now = params.clock.now();
+    if (first === null) {
+      first = now;
+      params.stop(signal);
+    } else if (now - first < ECHO_MS) params.echo(signal);
+    else params.exit(signal);
+  };
 }
 
 /** The registry's counters plus what the runtime knows now (store health, planner lag). */
