@@ -28,6 +28,7 @@ export function main(args: string[]): Promise<number> {
     err: (line) => console.error(line),
     env: (name) => Deno.env.get(name),
     color,
+    program: Deno.env.get("JOBS_PROGRAM") ?? "jobsctl",
     onSignal: (signal, listener) => {
       Deno.addSignalListener(signal, listener);
       return () => Deno.removeSignalListener(signal, listener);

@@ -10,7 +10,7 @@ import { loadSchedules } from "../schedule/config.ts";
 import { openSqliteStore } from "../store/sqlite/sqlite_store.ts";
 import { definitionHash } from "../worker/planner.ts";
 import { CommandFailed } from "./program.ts";
-import { escapeControl } from "./text.ts";
+import { escapeControl } from "../text/escape.ts";
 
 interface Output {
   out: (line: string) => void;

@@ -39,8 +39,8 @@ import { KNOWN_VERSION } from "../store/sqlite/migrations.ts";
 import { openSqliteStore, type SqliteStore } from "../store/sqlite/sqlite_store.ts";
 import type { AuditRow, JobFilter } from "../store/store.ts";
 import { type CliDeps, CommandFailed, configPath, dbPath, parseCount, quiet } from "./program.ts";
-import { misfireText, rhythmText } from "./schedules.ts";
-import { escapeControl } from "./text.ts";
+import { misfireText, rhythmText } from "../schedule/describe.ts";
+import { escapeControl } from "../text/escape.ts";
 
 /** How many jobs `jobs ls` prints unless `--limit` says otherwise. */
 export const LS_DEFAULT_LIMIT = 50;

@@ -28,6 +28,13 @@ export interface CliDeps {
   env: (name: string) => string | undefined;
   /** Colour and terminal niceties for stdout. */
   color: boolean;
+  /**
+   * The command a person types to reach this program (`jobsctl`, or the
+   * full `deno run` line when it is not installed), printed in every line
+   * meant to be pasted: runbook commands, hints, errors. `jobs` itself is a
+   * shell builtin in bash, zsh, dash and fish, so it is never printed there.
+   */
+  program: string;
   /** Runs the demo; injected so main.ts, not src/, picks the example. */
   demo: (options: { db: string }) => Promise<void>;
   /** Calls `listener` on each delivery of `signal`; returns the unsubscribe. */

@@ -48,7 +48,7 @@ import {
   quiet,
   who,
 } from "./program.ts";
-import { escapeControl } from "./text.ts";
+import { escapeControl } from "../text/escape.ts";
 
 /** Jobs a bulk command looks at when `--limit` is not given. */
 const DEFAULT_BULK_LIMIT = 1000;

@@ -9,11 +9,12 @@ import { type LoadOptions, loadSchedules } from "../schedule/config.ts";
 import { workerNames } from "../runners/workers_module.ts";
 import { formatDuration } from "../schedule/durations.ts";
 import { next } from "../schedule/occurrences.ts";
+import { misfireText, rhythmText } from "../schedule/describe.ts";
 import type { Schedule, ScheduleConfig } from "../schedule/types.ts";
 import { openSqliteStore } from "../store/sqlite/sqlite_store.ts";
 import type { ScheduleRow } from "../store/store.ts";
 import { CommandFailed } from "./program.ts";
-import { escapeControl } from "./text.ts";
+import { escapeControl } from "../text/escape.ts";
 
 interface Output {
   out: (line: string) => void;
@@ -189,21 +190,4 @@ function view(schedule: Schedule, row: ScheduleRow | undefined, now: number): Sc
     misfires: row?.misfires ?? 0,
     next: following ? iso(following.at) : null,
   };
-}
-
-/** `cron "0 3 * * *"`, `every 15s` or `manual`; the expression as the file has it, unescaped. */
-export function rhythmText(schedule: Schedule): string {
-  const rhythm = schedule.rhythm;
-  return rhythm.kind === "cron"
-    ? `cron "${rhythm.expression}"`
-    : rhythm.kind === "every"
-    ? `every ${formatDuration(rhythm.everyMs)}`
-    : "manual";
-}
-
-/** The misfire policy, with its limit for `catch_up`. */
-export function misfireText(schedule: Schedule): string {
-  return schedule.misfire.policy === "catch_up"
-    ? `catch_up (limit ${schedule.misfire.catchUpLimit})`
-    : schedule.misfire.policy;
 }

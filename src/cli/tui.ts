@@ -11,7 +11,7 @@ import type { Command } from "commander";
 import { storeActions } from "../tui/actions.ts";
 import { configFile, sqliteFile, storeData } from "../tui/data.ts";
 import { type CliDeps, CommandFailed, configPath, dbPath, quiet, who } from "./program.ts";
-import { escapeControl } from "./text.ts";
+import { escapeControl } from "../text/escape.ts";
 
 /** Options of `jobs tui`. */
 interface TuiOptions {

@@ -58,10 +58,10 @@ import {
   Lexer,
   LineCounter,
   parseDocument,
-} from "yaml";
-import type { Document, Node as YamlNode } from "yaml";
+} from "npm:yaml@2.9.1";
+import type { Document, Node as YamlNode } from "npm:yaml@2.9.1";
 import { dirname, isAbsolute, join } from "node:path";
-import { z } from "zod";
+import { z } from "npm:zod@4.6.7";
 import { DEFAULT_MAX_ATTEMPTS, DEFAULT_QUEUE } from "../kernel/worker.ts";
 import { tryParseDuration } from "./durations.ts";
 import { neverFires, validateCron } from "./occurrences.ts";

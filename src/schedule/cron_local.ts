@@ -7,7 +7,7 @@
  * @module
  */
 
-import { Cron } from "croner";
+import { Cron } from "npm:croner@11.0.1";
 
 /** 5 fields, or 6 with seconds first; no year field. */
 const MODE = "5-or-6-parts" as const;

@@ -9,7 +9,7 @@
 import type { ReactNode } from "react";
 import { redact } from "../kernel/redact.ts";
 import { formatDuration } from "../schedule/durations.ts";
-import type { Schedule } from "../schedule/types.ts";
+import { rhythmText } from "../schedule/describe.ts";
 import type { DeadLetterGroup, ScheduleInfo } from "./data.ts";
 import { Lines, type Seg, seg } from "./line.tsx";
 import { windowOf } from "./overview.tsx";
@@ -30,16 +30,6 @@ const DETAIL_LINES = 12;
 /** The schedules screen. */
 export function SchedulesView(props: SchedulesProps): ReactNode {
   return <Lines lines={schedulesLines(props)} width={props.width} height={props.height} />;
-}
-
-/** `cron "0 3 * * *"`, `every 15s` or `manual`. */
-export function rhythmText(schedule: Schedule): string {
-  const r = schedule.rhythm;
-  return r.kind === "cron"
-    ? `cron "${r.expression}"`
-    : r.kind === "every"
-    ? `every ${formatDuration(r.everyMs)}`
-    : "manual";
 }
 
 /** The schedules screen as lines. */

@@ -6,7 +6,7 @@
  * @module
  */
 
-import { escapeControl } from "../cli/text.ts";
+import { escapeControl } from "../text/escape.ts";
 import type { JobState } from "../kernel/types.ts";
 
 /**

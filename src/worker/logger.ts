@@ -9,7 +9,7 @@
  */
 
 import type { Clock } from "../clock.ts";
-import { escapeControl } from "../cli/text.ts";
+import { escapeControl } from "../text/escape.ts";
 import { redact } from "../kernel/redact.ts";
 
 /** Receives runtime events (`job.start`, `job.stop`, `store.degraded`, ...). */

@@ -24,6 +24,7 @@ export async function runJobs(
     err: (line) => err.push(line),
     env: (name) => env[name],
     color: false,
+    program: "jobsctl",
     demo: () => Promise.resolve(),
     onSignal: () => () => {},
     confirm: (question) => {
