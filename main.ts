@@ -8,6 +8,8 @@
  */
 
 import { runDemo } from "./examples/demo.ts";
+import { invocationName } from "./src/cli/invocation.ts";
+import { osUserName } from "./src/cli/os_user.ts";
 import { runCli } from "./src/cli/program.ts";
 import { SystemClock } from "./src/clock.ts";
 import { humanLogger, jsonLinesLogger } from "./src/worker/logger.ts";
@@ -15,6 +17,7 @@ import { humanLogger, jsonLinesLogger } from "./src/worker/logger.ts";
 /** Runs the command line; returns the exit code. */
 export function main(args: string[]): Promise<number> {
   const clock = new SystemClock();
+  let user: string | undefined;
   const color = Deno.stdout.isTerminal() && !Deno.noColor;
   // Events go to stderr: readable lines for a person, JSON lines for a collector.
   const writeErr = (line: string) => console.error(line);
@@ -28,7 +31,8 @@ export function main(args: string[]): Promise<number> {
     err: (line) => console.error(line),
     env: (name) => Deno.env.get(name),
     color,
-    program: Deno.env.get("JOBS_PROGRAM") ?? "jobsctl",
+    program: invocationName(import.meta.url),
+    osUser: () => user ??= osUserName(),
     onSignal: (signal, listener) => {
       Deno.addSignalListener(signal, listener);
       return () => Deno.removeSignalListener(signal, listener);

@@ -519,6 +519,9 @@ async function runPhase(phase: Phase, run: number): Promise<void> {
       record("tui_discarded_deep_ms", "tui: discarded, page halfway", "ms", v.discardedDeepPageMs);
       record("tui_search_page_ms", "tui: search string, first page", "ms", v.searchPageMs);
       record("tui_count_ms", "tui: jobsCount (overview)", "ms", v.countMs);
+      record("tui_match_all_ms", "tui: jobsCountMatching, all (jobs total)", "ms", v.matchAllMs);
+      record("tui_match_discarded_ms", "tui: jobsCountMatching, dead", "ms", v.matchDiscardedMs);
+      record("tui_match_search_ms", "tui: jobsCountMatching, search", "ms", v.matchSearchMs);
       record("tui_throughput_ms", "tui: jobsThroughput 1 h by minute", "ms", v.throughputMs);
       record("tui_dead_letters_ms", "tui: jobsDeadLetters (20 groups)", "ms", v.deadLettersMs);
       log(

@@ -40,6 +40,10 @@ export interface TuiTimes {
   discardedDeepPageMs: number;
   searchPageMs: number;
   countMs: number;
+  /** The jobs view's total (jobsCountMatching): every job, one state of its own index, a search. */
+  matchAllMs: number;
+  matchDiscardedMs: number;
+  matchSearchMs: number;
   throughputMs: number;
   deadLettersMs: number;
 }
@@ -201,6 +205,18 @@ async function timeReads(store: Store, reps: number): Promise<Omit<TuiTimes, "bu
     found.length > 0 && found.every((j) => JSON.stringify(j.args).includes(SEARCH)),
     `the search for "${SEARCH}" finds its jobs`,
   );
+  const total = (await store.jobsCount({})).reduce((sum, c) => sum + c.count, 0);
+  expect(await store.jobsCountMatching({}) === total, "the total of every job is the count's");
+  expect(
+    await store.jobsCountMatching({ state: "discarded" }) ===
+      (await store.jobsCount({ state: "discarded" })).reduce((sum, c) => sum + c.count, 0),
+    "the discarded total is the count's",
+  );
+  expect(
+    await store.jobsCountMatching({ search: SEARCH }) ===
+      (await store.jobsList({ search: SEARCH })).length,
+    "the search's total is its listing's length",
+  );
   const hour = { since: NOW - 60 * MINUTE, until: NOW, bucketMs: MINUTE };
   const buckets = await store.jobsThroughput(hour);
   expect(
@@ -230,6 +246,9 @@ async function timeReads(store: Store, reps: number): Promise<Omit<TuiTimes, "bu
       () => store.jobsList({ search: SEARCH, desc: true, limit: PAGE }),
     ),
     countMs: await median(reps, () => store.jobsCount({})),
+    matchAllMs: await median(reps, () => store.jobsCountMatching({})),
+    matchDiscardedMs: await median(reps, () => store.jobsCountMatching({ state: "discarded" })),
+    matchSearchMs: await median(reps, () => store.jobsCountMatching({ search: SEARCH })),
     throughputMs: await median(reps, () => store.jobsThroughput(hour)),
     deadLettersMs: await median(reps, () => store.jobsDeadLetters({ limit: 20 })),
   };

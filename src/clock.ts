@@ -16,21 +16,53 @@ export interface Clock {
   sleep(ms: number, signal?: AbortSignal): Promise<void>;
 }
 
+/**
+ * The longest delay one timer is given. `setTimeout` takes at most 2^31-1 ms
+ * (about 24.8 days) and fires at once for anything longer, so a 40-day
+ * timeout would end a job after a millisecond: longer waits chain timers.
+ */
+export const MAX_TIMER_MS = 2 ** 31 - 1;
+
 /** The real clock: wall time from the system, waits from timers. */
 export class SystemClock implements Clock {
+  readonly #maxTimerMs: number;
+
+  constructor(options: {
+    /** The longest single timer; tests shorten it. @default MAX_TIMER_MS */
+    maxTimerMs?: number;
+  } = {}) {
+    this.#maxTimerMs = Math.min(MAX_TIMER_MS, Math.max(1, options.maxTimerMs ?? MAX_TIMER_MS));
+  }
+
   now(): number {
     return Date.now();
   }
 
+  /**
+   * Waits `ms` of wall time, however long: a wait beyond one timer's reach
+   * is a chain of timers, each re-reading the time, so it ends at its
+   * instant (never early). `Infinity` waits until `signal` aborts; a
+   * negative or NaN `ms` is 0.
+   */
   sleep(ms: number, signal?: AbortSignal): Promise<void> {
     if (signal?.aborted) return Promise.resolve();
+    const wait = Number.isNaN(ms) ? 0 : Math.max(0, ms);
+    const until = Date.now() + wait;
     return new Promise((resolve) => {
+      let timer: ReturnType<typeof setTimeout> | undefined;
       const done = () => {
         clearTimeout(timer);
         signal?.removeEventListener("abort", done);
         resolve();
       };
-      const timer = setTimeout(done, Math.max(0, ms));
+      const arm = (left: number) => {
+        timer = setTimeout(() => {
+          const rest = until - Date.now();
+          if (rest > 0) arm(rest);
+          else done();
+        }, Math.min(left, this.#maxTimerMs));
+      };
+      arm(wait);
       signal?.addEventListener("abort", done, { once: true });
     });
   }

@@ -8,7 +8,7 @@
 
 import assert from "node:assert/strict";
 import type { ClaimedJob, JobResult, JobState, NewJob } from "../src/kernel/types.ts";
-import type { Store } from "../src/store/store.ts";
+import type { JobMatch, Store } from "../src/store/store.ts";
 import { BACKENDS, type Harness, newJob as makeJob } from "./support/backends.ts";
 
 const T0 = Date.UTC(2026, 0, 1);
@@ -921,6 +921,57 @@ for (const backend of BACKENDS) {
     assert.deepEqual(await store.jobsCount({ queue: "none" }), []);
   });
 
+  test("jobsCountMatching() counts what every page of jobsList() holds, for any filter", async ({ store }) => {
+    const queues = ["default", "mail", "reports"];
+    const ids = await insert(
+      store,
+      Array.from({ length: 23 }, (_, n) =>
+        newJob({
+          queue: queues[n % 3],
+          worker: n % 2 === 0 ? "send" : "build",
+          tags: JSON.stringify(n % 5 === 0 ? ["vip"] : []),
+          args: JSON.stringify({ n, note: n % 4 === 0 ? "needle" : "hay" }),
+          scheduleId: n % 6 === 0 ? "nightly" : null,
+          occurrence: n % 6 === 0 ? `nightly@${new Date(T0 + n * 60_000).toISOString()}` : null,
+        })),
+    );
+    await store.jobsDiscard({ ids: ids.filter((_, n) => n % 4 === 1), now: T0, reason: "poison" });
+    await store.jobsCancel({ ids: ids.filter((_, n) => n % 7 === 2), now: T0, reason: "stop" });
+    await claim(store, { queue: "mail", limit: 2 });
+    const all = await store.jobsList({});
+    type Keep = (j: (typeof all)[number]) => boolean;
+    const note = (j: (typeof all)[number]) => (j.args as { note: string }).note;
+    const cases: [JobMatch, Keep][] = [
+      [{}, () => true],
+      [{ state: "discarded" }, (j) => j.state === "discarded"],
+      [{ state: "executing" }, (j) => j.state === "executing"],
+      [{ state: ["available", "cancelled"] }, (j) => ["available", "cancelled"].includes(j.state)],
+      [{ state: [] }, () => false],
+      [{ queue: "mail", state: "cancelled" }, (j) => j.queue === "mail" && j.state === "cancelled"],
+      [{ worker: "build" }, (j) => j.worker === "build"],
+      [{ tag: "vip" }, (j) => j.tags.includes("vip")],
+      [{ scheduleId: "nightly" }, (j) => j.scheduleId === "nightly"],
+      [{ search: "NEEDLE" }, (j) => note(j) === "needle"],
+      [{ search: "poison" }, (j) => j.errors.some((e) => e.error.includes("poison"))],
+      [
+        { state: "discarded", queue: "reports", search: "needle" },
+        (j) => j.state === "discarded" && j.queue === "reports" && note(j) === "needle",
+      ],
+      [{ ids: [ids[0]!, ids[5]!, 99_999] }, (j) => j.id === ids[0] || j.id === ids[5]],
+    ];
+    for (const [filter, keep] of cases) {
+      const expected = all.filter(keep).length;
+      const what = JSON.stringify(filter);
+      assert.equal(await store.jobsCountMatching(filter), expected, what);
+      assert.equal((await store.jobsList(filter)).length, expected, `${what} listed`);
+    }
+    assert.ok(all.some((j) => j.state === "discarded") && all.some((j) => j.state === "executing"));
+    await assert.rejects(
+      store.jobsCountMatching({ state: "finished" as JobState }),
+      (e: Error) => e instanceof RangeError && /state must be one of .*"finished"/.test(e.message),
+    );
+  });
+
   test("jobsThroughput() counts completions and failed attempts per queue and bucket", async ({ store }) => {
     const MIN = 60_000;
     await insert(store, [newJob(), newJob(), newJob(), newJob(), newJob({ queue: "mail" })]);
@@ -1060,13 +1111,50 @@ for (const backend of BACKENDS) {
     await store.nodeBeat({ node: "n2", queues: { mail: 1 }, now: T0 + 1000 });
     await store.nodeBeat({ node: "n1", queues: { default: 3 }, now: T0 + 5000 });
     assert.deepEqual(await store.nodesList(), [
-      { node: "n1", queues: { default: 3 }, startedAt: T0, heartbeatAt: T0 + 5000 },
-      { node: "n2", queues: { mail: 1 }, startedAt: T0 + 1000, heartbeatAt: T0 + 1000 },
+      {
+        node: "n1",
+        queues: { default: 3 },
+        startedAt: T0,
+        heartbeatAt: T0 + 5000,
+        environment: null,
+      },
+      {
+        node: "n2",
+        queues: { mail: 1 },
+        startedAt: T0 + 1000,
+        heartbeatAt: T0 + 1000,
+        environment: null,
+      },
     ]);
     assert.equal(await store.nodesExpire({ before: T0 + 3000 }), 1);
     assert.deepEqual((await store.nodesList()).map((n) => n.node), ["n1"]);
     await store.nodeRemove({ node: "n1" });
     await store.nodeRemove({ node: "never-registered" });
     assert.deepEqual(await store.nodesList(), []);
+  });
+
+  test("nodeBeat() stores the node's environment with each beat, null when not stated", async ({ store }) => {
+    await store.nodeBeat({ node: "n1", queues: {}, environment: "staging", now: T0 });
+    await store.nodeBeat({ node: "n2", queues: {}, now: T0 });
+    assert.deepEqual((await store.nodesList()).map((n) => [n.node, n.environment]), [
+      ["n1", "staging"],
+      ["n2", null],
+    ]);
+    // A restarted daemon with another --environment replaces it at its next beat.
+    await store.nodeBeat({ node: "n1", queues: {}, environment: "production", now: T0 + 1000 });
+    await store.nodeBeat({ node: "n2", queues: {}, environment: "staging", now: T0 + 1000 });
+    assert.deepEqual((await store.nodesList()).map((n) => [n.node, n.environment]), [
+      ["n1", "production"],
+      ["n2", "staging"],
+    ]);
+  });
+
+  test("workersList() names each worker the jobs use once, by name", async ({ store }) => {
+    assert.deepEqual(await store.workersList(), []);
+    await store.jobsInsert({
+      jobs: ["send", "mailer", "send", "jobs.command"].map((worker) => newJob({ worker })),
+      now: T0,
+    });
+    assert.deepEqual(await store.workersList(), ["jobs.command", "mailer", "send"]);
   });
 }

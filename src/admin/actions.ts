@@ -13,6 +13,7 @@ import {
   INCOMPLETE_STATES,
   type InsertResult,
   type Job,
+  type JobDefinition,
   type JobState,
 } from "../kernel/types.ts";
 import { occurrenceId } from "../schedule/occurrences.ts";
@@ -20,6 +21,7 @@ import { occurrenceJob } from "../schedule/plan.ts";
 import type { Schedule } from "../schedule/types.ts";
 import type { Store } from "../store/store.ts";
 import { DEFAULT_RETENTION, pruneJobs, type PrunerOptions } from "../worker/pruner.ts";
+import { chooseDefinition, type DefinitionChoice, type LiveSchedules } from "./definitions.ts";
 import { findJob } from "./views.ts";
 
 /** Who acts, why, and when (from the caller's clock). */
@@ -87,6 +89,15 @@ const ACTS_ON: Record<JobAction, readonly JobState[]> = {
   discard: INCOMPLETE_STATES,
 };
 
+/**
+ * Where a retry or replay takes the definition to run: the live schedules
+ * (null when no file was read), unless `asPlanned`.
+ */
+export interface DefinitionSource {
+  live: LiveSchedules | null;
+  asPlanned: boolean;
+}
+
 /** A job an action left alone, and why (a phrase: `is executing`). */
 export interface Skipped {
   job: Job;
@@ -95,16 +106,29 @@ export interface Skipped {
 
 /**
  * Splits `jobs` into those `action` would change and those it would skip,
- * without changing anything: the preview of a bulk action.
+ * without changing anything: the preview of a bulk action. For a retry,
+ * `definitions` says which definition each schedule's job would run (by job
+ * id); other jobs always run their own.
  */
-export function planJobAction(action: JobAction, jobs: Job[]): { act: Job[]; skip: Skipped[] } {
+export function planJobAction(
+  action: JobAction,
+  jobs: Job[],
+  source: DefinitionSource = { live: null, asPlanned: true },
+): { act: Job[]; skip: Skipped[]; definitions: Map<number, DefinitionChoice> } {
   const act: Job[] = [];
   const skip: Skipped[] = [];
+  const definitions = new Map<number, DefinitionChoice>();
   for (const job of jobs) {
-    if (ACTS_ON[action].includes(job.state)) act.push(job);
-    else skip.push({ job, why: skipReason(action, job.state) });
+    if (!ACTS_ON[action].includes(job.state)) {
+      skip.push({ job, why: skipReason(action, job.state) });
+      continue;
+    }
+    act.push(job);
+    if (action === "retry" && job.scheduleId !== null) {
+      definitions.set(job.id, chooseDefinition(job, source.live, source.asPlanned).choice);
+    }
   }
-  return { act, skip };
+  return { act, skip, definitions };
 }
 
 function skipReason(action: JobAction, state: JobState): string {
@@ -117,16 +141,30 @@ function skipReason(action: JobAction, state: JobState): string {
  * Retries, cancels or discards `jobs` (as read for the preview), then
  * records one audit row per job changed (`job.retry`, `job.cancel`,
  * `job.discard` on `job:<id>`). A job whose state changed since it was read
- * and no longer qualifies is skipped, not forced.
+ * and no longer qualifies is skipped, not forced. A retried schedule's job
+ * runs the definition `source` chooses (the live one by default).
  */
 export async function applyJobAction(
   store: Store,
   action: JobAction,
   jobs: Job[],
   who: Actor,
-): Promise<{ changed: Job[]; skipped: Skipped[] }> {
+  source: DefinitionSource = { live: null, asPlanned: true },
+): Promise<
+  { changed: Job[]; skipped: Skipped[]; definitions: Map<number, DefinitionChoice> }
+> {
   const { act, skip } = planJobAction(action, jobs);
   const ids = act.map((job) => job.id);
+  const definitions = new Map<number, DefinitionChoice>();
+  const rewrites = new Map<number, JobDefinition>();
+  if (action === "retry") {
+    for (const job of act) {
+      if (job.scheduleId === null) continue;
+      const { choice, definition } = chooseDefinition(job, source.live, source.asPlanned);
+      definitions.set(job.id, choice);
+      if (definition) rewrites.set(job.id, definition);
+    }
+  }
   const reason = redact(
     who.reason ?? `${action === "cancel" ? "cancelled" : "discarded"} by ${who.actor}`,
   );
@@ -134,23 +172,25 @@ export async function applyJobAction(
     ids.length === 0
       ? []
       : action === "retry"
-      ? await store.jobsRetry({ ids, now: who.now })
+      ? await store.jobsRetry({ ids, now: who.now, definitions: rewrites })
       : action === "cancel"
       ? await store.jobsCancel({ ids, now: who.now, reason })
       : await store.jobsDiscard({ ids, now: who.now, reason }),
   );
   const changed = act.filter((job) => done.has(job.id));
   for (const job of changed) {
+    const choice = definitions.get(job.id);
     await audit(store, who, `job.${action}`, `job:${job.id}`, {
       was: job.state,
       queue: job.queue,
       worker: job.worker,
       occurrence: job.occurrence,
+      ...(choice ? { definition: choice.hash, runs: choice.runs } : {}),
     });
   }
   const raced = act.filter((job) => !done.has(job.id))
     .map((job) => ({ job, why: "changed state meanwhile" }));
-  return { changed, skipped: [...skip, ...raced] };
+  return { changed, skipped: [...skip, ...raced], definitions };
 }
 
 /** What a replay did. */
@@ -161,28 +201,34 @@ export interface ReplayResult {
   replayed: boolean;
   /** The state the job was in. */
   was: JobState;
+  /** Which definition the replay runs. */
+  definition: DefinitionChoice;
 }
 
 /**
  * Replays one job (usually an occurrence): a new attempt of the same row and
  * occurrence identity, whatever its state, recorded with kind `replay` and
  * who and why. An executing job is refused unless `force`, which breaks the
- * running attempt's lease. Audited as `job.replay` on `job:<id>`.
+ * running attempt's lease. A schedule's job runs the definition `source`
+ * chooses (the live one by default). Audited as `job.replay` on `job:<id>`.
  */
 export async function replayJob(
   store: Store,
   ref: string,
   who: Actor & { reason: string },
   force: boolean,
+  source: DefinitionSource = { live: null, asPlanned: true },
 ): Promise<ReplayResult> {
   const job = await findJob(store, ref);
   if (!job) throw new Error(`no job or occurrence "${ref}"`);
+  const { choice, definition } = chooseDefinition(job, source.live, source.asPlanned);
   const result = await store.jobReplay({
     id: job.id,
     now: who.now,
     actor: who.actor,
     reason: redact(who.reason),
     force,
+    ...(definition ? { definition } : {}),
   });
   if (!result) throw new Error(`job ${job.id} no longer exists`);
   if (result.replayed) {
@@ -190,9 +236,22 @@ export async function replayJob(
       occurrence: job.occurrence,
       was: result.was,
       force,
+      definition: choice.hash,
+      runs: choice.runs,
     });
   }
-  return { job, replayed: result.replayed, was: result.was };
+  return { job, replayed: result.replayed, was: result.was, definition: choice };
+}
+
+/** Which definition replaying `ref` would run, without changing anything (the preview). */
+export async function previewReplay(
+  store: Store,
+  ref: string,
+  source: DefinitionSource,
+): Promise<{ job: Job; definition: DefinitionChoice } | null> {
+  const job = await findJob(store, ref);
+  if (!job) return null;
+  return { job, definition: chooseDefinition(job, source.live, source.asPlanned).choice };
 }
 
 // ---------------------------------------------------------- schedules, enqueue

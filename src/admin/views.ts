@@ -15,7 +15,7 @@ import { redact } from "../kernel/redact.ts";
 import { type Attempt, type Job, JOB_STATES, type JobState } from "../kernel/types.ts";
 import { next } from "../schedule/occurrences.ts";
 import type { Schedule, ScheduleConfig } from "../schedule/types.ts";
-import type { AuditRow, JobFilter, ScheduleRow, Store } from "../store/store.ts";
+import type { AuditRow, JobFilter, JobMatch, ScheduleRow, Store } from "../store/store.ts";
 
 /**
  * The heartbeat period the daemon runs with (the runtime's `heartbeatMs`).
@@ -57,6 +57,20 @@ export interface QueueView {
   declaredConcurrency: number | null;
   /** Node -> concurrency, for the live nodes that run this queue. */
   nodes: Record<string, number>;
+  /** Who paused it, when and why, while it is paused in the store; else null. */
+  pause: QueuePause | null;
+}
+
+/**
+ * Who paused a queue, from the audit trail: the latest `queue.pause` when it
+ * is the latest pause or resume recorded; otherwise `actor` and `reason` are
+ * null (paused by a schedules file's `paused: true`, or by a library call)
+ * and `at` is when the stored row last changed.
+ */
+export interface QueuePause {
+  at: number;
+  actor: string | null;
+  reason: string | null;
 }
 
 /** One registered node and how fresh its heartbeat is. */
@@ -65,6 +79,8 @@ export interface NodeView {
   queues: Record<string, number>;
   startedAt: number;
   heartbeatAt: number;
+  /** Where the node runs (its daemon's `--environment`), or null when it did not say. */
+  environment: string | null;
   /** `now - heartbeatAt`. */
   heartbeatAgeMs: number;
   /** No heartbeat for {@linkcode STALE_AFTER_BEATS} periods: probably gone or cut off. */
@@ -166,6 +182,7 @@ export async function nodesView(
     queues: n.queues,
     startedAt: n.startedAt,
     heartbeatAt: n.heartbeatAt,
+    environment: n.environment,
     heartbeatAgeMs: now - n.heartbeatAt,
     stale: now - n.heartbeatAt > STALE_AFTER_BEATS * heartbeatMs,
   }));
@@ -189,6 +206,10 @@ export async function queuesView(
     ...(config?.schedules ?? []).map((s) => s.queue),
     ...nodes.flatMap((n) => Object.keys(n.queues)),
   ]);
+  const pauses = new Map<string, QueuePause>();
+  for (const row of stored) {
+    if (store && row.paused) pauses.set(row.name, await queuePause(store, row.name, row.updatedAt));
+  }
   return [...names].sort().map((name) => {
     const byState = Object.fromEntries(JOB_STATES.map((s) => [s, 0])) as Record<JobState, number>;
     for (const c of counts) if (c.queue === name) byState[c.state] += c.count;
@@ -197,6 +218,7 @@ export async function queuesView(
       name,
       counts: byState,
       paused: stored.find((q) => q.name === name)?.paused ?? false,
+      pause: pauses.get(name) ?? null,
       pausedInFile: declared?.paused ?? false,
       declaredConcurrency: declared?.concurrency ?? null,
       nodes: Object.fromEntries(
@@ -205,6 +227,15 @@ export async function queuesView(
       ),
     };
   });
+}
+
+/** Who paused the (paused) queue `name`, from its audit trail; see {@linkcode QueuePause}. */
+async function queuePause(store: Store, name: string, updatedAt: number): Promise<QueuePause> {
+  const trail = await store.auditList({ target: `queue:${name}` });
+  const last = trail.findLast((a) => a.action === "queue.pause" || a.action === "queue.resume");
+  return last?.action === "queue.pause"
+    ? { at: last.at, actor: last.actor, reason: last.reason }
+    : { at: updatedAt, actor: null, reason: null };
 }
 
 /** The file's schedules in file order, then those only the store remembers, by id. */
@@ -253,6 +284,11 @@ export function scheduleStatus(
 /** Jobs matching `filter`, newest first, args and meta redacted. */
 export async function jobsView(store: Store, filter: JobFilter): Promise<Job[]> {
   return (await store.jobsList({ ...filter, desc: true })).map(redactJob);
+}
+
+/** How many jobs match `filter`: every page of a listing with it, together. */
+export async function jobsMatching(store: Store, filter: JobMatch): Promise<number> {
+  return await store.jobsCountMatching(filter);
 }
 
 /**

@@ -36,7 +36,85 @@ import { ScheduleSource } from "../worker/schedule_source.ts";
 import { type HttpServer, startHttpServer } from "../http/server.ts";
 import { MetricsRegistry, type MetricsSnapshot } from "../http/metrics.ts";
 import type { Runtime } from "../worker/runtime.ts";
-import { CommandFailed } from "./program.ts";
+import type { Command } from "commander";
+import { type CliDeps, CommandFailed, configPath, dbPath, globalOptions, quiet } from "./common.ts";
+import { locationProblem } from "./open_store.ts";
+
+/** Registers `jobs daemon` on the program. */
+export function registerDaemonCommand(program: Command, deps: CliDeps): void {
+  quiet(
+    globalOptions(
+      program.command("daemon")
+        .description("run the schedules of schedules.yaml and the queued work until stopped")
+        .option("--queues <list>", "name:concurrency,... [env JOBS_QUEUES] (default: the file's)")
+        .option("--node <name>", "this node's name [env JOBS_NODE] (default: host:pid:nonce)")
+        .option(
+          "--environment <name>",
+          "where this daemon runs, shown in status [env JOBS_ENVIRONMENT]",
+        )
+        .option(
+          "--shutdown-grace <ms>",
+          "how long running jobs get on stop [env JOBS_SHUTDOWN_GRACE]",
+        )
+        .option(
+          "--listen <addr>",
+          "host:port of /healthz, /readyz, /metrics, or off [env JOBS_LISTEN]",
+        )
+        .option("--token <token>", "required beyond loopback [env JOBS_TOKEN]"),
+      {
+        db: { mode: "create" },
+        config: { for: "to run, reloaded when it changes" },
+        json: {
+          not: "it prints a log, not a result: JSON lines on stderr when that is not a terminal",
+        },
+        audit: {
+          not: "its writes are the runtime's, not an operator's; each job records its attempts",
+        },
+      },
+    ).action(async (options: {
+      db?: string;
+      config?: string;
+      queues?: string;
+      node?: string;
+      environment?: string;
+      shutdownGrace?: string;
+      listen?: string;
+      token?: string;
+    }) => {
+      const queues = options.queues ?? deps.env("JOBS_QUEUES");
+      const graceText = options.shutdownGrace ?? deps.env("JOBS_SHUTDOWN_GRACE");
+      const grace = Number(graceText ?? 25_000);
+      if (!Number.isFinite(grace) || grace < 0) {
+        throw new CommandFailed(
+          `jobs daemon: --shutdown-grace "${graceText}" is not a number of ms`,
+          2,
+        );
+      }
+      let parsedQueues: Record<string, number> | undefined;
+      try {
+        parsedQueues = queues ? parseQueues(queues) : undefined;
+      } catch (error) {
+        throw new CommandFailed(`jobs daemon: --queues ${(error as Error).message}`, 2);
+      }
+      const db = dbPath(options.db, deps);
+      // The store is created when missing, but not its directory: say so before anything starts.
+      const missing = await locationProblem(db, "create", deps.program);
+      if (missing) throw new CommandFailed(`jobs daemon: ${missing}`);
+      await runDaemon({
+        db,
+        config: configPath(options.config, deps),
+        queues: parsedQueues,
+        node: options.node ?? deps.env("JOBS_NODE"),
+        environment: options.environment ?? deps.env("JOBS_ENVIRONMENT"),
+        shutdownGraceMs: grace,
+        listen: options.listen ?? deps.env("JOBS_LISTEN") ?? "127.0.0.1:9464",
+        token: options.token ?? deps.env("JOBS_TOKEN"),
+      }, deps);
+    }),
+    deps,
+    "daemon",
+  );
+}
 
 /** What `jobs daemon` was asked to do. */
 export interface DaemonOptions {
@@ -134,6 +212,7 @@ export async function runDaemon(options: DaemonOptions, deps: DaemonDeps): Promi
   const runtime = await jobs.start({
     queues,
     node: options.node,
+    environment: options.environment,
     schedules: () => source.config.schedules,
   });
   wake.queues = (queues) => runtime.wake(queues);

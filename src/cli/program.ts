@@ -1,60 +1,38 @@
 /**
- * The `jobs` command line: one commander program whose commands are thin
- * calls into the rest of the code. Exit codes: 0 done, 1 the command failed
- * (an invalid file, a failed run), 2 the command line itself is wrong.
+ * The `jobs` command line: one commander program assembled from the
+ * command groups of `src/cli/` (each a thin call into the rest of the
+ * code), plus what belongs to the program as a whole: `--version`, `jobs
+ * help [command]`, and one line per usage error with the nearest command or
+ * option. Exit codes: 0 done, 1 the command failed (an invalid file, a
+ * failed run), 2 the command line itself is wrong.
+ *
+ * Every usage line and hint names the program as the person types it
+ * (`CliDeps.program`, such as `jobsctl`); error prefixes (`jobs ls: ...`)
+ * name the program, they are not meant to be pasted.
  *
  * @module
  */
 
-import { Command, CommanderError, InvalidArgumentError } from "commander";
-import type { Clock } from "../clock.ts";
-import type { Logger } from "../worker/logger.ts";
-import { queueCommand, scheduleCommand } from "./actions.ts";
-import { type DaemonDeps, parseQueues, runDaemon } from "./daemon.ts";
-import { checkCommand, nextCommand, schedulesCommand } from "./schedules.ts";
-import { versionLine } from "./version.ts";
+import { Command, CommanderError } from "commander";
+import { didYouMean, nearest } from "../text/suggest.ts";
+import { escapeControl } from "../text/escape.ts";
+import { type CliDeps, CommandFailed, quiet } from "./common.ts";
+import { registerDaemonCommand } from "./daemon.ts";
+import { registerDemoCommand } from "./demo.ts";
+import { registerEnqueueCommand } from "./enqueue.ts";
 import { registerInspectCommands } from "./inspect.ts";
-import { registerRunbookCommands } from "./runbook.ts";
+import { registerJobCommands } from "./job_actions.ts";
+import { registerMigrateCommand } from "./migrate.ts";
+import { registerPruneCommand } from "./prune.ts";
+import { registerQueueCommands } from "./queue_actions.ts";
+import { registerRunbookCommand } from "./runbook.ts";
+import { registerScheduleCommands } from "./schedule_actions.ts";
+import { registerSchedulesCommands } from "./schedules.ts";
+import { commandLine } from "./text.ts";
 import { registerTuiCommand } from "./tui.ts";
+import { registerVersionCommand, versionLine } from "./version.ts";
 
-/** What the commands may touch, chosen by main.ts. */
-export interface CliDeps {
-  clock: Clock;
-  logger: Logger;
-  /** Writes one line of output (stdout). */
-  out: (line: string) => void;
-  /** Writes one line of diagnostics (stderr). */
-  err: (line: string) => void;
-  env: (name: string) => string | undefined;
-  /** Colour and terminal niceties for stdout. */
-  color: boolean;
-  /**
-   * The command a person types to reach this program (`jobsctl`, or the
-   * full `deno run` line when it is not installed), printed in every line
-   * meant to be pasted: runbook commands, hints, errors. `jobs` itself is a
-   * shell builtin in bash, zsh, dash and fish, so it is never printed there.
-   */
-  program: string;
-  /** Runs the demo; injected so main.ts, not src/, picks the example. */
-  demo: (options: { db: string }) => Promise<void>;
-  /** Calls `listener` on each delivery of `signal`; returns the unsubscribe. */
-  onSignal: DaemonDeps["onSignal"];
-  /** Ends the process at once. */
-  exit: (code: number) => never;
-  /**
-   * Asks the person at the terminal a yes/no question (bulk changes);
-   * false when nobody can answer (stdin is not a terminal).
-   */
-  confirm: (question: string) => Promise<boolean>;
-}
-
-/** Raised by a command that ran and failed: its message is printed, exit code 1. */
-export class CommandFailed extends Error {
-  constructor(message: string, readonly exitCode = 1) {
-    super(message);
-    this.name = "CommandFailed";
-  }
-}
+export { type CliDeps, CommandFailed } from "./common.ts";
 
 /** Runs the command line `args` (without the program name); returns the exit code. */
 export async function runCli(args: string[], deps: CliDeps): Promise<number> {
@@ -69,273 +47,100 @@ export async function runCli(args: string[], deps: CliDeps): Promise<number> {
   } catch (error) {
     if (error instanceof CommanderError) {
       if (error.exitCode === 0) return 0; // --help, --version
-      deps.err(usageLine(error));
+      deps.err(usageLine(program, error, deps.program));
       return 2;
     }
     if (error instanceof CommandFailed) {
       if (error.message) deps.err(error.message);
       return error.exitCode;
     }
-    deps.err(`jobs: ${error instanceof Error ? error.message : String(error)}`);
+    deps.err(`jobs: ${escapeControl(error instanceof Error ? error.message : String(error))}`);
     return 1;
   }
 }
 
-/** `error: unknown option '--dbb'` from the `demo` command -> `jobs demo: unknown option "--dbb"`. */
-function usageLine(error: CommanderError & { command?: string }): string {
-  const text = error.message.replace(/^error: /, "").replace(/'([^']*)'/g, '"$1"');
-  const where = error.command ? `jobs ${error.command}` : "jobs";
-  const hint = error.command ? `run "jobs ${error.command} --help"` : `run "jobs --help"`;
-  return `${where}: ${text}; ${hint} for the options`.replace(/ \(Did you mean [^)]*\)\?/, "");
-}
-
-function buildProgram(deps: CliDeps): Command {
-  const program = new Command("jobs")
+/** The program with every command, writing through `deps`. */
+export function buildProgram(deps: CliDeps): Command {
+  const program = new Command(deps.program)
     .description("a durable job scheduler and queue on an embedded SQLite file")
+    .version(versionLine(), "-V, --version", "print the version")
     .helpCommand(false)
     .showSuggestionAfterError(false);
   quiet(program, deps, undefined);
 
+  registerVersionCommand(program, deps);
   quiet(
-    program.command("demo")
-      .description("enqueue and work example jobs on a SQLite file, then print what happened")
-      .option("--db <path>", "the SQLite file (created when missing)", "./jobs.db")
-      .action(async (options: { db: string }) => {
-        await deps.demo({ db: options.db });
-      }),
-    deps,
-    "demo",
-  );
-
-  quiet(
-    program.command("version")
-      .description("print the version")
-      .action(() => deps.out(versionLine())),
-    deps,
-    "version",
-  );
-
-  quiet(
-    program.command("check")
-      .description("validate schedules.yaml; exit 1 with every error")
-      .option("--config <file>", "the schedules file [env JOBS_CONFIG]")
-      .option("--json", "print the result as JSON")
-      .action(async (options: { config?: string; json?: boolean }) => {
-        await checkCommand(
-          { config: configPath(options.config, deps), json: !!options.json },
-          deps,
-        );
-      }),
-    deps,
-    "check",
-  );
-
-  quiet(
-    program.command("next")
-      .description("the next occurrences of a schedule")
-      .argument("<schedule-id>", "the schedule's id")
-      .option("--config <file>", "the schedules file [env JOBS_CONFIG]")
-      .option("--from <instant>", "start after this ISO instant (default: now)", parseInstant)
-      .option("--count <n>", "how many occurrences", parseCount, 5)
-      .option("--json", "print an array of { at, occurrence, local, note }")
-      .action(
-        async (
-          id: string,
-          options: { config?: string; from?: number; count: number; json?: boolean },
-        ) => {
-          await nextCommand({
-            id,
-            config: configPath(options.config, deps),
-            from: options.from ?? deps.clock.now(),
-            count: options.count,
-            json: !!options.json,
-          }, deps);
-        },
-      ),
-    deps,
-    "next",
-  );
-
-  quiet(
-    program.command("schedules")
-      .description("every schedule with its policies, stored state and next occurrence")
-      .option("--config <file>", "the schedules file [env JOBS_CONFIG]")
-      .option("--db <path>", "the SQLite file [env JOBS_DB]")
-      .option("--json", "print the schedules as JSON")
-      .action(async (options: { config?: string; db?: string; json?: boolean }) => {
-        await schedulesCommand({
-          config: configPath(options.config, deps),
-          db: dbPath(options.db, deps),
-          json: !!options.json,
-          now: deps.clock.now(),
-        }, deps);
-      }),
-    deps,
-    "schedules",
-  );
-
-  quiet(
-    program.command("daemon")
-      .description("run the schedules of schedules.yaml and the queued work until stopped")
-      .option("--db <path>", "the SQLite file [env JOBS_DB]")
-      .option("--config <file>", "the schedules file [env JOBS_CONFIG]")
-      .option("--queues <list>", "name:concurrency,... [env JOBS_QUEUES] (default: the file's)")
-      .option("--node <name>", "this node's name [env JOBS_NODE] (default: host:pid:nonce)")
-      .option("--environment <name>", "where this daemon runs [env JOBS_ENVIRONMENT]")
-      .option(
-        "--shutdown-grace <ms>",
-        "how long running jobs get on stop [env JOBS_SHUTDOWN_GRACE]",
-      )
-      .option(
-        "--listen <addr>",
-        "host:port of /healthz, /readyz, /metrics, or off [env JOBS_LISTEN]",
-      )
-      .option("--token <token>", "required beyond loopback [env JOBS_TOKEN]")
-      .action(async (options: {
-        db?: string;
-        config?: string;
-        queues?: string;
-        node?: string;
-        environment?: string;
-        shutdownGrace?: string;
-        listen?: string;
-        token?: string;
-      }) => {
-        const queues = options.queues ?? deps.env("JOBS_QUEUES");
-        const grace = Number(options.shutdownGrace ?? deps.env("JOBS_SHUTDOWN_GRACE") ?? 25_000);
-        if (!Number.isFinite(grace) || grace < 0) {
+    program.command("help")
+      .description("print the help of a command, or of the program")
+      .argument("[command]", "the command")
+      .action((name: string | undefined) => {
+        if (name === undefined) return program.outputHelp();
+        const command = program.commands.find((c) => c.name() === name);
+        if (!command) {
+          const names = program.commands.map((c) => c.name());
           throw new CommandFailed(
-            `jobs daemon: --shutdown-grace "${grace}" is not a number of ms`,
+            `jobs help: unknown command "${escapeControl(name)}" ` +
+              `(${commandLine(deps.program, ["help"])} lists them)` +
+              escapeControl(didYouMean(name, names)),
             2,
           );
         }
-        let parsedQueues: Record<string, number> | undefined;
-        try {
-          parsedQueues = queues ? parseQueues(queues) : undefined;
-        } catch (error) {
-          throw new CommandFailed(`jobs daemon: --queues ${(error as Error).message}`, 2);
-        }
-        await runDaemon({
-          db: dbPath(options.db, deps),
-          config: configPath(options.config, deps),
-          queues: parsedQueues,
-          node: options.node ?? deps.env("JOBS_NODE"),
-          environment: options.environment ?? deps.env("JOBS_ENVIRONMENT"),
-          shutdownGraceMs: grace,
-          listen: options.listen ?? deps.env("JOBS_LISTEN") ?? "127.0.0.1:9464",
-          token: options.token ?? deps.env("JOBS_TOKEN"),
-        }, deps);
+        command.outputHelp();
       }),
     deps,
-    "daemon",
+    "help",
   );
 
-  for (const paused of [true, false]) {
-    const name = paused ? "pause" : "resume";
-    quiet(
-      program.command(name)
-        .description(`${name} a queue for every process on the store (audited)`)
-        .argument("<queue>", "the queue")
-        .option("--db <path>", "the SQLite file [env JOBS_DB]")
-        .option("--reason <text>", "why, for the audit trail")
-        .option("--actor <name>", "who, for the audit trail (default: the OS user)")
-        .action(
-          async (queue: string, options: { db?: string; reason?: string; actor?: string }) => {
-            await queueCommand({
-              db: dbPath(options.db, deps),
-              queue,
-              paused,
-              who: who(options, deps),
-            }, deps);
-          },
-        ),
-      deps,
-      name,
-    );
-  }
-
-  for (const enabled of [false, true]) {
-    const name = enabled ? "enable" : "disable";
-    quiet(
-      program.command(name)
-        .description(`${name} a schedule; stored, it survives restarts and reloads (audited)`)
-        .argument("<schedule-id>", "the schedule")
-        .requiredOption("--reason <text>", "why, for the audit trail and every view")
-        .option("--db <path>", "the SQLite file [env JOBS_DB]")
-        .option("--config <file>", "the schedules file [env JOBS_CONFIG]")
-        .option("--actor <name>", "who, for the audit trail (default: the OS user)")
-        .action(
-          async (
-            id: string,
-            options: { db?: string; config?: string; reason?: string; actor?: string },
-          ) => {
-            await scheduleCommand({
-              db: dbPath(options.db, deps),
-              config: configPath(options.config, deps),
-              id,
-              enabled,
-              who: who(options, deps),
-            }, deps);
-          },
-        ),
-      deps,
-      name,
-    );
-  }
-
+  registerDemoCommand(program, deps);
+  registerSchedulesCommands(program, deps);
+  registerDaemonCommand(program, deps);
   registerInspectCommands(program, deps);
-  registerRunbookCommands(program, deps);
+  registerRunbookCommand(program, deps);
+  registerJobCommands(program, deps);
+  registerScheduleCommands(program, deps);
+  registerQueueCommands(program, deps);
+  registerEnqueueCommand(program, deps);
+  registerPruneCommand(program, deps);
+  registerMigrateCommand(program, deps);
   registerTuiCommand(program, deps);
   return program;
 }
 
-/** `--db`, else `JOBS_DB`, else `./jobs.db`. */
-export function dbPath(option: string | undefined, deps: CliDeps): string {
-  return option ?? deps.env("JOBS_DB") ?? "./jobs.db";
+/**
+ * `error: unknown option '--stat'` from `ls` -> `jobs ls: unknown option
+ * "--stat"; did you mean "--state"? (run "jobsctl help ls" for the options)`.
+ */
+function usageLine(
+  program: Command,
+  error: CommanderError & { command?: string },
+  invocation: string,
+): string {
+  const text = escapeControl(
+    error.message.replace(/^error: /, "").replace(/'([^']*)'/g, '"$1"'),
+  );
+  const command = program.commands.find((c) => c.name() === error.command) ?? program;
+  const where = error.command ? `jobs ${error.command}` : "jobs";
+  const help = commandLine(invocation, error.command ? ["help", error.command] : ["help"]);
+  return `${where}: ${text}${escapeControl(suggestion(program, command, error))} ` +
+    `(run "${help}" for the ${error.command ? "options" : "commands"})`;
 }
 
-/** Who acts: `--actor`, else the OS user; with `--reason` and the clock's now. */
-export function who(options: { actor?: string; reason?: string }, deps: CliDeps) {
-  return {
-    actor: options.actor ?? deps.env("USER") ?? deps.env("LOGNAME") ?? "unknown",
-    reason: options.reason ?? null,
-    now: deps.clock.now(),
-  };
-}
-
-/** Errors are thrown (and printed by runCli as one line), never printed by commander itself. */
-export function quiet(command: Command, deps: CliDeps, name: string | undefined): Command {
-  return command
-    .exitOverride((error) => {
-      throw Object.assign(error, { command: name });
-    })
-    .configureOutput({
-      writeOut: (text) => deps.out(text.replace(/\n$/, "")),
-      writeErr: () => {},
-      outputError: () => {},
-    });
-}
-
-/** `--config`, else `JOBS_CONFIG`, else `./schedules.yaml`. */
-export function configPath(option: string | undefined, deps: CliDeps): string {
-  return option ?? deps.env("JOBS_CONFIG") ?? "./schedules.yaml";
-}
-
-/** An ISO instant with its offset (`Z` or `+01:00`): a bare local time would depend on the machine's zone. */
-export function parseInstant(value: string): number {
-  try {
-    return Temporal.Instant.from(value).epochMilliseconds;
-  } catch {
-    throw new InvalidArgumentError(
-      `"${value}" is not an ISO instant with an offset, such as 2026-03-08T00:00:00Z`,
-    );
+/** The nearest command or option to the unknown one `error` names, as `; did you mean ...?`. */
+function suggestion(program: Command, command: Command, error: CommanderError): string {
+  const named = /'([^']*)'/.exec(error.message)?.[1];
+  if (named === undefined) return "";
+  if (error.code === "commander.unknownCommand") {
+    return didYouMean(named, program.commands.map((c) => c.name()));
   }
-}
-
-export function parseCount(value: string): number {
-  const n = Number(value);
-  if (!Number.isInteger(n) || n < 1 || n > 10_000) {
-    throw new InvalidArgumentError(`"${value}" is not a whole number from 1 to 10000`);
+  if (error.code === "commander.unknownOption") {
+    const flag = named.split("=")[0]!;
+    const flags = [...command.options.flatMap((o) => [o.long, o.short]), "--help"]
+      .filter((f): f is string => f !== undefined);
+    // Compared without their dashes, which every flag shares: "--stat" is near
+    // "--state", not "--tag".
+    const bare = (f: string) => f.replace(/^-+/, "");
+    const near = new Set(nearest(bare(flag), flags.map(bare)));
+    return didYouMean(flag, flags.filter((f) => near.has(bare(f))));
   }
-  return n;
+  return "";
 }

@@ -1,83 +1,151 @@
 /**
- * `jobs check` and `jobs next`: read `schedules.yaml` and report, without
- * touching the store.
+ * The commands on the schedules file: `jobs check` and `jobs next` read
+ * `schedules.yaml` alone; `jobs schedules` joins each schedule with its
+ * stored state, reading the store (never creating or migrating it) when
+ * there is one at the current schema.
  *
  * @module
  */
 
-import { type LoadOptions, loadSchedules } from "../schedule/config.ts";
-import { workerNames } from "../runners/workers_module.ts";
-import { formatDuration } from "../schedule/durations.ts";
+import type { Command } from "commander";
 import { next } from "../schedule/occurrences.ts";
 import { misfireText, rhythmText } from "../schedule/describe.ts";
-import type { Schedule, ScheduleConfig } from "../schedule/types.ts";
-import { openSqliteStore } from "../store/sqlite/sqlite_store.ts";
+import type { Schedule } from "../schedule/types.ts";
 import type { ScheduleRow } from "../store/store.ts";
-import { CommandFailed } from "./program.ts";
-import { escapeControl } from "../text/escape.ts";
+import { didYouMean } from "../text/suggest.ts";
+import {
+  type CliDeps,
+  CommandFailed,
+  configPath,
+  dbPath,
+  globalOptions,
+  parseCount,
+  parseInstant,
+  plural,
+  quiet,
+} from "./common.ts";
+import { requireConfig } from "./config.ts";
+import { tryOpenStore } from "./open_store.ts";
+import { cell } from "./text.ts";
 
-interface Output {
-  out: (line: string) => void;
-  err: (line: string) => void;
-}
+const FILE_ONLY = "it reads the schedules file alone, not the store";
+const NO_AUDIT = "it only reads: nothing to audit";
 
-/** Loads the file or fails the command with every error, one per line (or as JSON). */
-async function loadOrFail(
-  config: string,
-  json: boolean,
-  io: Output,
-  load: LoadOptions = {},
-): Promise<ScheduleConfig> {
-  const result = await loadSchedules(config, load);
-  if (result.ok) return result.config;
-  if (json) io.out(JSON.stringify({ ok: false, file: config, errors: result.errors }, null, 2));
-  else for (const error of result.errors) io.err(escapeControl(error.message));
-  throw new CommandFailed(
-    json ? "" : `${config}: ${result.errors.length} error${result.errors.length === 1 ? "" : "s"}`,
+/** Registers `check`, `next` and `schedules` on the program. */
+export function registerSchedulesCommands(program: Command, deps: CliDeps): void {
+  quiet(
+    globalOptions(
+      program.command("check").description("validate schedules.yaml; exit 1 with every error"),
+      {
+        db: { not: FILE_ONLY },
+        config: { for: "to validate, with its workers: module" },
+        json: true,
+        audit: { not: NO_AUDIT },
+      },
+    ).action(async (options: { config?: string; json?: boolean }) => {
+      await checkCommand({ config: configPath(options.config, deps), json: !!options.json }, deps);
+    }),
+    deps,
+    "check",
+  );
+
+  quiet(
+    globalOptions(
+      program.command("next")
+        .description("the next occurrences of a schedule")
+        .argument("<schedule-id>", "the schedule's id")
+        .option("--from <instant>", "start after this ISO instant (default: now)", parseInstant)
+        .option("--count <n>", "how many occurrences", parseCount, 5),
+      {
+        db: { not: FILE_ONLY },
+        config: { for: "which declares the schedule" },
+        json: true,
+        audit: { not: NO_AUDIT },
+      },
+    ).action(
+      async (
+        id: string,
+        options: { config?: string; from?: number; count: number; json?: boolean },
+      ) => {
+        await nextCommand({
+          id,
+          config: configPath(options.config, deps),
+          from: options.from ?? deps.clock.now(),
+          count: options.count,
+          json: !!options.json,
+        }, deps);
+      },
+    ),
+    deps,
+    "next",
+  );
+
+  quiet(
+    globalOptions(
+      program.command("schedules")
+        .description("every schedule with its policies, stored state and next occurrence"),
+      {
+        db: { mode: "read" },
+        config: { for: "whose schedules it lists" },
+        json: true,
+        audit: { not: NO_AUDIT },
+      },
+    ).action(async (options: { config?: string; db?: string; json?: boolean }) => {
+      await schedulesCommand({
+        config: configPath(options.config, deps),
+        db: dbPath(options.db, deps),
+        json: !!options.json,
+        now: deps.clock.now(),
+      }, deps);
+    }),
+    deps,
+    "schedules",
   );
 }
 
 /** `jobs check`: exit 0 when the file is valid, 1 with every error. */
 export async function checkCommand(
   options: { config: string; json: boolean },
-  io: Output,
+  deps: CliDeps,
 ): Promise<void> {
   // Imports the `workers:` module, if any, to check each worker a schedule names.
-  const config = await loadOrFail(options.config, options.json, io, { workers: workerNames });
+  const { config } = await requireConfig("check", options.config, deps, {
+    workers: true,
+    json: options.json,
+  });
   const queues = Object.keys(config.queues).length;
   if (options.json) {
-    io.out(JSON.stringify(
+    deps.out(JSON.stringify(
       { ok: true, file: options.config, schedules: config.schedules.length, queues },
       null,
       2,
     ));
     return;
   }
-  io.out(
-    `${escapeControl(options.config)}: valid, ${config.schedules.length} schedule${
-      config.schedules.length === 1 ? "" : "s"
-    }, ${queues} queue${queues === 1 ? "" : "s"}`,
+  deps.out(
+    `${cell(options.config)}: valid, ${plural(config.schedules.length, "schedule")}, ` +
+      plural(queues, "queue"),
   );
 }
 
 /** `jobs next <id>`: the next occurrences of one schedule after `from`. */
 export async function nextCommand(
   options: { id: string; config: string; from: number; count: number; json: boolean },
-  io: Output,
+  deps: CliDeps,
 ): Promise<void> {
-  const config = await loadOrFail(options.config, options.json, io);
+  const { config } = await requireConfig("next", options.config, deps, { json: options.json });
   const schedule = config.schedules.find((s) => s.id === options.id);
   if (!schedule) {
-    const known = config.schedules.map((s) => `"${s.id}"`).join(", ");
+    const ids = config.schedules.map((s) => s.id);
+    const known = ids.map((id) => `"${cell(id)}"`).join(", ");
     throw new CommandFailed(
-      `jobs next: no schedule "${escapeControl(options.id)}" in ${
-        escapeControl(options.config)
-      }; it has ${known || "none"}`,
+      `jobs next: no schedule "${cell(options.id)}" in ${cell(options.config)}` +
+        `${cell(didYouMean(options.id, ids))} (it has ${known || "none"})`,
     );
   }
   const occurrences = next(schedule, options.from, options.count);
   if (options.json) {
-    io.out(JSON.stringify(
+    deps.out(JSON.stringify(
       occurrences.map((o) => ({
         at: new Date(o.at).toISOString(),
         occurrence: o.occurrence,
@@ -90,15 +158,17 @@ export async function nextCommand(
     return;
   }
   if (schedule.rhythm.kind === "manual") {
-    io.out(`${schedule.id} is manual: it runs only when someone runs it`);
+    deps.out(`${cell(schedule.id)} is manual: it runs only when someone runs it`);
     return;
   }
   if (occurrences.length === 0) {
-    io.out(`${schedule.id} has no occurrence after ${new Date(options.from).toISOString()}`);
+    deps.out(
+      `${cell(schedule.id)} has no occurrence after ${new Date(options.from).toISOString()}`,
+    );
     return;
   }
   for (const o of occurrences) {
-    io.out(`${new Date(o.at).toISOString()}  ${o.local}${o.note ? `  (${o.note})` : ""}`);
+    deps.out(`${new Date(o.at).toISOString()}  ${o.local}${o.note ? `  (${o.note})` : ""}`);
   }
 }
 
@@ -119,51 +189,60 @@ interface ScheduleView {
   next: string | null;
 }
 
-/** `jobs schedules`: every schedule of the file with its stored state and next occurrence. */
+/**
+ * `jobs schedules`: every schedule of the file with its stored state and
+ * next occurrence. Without a readable store (none yet, or an older schema)
+ * the file alone is shown, and why on stderr.
+ */
 export async function schedulesCommand(
   options: { config: string; db: string; json: boolean; now: number },
-  io: Output,
+  deps: CliDeps,
 ): Promise<void> {
-  const config = await loadOrFail(options.config, options.json, io);
-  const rows = await storedRows(options.db, config.schedules.map((s) => s.id));
+  const { config } = await requireConfig("schedules", options.config, deps, {
+    json: options.json,
+  });
+  const rows = await storedRows(options.db, config.schedules.map((s) => s.id), deps);
   const views = config.schedules.map((s) => view(s, rows.get(s.id), options.now));
   if (options.json) {
-    io.out(JSON.stringify(views, null, 2));
+    deps.out(JSON.stringify(views, null, 2));
     return;
   }
   if (views.length === 0) {
-    io.out(`${escapeControl(options.config)} declares no schedule`);
+    deps.out(`${cell(options.config)} declares no schedule`);
     return;
   }
   for (const v of views) {
     const state = v.enabled ? "enabled" : `disabled: ${v.disabledReason ?? "no reason given"}`;
-    io.out(
+    deps.out(
       `${v.id}  ${v.rhythm}  ${v.timezone}${v.localTime ? ` (${v.localTime})` : ""}  ${state}`,
     );
-    io.out(
+    deps.out(
       `  misfire ${v.misfire}, overlap ${v.overlapPolicy}; misfires ${v.misfires}; next ${
         v.next ?? "none"
       }`,
     );
-    io.out(
+    deps.out(
       `  last planned ${v.lastPlannedFor ?? "never"}, started ${v.lastStartedAt ?? "never"}, ` +
         `completed ${v.lastCompletedAt ?? "never"}`,
     );
   }
 }
 
-/** The stored rows, or none when the database does not exist yet (nothing is created). */
-async function storedRows(db: string, ids: string[]): Promise<Map<string, ScheduleRow>> {
-  try {
-    await Deno.stat(db);
-  } catch {
+/** The stored rows, read in `read` mode; none (and why, on stderr) without a readable store. */
+async function storedRows(
+  db: string,
+  ids: string[],
+  deps: CliDeps,
+): Promise<Map<string, ScheduleRow>> {
+  const opened = await tryOpenStore(db, "read", deps);
+  if (!opened.ok) {
+    deps.err(`jobs schedules: no stored state shown: ${opened.problem}`);
     return new Map();
   }
-  const store = await openSqliteStore(db);
   try {
-    return new Map((await store.schedulesList({ ids })).map((r) => [r.id, r]));
+    return new Map((await opened.store.schedulesList({ ids })).map((r) => [r.id, r]));
   } finally {
-    await store.close();
+    await opened.store.close();
   }
 }
 
@@ -172,17 +251,17 @@ function view(schedule: Schedule, row: ScheduleRow | undefined, now: number): Sc
   const [following] = next(schedule, now, 1);
   const lt = schedule.localTime;
   return {
-    id: escapeControl(schedule.id),
-    rhythm: escapeControl(rhythmText(schedule)),
+    id: cell(schedule.id),
+    rhythm: cell(rhythmText(schedule)),
     timezone: schedule.timezone,
-    localTime: lt ? `gap ${lt.gap}, overlap ${lt.overlap}: ${escapeControl(lt.reason)}` : null,
+    localTime: lt ? `gap ${lt.gap}, overlap ${lt.overlap}: ${cell(lt.reason)}` : null,
     misfire: misfireText(schedule),
     overlapPolicy: schedule.overlapPolicy,
     enabled: schedule.enabled && (row?.enabled ?? true),
     disabledReason: !schedule.enabled
       ? "disabled in the file"
       : row && !row.enabled
-      ? escapeControl(row.disabledReason ?? "no reason given")
+      ? cell(row.disabledReason ?? "no reason given")
       : null,
     lastPlannedFor: iso(row?.lastPlannedFor),
     lastStartedAt: iso(row?.lastStartedAt),

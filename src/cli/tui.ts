@@ -10,8 +10,17 @@
 import type { Command } from "commander";
 import { storeActions } from "../tui/actions.ts";
 import { configFile, sqliteFile, storeData } from "../tui/data.ts";
-import { type CliDeps, CommandFailed, configPath, dbPath, quiet, who } from "./program.ts";
-import { escapeControl } from "../text/escape.ts";
+import {
+  type CliDeps,
+  CommandFailed,
+  configPath,
+  dbPath,
+  globalOptions,
+  quiet,
+  who,
+} from "./common.ts";
+import { openStore } from "./open_store.ts";
+import { commandLine } from "./text.ts";
 
 /** Options of `jobs tui`. */
 interface TuiOptions {
@@ -25,19 +34,23 @@ interface TuiOptions {
 /** Registers `jobs tui` on the program. */
 export function registerTuiCommand(program: Command, deps: CliDeps): void {
   quiet(
-    program.command("tui")
-      .description("the interactive dashboard: queues, jobs, schedules, dead letters, actions")
-      .option("--db <path>", "the SQLite file [env JOBS_DB]")
-      .option("--config <file>", "the schedules file [env JOBS_CONFIG]")
-      .option("--read-only", "look only: every action is refused")
-      .option("--actor <name>", "who, for the audit trail (default: the OS user)")
-      .option(
-        "--environment <name>",
-        "where this runs; a manual schedule's runs_where must match [env JOBS_ENVIRONMENT]",
-      )
-      .action(async (options: TuiOptions) => {
-        await tuiCommand(options, deps);
-      }),
+    globalOptions(
+      program.command("tui")
+        .description("the interactive dashboard: queues, jobs, schedules, dead letters, actions")
+        .option("--read-only", "look only: every action is refused")
+        .option(
+          "--environment <name>",
+          "where this runs; a manual schedule's runs_where must match [env JOBS_ENVIRONMENT]",
+        ),
+      {
+        db: { mode: "write" },
+        config: { for: "for the schedules and queues it shows" },
+        json: { not: "it is a screen for a person; for scripts use status, ls or show --json" },
+        audit: { noReason: "each action asks for its reason on the screen" },
+      },
+    ).action(async (options: TuiOptions) => {
+      await tuiCommand(options, deps);
+    }),
     deps,
     "tui",
   );
@@ -46,22 +59,16 @@ export function registerTuiCommand(program: Command, deps: CliDeps): void {
 async function tuiCommand(options: TuiOptions, deps: CliDeps): Promise<void> {
   const db = dbPath(options.db, deps);
   if (!Deno.stdin.isTerminal() || !Deno.stdout.isTerminal()) {
+    const script = ["status", "ls", "show"].map((c) => commandLine(deps.program, [c])).join(", ");
     throw new CommandFailed(
-      "jobs tui: needs a terminal on stdin and stdout; for scripts use jobs status, ls or show",
+      `jobs tui: needs a terminal on stdin and stdout; for scripts use ${script}`,
     );
   }
-  try {
-    await Deno.stat(db);
-  } catch {
-    throw new CommandFailed(`jobs tui: no database at "${escapeControl(db)}"`);
-  }
-  const source = sqliteFile(db, { now: () => deps.clock.now() });
+  // Fail before taking over the screen when the store cannot be opened as it is.
+  await (await openStore("tui", db, options.readOnly ? "read" : "write", deps)).store.close();
+  const source = sqliteFile(db, { now: () => deps.clock.now(), program: deps.program });
   const config = configFile(configPath(options.config, deps));
   try {
-    // Fail before taking over the screen when the store cannot be opened at all.
-    await source.get().catch((error) => {
-      throw new CommandFailed(`jobs tui: ${escapeControl((error as Error).message)}`);
-    });
     // ink renders only the last frame, at exit, where it believes it runs
     // under CI (CI, CONTINUOUS_INTEGRATION or CI_* set, read when ink loads).
     // This command only runs on a terminal, so it is loaded here, after those
@@ -77,6 +84,7 @@ async function tuiCommand(options: TuiOptions, deps: CliDeps): Promise<void> {
       actions: storeActions({
         source,
         config,
+        configPath: configPath(options.config, deps),
         clock: deps.clock,
         actor: who(options, deps).actor,
         environment: options.environment ?? deps.env("JOBS_ENVIRONMENT") ?? null,
@@ -84,6 +92,7 @@ async function tuiCommand(options: TuiOptions, deps: CliDeps): Promise<void> {
       clock: deps.clock,
       readOnly: options.readOnly === true,
       color: deps.color,
+      program: deps.program,
     });
   } finally {
     await source.close();

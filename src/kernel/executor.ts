@@ -9,7 +9,9 @@
 
 import type { Clock } from "../clock.ts";
 import { type Backoff, defaultBackoff, exponentialBackoff } from "./backoff.ts";
+import { JobFailure } from "./error_text.ts";
 import { capTailBytes, describeError, redact } from "./redact.ts";
+import { type BackoffSpec, type RunSettings, runSettingsOf } from "./run_settings.ts";
 import type { ClaimedJob, JobResult } from "./types.ts";
 import type { JobContext, Outcome, Worker } from "./worker.ts";
 
@@ -25,8 +27,8 @@ export interface ExecuteDeps {
   random?: () => number;
 }
 
-/** Raised into `ctx.signal` when the worker's timeout passes. */
-export class JobTimeoutError extends Error {
+/** Raised into `ctx.signal` when the worker's timeout passes; stored as its message alone. */
+export class JobTimeoutError extends JobFailure {
   constructor(readonly ms: number) {
     super(`timed out after ${ms} ms`);
     this.name = "JobTimeoutError";
@@ -47,6 +49,8 @@ export async function execute(
 ): Promise<JobResult> {
   const base: Base = { id: job.id, fence: job.fence, attempt: job.attempt, startedAt };
   if (job.occurrence !== null) base.occurrence = job.occurrence;
+  const settings = runSettingsOf(job.meta);
+  if (settings.definition !== undefined) base.definition = settings.definition;
   const worker = deps.registry.get(job.worker);
   if (!worker) {
     return { ...base, outcome: "discarded", error: `unknown worker "${job.worker}"` };
@@ -58,16 +62,16 @@ export async function execute(
   } catch (error) {
     return { ...base, outcome: "discarded", error: `invalid args: ${describeError(error)}` };
   }
-  const ctx = new Context(job, control.signal);
+  const ctx = new Context(job, control.signal, settings, settings.timeoutMs ?? worker.timeout);
   try {
-    const outcome = worker.timeout === undefined
+    const outcome = ctx.timeoutMs === undefined || worker.selfTimed
       ? await worker.perform(args, ctx)
-      : await withTimeout(worker, args, ctx, control, deps.clock);
+      : await withTimeout(worker, args, ctx, control, deps.clock, ctx.timeoutMs);
     if (ctx.kept !== null) base.output = capTailBytes(redact(ctx.kept));
     return resultOf(outcome, base, deps.clock);
   } catch (error) {
     if (ctx.kept !== null) base.output = capTailBytes(redact(ctx.kept));
-    return failure(error, job, worker, base, deps);
+    return failure(error, job, worker, base, deps, settings);
   }
 }
 
@@ -78,9 +82,9 @@ function withTimeout(
   ctx: JobContext,
   control: AbortController,
   clock: Clock,
+  ms: number,
 ): Promise<Outcome> {
   const running = Promise.resolve().then(() => worker.perform(args, ctx));
-  const ms = worker.timeout!;
   const stopTimer = new AbortController();
   const timer = clock.sleep(ms, stopTimer.signal).then(() => {
     if (stopTimer.signal.aborted) return undefined;
@@ -96,7 +100,12 @@ class Context implements JobContext {
   readonly job: JobView;
   /** What `output()` kept, raw. */
   kept: string | null = null;
-  constructor(claimed: ClaimedJob, readonly signal: AbortSignal) {
+  constructor(
+    claimed: ClaimedJob,
+    readonly signal: AbortSignal,
+    readonly settings: RunSettings,
+    readonly timeoutMs: number | undefined,
+  ) {
     this.job = new JobView(claimed);
   }
   get attempt(): number {
@@ -149,7 +158,10 @@ class JobView {
   }
 }
 
-type Base = Pick<JobResult, "id" | "fence" | "attempt" | "startedAt" | "occurrence" | "output">;
+type Base = Pick<
+  JobResult,
+  "id" | "fence" | "attempt" | "startedAt" | "occurrence" | "output" | "definition"
+>;
 
 /** Maps what `perform` returned to one result. */
 export function resultOf(outcome: Outcome, base: Base, clock: Clock): JobResult {
@@ -177,10 +189,11 @@ function failure(
   worker: Worker<any>,
   base: Base,
   deps: ExecuteDeps,
+  settings: RunSettings,
 ): JobResult {
   const text = describeError(error);
   if (job.attempt >= job.maxAttempts) return { ...base, outcome: "discarded", error: text };
-  const backoff = backoffFromMeta(job.meta) ?? worker.backoff ?? defaultBackoff;
+  const backoff = backoffOf(settings.backoff) ?? worker.backoff ?? defaultBackoff;
   let delay: number;
   try {
     delay = Math.max(0, backoff(job.attempt, deps.random ?? Math.random));
@@ -191,22 +204,9 @@ function failure(
   return { ...base, outcome: "retryable", error: text, at: deps.clock.now() + delay };
 }
 
-/**
- * A job may carry its own backoff in meta (a schedule's `backoff`, planned
- * onto each occurrence): `{ kind: "fixed", delayMs }` or
- * `{ kind: "exponential", baseMs, maxMs }`. It wins over the worker's.
- */
-function backoffFromMeta(metaText: string): Backoff | null {
-  let meta: { backoff?: { kind?: string; delayMs?: number; baseMs?: number; maxMs?: number } };
-  try {
-    meta = JSON.parse(metaText);
-  } catch {
-    return null;
-  }
-  const b = meta?.backoff;
-  if (b?.kind === "fixed" && Number.isFinite(b.delayMs)) return () => b.delayMs!;
-  if (b?.kind === "exponential" && Number.isFinite(b.baseMs) && Number.isFinite(b.maxMs)) {
-    return exponentialBackoff(b.baseMs, b.maxMs);
-  }
-  return null;
+/** A job's own backoff (a schedule's `backoff`, planned onto each occurrence) wins over the worker's. */
+function backoffOf(spec: BackoffSpec | undefined): Backoff | null {
+  if (spec === undefined) return null;
+  if (spec.kind === "fixed") return () => spec.delayMs;
+  return exponentialBackoff(spec.baseMs, spec.maxMs);
 }

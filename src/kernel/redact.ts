@@ -5,6 +5,8 @@
  * @module
  */
 
+import { errorText } from "./error_text.ts";
+
 /** An attempt keeps at most this many bytes of output, the last ones. */
 export const OUTPUT_CAP_BYTES = 64 * 1024;
 
@@ -75,32 +77,11 @@ export function capTailBytes(text: string, maxBytes: number = OUTPUT_CAP_BYTES):
   return marker + tail;
 }
 
-/** How an error reads in the store: message (and cause chain), redacted and capped. */
+/**
+ * How an error reads in the store: its text (see error_text.ts: an expected
+ * `JobFailure`'s message; another error's message, cause chain and
+ * the first frames of the code that threw it), redacted and capped.
+ */
 export function describeError(error: unknown): string {
   return capBytes(redact(errorText(error)));
-}
-
-function errorText(error: unknown, depth = 0): string {
-  if (error instanceof Error) {
-    const head = error.name && error.name !== "Error"
-      ? `${error.name}: ${error.message}`
-      : error.message;
-    const stack = error.stack && depth === 0 ? stackFrames(error.stack) : "";
-    const cause = error.cause !== undefined && depth < 4
-      ? `\ncaused by: ${errorText(error.cause, depth + 1)}`
-      : "";
-    return `${head}${stack}${cause}`;
-  }
-  if (typeof error === "string") return error;
-  try {
-    return JSON.stringify(error) ?? String(error);
-  } catch {
-    return String(error);
-  }
-}
-
-// Keeps the first few frames: enough to find the line, short enough to store.
-function stackFrames(stack: string): string {
-  const frames = stack.split("\n").filter((line) => /^\s+at /.test(line)).slice(0, 5);
-  return frames.length ? `\n${frames.join("\n")}` : "";
 }

@@ -91,6 +91,8 @@ export interface Attempt {
   error: string | null;
   /** The output excerpt the worker kept (`ctx.output`), redacted, at most 64 KiB. */
   output: string | null;
+  /** The hash of the schedule definition this attempt ran (null: not a schedule's, or planned before 0006). */
+  definition: string | null;
 }
 
 /** How an attempt ended. */
@@ -121,6 +123,15 @@ export interface NewJob {
   scheduleId: string | null;
   scheduledFor: number | null;
 }
+
+/**
+ * What a job runs: the fields a replay or retry rewrites when it runs the
+ * schedule's live definition instead of the one the job was planned with.
+ */
+export type JobDefinition = Pick<
+  NewJob,
+  "worker" | "args" | "meta" | "tags" | "queue" | "priority" | "maxAttempts"
+>;
 
 /** What an insert did: the job's id, and whether it already existed (uniqueness). */
 export interface InsertResult {
@@ -164,6 +175,8 @@ export type JobResult =
     occurrence?: string | null;
     /** The attempt's output excerpt (redacted, last 64 KiB), when the worker kept one. */
     output?: string;
+    /** The hash of the schedule definition the attempt ran, when the job carries one. */
+    definition?: string;
   }
   & (
     | { outcome: "completed" }

@@ -5,6 +5,7 @@
  */
 
 import type { Backoff } from "./backoff.ts";
+import type { RunSettings } from "./run_settings.ts";
 import { checkUnique, type UniqueOptions } from "./unique.ts";
 
 /** What a running job knows about itself. */
@@ -26,6 +27,16 @@ export interface JobContext {
    * replaces an earlier one.
    */
   output(text: string): void;
+  /**
+   * The job's run settings (a schedule's timeout, backoff and retention, and
+   * the hash of the definition it was built from), read once from its meta.
+   */
+  readonly settings: RunSettings;
+  /**
+   * The timeout this attempt runs under, in ms: the job's own setting, else
+   * the worker's `timeout`; undefined when neither sets one.
+   */
+  readonly timeoutMs: number | undefined;
   /** The job's row as claimed. */
   readonly job: {
     readonly id: number;
@@ -67,8 +78,18 @@ export interface WorkerOptions<A> {
   maxAttempts?: number;
   /** 0 (first) to 9 (last). @default 0 */
   priority?: number;
-  /** Abort `perform` after this many ms and retry. @default no timeout */
+  /**
+   * Abort `perform` after this many ms and retry. A job's own timeout (a
+   * schedule's `timeout`) wins over it. @default no timeout
+   */
   timeout?: number;
+  /**
+   * `perform` applies `ctx.timeoutMs` itself and returns only once its work
+   * has stopped, so the executor starts no timer of its own. The command
+   * runner does: it must end its process group before the attempt ends.
+   * @default false
+   */
+  selfTimed?: boolean;
   /** Delay before a retry. @default defaultBackoff */
   backoff?: Backoff;
   /** Uniqueness of its jobs. @default not unique */

@@ -34,16 +34,24 @@
  * | 76                           | cancelled                                                  |
  * | 77                           | discarded                                                  |
  * | any other code, or a signal  | error naming the code or signal: retried with backoff      |
- * | `meta.timeoutMs` passed      | error `timed out after <ms> ms`: retried with backoff       |
+ * | `ctx.timeoutMs` passed       | error `timed out after <ms> ms`: retried with backoff       |
  * | `ctx.signal` aborted         | error naming the reason (the runtime records nothing)       |
  * | cannot start (no such file)  | error naming the program: retried with backoff             |
  *
+ * Each of these errors is one expected failure, stored as a message and no
+ * stack: `command "sh" exited with code 1` (the program as given, quoted and
+ * escaped; a script's first 60 characters for `shell: true`), then, when the
+ * command wrote to stderr, `stderr:` and the last {@linkcode ERROR_STDERR_BYTES}
+ * of it (the output keeps more of both streams).
+ *
  * On timeout or abort the group gets SIGTERM, then SIGKILL after
  * `killGraceMs` if anything of it is still alive. When the command exits by
- * itself, whatever it left running in its group is stopped the same way: a
+ * itself, whatever it left running in its group is stopped the same way (the
+ * same grace: a grandchild may have as much to clean up as its parent): a
  * run owns its group, so no orphan outlives it. (A process that starts a
- * session of its own, `setsid`, escapes this, as it escapes every group kill.)
- * Waits use the injected clock.
+ * session of its own, `setsid`, escapes this, as it escapes every group
+ * kill.) Waits use the injected clock; `ProcessGroup` of process_group.ts is
+ * the one kill sequence, shared with the fan-out's selection command.
  *
  * When the process exits (the `unload` event that `Deno.exit` dispatches)
  * while a run's group is still alive, for instance because the daemon's
@@ -60,21 +68,13 @@
  */
 
 import type { Clock } from "../clock.ts";
-import { JobTimeoutError } from "../kernel/executor.ts";
+import { JobFailure } from "../kernel/error_text.ts";
 import { type ArgsSchema, defineWorker, type JobContext, type Worker } from "../kernel/worker.ts";
 import { occurrenceInstant } from "../schedule/occurrences.ts";
 import type { RunSpec } from "../schedule/types.ts";
 import { expandVariables, maskValues, MissingVariableError, referencedVariables } from "./env.ts";
-import {
-  forgetGroup,
-  groupAlive,
-  killOnExit,
-  pump,
-  recordGroup,
-  releaseOnExit,
-  signalGroup,
-  within,
-} from "./process_group.ts";
+import { ProcessGroup } from "./process_group.ts";
+import { escapeControl } from "../text/escape.ts";
 
 /** The args of a `jobs.command` job: the `command` variant of a run spec. */
 export type CommandRun = Extract<RunSpec, { kind: "command" }>;
@@ -90,6 +90,11 @@ export const EXIT_CANCEL = 76;
 export const EXIT_DISCARD = 77;
 /** Snooze when exit 75 names no duration. */
 export const DEFAULT_SNOOZE_MS = 60_000;
+/**
+ * Bytes of stderr's tail a failure's stored error carries: with the message
+ * it stays under the store's 4 KiB per error. @default 2048
+ */
+export const ERROR_STDERR_BYTES = 2048;
 
 /** Options of {@linkcode commandWorker}. */
 export interface CommandWorkerOptions {
@@ -130,6 +135,8 @@ export function commandWorker(options: CommandWorkerOptions): Worker<CommandRun>
   }
   return defineWorker<CommandRun>({
     name: COMMAND_WORKER,
+    // It ends the process group before returning, so it times itself.
+    selfTimed: true,
     args: commandRunSchema,
     perform: (run, ctx) => runCommand(run, ctx, settings),
   });
@@ -190,24 +197,60 @@ async function runCommand(run: CommandRun, ctx: JobContext, settings: Settings) 
   if (ctx.signal.aborted) throw stoppedError(label, ctx.signal.reason);
   const output = new OutputTail(settings.outputBytes);
   const lastLine = new OutputTail(LAST_LINE_BYTES);
-  let child: Deno.ChildProcess;
+  const stderr = new OutputTail(ERROR_STDERR_BYTES);
+  const child = startCommand(run, env, label);
+  const group = new ProcessGroup(child, settings, {
+    stdout(chunk) {
+      output.push(chunk);
+      lastLine.push(chunk);
+    },
+    stderr(chunk) {
+      output.push(chunk);
+      stderr.push(chunk);
+    },
+  });
+  group.record({ job: ctx.job.id, fence: ctx.fence });
   try {
-    child = spawnCommand(run, env);
-  } catch (error) {
-    throw new Error(`${label} cannot start: ${(error as Error).message}`, { cause: error });
-  }
-  const group = new ProcessGroup(child, settings, output, lastLine);
-  group.record(ctx);
-  try {
-    const ended = await waitForEnd(group, ctx, settings.clock);
+    const ended = await group.wait(ctx.signal, timeoutOf(ctx));
     await group.finish(ended.kind !== "exited");
-    ctx.output(output.text(secretsOf(run, settings.env)));
-    if (ended.kind === "timeout") throw new JobTimeoutError(ended.ms);
+    const secrets = secretsOf(run, settings.env);
+    ctx.output(output.text(secrets));
     if (ended.kind === "aborted") throw stoppedError(label, ctx.signal.reason);
-    return outcomeOf(ended.status, lastLine.text(), label);
+    const said = (message: string) => withStderr(message, stderr, secrets);
+    if (ended.kind === "timeout") {
+      throw new JobFailure(said(`${label} timed out after ${ended.ms} ms`));
+    }
+    return outcomeOf(ended.status, lastLine.text(), label, said);
   } finally {
     group.release();
   }
+}
+
+/**
+ * Spawns `run` (see {@linkcode spawnCommand}); a program that cannot start
+ * is an expected failure naming it and why.
+ */
+export function startCommand(
+  run: CommandRun,
+  env: Record<string, string>,
+  label: string,
+): Deno.ChildProcess {
+  try {
+    return spawnCommand(run, env);
+  } catch (error) {
+    const why = error instanceof Error ? error.message : String(error);
+    throw new JobFailure(`${label} cannot start: ${why}`, { cause: error });
+  }
+}
+
+/**
+ * `message`, then the tail of what the command wrote to stderr (its last
+ * {@linkcode ERROR_STDERR_BYTES}, marked when cut, filled-in secrets masked)
+ * when it wrote anything: how a failure of a command reads in the store.
+ */
+export function withStderr(message: string, stderr: OutputTail, secrets: string[]): string {
+  const said = stderr.text(secrets).trimEnd();
+  return said.trim() === "" ? message : `${message}\nstderr:\n${said}`;
 }
 
 /** The child's extra environment: the run's `env`, expanded, then the JOBS_* variables. */
@@ -259,59 +302,33 @@ export function spawnCommand(run: CommandRun, env: Record<string, string>): Deno
   }).spawn();
 }
 
-type Ended =
-  | { kind: "exited"; status: Deno.CommandStatus }
-  | { kind: "timeout"; ms: number }
-  | { kind: "aborted" };
-
-/** Waits for the child to exit, the timeout (`meta.timeoutMs`) or an abort, whichever is first. */
-async function waitForEnd(group: ProcessGroup, ctx: JobContext, clock: Clock): Promise<Ended> {
-  const timeoutMs = timeoutOf(ctx);
-  const done = new AbortController();
-  const wake = AbortSignal.any([done.signal, ctx.signal]);
-  const waits: Promise<Ended>[] = [
-    group.status.then((status) => ({ kind: "exited", status })),
-    new Promise((resolve) => {
-      if (ctx.signal.aborted) resolve({ kind: "aborted" });
-      ctx.signal.addEventListener("abort", () => resolve({ kind: "aborted" }), {
-        once: true,
-        signal: done.signal,
-      });
-    }),
-  ];
-  if (timeoutMs !== undefined) {
-    waits.push(
-      clock.sleep(timeoutMs, wake).then(() =>
-        wake.aborted ? new Promise<never>(() => {}) : { kind: "timeout", ms: timeoutMs }
-      ),
-    );
-  }
-  try {
-    return await Promise.race(waits);
-  } finally {
-    done.abort();
-  }
-}
-
+/** The schedule's timeout (the job's run settings), else the worker's: none for the runner. */
 function timeoutOf(ctx: JobContext): number | undefined {
-  const ms = ctx.job.meta.timeoutMs;
-  return typeof ms === "number" && ms > 0 && Number.isFinite(ms) ? ms : undefined;
+  return ctx.timeoutMs;
 }
 
-/** Maps the exit of a command that ended by itself; see the module doc's table. */
-function outcomeOf(status: Deno.CommandStatus, stdoutTail: string, label: string) {
-  if (status.signal !== null) throw new Error(`${label} was killed by ${status.signal}`);
+/**
+ * Maps the exit of a command that ended by itself; see the module doc's
+ * table. `said` adds the tail of stderr to a message.
+ */
+function outcomeOf(
+  status: Deno.CommandStatus,
+  stdoutTail: string,
+  label: string,
+  said: (message: string) => string,
+) {
+  if (status.signal !== null) throw new JobFailure(said(`${label} was killed by ${status.signal}`));
   switch (status.code) {
     case 0:
       return undefined;
     case EXIT_SNOOZE:
       return { snooze: snoozeMs(stdoutTail) };
     case EXIT_CANCEL:
-      return { cancel: `${label} exited with code ${EXIT_CANCEL} (cancel)` };
+      return { cancel: said(`${label} exited with code ${EXIT_CANCEL} (cancel)`) };
     case EXIT_DISCARD:
-      return { discard: `${label} exited with code ${EXIT_DISCARD} (discard)` };
+      return { discard: said(`${label} exited with code ${EXIT_DISCARD} (discard)`) };
     default:
-      throw new Error(`${label} exited with code ${status.code}`);
+      throw new JobFailure(said(`${label} exited with code ${status.code}`));
   }
 }
 
@@ -322,90 +339,6 @@ export function snoozeMs(stdoutTail: string): number {
   const last = stdoutTail.trimEnd().split("\n").at(-1)?.trim() ?? "";
   const match = SNOOZE_LINE.exec(last);
   return match ? Math.round(Number(match[1]) * 1000) : DEFAULT_SNOOZE_MS;
-}
-
-/**
- * The running child and its group: pumps stdout and stderr into the tails,
- * and stops the group with SIGTERM, then SIGKILL after the grace.
- */
-class ProcessGroup {
-  readonly status: Promise<Deno.CommandStatus>;
-  /** Both pipes reached their end (every writer in the group exited or closed them). */
-  readonly drained: Promise<void>;
-  readonly #pgid: number;
-  readonly #settings: Settings;
-  readonly #readers: ReadableStreamDefaultReader<Uint8Array>[];
-  readonly #stopWaits = new AbortController();
-
-  constructor(child: Deno.ChildProcess, settings: Settings, output: OutputTail, last: OutputTail) {
-    this.#pgid = child.pid;
-    killOnExit(this.#pgid);
-    this.#settings = settings;
-    this.status = child.status;
-    this.#readers = [child.stdout.getReader(), child.stderr.getReader()];
-    const [stdout, stderr] = this.#readers;
-    this.drained = Promise.all([
-      pump(stdout!, (chunk) => {
-        output.push(chunk);
-        last.push(chunk);
-      }),
-      pump(stderr!, (chunk) => output.push(chunk)),
-    ]).then(() => {});
-  }
-
-  /**
-   * Makes sure nothing of the group outlives the attempt, and that the output
-   * is read to its end. `stop` is true on timeout or abort.
-   */
-  async finish(stop: boolean): Promise<void> {
-    const grace = this.#settings.killGraceMs;
-    const alive = stop || groupAlive(this.#pgid);
-    if (alive === true) {
-      await this.#stop();
-    } else if (alive === undefined) {
-      // Without /proc: a leftover that keeps the pipes open is still running.
-      if (!(await this.#within(this.drained, grace))) await this.#stop();
-    }
-    // Whatever escaped the group (its own session) may hold the pipes: stop reading.
-    if (!(await this.#within(this.drained, grace))) {
-      for (const reader of this.#readers) reader.cancel().catch(() => {});
-    }
-  }
-
-  /** SIGTERM to the group; SIGKILL once the grace has passed and something is left. */
-  async #stop(): Promise<void> {
-    const { clock, killGraceMs } = this.#settings;
-    const deadline = clock.now() + killGraceMs;
-    signalGroup(this.#pgid, "SIGTERM");
-    const settled = Promise.all([this.status, this.drained]);
-    await this.#within(settled, killGraceMs);
-    const alive = groupAlive(this.#pgid);
-    if (alive === false) return;
-    const left = deadline - clock.now();
-    if (alive === true && left > 0) await clock.sleep(left, this.#stopWaits.signal);
-    signalGroup(this.#pgid, "SIGKILL");
-    await this.status;
-  }
-
-  /** Whether `promise` settles within `ms` of the clock (false once the group is released). */
-  #within(promise: Promise<unknown>, ms: number): Promise<boolean> {
-    return within(promise, ms, this.#settings.clock, this.#stopWaits.signal);
-  }
-
-  /** Records the group in `groupsDir`, if set, for a daemon that outlives this one. */
-  record(ctx: JobContext): void {
-    const dir = this.#settings.groupsDir;
-    if (dir !== undefined) {
-      recordGroup(dir, { pgid: this.#pgid, job: ctx.job.id, fence: ctx.fence });
-    }
-  }
-
-  /** Ends every pending wait of this group (a rejected attempt must not leave sleepers). */
-  release(): void {
-    this.#stopWaits.abort();
-    releaseOnExit(this.#pgid);
-    if (this.#settings.groupsDir !== undefined) forgetGroup(this.#settings.groupsDir, this.#pgid);
-  }
 }
 
 /** A rolling tail of bytes: memory stays at `capacity` whatever the output. */
@@ -461,11 +394,21 @@ export class OutputTail {
     if (this.dropped === 0) return text;
     // A cut inside a character leaves continuation bytes: they decode to U+FFFD.
     text = text.replace(/^\uFFFD+/, "");
-    const marker = `[truncated ${this.dropped} bytes] …`;
-    const bytes = new TextEncoder().encode(text);
-    const room = Math.max(0, this.capacity - new TextEncoder().encode(marker).length);
-    if (bytes.length <= room) return marker + text;
-    const tail = new TextDecoder().decode(bytes.subarray(bytes.length - room));
+    const encoder = new TextEncoder();
+    const bytes = encoder.encode(text);
+    // The marker takes its room from the tail, so it counts what it hides
+    // too; its length depends on that count, hence a few rounds to settle.
+    let hidden = 0;
+    let marker = "";
+    for (let round = 0; round < 3; round++) {
+      marker = `[truncated ${this.dropped + hidden} bytes] …`;
+      hidden = Math.max(
+        0,
+        bytes.length - Math.max(0, this.capacity - encoder.encode(marker).length),
+      );
+    }
+    if (hidden === 0) return marker + text;
+    const tail = new TextDecoder().decode(bytes.subarray(hidden));
     return marker + tail.replace(/^\uFFFD+/, "");
   }
 }
@@ -478,14 +421,20 @@ export function secretsOf(run: CommandRun, env: (name: string) => string | undef
 
 function stoppedError(label: string, reason: unknown): Error {
   const why = reason instanceof Error ? reason.message : String(reason ?? "aborted");
-  return new Error(`${label} was stopped: ${why}`, { cause: reason });
+  return new JobFailure(`${label} was stopped: ${why}`, { cause: reason });
 }
 
-/** How errors name the command: its program, or the start of its script. */
-function labelOf(run: CommandRun): string {
+/**
+ * How errors name the command: `command "<argv[0]>"`, or `shell command
+ * "<the script's first 60 characters>…"`. The name is quoted as JSON (a
+ * newline of a script reads `\n`, so the message stays one line) and its
+ * other control characters escaped.
+ */
+export function labelOf(run: CommandRun): string {
   const name = run.argv[0]!;
   const short = name.length > 60 ? `${name.slice(0, 60)}…` : name;
-  return run.shell ? `shell command "${short}"` : `command "${short}"`;
+  const quoted = escapeControl(JSON.stringify(short));
+  return run.shell ? `shell command ${quoted}` : `command ${quoted}`;
 }
 
 function isRecord(value: unknown): value is Record<string, unknown> {

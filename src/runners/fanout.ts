@@ -25,12 +25,16 @@
  * A run that enqueues every item deletes its cursor: settings hold progress
  * only for runs that may still be retried.
  *
- * A selection command runs like a `command` run (argv without a shell unless
- * `shell: true`, `${NAME}` in `env`, the JOBS_* variables, its own process
- * group, stopped with SIGTERM then SIGKILL, recorded in `groupsDir` when
- * set); it must exit 0, and at most
+ * A selection command runs like a `command` run: argv without a shell unless
+ * `shell: true`, `${NAME}` in `env`, the JOBS_* variables, and the command
+ * runner's `ProcessGroup` (its own process group, recorded in `groupsDir`
+ * when set, killed on unload, and stopped on timeout, abort, too much
+ * output, or its leader's exit with members left, by SIGTERM, then SIGKILL
+ * to what is left after `killGraceMs`). It must exit 0, and at most
  * `maxSelectionBytes` of stdout are read. The schedule's timeout
- * (`meta.timeoutMs`) bounds it. A worker selection is a worker of this
+ * (`ctx.timeoutMs`, from its run settings) bounds it. Its failures read as
+ * the command runner's (`selection command "x" exited with code 3`, then the
+ * tail of stderr), with no stack. A worker selection is a worker of this
  * process (the `workers:` module) whose `perform` returns the list: make it
  * with {@linkcode defineSelection}.
  *
@@ -40,7 +44,8 @@
 import { createHash } from "node:crypto";
 import type { Clock } from "../clock.ts";
 import { serializeArgs } from "../kernel/enqueue.ts";
-import { JobTimeoutError, type Registry } from "../kernel/executor.ts";
+import { JobFailure } from "../kernel/error_text.ts";
+import type { Registry } from "../kernel/executor.ts";
 import { describeError } from "../kernel/redact.ts";
 import type { NewJob } from "../kernel/types.ts";
 import {
@@ -60,21 +65,15 @@ import {
   COMMAND_WORKER,
   type CommandRun,
   commandRunSchema,
+  ERROR_STDERR_BYTES,
+  labelOf,
   OutputTail,
   secretsOf,
-  spawnCommand,
+  startCommand,
+  withStderr,
 } from "./command.ts";
-import {
-  forgetGroup,
-  groupAlive,
-  killOnExit,
-  pump,
-  recordGroup,
-  releaseOnExit,
-  signalGroup,
-  within,
-} from "./process_group.ts";
-import { maskValues, MissingVariableError } from "./env.ts";
+import { type GroupEnd, ProcessGroup } from "./process_group.ts";
+import { MissingVariableError } from "./env.ts";
 import { HTTP_WORKER, parseHttpRun } from "./http.ts";
 
 export { FANOUT_WORKER };
@@ -156,6 +155,8 @@ export function fanoutWorker(options: FanoutWorkerOptions): Worker<FanOutRun> {
   }
   return defineWorker<FanOutRun>({
     name: FANOUT_WORKER,
+    // The selection is killed on its timeout before perform returns.
+    selfTimed: true,
     args: fanOutRunSchema,
     perform: (run, ctx) => performFanOut(run, ctx, deps),
   });
@@ -457,9 +458,7 @@ export function parseItems(stdout: string): unknown[] {
 }
 
 async function listFromCommand(run: CommandRun, ctx: JobContext, deps: Deps): Promise<Listed> {
-  const label = `selection ${run.shell ? "shell command" : "command"} "${
-    run.argv[0]!.slice(0, 60)
-  }"`;
+  const label = `selection ${labelOf(run)}`;
   let env: Record<string, string>;
   try {
     env = childEnv(run, ctx, deps.env);
@@ -469,30 +468,19 @@ async function listFromCommand(run: CommandRun, ctx: JobContext, deps: Deps): Pr
   }
   const secrets = secretsOf(run, deps.env);
   if (ctx.signal.aborted) throw stopped(ctx.signal.reason);
-  let child: Deno.ChildProcess;
-  try {
-    child = spawnCommand(run, env);
-    killOnExit(child.pid);
-  } catch (error) {
-    throw new Error(`${label} cannot start: ${(error as Error).message}`, { cause: error });
-  }
-  if (deps.groupsDir !== undefined) {
-    recordGroup(deps.groupsDir, { pgid: child.pid, job: ctx.job.id, fence: ctx.fence });
-  }
-  const ended = await runToEnd(child, ctx, deps);
-  const stderr = maskValues(ended.stderr, secrets).trim();
-  const said = stderr === "" ? "" : `: ${stderr.split("\n").slice(-5).join(" | ")}`;
+  const ended = await runToEnd(startCommand(run, env, label), ctx, deps);
+  const said = (message: string) => withStderr(message, ended.stderr, secrets);
   switch (ended.kind) {
     case "aborted":
       throw stopped(ctx.signal.reason);
     case "timeout":
-      throw new JobTimeoutError(ended.ms);
+      throw new JobFailure(said(`${label} timed out after ${ended.ms} ms`));
     case "too-long":
       return { discard: `${label} printed more than ${deps.maxSelectionBytes} bytes` };
   }
   const status = ended.status;
-  if (status.signal !== null) throw new Error(`${label} was killed by ${status.signal}${said}`);
-  if (status.code !== 0) throw new Error(`${label} exited with code ${status.code}${said}`);
+  if (status.signal !== null) throw new JobFailure(said(`${label} was killed by ${status.signal}`));
+  if (status.code !== 0) throw new JobFailure(said(`${label} exited with code ${status.code}`));
   try {
     return { items: parseItems(new TextDecoder().decode(ended.stdout)) };
   } catch (error) {
@@ -501,75 +489,38 @@ async function listFromCommand(run: CommandRun, ctx: JobContext, deps: Deps): Pr
 }
 
 type Ended =
-  & { stdout: Uint8Array; stderr: string }
-  & (
-    | { kind: "exited"; status: Deno.CommandStatus }
-    | { kind: "timeout"; ms: number }
-    | { kind: "aborted" }
-    | { kind: "too-long" }
-  );
+  & { stdout: Uint8Array; stderr: OutputTail }
+  & (GroupEnd | { kind: "too-long" });
 
 /**
  * Reads the child's output until it exits, its stdout passes the limit, the
  * schedule's timeout passes or the job is aborted; then makes sure nothing of
- * its process group is left, and that the output is read to its end.
+ * its process group is left (the command runner's {@linkcode ProcessGroup}),
+ * and that the output is read to its end.
  */
 async function runToEnd(child: Deno.ChildProcess, ctx: JobContext, deps: Deps): Promise<Ended> {
-  const stderrTail = new OutputTail(4096);
+  const stderr = new OutputTail(ERROR_STDERR_BYTES);
   const chunks: Uint8Array[] = [];
   let size = 0;
-  const done = new AbortController();
-  let tooLong = false;
-  const readers = [child.stdout.getReader(), child.stderr.getReader()] as const;
-  const drained = Promise.all([
-    pump(readers[0], (chunk) => {
+  const tooLong = new AbortController();
+  const group = new ProcessGroup(child, deps, {
+    stdout(chunk) {
       size += chunk.length;
       if (size <= deps.maxSelectionBytes) chunks.push(chunk);
-      else if (!tooLong) {
-        tooLong = true;
-        done.abort();
-      }
-    }),
-    pump(readers[1], (chunk) => stderrTail.push(chunk)),
-  ]);
-
-  const timeoutMs = Number(ctx.job.meta.timeoutMs);
-  const wake = AbortSignal.any([done.signal, ctx.signal]);
-  const waits: Promise<"exited" | "timeout" | "stop">[] = [
-    child.status.then(() => "exited" as const),
-    new Promise((resolve) => {
-      if (wake.aborted) resolve("stop");
-      wake.addEventListener("abort", () => resolve("stop"), { once: true });
-    }),
-  ];
-  if (timeoutMs > 0 && Number.isFinite(timeoutMs)) {
-    waits.push(deps.clock.sleep(timeoutMs, wake).then(() => wake.aborted ? "stop" : "timeout"));
+      else tooLong.abort();
+    },
+    stderr: (chunk) => stderr.push(chunk),
+  });
+  group.record({ job: ctx.job.id, fence: ctx.fence });
+  try {
+    const ended = await group.wait(AbortSignal.any([ctx.signal, tooLong.signal]), ctx.timeoutMs);
+    await group.finish(ended.kind !== "exited" || tooLong.signal.aborted);
+    const output = { stdout: concat(chunks), stderr };
+    if (tooLong.signal.aborted) return { ...output, kind: "too-long" };
+    return { ...output, ...ended };
+  } finally {
+    group.release();
   }
-  const how = await Promise.race(waits);
-  done.abort();
-  await stopGroup(child, how !== "exited" || tooLong, deps);
-  // Whatever escaped the group (a session of its own) may hold the pipes: stop reading.
-  if (!(await within(drained, deps.killGraceMs, deps.clock))) {
-    for (const reader of readers) reader.cancel().catch(() => {});
-  }
-  const output = { stdout: concat(chunks), stderr: new TextDecoder().decode(stderrTail.bytes()) };
-  if (tooLong) return { ...output, kind: "too-long" };
-  if (how === "exited") return { ...output, kind: "exited", status: await child.status };
-  if (how === "timeout") return { ...output, kind: "timeout", ms: timeoutMs };
-  return { ...output, kind: "aborted" };
-}
-
-/** SIGTERM to what is left of the group (all of it when `stop`), SIGKILL after the grace. */
-async function stopGroup(child: Deno.ChildProcess, stop: boolean, deps: Deps): Promise<void> {
-  const pgid = child.pid;
-  if (stop || groupAlive(pgid) !== false) {
-    signalGroup(pgid, "SIGTERM");
-    await within(child.status, deps.killGraceMs, deps.clock);
-    if (groupAlive(pgid) !== false) signalGroup(pgid, "SIGKILL");
-    await child.status;
-  }
-  releaseOnExit(pgid);
-  if (deps.groupsDir !== undefined) forgetGroup(deps.groupsDir, pgid);
 }
 
 function concat(chunks: Uint8Array[]): Uint8Array {
@@ -584,7 +535,7 @@ function concat(chunks: Uint8Array[]): Uint8Array {
 
 function stopped(reason: unknown): Error {
   const why = reason instanceof Error ? reason.message : String(reason ?? "aborted");
-  return new Error(`fan-out was stopped: ${why}`, { cause: reason });
+  return new JobFailure(`fan-out was stopped: ${why}`, { cause: reason });
 }
 
 function isRecord(value: unknown): value is Record<string, unknown> {

@@ -10,8 +10,12 @@
  * | 2xx                                       | completed                        |
  * | 429 or 503 with a valid `Retry-After`     | `{ snooze: ms }`                 |
  * | 429 or 503 without one                    | throw: retry with backoff        |
- * | other 4xx, 1xx and 3xx                    | `{ discard: "HTTP 404 … from …" }` |
+ * | other 4xx, 1xx and 3xx                    | `{ discard: "GET … answered 404" }` |
  * | other 5xx, network error, timeout         | throw: retry with backoff        |
+ *
+ * What it throws is an expected failure (`JobFailure`), stored as one line
+ * and no stack: `POST https://host/path answered 503`, `GET … timed out
+ * after 30000 ms`, `GET … failed: <the network error>`.
  *
  * Secrets: expanded header values are never logged or kept. Messages name the
  * URL as the run spells it (references unexpanded, then {@linkcode redact}ed),
@@ -22,6 +26,7 @@
  */
 
 import type { Clock } from "../clock.ts";
+import { JobFailure } from "../kernel/error_text.ts";
 import { redact } from "../kernel/redact.ts";
 import { defineWorker, type JobContext, type Outcome, type Worker } from "../kernel/worker.ts";
 import type { RunSpec } from "../schedule/types.ts";
@@ -79,6 +84,8 @@ export function httpWorker(options: HttpWorkerOptions): Worker<HttpRun> {
   };
   return defineWorker<HttpRun>({
     name: HTTP_WORKER,
+    // The request is aborted on its timeout before perform returns.
+    selfTimed: true,
     args: { parse: parseHttpRun },
     perform: (run, ctx) => performHttp(run, ctx, deps),
   });
@@ -167,12 +174,9 @@ function typeName(value: unknown): string {
   return typeof value === "object" ? "an object" : `${typeof value} ${JSON.stringify(value)}`;
 }
 
-/** The run's timeout, else the schedule's (carried in meta by the planner), else 30 s. */
+/** The run's timeout, else the schedule's (the job's run settings), else 30 s. */
 function timeoutOf(run: HttpRun, ctx: JobContext): number {
-  if (run.timeoutMs !== undefined) return run.timeoutMs;
-  const fromMeta = ctx.job.meta.timeoutMs;
-  if (typeof fromMeta === "number" && Number.isFinite(fromMeta) && fromMeta > 0) return fromMeta;
-  return DEFAULT_HTTP_TIMEOUT_MS;
+  return run.timeoutMs ?? ctx.timeoutMs ?? DEFAULT_HTTP_TIMEOUT_MS;
 }
 
 // ---------------------------------------------------------------------------
@@ -266,7 +270,6 @@ function mask(text: string, prepared: Prepared): string {
 
 interface Answer {
   status: number;
-  statusText: string;
   retryAfter: string | null;
   excerpt: string;
 }
@@ -297,7 +300,7 @@ async function exchange(
     timedOut = true;
     request.abort(new HttpTimeoutError(timeoutMs));
   });
-  const what = `HTTP ${prepared.method} ${prepared.shown}`;
+  const what = `${prepared.method} ${prepared.shown}`;
   try {
     let response: Response;
     // A fetch that throws at once fails like one that rejects: masked below.
@@ -315,8 +318,8 @@ async function exchange(
       // A fetch that ignored the signal may still answer: release its body.
       sent.then((late) => late.body?.cancel(), () => {});
       if (jobSignal.aborted) throw jobSignal.reason;
-      if (timedOut) throw new Error(`${what} timed out after ${timeoutMs} ms`);
-      throw new Error(`${what} failed: ${mask(messageOf(error), prepared)}`);
+      if (timedOut) throw new JobFailure(`${what} timed out after ${timeoutMs} ms`);
+      throw new JobFailure(`${what} failed: ${mask(messageOf(error), prepared)}`);
     }
     const { text, cut } = await readExcerpt(response.body, deps.excerptBytes, signal);
     if (jobSignal.aborted) throw jobSignal.reason;
@@ -328,7 +331,6 @@ async function exchange(
     }
     return {
       status: response.status,
-      statusText: response.statusText,
       retryAfter: response.headers.get("Retry-After"),
       excerpt,
     };
@@ -402,18 +404,18 @@ function messageOf(error: unknown): string {
 // ---------------------------------------------------------------------------
 // Status
 
+/** Maps the status; see the module doc's table. */
 function outcomeOf(answer: Answer, prepared: Prepared, now: number): Outcome {
   const { status } = answer;
   if (status >= 200 && status < 300) return undefined;
-  const text = `HTTP ${status}${
-    answer.statusText ? ` ${answer.statusText}` : ""
-  } from ${prepared.shown}`;
+  // The status alone: the reason phrase is the server's text and adds nothing to the code.
+  const text = `${prepared.method} ${prepared.shown} answered ${status}`;
   if (status === 429 || status === 503) {
     const ms = retryAfterMs(answer.retryAfter, now);
     if (ms !== null) return { snooze: ms };
-    throw new Error(text);
+    throw new JobFailure(text);
   }
-  if (status >= 500) throw new Error(text);
+  if (status >= 500) throw new JobFailure(text);
   return { discard: text };
 }
 

@@ -2,7 +2,9 @@
  * Process groups of the runners' children (the command runner and a
  * fan-out's selection command): each child leads a group of its own, so a
  * stop reaches everything it started, and a group still alive when this
- * process exits is killed rather than orphaned.
+ * process exits is killed rather than orphaned. {@linkcode ProcessGroup} is
+ * the one way both runners watch and stop a child, so they stop it the same
+ * way.
  *
  * A process that is SIGKILLed runs no code, so it cannot kill its groups.
  * For that case a run may also record its group in a directory
@@ -107,6 +109,166 @@ export function killOnExit(pgid: number): void {
 /** Stops tracking `pgid`: its run has made sure nothing of it is left. */
 export function releaseOnExit(pgid: number): void {
   liveGroups.delete(pgid);
+}
+
+/** Where a group's output goes, chunk by chunk, as it arrives. */
+export interface GroupOutput {
+  stdout(chunk: Uint8Array): void;
+  stderr(chunk: Uint8Array): void;
+}
+
+/** Options of {@linkcode ProcessGroup}. */
+export interface ProcessGroupOptions {
+  /** Times the run's timeout, the kill grace and the looks at the group during it. */
+  clock: Clock;
+  /** Between SIGTERM and SIGKILL to the group. */
+  killGraceMs: number;
+  /**
+   * Where the group is recorded (`<pgid>.json`) while it may be alive, for
+   * `reapOrphans` after a SIGKILL of this process. @default none: nothing recorded
+   */
+  groupsDir?: string;
+  /** How often the group is looked at during the grace, once its leader is gone. @default 50 */
+  pollMs?: number;
+}
+
+/** How the wait for a child ended: by itself, on its timeout, or by the job's signal. */
+export type GroupEnd =
+  | { kind: "exited"; status: Deno.CommandStatus }
+  | { kind: "timeout"; ms: number }
+  | { kind: "aborted" };
+
+const DEFAULT_GROUP_POLL_MS = 50;
+
+/**
+ * A running child and its group, which the child leads (spawned `detached`):
+ * pumps stdout and stderr into `output`, waits for the child's end, and makes
+ * sure nothing of the group outlives the run.
+ *
+ * The one kill sequence, whatever ended the run (timeout, abort, or the
+ * leader exiting with members still alive): SIGTERM to the whole group, then
+ * up to `killGraceMs` for it to go (a member that let go of the pipes is
+ * looked at every `pollMs`), then SIGKILL to whatever is left. Members that
+ * outlive their leader get the same grace as the leader would: SIGTERM is a
+ * request to clean up, and a grandchild has as much to clean up as its
+ * parent. The group is killed on `unload` until {@linkcode release}d.
+ */
+export class ProcessGroup {
+  /** The group's id: its leader's pid. */
+  readonly pgid: number;
+  /** The leader's exit. */
+  readonly status: Promise<Deno.CommandStatus>;
+  /** Both pipes reached their end (every writer in the group exited or closed them). */
+  readonly drained: Promise<void>;
+  readonly #options: ProcessGroupOptions;
+  readonly #readers: ReadableStreamDefaultReader<Uint8Array>[];
+  /** Ends every pending wait once the run has let go of the group. */
+  readonly #released = new AbortController();
+
+  constructor(child: Deno.ChildProcess, options: ProcessGroupOptions, output: GroupOutput) {
+    this.pgid = child.pid;
+    killOnExit(this.pgid);
+    this.#options = options;
+    this.status = child.status;
+    this.#readers = [child.stdout.getReader(), child.stderr.getReader()];
+    const [stdout, stderr] = this.#readers;
+    this.drained = Promise.all([
+      pump(stdout!, (chunk) => output.stdout(chunk)),
+      pump(stderr!, (chunk) => output.stderr(chunk)),
+    ]).then(() => {});
+  }
+
+  /** Records the group in `groupsDir`, if set, for a daemon that outlives this one. */
+  record(run: { job: number; fence: number }): void {
+    const dir = this.#options.groupsDir;
+    if (dir !== undefined) recordGroup(dir, { pgid: this.pgid, ...run });
+  }
+
+  /**
+   * Waits for the leader to exit, `timeoutMs` of the clock to pass (none
+   * when undefined) or `signal` to abort, whichever is first.
+   */
+  async wait(signal: AbortSignal, timeoutMs: number | undefined): Promise<GroupEnd> {
+    const done = new AbortController();
+    const wake = AbortSignal.any([done.signal, signal]);
+    const waits: Promise<GroupEnd>[] = [
+      this.status.then((status) => ({ kind: "exited", status })),
+      new Promise((resolve) => {
+        if (signal.aborted) resolve({ kind: "aborted" });
+        signal.addEventListener("abort", () => resolve({ kind: "aborted" }), {
+          once: true,
+          signal: done.signal,
+        });
+      }),
+    ];
+    if (timeoutMs !== undefined && timeoutMs > 0 && Number.isFinite(timeoutMs)) {
+      waits.push(
+        this.#options.clock.sleep(timeoutMs, wake).then(() =>
+          wake.aborted ? new Promise<never>(() => {}) : { kind: "timeout", ms: timeoutMs }
+        ),
+      );
+    }
+    try {
+      return await Promise.race(waits);
+    } finally {
+      done.abort();
+    }
+  }
+
+  /**
+   * Makes sure nothing of the group outlives the run, and that the output is
+   * read to its end. `stop` is true when the run is stopped (timeout, abort,
+   * too much output); otherwise only what the exited leader left is stopped.
+   */
+  async finish(stop: boolean): Promise<void> {
+    const grace = this.#options.killGraceMs;
+    const alive = stop || groupAlive(this.pgid);
+    if (alive === true) {
+      await this.#stop();
+    } else if (alive === undefined) {
+      // Without /proc: a leftover that keeps the pipes open is still running.
+      if (!(await this.#within(this.drained, grace))) await this.#stop();
+    }
+    // Whatever escaped the group (its own session) may hold the pipes: stop reading.
+    if (!(await this.#within(this.drained, grace))) {
+      for (const reader of this.#readers) reader.cancel().catch(() => {});
+    }
+  }
+
+  /** SIGTERM to the group; SIGKILL to what is left once the grace has passed. */
+  async #stop(): Promise<void> {
+    const { clock, killGraceMs } = this.#options;
+    const pollMs = this.#options.pollMs ?? DEFAULT_GROUP_POLL_MS;
+    const deadline = clock.now() + killGraceMs;
+    const released = this.#released.signal;
+    signalGroup(this.pgid, "SIGTERM");
+    // The leader's exit and the pipes' end are events; a member that holds
+    // neither is only seen by looking, every pollMs until the deadline.
+    await this.#within(Promise.all([this.status, this.drained]), killGraceMs);
+    let alive = groupAlive(this.pgid);
+    while (alive === true && !released.aborted && clock.now() < deadline) {
+      await clock.sleep(Math.min(pollMs, deadline - clock.now()), released);
+      alive = groupAlive(this.pgid);
+    }
+    if (alive !== false) signalGroup(this.pgid, "SIGKILL");
+    await this.status;
+  }
+
+  /** Whether `promise` settles within `ms` of the clock (false once the group is released). */
+  #within(promise: Promise<unknown>, ms: number): Promise<boolean> {
+    return within(promise, ms, this.#options.clock, this.#released.signal);
+  }
+
+  /**
+   * Lets go of the group once the run has made sure it is gone: ends every
+   * pending wait (a rejected attempt must not leave sleepers), stops killing
+   * it on unload, and removes its record.
+   */
+  release(): void {
+    this.#released.abort();
+    releaseOnExit(this.pgid);
+    if (this.#options.groupsDir !== undefined) forgetGroup(this.#options.groupsDir, this.pgid);
+  }
 }
 
 /**

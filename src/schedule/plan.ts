@@ -8,8 +8,11 @@
  * @module
  */
 
+import { createHash } from "node:crypto";
 import { serializeArgs } from "../kernel/enqueue.ts";
+import { runSettingsMeta } from "../kernel/run_settings.ts";
 import type { NewJob, PlanContext, PlanDecision } from "../kernel/types.ts";
+import { canonicalJson } from "../kernel/unique.ts";
 import { between, occurrenceInstant } from "./occurrences.ts";
 import type { FanOutRun, Occurrence, Schedule } from "./types.ts";
 
@@ -113,8 +116,9 @@ export function decide(schedule: Schedule, ctx: PlanContext, now: number): PlanD
  * worker with its args; `command` and `http` runs become jobs of the
  * `jobs.command` / `jobs.http` runners with the run spec as args. A schedule
  * with a selection becomes a `jobs.fanout` job whose args are its
- * {@linkcode fanOutRun}. Timeout and backoff travel in meta for the runner to
- * apply.
+ * {@linkcode fanOutRun}. Timeout, backoff, retention and the definition's
+ * hash travel as the job's run settings (`src/kernel/run_settings.ts`),
+ * which the executor applies.
  */
 export function occurrenceJob(schedule: Schedule, occurrence: Occurrence): NewJob {
   const run = schedule.run;
@@ -144,13 +148,33 @@ export function occurrenceJob(schedule: Schedule, occurrence: Occurrence): NewJo
   };
 }
 
-/** The meta of a schedule's occurrences: its id, and the timeout, backoff and retention it sets. */
+/** The meta of a schedule's occurrences: its id, and its run settings. */
 function occurrenceMeta(schedule: Schedule): Record<string, unknown> {
-  const meta: Record<string, unknown> = { schedule: schedule.id };
-  if (schedule.timeoutMs !== undefined) meta.timeoutMs = schedule.timeoutMs;
-  if (schedule.backoff !== undefined) meta.backoff = schedule.backoff;
-  if (schedule.retentionMs !== undefined) meta.retentionMs = schedule.retentionMs;
-  return meta;
+  return {
+    schedule: schedule.id,
+    ...runSettingsMeta({
+      timeoutMs: schedule.timeoutMs,
+      backoff: schedule.backoff,
+      retentionMs: schedule.retentionMs,
+      definition: definitionHash(schedule),
+    }),
+  };
+}
+
+const HASHES = new WeakMap<Schedule, string>();
+
+/**
+ * A stable hash of a schedule's definition: stored with the schedule's row
+ * to tell when it changed, and with each occurrence (and each attempt) to
+ * tell which definition it ran. Computed once per schedule object.
+ */
+export function definitionHash(schedule: Schedule): string {
+  let hash = HASHES.get(schedule);
+  if (hash === undefined) {
+    hash = createHash("sha256").update(canonicalJson(schedule)).digest("base64url");
+    HASHES.set(schedule, hash);
+  }
+  return hash;
 }
 
 /**

@@ -14,6 +14,7 @@ import type {
   ClaimedJob,
   InsertResult,
   Job,
+  JobDefinition,
   JobResult,
   JobState,
   NewJob,
@@ -62,6 +63,9 @@ export interface JobFilter {
   after?: number;
 }
 
+/** The filters of {@linkcode JobFilter} without its paging: which jobs, not which page. */
+export type JobMatch = Omit<JobFilter, "limit" | "desc" | "after">;
+
 /** A row of `audit`. */
 export interface AuditRow {
   id: number;
@@ -87,6 +91,8 @@ export interface NodeRow {
   queues: Record<string, number>;
   startedAt: number;
   heartbeatAt: number;
+  /** Where the node runs (the daemon's `--environment`), or null when it did not say. */
+  environment: string | null;
 }
 
 /** A row of `schedules`: the stored state of one schedule id. */
@@ -236,9 +242,15 @@ export interface Store<Tx extends StoreTx = StoreTx> {
    * `retryable`, `scheduled`, `discarded`, `cancelled` and `completed` jobs
    * become `available` with `scheduled_at = now`, and jobs whose attempts are
    * used up get one more (`max_attempts = attempt + 1`). Executing and
-   * available jobs are left alone. Returns the ids changed.
+   * available jobs are left alone. A job given in `definitions` runs that
+   * definition from now on (worker, args, meta, tags, queue, priority, max
+   * attempts), written in the same transaction. Returns the ids changed.
    */
-  jobsRetry(params: { ids: number[]; now: number }): Promise<number[]>;
+  jobsRetry(params: {
+    ids: number[];
+    now: number;
+    definitions?: ReadonlyMap<number, JobDefinition>;
+  }): Promise<number[]>;
 
   /**
    * Discards jobs that are not final (an operator action), recording
@@ -252,8 +264,10 @@ export interface Store<Tx extends StoreTx = StoreTx> {
    * `available` now with one more attempt allowed, keeping its id and
    * occurrence identity; its next attempt row is recorded with kind
    * `replay`, `actor` and `reason`. An executing job is refused unless
-   * `force`, which breaks the running attempt's lease first. Returns the
-   * state it was in, or null when no such job exists.
+   * `force`, which breaks the running attempt's lease first. With
+   * `definition`, the job runs that definition from now on, written in the
+   * same transaction. Returns the state it was in, or null when no such job
+   * exists.
    */
   jobReplay(params: {
     id: number;
@@ -261,6 +275,7 @@ export interface Store<Tx extends StoreTx = StoreTx> {
     actor: string;
     reason: string;
     force: boolean;
+    definition?: JobDefinition;
   }): Promise<{ replayed: boolean; was: JobState } | null>;
 
   /** One job by id, or null. */
@@ -276,6 +291,13 @@ export interface Store<Tx extends StoreTx = StoreTx> {
   jobsCount(params: { queue?: string; state?: JobState }): Promise<
     { queue: string; state: JobState; count: number }[]
   >;
+  /**
+   * How many jobs match `params`: what every page of {@linkcode jobsList}
+   * with the same filters holds together. A single state of its own index
+   * counts that index; a search reads every row its other filters leave.
+   * An unknown state is a RangeError naming it.
+   */
+  jobsCountMatching(params: JobMatch): Promise<number>;
   /**
    * Per queue and per `bucketMs` bucket of [since, until): jobs completed in
    * it, and attempts that failed in it (outcome retryable or discarded).
@@ -309,6 +331,13 @@ export interface Store<Tx extends StoreTx = StoreTx> {
     }[]
   >;
 
+  /**
+   * The distinct workers of the jobs in the store, by name. It reads every
+   * row (no index has the worker first): for a refusal's suggestions, not
+   * for a hot path.
+   */
+  workersList(): Promise<string[]>;
+
   /** The attempts of one job, oldest first. */
   attemptsList(params: { jobId: number }): Promise<Attempt[]>;
 
@@ -329,8 +358,13 @@ export interface Store<Tx extends StoreTx = StoreTx> {
   /** All queues with a stored row. */
   queuesList(): Promise<QueueRow[]>;
 
-  /** Registers or refreshes a node's heartbeat. */
-  nodeBeat(params: { node: string; queues: Record<string, number>; now: number }): Promise<void>;
+  /** Registers or refreshes a node's heartbeat, with where it runs (null: not stated). */
+  nodeBeat(params: {
+    node: string;
+    queues: Record<string, number>;
+    environment?: string | null;
+    now: number;
+  }): Promise<void>;
   /** Removes a node's row (clean shutdown). */
   nodeRemove(params: { node: string }): Promise<void>;
   /** Removes nodes whose heartbeat is older than `before`. */

@@ -9,6 +9,7 @@
 
 import {
   applyJobAction,
+  type DefinitionSource,
   type JobAction,
   replayJob,
   type ReplayResult,
@@ -17,6 +18,7 @@ import {
   setScheduleEnabled,
   type Skipped,
 } from "../admin/actions.ts";
+import type { DefinitionChoice } from "../admin/definitions.ts";
 import type { Clock } from "../clock.ts";
 import type { InsertResult, Job } from "../kernel/types.ts";
 import { definitionHash } from "../worker/planner.ts";
@@ -25,7 +27,12 @@ import type { LoadedConfig, StoreSource } from "./data.ts";
 /** The operator actions of the dashboard; each rejects with a message a person can read. */
 export interface DashboardActions {
   /** Retries, cancels or discards `jobs` (as read for the preview); skips those that no longer qualify. */
-  jobs(action: JobAction, jobs: Job[]): Promise<{ changed: Job[]; skipped: Skipped[] }>;
+  jobs(
+    action: JobAction,
+    jobs: Job[],
+  ): Promise<
+    { changed: Job[]; skipped: Skipped[]; definitions?: Map<number, DefinitionChoice> }
+  >;
   /** Replays one job with a reason (an executing one is refused: nothing changes). */
   replay(job: Job, reason: string): Promise<ReplayResult>;
   /** Runs a schedule of the schedules file now. */
@@ -43,10 +50,70 @@ export interface DashboardActions {
   ): Promise<{ queue: string; paused: boolean; was: boolean }>;
 }
 
+/** One operator action, as the reducer asks for it (a plain value). */
+export type ActRequest =
+  | { kind: "jobs"; action: JobAction; jobs: Job[]; bulk: boolean }
+  | { kind: "replay"; job: Job; reason: string }
+  | { kind: "run"; id: string; reason: string | null }
+  | { kind: "schedule"; id: string; enabled: boolean; reason: string }
+  | { kind: "queue"; queue: string; paused: boolean };
+
+/** What each kind of {@linkcode ActRequest} answers. */
+export interface ActResults {
+  jobs: { changed: Job[]; skipped: Skipped[]; definitions?: Map<number, DefinitionChoice> };
+  replay: ReplayResult;
+  run: InsertResult & { occurrence: string };
+  schedule: { id: string; enabled: boolean; was: boolean };
+  queue: { queue: string; paused: boolean; was: boolean };
+}
+
+/** An action done: its request with its answer (the event the reducer receives). */
+export type Acted = {
+  [K in ActRequest["kind"]]: {
+    kind: "acted";
+    request: Extract<ActRequest, { kind: K }>;
+    result: ActResults[K];
+  };
+}[ActRequest["kind"]];
+
+/** Runs `request` with `actions`; rejects as the action does. */
+export async function runAction(actions: DashboardActions, request: ActRequest): Promise<Acted> {
+  switch (request.kind) {
+    case "jobs":
+      return {
+        kind: "acted",
+        request,
+        result: await actions.jobs(request.action, request.jobs),
+      };
+    case "replay":
+      return { kind: "acted", request, result: await actions.replay(request.job, request.reason) };
+    case "run":
+      return {
+        kind: "acted",
+        request,
+        result: await actions.runSchedule(request.id, request.reason),
+      };
+    case "schedule":
+      return {
+        kind: "acted",
+        request,
+        result: await actions.setScheduleEnabled(request.id, request.enabled, request.reason),
+      };
+    case "queue":
+      return {
+        kind: "acted",
+        request,
+        result: await actions.setQueuePaused(request.queue, request.paused),
+      };
+  }
+}
+
 /** Actions on the store of `source`, recorded as done by `actor`. */
 export function storeActions(params: {
   source: StoreSource;
   config: () => Promise<LoadedConfig>;
+  /** The schedules file's path, named when a retry or replay runs as planned for want of it. */
+  configPath?: string;
   clock: Clock;
   /** Who acts, for the audit trail (the OS user unless `--actor`). */
   actor: string;
@@ -59,12 +126,34 @@ export function storeActions(params: {
     const loaded = await params.config();
     return loaded.config?.schedules.find((s) => s.id === id) ?? null;
   };
+  // A retry or replay runs a schedule's live definition, as on the command
+  // line; a file with errors refuses it rather than run the old one silently.
+  const definitions = async (jobs: Job[]): Promise<DefinitionSource> => {
+    const file = params.configPath ?? "the schedules file";
+    if (!jobs.some((job) => job.scheduleId !== null)) return { live: null, asPlanned: true };
+    const loaded = await params.config();
+    if (loaded.config) {
+      return { live: { file, schedules: loaded.config.schedules }, asPlanned: false };
+    }
+    if (loaded.missing) return { live: { file, schedules: null }, asPlanned: false };
+    throw new Error(
+      `${loaded.problems[0] ?? `${file} is invalid`}: the live definitions cannot be read; ` +
+        `fix the file, or use the command line's --as-planned`,
+    );
+  };
   return {
     async jobs(action, jobs) {
-      return await applyJobAction(await source.get(), action, jobs, who(null));
+      const chosen = action === "retry" ? await definitions(jobs) : { live: null, asPlanned: true };
+      return await applyJobAction(await source.get(), action, jobs, who(null), chosen);
     },
     async replay(job, reason) {
-      return await replayJob(await source.get(), String(job.id), { ...who(reason), reason }, false);
+      return await replayJob(
+        await source.get(),
+        String(job.id),
+        { ...who(reason), reason },
+        false,
+        await definitions([job]),
+      );
     },
     async runSchedule(id, reason) {
       const schedule = await declared(id);

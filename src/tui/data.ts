@@ -14,7 +14,9 @@
 import {
   type JobDetail,
   jobDetail,
+  jobsMatching,
   type NodeView,
+  queuesView,
   type QueueView,
   redactJob,
   type ScheduleStatus,
@@ -29,8 +31,9 @@ import { loadSchedules } from "../schedule/config.ts";
 import { next } from "../schedule/occurrences.ts";
 import type { Occurrence, Schedule, ScheduleConfig } from "../schedule/types.ts";
 import { KNOWN_VERSION } from "../store/sqlite/migrations.ts";
+import { commandLine } from "../text/shell.ts";
 import { openSqliteStore, type SqliteStore } from "../store/sqlite/sqlite_store.ts";
-import type { JobFilter, Store } from "../store/store.ts";
+import type { JobFilter, JobMatch, Store } from "../store/store.ts";
 
 /** The throughput window of the overview: the last hour, by minute. */
 export const THROUGHPUT_BUCKET_MS = 60_000;
@@ -55,13 +58,14 @@ export interface Overview {
   nodes: NodeView[];
   /** Schedules that misfired or are disabled. */
   attention: ScheduleStatus[];
-  /** Why the schedules file could not be read, or null. */
-  configProblem: string | null;
+  /** Why the schedules file could not be used: each error, none when it was read. */
+  configProblems: string[];
 }
 
 /** The filters of the jobs list (a subset of the store's {@linkcode JobFilter}). */
 export interface JobsFilter {
-  state?: JobState;
+  /** Any of these states; none given (or empty) is any state. */
+  states?: JobState[];
   queue?: string;
   scheduleId?: string;
   worker?: string;
@@ -105,10 +109,55 @@ export interface DashboardData {
   overview(now: number): Promise<Overview>;
   /** One page of jobs, args and meta redacted. */
   jobs(query: JobsQuery): Promise<Job[]>;
+  /** How many jobs match `filter`: every page together. */
+  jobsCount(filter: JobsFilter): Promise<number>;
+  /** The names of every queue anyone knows of (jobs, a pause, the file, a node), sorted. */
+  queues(): Promise<string[]>;
   /** One job with its attempts and audit trail, or null. */
   job(id: number): Promise<JobDetail | null>;
   schedules(now: number): Promise<ScheduleInfo[]>;
   deadLetters(limit: number): Promise<DeadLetterGroup[]>;
+}
+
+/** One read of a screen, as the reducer asks for it. */
+export type ReadRequest =
+  | { view: "overview" }
+  | { view: "jobs"; query: JobsQuery }
+  | { view: "detail"; id: number }
+  | { view: "schedules" }
+  | { view: "dead"; limit: number };
+
+/** The answer to a {@linkcode ReadRequest}. */
+export type ReadResult =
+  | { view: "overview"; overview: Overview }
+  | { view: "jobs"; jobs: Job[]; total: number }
+  | { view: "detail"; id: number; detail: JobDetail | null }
+  | { view: "schedules"; schedules: ScheduleInfo[] }
+  | { view: "dead"; groups: DeadLetterGroup[] };
+
+/** Makes the read `request` asks for, as of `now`. */
+export async function readView(
+  data: DashboardData,
+  request: ReadRequest,
+  now: number,
+): Promise<ReadResult> {
+  switch (request.view) {
+    case "overview":
+      return { view: "overview", overview: await data.overview(now) };
+    case "jobs": {
+      const [jobs, total] = await Promise.all([
+        data.jobs(request.query),
+        data.jobsCount(request.query.filter),
+      ]);
+      return { view: "jobs", jobs, total };
+    }
+    case "detail":
+      return { view: "detail", id: request.id, detail: await data.job(request.id) };
+    case "schedules":
+      return { view: "schedules", schedules: await data.schedules(now) };
+    case "dead":
+      return { view: "dead", groups: await data.deadLetters(request.limit) };
+  }
 }
 
 // ------------------------------------------------------------- the sources
@@ -138,6 +187,8 @@ export function sqliteFile(
   path: string,
   options: {
     now: () => number;
+    /** The command a person types to reach this program, for the hints it prints (`jobsctl`). */
+    program: string;
     /**
      * How long an action waits for another process's write lock.
      * @default 1000
@@ -165,7 +216,9 @@ export function sqliteFile(
       });
       try {
         const version = await opened.schemaVersion();
-        if (version !== KNOWN_VERSION) throw new Error(schemaProblem(path, version));
+        if (version !== KNOWN_VERSION) {
+          throw new Error(schemaProblem(path, version, options.program));
+        }
         // The schema is current, so this applies nothing: it prepares the statements.
         await opened.migrate({ now: options.now() });
       } catch (error) {
@@ -179,10 +232,12 @@ export function sqliteFile(
   };
 }
 
-function schemaProblem(path: string, version: number): string {
+function schemaProblem(path: string, version: number, program: string): string {
   return version > KNOWN_VERSION
     ? `"${path}": schema version ${version} is newer than this program knows (${KNOWN_VERSION}); upgrade jobs`
-    : `"${path}": schema version ${version} is older than this program's (${KNOWN_VERSION}); run jobs migrate`;
+    : `"${path}": schema version ${version} is older than this program's (${KNOWN_VERSION}); run: ${
+      commandLine(program, ["migrate", "--db", path])
+    }`;
 }
 
 async function exists(path: string): Promise<boolean> {
@@ -198,7 +253,10 @@ async function exists(path: string): Promise<boolean> {
 /** The schedules file, or why it cannot be used. */
 export interface LoadedConfig {
   config: ScheduleConfig | null;
-  problem: string | null;
+  /** Every reason it cannot be used (each error of the file), none when it was read. */
+  problems: string[];
+  /** There is no file at all (as opposed to a file with errors). */
+  missing?: boolean;
 }
 
 /** Reads the schedules file, again only when its modification time changed. */
@@ -210,15 +268,15 @@ export function configFile(path: string): () => Promise<LoadedConfig> {
       mtime = (await Deno.stat(path)).mtime?.getTime() ?? null;
     } catch (error) {
       if (!(error instanceof Deno.errors.NotFound)) throw error;
-      return { config: null, problem: `no schedules file at "${path}"` };
+      return { config: null, problems: [`no schedules file at "${path}"`], missing: true };
     }
     if (last && mtime !== null && last.mtime === mtime) return last.loaded;
     const result = await loadSchedules(path);
-    const loaded: LoadedConfig = result.ok ? { config: result.config, problem: null } : {
+    const loaded: LoadedConfig = result.ok ? { config: result.config, problems: [] } : {
       config: null,
-      problem: `${result.errors[0]?.message ?? `${path}: invalid`}${
-        result.errors.length > 1 ? ` (and ${result.errors.length - 1} more)` : ""
-      }`,
+      problems: result.errors.length > 0
+        ? result.errors.map((e) => e.message)
+        : [`${path}: invalid`],
     };
     last = { mtime, loaded };
     return loaded;
@@ -262,14 +320,26 @@ export function storeData(params: {
         })),
         nodes,
         attention: schedules.filter((s) => s.misfires > 0 || (s.declared && !s.enabled)),
-        configProblem: loaded.problem,
+        configProblems: loaded.problems,
       };
     },
     async jobs(query) {
       const store = await source.get();
-      const filter: JobFilter = { ...query.filter, desc: query.desc, limit: query.limit };
+      const filter: JobFilter = {
+        ...storeFilter(query.filter),
+        desc: query.desc,
+        limit: query.limit,
+      };
       if (query.after !== undefined) filter.after = query.after;
       return (await store.jobsList(filter)).map(redactJob);
+    },
+    async jobsCount(filter) {
+      return await jobsMatching(await source.get(), storeFilter(filter));
+    },
+    async queues() {
+      const store = await source.get();
+      const loaded = await params.config();
+      return (await queuesView(store, loaded.config, [])).map((q) => q.name);
     },
     async job(id) {
       return await jobDetail(await source.get(), String(id));
@@ -291,6 +361,12 @@ export function storeData(params: {
       return await (await source.get()).jobsDeadLetters({ limit });
     },
   };
+}
+
+/** The store's filter for the jobs list's: no states given is any state. */
+function storeFilter(filter: JobsFilter): JobMatch {
+  const { states, ...rest } = filter;
+  return states === undefined || states.length === 0 ? rest : { ...rest, state: states };
 }
 
 function emptyThroughput(): { completed: number[]; failed: number[] } {

@@ -12,10 +12,8 @@ import { redact } from "../kernel/redact.ts";
 import { FINAL_STATES, type Job } from "../kernel/types.ts";
 import type { JobsFilter } from "./data.ts";
 import { Lines, type Seg, seg } from "./line.tsx";
-import { ago, clean, firstLine, fit, plural, STATE_COLOR, when } from "./text.ts";
-
-/** Lines above the rows of the jobs list (the filter line and the column header). */
-export const JOBS_HEADER_LINES = 2;
+import { filterText } from "./search.ts";
+import { ago, clean, firstLine, fit, plural, shortAgo, STATE_COLOR, when } from "./text.ts";
 
 /** Props of {@linkcode JobsList}. */
 export interface JobsListProps {
@@ -24,6 +22,10 @@ export interface JobsListProps {
   desc: boolean;
   /** 1-based page number. */
   page: number;
+  /** How many jobs a page holds. */
+  pageSize: number;
+  /** How many jobs match the filter (every page), or null until counted. */
+  total: number | null;
   cursor: number;
   width: number;
   height: number;
@@ -35,52 +37,56 @@ export function JobsList(props: JobsListProps): ReactNode {
   return <Lines lines={jobsLines(props)} width={props.width} height={props.height} />;
 }
 
-/** The `key:value` words of the search prompt and the filter field each sets, in writing order. */
-export const FILTER_KEYS: Record<string, Exclude<keyof JobsFilter, "search">> = {
-  state: "state",
-  queue: "queue",
-  schedule: "scheduleId",
-  worker: "worker",
-  tag: "tag",
-};
-
-/** The filter's fields as `key:value` words, then its search text as `search` writes it. */
-export function filterWords(filter: JobsFilter, search: (text: string) => string): string[] {
-  const words = Object.entries(FILTER_KEYS).flatMap(([key, field]) =>
-    filter[field] === undefined ? [] : [`${key}:${filter[field]}`]
-  );
-  return filter.search === undefined ? words : [...words, search(filter.search)];
-}
-
-/** `state:discarded queue:default search:"timeout"`, or `all jobs`. */
-export function filterText(filter: JobsFilter): string {
-  const words = filterWords(filter, (text) => `search:${JSON.stringify(text)}`);
-  return words.length === 0 ? "all jobs" : words.join(" ");
-}
+/** From this many columns the schedule column shows the whole occurrence identity. */
+export const OCCURRENCE_COLUMNS = 140;
 
 /** Column widths of the jobs list for a terminal `width` wide. */
 function columns(width: number) {
-  const wide = width >= 120;
-  return { id: 8, state: 10, queue: wide ? 14 : 10, worker: wide ? 24 : 14, tries: 6, when: 12 };
+  if (width >= OCCURRENCE_COLUMNS) {
+    return { id: 8, state: 10, queue: 14, worker: 20, schedule: 42, tries: 6, when: 10 };
+  }
+  if (width >= 120) {
+    return { id: 8, state: 10, queue: 14, worker: 20, schedule: 20, tries: 6, when: 10 };
+  }
+  if (width >= 100) {
+    return { id: 8, state: 10, queue: 10, worker: 14, schedule: 16, tries: 6, when: 10 };
+  }
+  return { id: 6, state: 10, queue: 8, worker: 11, schedule: 12, tries: 6, when: 9 };
+}
+
+/** `page 2 of 8 · 391 jobs match`, or `page 2` until the matches are counted. */
+export function pageText(page: number, pageSize: number, total: number | null): string {
+  if (total === null) return `page ${page}`;
+  const pages = Math.max(page, Math.ceil(total / Math.max(1, pageSize)), 1);
+  return `page ${page} of ${pages} · ${plural(total, "job")} match`;
+}
+
+/** What the schedule column shows: the occurrence (its schedule when not `wide`), or `-`. */
+function scheduleCell(job: Job, wide: boolean): string {
+  if (wide && job.occurrence !== null) return clean(job.occurrence);
+  return clean(job.scheduleId ?? job.occurrence?.split("@", 1)[0] ?? "-");
 }
 
 /** The jobs list as lines. */
 export function jobsLines(props: JobsListProps): Seg[][] {
   const { jobs, width, now } = props;
   const c = columns(width);
+  const wide = width >= OCCURRENCE_COLUMNS;
   const lines: Seg[][] = [[
     seg("filter ", { bold: true }),
     seg(filterText(props.filter), { color: "cyan" }),
     seg(
-      ` · ${props.desc ? "newest" : "oldest"} first · page ${props.page}${
-        jobs ? ` · ${plural(jobs.length, "job")}` : ""
+      ` · ${props.desc ? "newest" : "oldest"} first · ${
+        pageText(props.page, props.pageSize, props.total)
       }`,
     ),
   ], [
     seg(
       `  ${fit("ID", c.id)}${fit("STATE", c.state)}${fit("QUEUE", c.queue)} ${
         fit("WORKER", c.worker)
-      } ${fit("TRY", c.tries)}${fit("WHEN", c.when)} LAST ERROR / ARGS`,
+      } ${fit(wide ? "OCCURRENCE" : "SCHEDULE", c.schedule)} ${fit("TRY", c.tries)}${
+        fit("WHEN", c.when)
+      } ${width >= 100 ? "LAST ERROR / ARGS" : "ERROR / ARGS"}`,
       { bold: true },
     ),
   ]];
@@ -107,8 +113,10 @@ export function jobsLines(props: JobsListProps): Seg[][] {
       seg(" "),
       seg(fit(clean(job.worker), c.worker)),
       seg(" "),
+      seg(fit(scheduleCell(job, wide), c.schedule), { dim: job.scheduleId === null }),
+      seg(" "),
       seg(fit(`${job.attempt}/${job.maxAttempts}`, c.tries)),
-      seg(fit(ago(finished ?? job.scheduledAt, now), c.when)),
+      seg(fit(shortAgo(finished ?? job.scheduledAt, now), c.when)),
       seg(" "),
       last !== undefined
         ? seg(firstLine(redact(last)), { color: "red" })
@@ -178,8 +186,9 @@ export function detailLines(props: JobDetailProps): Seg[][] {
     lines.push(...wrapped("meta       ", clean(JSON.stringify(job.meta)), width).slice(0, 2));
   }
 
+  // Every stored error (the store keeps the last 20): the count is what is listed.
   lines.push([], [seg(`errors (${job.errors.length})`, { bold: true })]);
-  for (const e of job.errors.slice(-3)) {
+  for (const e of job.errors) {
     lines.push([
       seg(`  #${e.attempt} ${ago(e.at, now)}: `),
       seg(firstLine(redact(e.error)), { color: "red" }),

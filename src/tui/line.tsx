@@ -1,6 +1,6 @@
 /**
  * One line of the dashboard as coloured segments. Every segment goes
- * through {@linkcode clean} on its way to ink, whatever its source: no
+ * through `clean` (see {@linkcode clip}) on its way to ink, whatever its source: no
  * control character from the store can reach the terminal, even one a view
  * forgot to clean. Colour is dropped when the dashboard runs without it
  * (`NO_COLOR`, not a terminal); the text alone must then carry the meaning.
@@ -10,43 +10,12 @@
 
 import { Text } from "ink";
 import { createContext, type ReactNode, useContext } from "react";
-import { clean, truncate } from "./text.ts";
+import { clip, type Seg } from "./seg.ts";
 
-/** A piece of a line with its style. */
-export interface Seg {
-  text: string;
-  color?: string;
-  bold?: boolean;
-  dim?: boolean;
-  inverse?: boolean;
-}
+export { clip, type Seg, seg } from "./seg.ts";
 
 /** Whether the dashboard paints colours (false with `NO_COLOR` or off a terminal). */
 export const ColorContext = createContext(true);
-
-/** Shorthand for a segment. */
-export function seg(text: string, style: Omit<Seg, "text"> = {}): Seg {
-  return { text, ...style };
-}
-
-/** Cuts `segs` so that their text fits in `width` characters, the last cut one ending with `…`. */
-export function clip(segs: Seg[], width: number): Seg[] {
-  const out: Seg[] = [];
-  let left = width;
-  for (const s of segs) {
-    if (left <= 0) break;
-    const text = clean(s.text);
-    const length = Array.from(text).length;
-    if (length <= left) {
-      out.push({ ...s, text });
-      left -= length;
-    } else {
-      out.push({ ...s, text: truncate(text, left) });
-      left = 0;
-    }
-  }
-  return out;
-}
 
 /** One line of at most `width` characters; never wraps. */
 export function Line(props: { segs: Seg[]; width: number }): ReactNode {

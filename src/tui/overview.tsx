@@ -11,7 +11,16 @@ import type { NodeView, ScheduleStatus, StoreCheck } from "../admin/views.ts";
 import { JOB_STATES, type JobState } from "../kernel/types.ts";
 import type { Overview, QueueOverview } from "./data.ts";
 import { Lines, type Seg, seg } from "./line.tsx";
-import { ago, compact, fit, sparkline, STATE_COLOR, STATE_SHORT } from "./text.ts";
+import {
+  ago,
+  compact,
+  firstLine,
+  fit,
+  plural,
+  sparkline,
+  STATE_COLOR,
+  STATE_SHORT,
+} from "./text.ts";
 
 /** Props of {@linkcode OverviewView}. */
 export interface OverviewProps {
@@ -43,31 +52,52 @@ const STATE_TINY: Record<JobState, string> = {
 export function overviewLines(props: OverviewProps): Seg[][] {
   const { overview, width, height, now } = props;
   if (!overview) return [[seg("loading…", { dim: true })]];
-  const fixed = 6; // store, queue header, nodes header, attention header, two blank lines
+  const problems = overview.configProblems;
+  // The store line, the queue, node and attention headers and the blank lines
+  // between them; and the schedules file's header and blank line when it failed.
+  const fixed = 7 + (problems.length > 0 ? 2 : 0);
   const rest = Math.max(3, height - fixed);
-  const nodeRows = Math.min(Math.max(1, overview.nodes.length), Math.max(1, Math.floor(rest / 4)));
-  const attentionRows = Math.min(
-    Math.max(1, overview.attention.length),
-    Math.max(1, Math.floor(rest / 4)),
-  );
-  const queueRows = Math.max(1, rest - nodeRows - attentionRows);
-  const lines: Seg[][] = [storeLine(overview.store, overview.configProblem), []];
+  const share = Math.max(1, Math.floor(rest / 4));
+  const nodeRows = Math.min(Math.max(1, overview.nodes.length), share);
+  const attentionRows = Math.min(Math.max(1, overview.attention.length), share);
+  // The file's errors come before the queues' rows: they say why the rest may be wrong.
+  const problemRows = Math.min(problems.length, Math.max(2, Math.floor(rest / 2)));
+  const queueRows = Math.max(1, rest - nodeRows - attentionRows - problemRows);
+  const lines: Seg[][] = [storeLine(overview.store), []];
+  if (problems.length > 0) lines.push(...problemLines(problems, problemRows), []);
   lines.push(...queueLines(overview.queues, props.cursor, queueRows, width));
   lines.push([], ...nodeLines(overview.nodes, nodeRows, now));
   lines.push([], ...attentionLines(overview.attention, attentionRows, now));
   return lines.slice(0, height);
 }
 
-function storeLine(check: StoreCheck, configProblem: string | null): Seg[] {
-  const line = [
+function storeLine(check: StoreCheck): Seg[] {
+  return [
     seg("store ", { bold: true }),
     seg(`${check.kind} ${check.location}: `),
     check.reachable
       ? seg(`reachable, a read took ${check.readMs ?? "?"} ms`, { color: "green" })
       : seg(`NOT READABLE: ${check.error ?? "unknown error"}`, { color: "red", bold: true }),
   ];
-  if (configProblem) line.push(seg(`; schedules file: ${configProblem}`, { color: "yellow" }));
-  return line;
+}
+
+/**
+ * Why the schedules file could not be used: its error count, then the
+ * errors themselves, as many as fit and how many more (together, the count).
+ */
+function problemLines(problems: string[], rows: number): Seg[][] {
+  const header = [
+    seg("SCHEDULES FILE", { bold: true }),
+    seg(`  ${plural(problems.length, "error")}; queues and schedules as the store knows them`, {
+      color: "yellow",
+    }),
+  ];
+  const { shown, more } = fitList(problems, rows);
+  return [
+    header,
+    ...shown.map((p) => [seg(`  ${firstLine(p)}`, { color: "yellow" })]),
+    ...(more > 0 ? [[seg(`  … ${more} more`, { dim: true })]] : []),
+  ];
 }
 
 function queueLines(

@@ -19,6 +19,8 @@ export async function runDashboard(params: {
   clock: Clock;
   readOnly: boolean;
   color: boolean;
+  /** The command a person types to reach this program (`CliDeps.program`), for hints to paste. */
+  program: string;
   /** @default 1000 */
   refreshMs?: number;
 }): Promise<void> {
@@ -27,6 +29,7 @@ export async function runDashboard(params: {
       data={params.data}
       actions={params.actions}
       clock={params.clock}
+      program={params.program}
       readOnly={params.readOnly}
       color={params.color}
       refreshMs={params.refreshMs ?? 1000}

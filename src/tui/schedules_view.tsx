@@ -12,6 +12,7 @@ import { formatDuration } from "../schedule/durations.ts";
 import { rhythmText } from "../schedule/describe.ts";
 import type { DeadLetterGroup, ScheduleInfo } from "./data.ts";
 import { Lines, type Seg, seg } from "./line.tsx";
+import { rule } from "./seg.ts";
 import { windowOf } from "./overview.tsx";
 import { ago, clean, firstLine, fit, iso, when } from "./text.ts";
 
@@ -79,7 +80,7 @@ export function schedulesLines(props: SchedulesProps): Seg[][] {
 
 function scheduleDetail(info: ScheduleInfo, now: number, width: number): Seg[][] {
   const { status, schedule } = info;
-  const lines: Seg[][] = [[seg(`── ${clean(status.id)} `, { bold: true }), seg("─".repeat(width))]];
+  const lines: Seg[][] = [rule(width, clean(status.id))];
   if (schedule) {
     const lt = schedule.localTime;
     lines.push([

@@ -67,6 +67,15 @@ export function ago(ms: number | null, now: number): string {
   return ms <= now ? `${span(now - ms)} ago` : `in ${span(ms - now)}`;
 }
 
+/** `12s ago`, `in 3m`, `2d ago`, `now`, or `-`: only the largest unit, for narrow columns. */
+export function shortAgo(ms: number | null, now: number): string {
+  if (ms === null) return "-";
+  if (Math.abs(now - ms) < 1000) return "now";
+  const [unit, size] = UNITS.find(([, size]) => Math.abs(now - ms) >= size)!;
+  const count = `${Math.floor(Math.abs(now - ms) / size)}${unit}`;
+  return ms <= now ? `${count} ago` : `in ${count}`;
+}
+
 /** An instant as ISO-8601 UTC with ms, or `-`. */
 export function iso(ms: number | null): string {
   return ms === null ? "-" : new Date(ms).toISOString();

@@ -14,6 +14,8 @@ export interface BeatParams {
   node: string;
   /** The node's queues and their concurrency, shown to operators. */
   queues: Record<string, number>;
+  /** Where the node runs (the daemon's `--environment`), shown to operators; null when not stated. */
+  environment?: string | null;
   /** The leases of the jobs running on this node. */
   inflight: Lease[];
   /** Lease length, in ms. */
@@ -28,7 +30,12 @@ export async function beat(
   now: number,
   params: BeatParams,
 ): Promise<{ lost: Lease[] }> {
-  await store.nodeBeat({ node: params.node, queues: params.queues, now });
+  await store.nodeBeat({
+    node: params.node,
+    queues: params.queues,
+    environment: params.environment ?? null,
+    now,
+  });
   if (params.inflight.length === 0) return { lost: [] };
   if (params.renew) {
     return store.jobsRenew({

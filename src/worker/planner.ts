@@ -6,10 +6,8 @@
  * @module
  */
 
-import { createHash } from "node:crypto";
-import { canonicalJson } from "../kernel/unique.ts";
 import { next, occurrenceInstant } from "../schedule/occurrences.ts";
-import { decide } from "../schedule/plan.ts";
+import { decide, definitionHash } from "../schedule/plan.ts";
 import type { Schedule } from "../schedule/types.ts";
 import type { Store } from "../store/store.ts";
 
@@ -29,10 +27,7 @@ export interface PlanReport {
   nextAt: number | null;
 }
 
-/** A stable hash of a schedule's definition, stored to tell when it changed. */
-export function definitionHash(schedule: Schedule): string {
-  return createHash("sha256").update(canonicalJson(schedule)).digest("base64url");
-}
+export { definitionHash };
 
 /** Makes sure every declared schedule has its row; call on start and on every reload. */
 export function syncSchedules(

@@ -26,6 +26,12 @@ export interface RuntimeOptions {
   queues: Record<string, number>;
   /** This node's name; unique per process. */
   node: string;
+  /**
+   * Where this node runs (the daemon's `--environment`), stored with its
+   * heartbeat so operators see which environments the live nodes serve.
+   * @default null (not stated)
+   */
+  environment?: string | null;
   /** How long a claim holds a job without renewal. @default 30_000 */
   leaseMs?: number;
   /** Heartbeat period (node row, cancelled jobs, lease renewal). @default 1000 */
@@ -69,8 +75,8 @@ export class Runtime {
   readonly health: StoreHealth;
   #deps: RuntimeDeps;
   #options:
-    & Required<Omit<RuntimeOptions, "pruner" | "schedules">>
-    & Pick<RuntimeOptions, "schedules">
+    & Required<Omit<RuntimeOptions, "pruner" | "schedules" | "environment">>
+    & Pick<RuntimeOptions, "schedules" | "environment">
     & { pruner: PrunerOptions };
   #due = new Map<string, number>();
   #producers = new Map<string, Producer>();
@@ -166,7 +172,12 @@ export class Runtime {
     if (this.#started) return;
     this.#started = true;
     const { store, clock } = this.#deps;
-    await store.nodeBeat({ node: this.node, queues: this.queues, now: clock.now() });
+    await store.nodeBeat({
+      node: this.node,
+      queues: this.queues,
+      environment: this.#options.environment ?? null,
+      now: clock.now(),
+    });
     this.#plannedAt = clock.now();
     if (this.#options.schedules) {
       await syncSchedules(store, clock.now(), this.#options.schedules());
@@ -281,6 +292,7 @@ export class Runtime {
     const { lost } = await beat(store, now, {
       node: this.node,
       queues: this.queues,
+      environment: this.#options.environment ?? null,
       inflight,
       leaseMs: this.#options.leaseMs,
       renew,

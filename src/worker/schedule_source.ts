@@ -22,6 +22,8 @@ export class ScheduleSource {
   #logger: Logger;
   #config: ScheduleConfig;
   #text: string;
+  /** The last reload was refused: the next good one is logged even if it equals the kept one. */
+  #rejected = false;
   #listeners = new Set<(config: ScheduleConfig) => void>();
   #timer: ReturnType<typeof setInterval> | null = null;
   #load: LoadOptions = {};
@@ -80,6 +82,11 @@ export class ScheduleSource {
    * Reads the file again. A valid file replaces the configuration (listeners
    * are told when it changed); a file with errors is refused, the last good
    * configuration stays, and each error is logged.
+   *
+   * Every reload logs one line, so the last line of a log says where things
+   * stand: `config.rejected`, `config.reloaded` (a change, or a good file
+   * after a refused one, even when it equals the configuration kept), or
+   * `config.unchanged`.
    */
   async reload(): Promise<ReloadResult> {
     const result = await loadSchedules(this.path, this.#load);
@@ -89,19 +96,28 @@ export class ScheduleSource {
         errors: result.errors.map((e) => e.message),
         keeping: `the last good configuration (${this.#config.schedules.length} schedules)`,
       });
+      this.#rejected = true;
       return { ok: false, errors: result.errors };
     }
     const text = await readText(this.path).catch(() => "");
     const changed = text !== this.#text;
+    const afterRejected = this.#rejected;
     this.#text = text;
     this.#config = result.config;
-    if (changed) {
+    this.#rejected = false;
+    if (changed || afterRejected) {
       this.#logger("config.reloaded", {
         file: this.path,
         schedules: result.config.schedules.length,
+        ...(changed ? {} : { note: "the file is valid again and equals the configuration kept" }),
       });
-      for (const listener of this.#listeners) listener(result.config);
+    } else {
+      this.#logger("config.unchanged", {
+        file: this.path,
+        schedules: result.config.schedules.length,
+      });
     }
+    if (changed) { for (const listener of this.#listeners) listener(result.config); }
     return { ok: true, changed, config: result.config };
   }
 

@@ -57,6 +57,9 @@ Deno.test({
     // Both triggered before the daemon starts (the hourly one's first slot is far off):
     // the fan-out now, and a run meant for staging.
     const now = Date.UTC(2026, 10, 30);
+    // `jobs run` writes to an existing store only: made here as an operator would.
+    const migrated = await runJobs(["migrate", "--db", db], { now });
+    assert.equal(migrated.code, 0, migrated.err);
     const fan = await runJobs(["run", "greet-all", "--db", db, "--config", config], { now });
     assert.equal(fan.code, 0, fan.err);
     const run = await runJobs(

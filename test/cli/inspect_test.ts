@@ -1,5 +1,4 @@
 import assert from "node:assert/strict";
-import { age, shellQuote } from "../../src/cli/inspect.ts";
 import type { NewJob } from "../../src/kernel/types.ts";
 import { loadSchedules } from "../../src/schedule/config.ts";
 import { occurrenceId } from "../../src/schedule/occurrences.ts";
@@ -229,7 +228,7 @@ Deno.test("jobs ls filters by state, queue, schedule, worker, tag and search", a
 
     const bad = await jobs(["ls", "--db", f.db, "--state", "retryable,runing"]);
     assert.equal(bad.code, 2);
-    assert.match(bad.err, /^jobs ls: .*"runing" is not a state; use scheduled, available/);
+    assert.match(bad.err, /^jobs ls: .*"runing" is not a state \(scheduled, available/);
     const badLimit = await jobs(["ls", "--db", f.db, "--limit", "0"]);
     assert.equal(badLimit.code, 2);
     assert.match(badLimit.err, /"0" is not a whole number/);
@@ -272,7 +271,12 @@ Deno.test("jobs show finds an occurrence and prints its fields, attempts, replay
     assert.match(out, /^ {2}attempt +2 of 20$/m);
     assert.match(out, /^ {2}completed at +2026-06-01T08:55:01\.500Z \(4m58s ago\)$/m);
     assert.match(out, /^ {2}args +\{"kind":"command","argv":\["true"\]/m);
-    assert.match(out, /^ {4}vendor said \\x1b\]0;pwned\\x1b\\ no$/m);
+    // Each error once, under its attempt (the job's errors list holds the same text).
+    assert.match(
+      out,
+      /^ {2}#1 run on n1, fence 1: retryable\n.*\n {4}error:\n {6}vendor said \\x1b\]0;pwned\\x1b\\ no\n {6}at line 2\n {2}#2 /m,
+    );
+    assert.equal(out.split("vendor said").length, 2, "the error is printed once");
     assert.match(out, /^ {2}#1 run on n1, fence 1: retryable$/m);
     assert.match(out, /^ {2}#2 replay on n1, fence 2: completed$/m);
     assert.match(out, /^ {4}by ada: vendor key rotated$/m);
@@ -309,7 +313,7 @@ Deno.test("jobs show exits 1 for an unknown id or occurrence and never creates a
     await insert(f.store, nightlyJob(f, Date.UTC(2026, 5, 1, 3)));
     const unknownId = await jobs(["show", "999", "--db", f.db]);
     assert.equal(unknownId.code, 1);
-    assert.equal(unknownId.err, `jobs show: no job "999" in ${f.db}`);
+    assert.equal(unknownId.err, `jobs show: no job "999" in the store "${f.db}"`);
     const unknownOccurrence = await jobs([
       "show",
       "nightly@2026-05-31T03:00:00.000Z",
@@ -328,7 +332,11 @@ Deno.test("jobs show exits 1 for an unknown id or occurrence and never creates a
     const missing = `${f.db}.missing`;
     const noDb = await jobs(["show", "1", "--db", missing]);
     assert.equal(noDb.code, 1);
-    assert.equal(noDb.err, `jobs show: no database at "${missing}"`);
+    assert.equal(
+      noDb.err,
+      `jobs show: no file "${missing}" for the store; a daemon creates it when it starts, ` +
+        `or run: jobsctl migrate --db ${missing}`,
+    );
     await assert.rejects(Deno.stat(missing), Deno.errors.NotFound);
   });
 });
@@ -410,6 +418,7 @@ Deno.test("jobs status shows queues, nodes with stale ones flagged, schedules an
       pausedInFile: false,
       declaredConcurrency: 4,
       nodes: { "web-1:42": 4 },
+      pause: null,
     });
     assert.deepEqual(
       status.nodes.map((n: Record<string, unknown>) => [n.node, n.heartbeatAgeMs, n.stale]),
@@ -440,9 +449,13 @@ Deno.test("jobs status exits 1 and says so when there is no database, creating n
     const missing = `${f.db}.missing`;
     const r = await jobs(["status", "--db", missing, "--config", f.config]);
     assert.equal(r.code, 1);
-    assert.match(r.out, /^store: sqlite .*: NOT READABLE: no database at/m);
+    assert.match(r.out, /^store: sqlite .*: NOT READABLE: no file ".*" for the store; /m);
     assert.match(r.out, /^ {2}nightly {2}enabled$/m);
-    assert.equal(r.err, `jobs status: the store is not readable: no database at "${missing}"`);
+    assert.equal(
+      r.err,
+      `jobs status: the store is not readable: no file "${missing}" for the store; ` +
+        `a daemon creates it when it starts, or run: jobsctl migrate --db ${missing}`,
+    );
     await assert.rejects(Deno.stat(missing), Deno.errors.NotFound);
   });
 });
@@ -458,15 +471,15 @@ Deno.test("jobs status reads the schema version without upgrading or touching an
     assert.match(
       old.out,
       new RegExp(
-        `NOT READABLE: schema version 1 is older than this program's \\(${known}\\); ` +
-          `run: jobs migrate --db ${f.db}$`,
+        `NOT READABLE: the store "${f.db}" is at schema version 1, older than this ` +
+          `program's \\(${known}\\); run: jobsctl migrate --db ${f.db}$`,
         "m",
       ),
     );
     assert.equal(version(), 1, "status did not migrate");
     const ls = await jobs(["ls", "--db", f.db]);
     assert.equal(ls.code, 1);
-    assert.match(ls.err, /^jobs ls: schema version 1 is older/);
+    assert.match(ls.err, /^jobs ls: the store ".*" is at schema version 1, older/);
     assert.equal(version(), 1, "ls did not migrate");
 
     f.store.db.prepare(
@@ -482,120 +495,51 @@ Deno.test("jobs status reads the schema version without upgrading or touching an
   });
 });
 
-Deno.test("jobs runbook prints each schedule's procedures with the commands to paste", async () => {
+Deno.test("jobs status shows who paused a queue, when and why, and each node's environment", async () => {
   await withFixture(async (f) => {
-    await insert(f.store, nightlyJob(f, Date.UTC(2026, 5, 1, 3)));
-    const { jobs: [claimed] } = await f.store.jobsClaim({
-      queue: "default",
-      node: "n1",
-      limit: 1,
-      now: NOW - MINUTE,
-      leaseMs: MINUTE,
+    await insert(f.store, plainJob({ queue: "mail" }));
+    await f.store.nodeBeat({
+      node: "web-1:42",
+      queues: { mail: 2 },
+      environment: "staging",
+      now: NOW - 500,
     });
-    assert.ok(claimed);
-
-    const r = await jobs(["runbook", "--db", f.db, "--config", f.config]);
-    assert.equal(r.code, 0, r.err);
-    const out = r.out;
-    const db = f.db;
-    const config = f.config;
-    const has = (line: string) =>
-      assert.ok(out.split("\n").includes(line), `missing: ${line}\n${out}`);
-    has("## nightly");
-    has(`  rhythm   cron "0 3 * * *" in UTC`);
-    has(
-      "  policies misfire catch_up (limit 100), grace 1m; overlap skip; queue default; 20 attempts",
+    const paused = await runJobs(
+      ["pause", "mail", "--db", f.db, "--config", f.config, "--reason", "provider outage"],
+      { now: NOW - 3 * MINUTE, env: { USER: "ada" } },
     );
-    has("  next run 2026-06-02T03:00:00.000Z (in 18h) (nightly@2026-06-02T03:00:00.000Z)");
-    has(`    jobs ls --schedule nightly --db ${db}`);
-    has(`    jobs show nightly@2026-06-01T03:00:00.000Z --db ${db}`);
-    has(`    jobs replay nightly@2026-06-01T03:00:00.000Z --reason "..." --db ${db}`);
-    has(`    jobs replay nightly@2026-06-01T03:00:00.000Z --force --reason "..." --db ${db}`);
-    has(`    jobs disable nightly --reason "..." --db ${db} --config ${config}`);
-    has(`    jobs enable nightly --reason "..." --db ${db} --config ${config}`);
-    has(`    jobs run nightly --reason "..." --db ${db} --config ${config}`);
-    has(`    jobs pause default --reason "..." --db ${db}`);
-    has("## reindex-search");
-    has("  next run only when someone runs it");
-    has("  Guard: on-call engineer, outside business hours.");
-    has(
-      `    jobs run reindex-search --environment staging --reason "..." --db ${db} --config ${config}`,
-    );
-    has(`    jobs pause mail --reason "..." --db ${db}`);
-    assert.match(out, /## reindex-search[\s\S]*No occurrence in the store yet\./);
+    assert.equal(paused.code, 0, paused.err);
 
-    const one = await jobs(["runbook", "reindex-search", "--config", f.config, "--json"]);
-    assert.equal(one.code, 0, one.err);
-    const book = JSON.parse(one.out);
-    assert.deepEqual(book.schedules.map((s: { id: string }) => s.id), ["reindex-search"]);
-    assert.deepEqual(
-      book.schedules[0].procedures.map((p: { title: string }) => p.title),
-      ["Inspect", "Replay an occurrence", "Disable / enable", "Run now", "Pause the queue"],
-    );
-    assert.deepEqual(book.schedules[0].procedures[3].commands, [
-      `jobs run reindex-search --environment staging --reason "..." --config ${
-        shellQuote(f.config)
-      }`,
-    ]);
-
-    const unknown = await jobs(["runbook", "nightlly", "--config", f.config, "--db", f.db]);
-    assert.equal(unknown.code, 1);
+    const text = await jobs(["status", "--db", f.db, "--config", f.config]);
+    assert.equal(text.code, 0, text.err);
     assert.match(
-      unknown.err,
-      /^jobs runbook: no schedule "nightlly" in .*; it has "nightly", "reindex-search"$/,
+      text.out,
+      /^ {2}mail +PAUSED .*\n {4}paused by ada 2026-06-01T08:57:00\.000Z \(3m ago\): provider outage$/m,
     );
-  });
-});
-
-Deno.test("jobs runbook shell-quotes a stored occurrence so the command pastes as the same word", async () => {
-  await withFixture(async (f) => {
-    const odd = `nightly@it's $(reboot) ${ESC}[2J`;
-    await insert(f.store, nightlyJob(f, Date.UTC(2026, 5, 1, 3), odd));
-    const r = await jobs(["runbook", "nightly", "--config", f.config, "--db", f.db]);
-    assert.equal(r.code, 0, r.err);
-    assert.ok(!r.out.includes(ESC), "no raw escape");
-    assert.ok(
-      r.out.includes(`    jobs show $'nightly@it\\'s $(reboot) \\x1b[2J' --db ${f.db}`),
-      r.out,
-    );
-  });
-});
-
-Deno.test("shellQuote leaves safe words alone and quotes the rest for a POSIX shell", () => {
-  assert.equal(shellQuote("nightly@2026-03-08T07:00:00.000Z"), "nightly@2026-03-08T07:00:00.000Z");
-  assert.equal(shellQuote("/var/lib/jobs/jobs.db"), "/var/lib/jobs/jobs.db");
-  assert.equal(shellQuote("my jobs.db"), "'my jobs.db'");
-  assert.equal(shellQuote("it's"), `'it'\\''s'`);
-  assert.equal(shellQuote("a;b"), "'a;b'");
-  assert.equal(shellQuote(`a\nb\\c`), `$'a\\nb\\\\c'`);
-  assert.equal(shellQuote(`r${RLO}l`), `$'r\\u202el'`);
-});
-
-Deno.test("shellQuote output pastes into bash as the original word", async () => {
-  const words = [
-    "plain",
-    "two words",
-    "it's",
-    `tab\there`,
-    `esc${ESC}[1m`,
-    `back\\slash'q`,
-    "$(x)",
-  ];
-  for (const word of words) {
-    const bash = new Deno.Command("bash", {
-      args: ["-c", `printf %s ${shellQuote(word)}`],
-      stdout: "piped",
+    assert.match(text.out, /^ {2}web-1:42 +mail:2 +heartbeat .* environment staging$/m);
+    const json = JSON.parse((await jobs(["status", "--db", f.db, "--json"])).out);
+    const mail = json.queues.find((q: { name: string }) => q.name === "mail");
+    assert.deepEqual(mail.pause, {
+      at: "2026-06-01T08:57:00.000Z",
+      actor: "ada",
+      reason: "provider outage",
     });
-    const { stdout, success } = await bash.output();
-    assert.ok(success);
-    assert.equal(new TextDecoder().decode(stdout), word);
-  }
-});
+    assert.equal(json.nodes[0].environment, "staging");
 
-Deno.test("age() reads as 12s ago, in 3m, 1h5m ago and now", () => {
-  assert.equal(age(NOW - 12_000, NOW), "12s ago");
-  assert.equal(age(NOW + 3 * MINUTE, NOW), "in 3m");
-  assert.equal(age(NOW - 65 * MINUTE - 30_000, NOW), "1h5m ago");
-  assert.equal(age(NOW - 26 * 3_600_000, NOW), "1d2h ago");
-  assert.equal(age(NOW - 400, NOW), "now");
+    // Resumed, then paused by something that leaves no audit row: nobody is named.
+    await f.store.queuePause({ name: "mail", paused: false, now: NOW - 2 * MINUTE });
+    await f.store.auditRecord({
+      at: NOW - 2 * MINUTE,
+      actor: "grace",
+      action: "queue.resume",
+      target: "queue:mail",
+      reason: null,
+    });
+    await f.store.queuePause({ name: "mail", paused: true, now: NOW - MINUTE });
+    const after = await jobs(["status", "--db", f.db, "--config", f.config]);
+    assert.match(
+      after.out,
+      /^ {4}paused 2026-06-01T08:59:00\.000Z \(1m ago\), by no operator on record /m,
+    );
+  });
 });

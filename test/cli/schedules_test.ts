@@ -1,4 +1,5 @@
 import assert from "node:assert/strict";
+import { DatabaseSync } from "node:sqlite";
 import { loadSchedules } from "../../src/schedule/config.ts";
 import { openSqliteStore } from "../../src/store/sqlite/sqlite_store.ts";
 import { planSchedules, syncSchedules } from "../../src/worker/planner.ts";
@@ -171,5 +172,32 @@ Deno.test("jobs schedules shows each schedule's stored state and next occurrence
     assert.match(after.out, /^nightly {2}cron "30 2 \* \* \*" {2}America\/New_York \(gap shift/m);
     assert.match(after.out, /last planned 2026-03-07T12:00:00\.000Z/);
     assert.match(after.out, /^rebuild {2}manual {2}UTC {2}disabled: index migration in progress$/m);
+  });
+});
+
+Deno.test("jobs schedules reads an older store without migrating it, and says why it shows no state", async () => {
+  await withFile(VALID, async (path) => {
+    const db = path.replace(/schedules\.yaml$/, "jobs.db");
+    const store = await openSqliteStore(db);
+    store.db.exec("DELETE FROM schema_migrations WHERE version > 1");
+    await store.close();
+
+    const r = await jobs(["schedules", "--config", path, "--db", db]);
+    assert.equal(r.code, 0, r.err);
+    assert.match(r.out, /^nightly {2}cron /m);
+    assert.match(
+      r.err,
+      new RegExp(
+        `^jobs schedules: no stored state shown: the store "${db}" is at schema version 1, ` +
+          `older than this program's \\(\\d+\\); run: jobsctl migrate --db ${db}$`,
+      ),
+    );
+    const version = new DatabaseSync(db);
+    try {
+      const row = version.prepare("SELECT max(version) AS v FROM schema_migrations").get();
+      assert.equal(row?.v, 1, "jobs schedules migrated the store");
+    } finally {
+      version.close();
+    }
   });
 });

@@ -1,6 +1,8 @@
 /**
  * `jobs tui` in a real terminal (tmux): the operator walks to a discarded
- * job, retries it and the store changes; stored escape sequences (title,
+ * job, retries it and the store changes, then edits a search with the keys
+ * a shell has (Ctrl-W, Ctrl-U, Home, End, Backspace); the header's rule
+ * and every row fit the pane; stored escape sequences (title,
  * clear screen, OSC 52 clipboard) are shown as text and do nothing; `q`
  * gives the terminal back as it was (main screen, cursor, canonical mode
  * with echo).
@@ -222,6 +224,11 @@ async function firstFrame(
     `the shell's output shows under the dashboard:\n${frame(screen)}`,
   );
   fitsThePane(screen, size);
+  assert.equal(
+    rows(screen)[1],
+    "─".repeat(size.width),
+    "the header's rule is not the pane's width",
+  );
   assert.equal(await terminal.format("#{pane_title}"), TITLE);
 }
 
@@ -314,8 +321,9 @@ for (const size of [{ width: 100, height: 30 }, { width: 80, height: 24 }]) {
           "the jobs list with every job",
           (s) =>
             s.includes("[2 Jobs]") && s.includes("filter all jobs") &&
-            s.includes(`${fixture.states.size} jobs`) && selectedId(s) !== null,
+            s.includes(`page 1 of 1 · ${fixture.states.size} jobs match`) && selectedId(s) !== null,
         );
+        assert.equal(rows(screen)[1], "─".repeat(size.width), `the rule:\n${frame(screen)}`);
         const listed = [...screen.matchAll(/^[> ] (\d+)\s+(\w+)/gm)].map((m) => Number(m[1]));
         assert.equal(listed.length, fixture.states.size, `not every job listed:\n${frame(screen)}`);
         const target = listed.indexOf(id);
@@ -364,6 +372,24 @@ for (const size of [{ width: 100, height: 30 }, { width: 80, height: 24 }]) {
           const now = new Map((await store.jobsList({})).map((j) => [j.id, j.state]));
           assert.deepEqual(now, new Map([...fixture.states, [id, "available"]]));
         });
+
+        // Back to the list; `/` edits its search with the keys a shell has.
+        await terminal.press("Escape");
+        await dashboard(terminal, "the jobs list again", (s) => s.includes("/ search"));
+        await terminal.press("/");
+        await dashboard(terminal, "the search prompt", (s) => s.includes("Search jobs"));
+        await terminal.press("xx mail", "C-w");
+        await dashboard(terminal, "Ctrl-W deleting a word", (s) => /^> xx █/m.test(s));
+        await terminal.press("C-u", "mail", "Home", "queue:", "End", "BSpace", "l");
+        await dashboard(terminal, "the edited search", (s) => /^> queue:mail█/m.test(s));
+        await terminal.press("Enter");
+        screen = await dashboard(
+          terminal,
+          "the jobs of queue mail",
+          (s) => s.includes("filter queue:mail") && s.includes("page 1 of 1 · 1 job match"),
+        );
+        assert.match(screen, new RegExp(`^> ${id}\\s+available\\s+mail`, "m"));
+        fitsThePane(screen, size);
 
         await quitRestoresTheTerminal(terminal);
       } finally {

@@ -4,12 +4,15 @@ import {
   type CommandRun,
   commandRunSchema,
   commandWorker,
+  ERROR_STDERR_BYTES,
   OutputTail,
   snoozeMs,
 } from "../../src/runners/command.ts";
+import { ERROR_CAP_BYTES } from "../../src/kernel/redact.ts";
 import { groupAlive } from "../../src/runners/process_group.ts";
 import { drainQueue, performJob, waitUntil } from "../../src/testing.ts";
 import { tempDir, tempJobs } from "../support/stores.ts";
+import { alive, driven, readPid } from "./processes.ts";
 
 const VARS: Record<string, string> = { API_TOKEN: "tok-5f2e9a", REGION: "eu-west" };
 
@@ -27,25 +30,6 @@ function run(argv: string[], extra: Partial<CommandRun> = {}): CommandRun {
 /** A script run by `sh -c` as argv (no `shell: true`): `$1` is the working directory. */
 function sh(script: string, dir: string, extra: Partial<CommandRun> = {}): CommandRun {
   return run(["/bin/sh", "-c", script, "sh", dir], extra);
-}
-
-/** Alive and not a zombie: a killed grandchild stays a zombie until init reaps it. */
-function alive(pid: number): boolean {
-  try {
-    const stat = Deno.readTextFileSync(`/proc/${pid}/stat`);
-    const state = stat.slice(stat.lastIndexOf(")") + 2).split(" ")[0];
-    return state !== "Z" && state !== "X";
-  } catch {
-    return false;
-  }
-}
-
-async function readPid(path: string): Promise<number> {
-  const text = await waitUntil(`pid in ${path}`, async () => {
-    const text = await Deno.readTextFile(path).catch(() => "");
-    return text.endsWith("\n") ? text : "";
-  });
-  return Number(text.trim());
 }
 
 async function exists(path: string): Promise<boolean> {
@@ -106,7 +90,7 @@ Deno.test("exit 76 cancels, 77 discards, another code or a signal retries naming
   assert.match(failed.output!, /trying/);
   const killed = await performJob(w, run(["/bin/sh", "-c", "kill -KILL $$"]));
   assert.equal(killed.outcome, "retryable");
-  assert.match(killed.error!, /was killed by SIGKILL/);
+  assert.equal(killed.error, 'command "/bin/sh" was killed by SIGKILL');
   const last = await performJob(w, run(["/bin/sh", "-c", "exit 3"]), { maxAttempts: 1 });
   assert.equal(last.outcome, "discarded");
 });
@@ -114,7 +98,53 @@ Deno.test("exit 76 cancels, 77 discards, another code or a signal retries naming
 Deno.test("a program that cannot start is retried, naming it", async () => {
   const result = await performJob(worker(), run(["/nonexistent/jobs-cmd"]));
   assert.equal(result.outcome, "retryable");
-  assert.match(result.error!, /command "\/nonexistent\/jobs-cmd" cannot start/);
+  assert.match(result.error!, /^command "\/nonexistent\/jobs-cmd" cannot start: [^\n]+$/);
+});
+
+Deno.test("a command that exits 1 stores its message and stderr's tail, and no stack, in the job and its attempt", async () => {
+  await using t = await tempJobs([worker()]);
+  const script = `echo progress; echo "disk full on /var" >&2; exit 1`;
+  const { id } = await t.jobs.enqueue("jobs.command", run(["sh", "-c", script]));
+  assert.equal((await drainQueue(t.jobs, "default")).retryable, 1);
+  const expected = 'command "sh" exited with code 1\nstderr:\ndisk full on /var';
+  const job = await t.store.jobGet({ id });
+  assert.deepEqual(job!.errors.map((e) => e.error), [expected]);
+  const [attempt] = await t.store.attemptsList({ jobId: id });
+  assert.equal(attempt!.error, expected);
+  // stdout stays in the output, with stderr.
+  assert.equal(attempt!.output, "progress\ndisk full on /var\n");
+});
+
+Deno.test("a failure's stderr is cut to its last ERROR_STDERR_BYTES, marked, within the 4 KiB cap", async () => {
+  const result = await performJob(
+    worker(),
+    run(["sh", "-c", "head -c 10000 /dev/zero | tr '\\0' e >&2; echo >&2; echo LAST >&2; exit 2"]),
+  );
+  assert.equal(result.outcome, "retryable");
+  const error = result.error!;
+  const bytes = (text: string) => new TextEncoder().encode(text).length;
+  assert.ok(bytes(error) <= ERROR_CAP_BYTES, `${bytes(error)} bytes`);
+  const [head, stderr] = error.split("\nstderr:\n");
+  assert.equal(head, 'command "sh" exited with code 2');
+  // The last bytes, the end of stderr kept whole: 10 000 e's, a newline and LAST.
+  assert.match(stderr!, /^\[truncated (\d+) bytes\] …e+\nLAST$/);
+  const dropped = Number(/truncated (\d+)/.exec(stderr!)![1]);
+  assert.equal(10_000 + "\nLAST\n".length - dropped, bytes(stderr!.split("…")[1]!) + 1);
+  assert.ok(bytes(stderr!) < ERROR_STDERR_BYTES, `${bytes(stderr!)} bytes of stderr`);
+});
+
+Deno.test("an error names argv[0] quoted and escaped: a script's newline and escape codes stay on one line", async () => {
+  const script = "echo oops >&2\nprintf '\\033[31m'; exit 4";
+  const failed = await performJob(worker(), run([script], { shell: true }));
+  assert.equal(failed.outcome, "retryable");
+  assert.equal(
+    failed.error,
+    "shell command \"echo oops >&2\\nprintf '\\\\033[31m'; exit 4\" exited with code 4\nstderr:\noops",
+  );
+  const odd = await performJob(worker(), run(["/nonexistent/\x1b]0;title\x07\u202e"]));
+  assert.equal(odd.outcome, "retryable");
+  const [first] = odd.error!.split("\n");
+  assert.match(first!, /^command "\/nonexistent\/\\u001b\]0;title\\u0007\\u202e" cannot start: /);
 });
 
 Deno.test("args that are not a command run are discarded at once", async () => {
@@ -316,13 +346,40 @@ Deno.test("an abort of ctx.signal stops the group and leaves no orphan", async (
 
 Deno.test("what a finished command left running in its group is stopped", async () => {
   await using dir = await tempDirectory();
-  const result = await performJob(
-    worker(),
-    sh(`sleep 60 >/dev/null 2>&1 & echo $! > "$1/grandchild"; echo done`, dir.path),
+  const clock = new FakeClock();
+  // The look at the group during the grace waits on the clock: it is moved on.
+  const result = await driven(
+    clock,
+    performJob(
+      worker(clock),
+      sh(`sleep 60 >/dev/null 2>&1 & echo $! > "$1/grandchild"; echo done`, dir.path),
+      { clock },
+    ),
+    50,
   );
   assert.equal(result.outcome, "completed");
   assert.equal(result.output, "done\n");
-  assert.equal(alive(Number((await Deno.readTextFile(`${dir.path}/grandchild`)).trim())), false);
+  const grandchild = await readPid(`${dir.path}/grandchild`);
+  await waitUntil("the grandchild to be gone", () => !alive(grandchild));
+});
+
+Deno.test("a grandchild that ignores SIGTERM and outlives the leader gets the grace, then SIGKILL", async () => {
+  await using dir = await tempDirectory();
+  const clock = new FakeClock();
+  const leaves =
+    `(trap '' TERM; exec sleep 60) >/dev/null 2>&1 & echo $! > "$1/grandchild"; echo done`;
+  let over = false;
+  const result = performJob(worker(clock, { killGraceMs: 5_000 }), sh(leaves, dir.path), { clock })
+    .finally(() => over = true);
+  const grandchild = await readPid(`${dir.path}/grandchild`);
+  // The leader is gone; the grace has started once the run looks at the group on the clock.
+  await waitUntil("the grace to start", () => clock.sleepers > 0);
+  clock.advance(4_999);
+  await waitUntil("the last look of the grace", () => clock.sleepers > 0);
+  assert.ok(alive(grandchild) && !over, "SIGTERM is ignored, and SIGKILL waits for the grace");
+  clock.advance(1);
+  assert.equal((await result).outcome, "completed");
+  await waitUntil("the grandchild to be gone", () => !alive(grandchild));
 });
 
 Deno.test("a huge output keeps only its last outputBytes, marked", async () => {

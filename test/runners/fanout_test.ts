@@ -21,13 +21,15 @@ import {
   parseItems,
 } from "../../src/runners/fanout.ts";
 import { between } from "../../src/schedule/occurrences.ts";
-import { fanOutRun, occurrenceJob } from "../../src/schedule/plan.ts";
+import { definitionHash, fanOutRun, occurrenceJob } from "../../src/schedule/plan.ts";
 import type { Schedule } from "../../src/schedule/types.ts";
 import type { SqliteStore } from "../../src/store/sqlite/sqlite_store.ts";
 import type { Store } from "../../src/store/store.ts";
 import { drainJobs, waitUntil } from "../../src/testing.ts";
+import { lines } from "../support/processes.ts";
 import { scheduleOf } from "../support/schedules.ts";
 import { tempDir, tempJobs } from "../support/stores.ts";
+import { alive, driven, readPid } from "./processes.ts";
 
 /** The FakeClock's start: `every: 1h` has an occurrence here. */
 const T = Date.UTC(2026, 0, 1);
@@ -81,6 +83,8 @@ async function setup(options: {
   // deno-lint-ignore no-explicit-any
   extra?: any[];
   maxItems?: number;
+  killGraceMs?: number;
+  groupsDir?: string;
 } = {}) {
   const visited: unknown[] = [];
   const visit = defineWorker<{ item: unknown; note?: string }>({
@@ -96,6 +100,8 @@ async function setup(options: {
     env: (name) => env[name],
     clock: t.clock,
     maxItems: options.maxItems,
+    killGraceMs: options.killGraceMs,
+    groupsDir: options.groupsDir,
   });
   const command = commandWorker({ env: (name) => env[name], clock: t.clock });
   for (const worker of [fan, command, visit, ...(options.extra ?? [])]) t.jobs.register(worker);
@@ -172,6 +178,7 @@ Deno.test("a fan-out over 250 items with batch_size 100 makes 250 item jobs in 3
     assert.deepEqual(child.meta, {
       schedule: "fan",
       timeoutMs: 600_000,
+      definition: definitionHash(schedule),
       parent: occurrence,
       item: (child.args as { item: string }).item,
     });
@@ -405,9 +412,10 @@ Deno.test("a selection command that fails is retried with its stderr; bad output
   await drainJobs(t.jobs);
   const failed = await parentOf(t.store, failing);
   assert.equal(failed.state, "retryable");
-  assert.match(
+  assert.equal(
     failed.errors[0]!.error,
-    /selection shell command ".*" exited with code 3: cannot reach the accounts db/,
+    `selection shell command "echo 'cannot reach the accounts db' >&2; exit 3" exited with code 3\n` +
+      "stderr:\ncannot reach the accounts db",
   );
   const brokenJob = await parentOf(t.store, broken);
   assert.equal(brokenJob.state, "discarded");
@@ -421,28 +429,116 @@ Deno.test("a selection command that fails is retried with its stderr; bad output
   assert.equal(t.visited.length, 0);
 });
 
-Deno.test("a selection command past the schedule's timeout is stopped and retried", async () => {
-  await using t = await setup();
-  const occurrence = await t.plan(scheduleOf({
-    id: "slow",
-    every: "1h",
-    timeout: "30s",
-    selection: { command: ["sleep", "60"] },
-    run: { worker: "visit" },
-  }));
-  const clock: FakeClock = t.clock;
-  let over = false;
-  const drained = drainJobs(t.jobs).finally(() => over = true);
-  // The timeout sleeps on the fake clock: move it on until the drain is over.
-  await waitUntil("the drain to end", () => {
-    clock.advance(30_000);
-    return over;
-  });
-  await drained;
-  const parent = await parentOf(t.store, occurrence);
-  assert.equal(parent.state, "retryable");
-  assert.match(parent.errors[0]!.error, /timed out after 30000 ms/);
+Deno.test("a selection command past the schedule's timeout is killed as a group, grandchild included, and retried", async () => {
+  const dir = await tempDir();
+  const groups = `${dir.path}/jobs.db.groups`;
+  await using t = await setup({ groupsDir: groups });
+  try {
+    const occurrence = await t.plan(scheduleOf({
+      id: "slow",
+      every: "1h",
+      timeout: "30s",
+      selection: {
+        command:
+          `sleep 60 & echo $! > "${dir.path}/grandchild"; echo $$ > "${dir.path}/leader"; wait`,
+        shell: true,
+      },
+      run: { worker: "visit" },
+    }));
+    const clock: FakeClock = t.clock;
+    const drained = drainJobs(t.jobs);
+    const leader = await readPid(`${dir.path}/leader`);
+    const grandchild = await readPid(`${dir.path}/grandchild`);
+    assert.deepEqual(recordedGroups(groups), [`${leader}.json`]);
+    clock.advance(29_999);
+    assert.ok(alive(leader) && alive(grandchild), "not before the timeout");
+    clock.advance(1);
+    await driven(clock, drained, 50);
+    assert.equal(alive(leader), false);
+    await waitUntil("the grandchild to be gone", () => !alive(grandchild));
+    assert.deepEqual(recordedGroups(groups), []);
+    const parent = await parentOf(t.store, occurrence);
+    assert.equal(parent.state, "retryable");
+    assert.match(
+      parent.errors[0]!.error,
+      /^selection shell command "sleep 60 & echo .*…" timed out after 30000 ms$/,
+    );
+    assert.deepEqual(t.visited, []);
+  } finally {
+    await dir.cleanup();
+  }
 });
+
+Deno.test("a selection whose leader exits while a grandchild ignores SIGTERM leaves no process: SIGKILL after the grace", async () => {
+  const dir = await tempDir();
+  const groups = `${dir.path}/jobs.db.groups`;
+  await using t = await setup({ groupsDir: groups, killGraceMs: 5_000 });
+  try {
+    const occurrence = await t.plan(scheduleOf({
+      id: "leaves",
+      every: "1h",
+      selection: {
+        command:
+          `(trap '' TERM; exec sleep 60) >/dev/null 2>&1 & echo $! > "${dir.path}/grandchild"; ` +
+          `echo $$ > "${dir.path}/leader"; echo item-1`,
+        shell: true,
+      },
+      run: { worker: "visit" },
+    }));
+    const clock: FakeClock = t.clock;
+    const start = clock.now();
+    const drained = drainJobs(t.jobs);
+    const leader = await readPid(`${dir.path}/leader`);
+    const grandchild = await readPid(`${dir.path}/grandchild`);
+    assert.deepEqual(recordedGroups(groups), [`${leader}.json`]);
+    await waitUntil("the leader to exit", () => !alive(leader));
+    assert.ok(alive(grandchild), "the grandchild outlives its leader");
+    // The grace (and the looks at the group during it) wait on the clock: move it on.
+    await driven(clock, drained, 500);
+    await waitUntil("the grandchild to be gone", () => !alive(grandchild));
+    assert.ok(
+      clock.now() - start >= 5_000,
+      "SIGTERM is ignored: only SIGKILL after the grace ends it",
+    );
+    assert.deepEqual(recordedGroups(groups), []);
+    assert.equal((await parentOf(t.store, occurrence)).state, "completed");
+    assert.deepEqual(t.visited, ["item-1"]);
+  } finally {
+    await dir.cleanup();
+  }
+});
+
+Deno.test("a selection's group is killed when the process exits while it runs", async () => {
+  const dir = await tempDir();
+  try {
+    const child = new Deno.Command(Deno.execPath(), {
+      args: ["run", "-A", new URL("./child_selection.ts", import.meta.url).pathname, dir.path],
+      stdout: "piped",
+      stderr: "inherit",
+    }).spawn();
+    let said = "";
+    for await (const line of lines(child.stdout)) said = line;
+    assert.equal((await child.status).code, 0);
+    const [, leader, grandchild] = said.split(" ").map(Number);
+    assert.ok(said.startsWith("running "), said);
+    // Its own session: only the exit hook's SIGKILL to the group can have ended it.
+    await waitUntil(
+      "the selection's group to be gone",
+      () => !alive(leader!) && !alive(grandchild!),
+    );
+  } finally {
+    await dir.cleanup();
+  }
+});
+
+/** The group records in `dir` (`<pgid>.json`), none when it does not exist. */
+function recordedGroups(dir: string): string[] {
+  try {
+    return [...Deno.readDirSync(dir)].map((e) => e.name).sort();
+  } catch {
+    return [];
+  }
+}
 
 Deno.test("itemArgs() fills the item into a command, an HTTP request and worker args", () => {
   const item = { value: "a b/${X}?&$$", text: "a b/${X}?&$$" };

@@ -58,6 +58,10 @@ function get(url: string, extra: Partial<HttpRun> = {}): HttpRun {
   return { kind: "http", method: "GET", url, ...extra };
 }
 
+function post(url: string, extra: Partial<HttpRun> = {}): HttpRun {
+  return { kind: "http", method: "POST", url, body: "{}", ...extra };
+}
+
 Deno.test("sends Idempotency-Key, X-Jobs-Fence and X-Jobs-Attempt, over the run's own", async () => {
   let body = "";
   await using server = serve(async (request) => {
@@ -164,14 +168,12 @@ Deno.test("503 with an HTTP-date Retry-After snoozes until that date on the inje
   assert.equal(result.outcome === "snoozed" && result.until, clock.now() + 90_000);
 });
 
-Deno.test("503 without Retry-After is retryable with a readable message", async () => {
+Deno.test("503 without Retry-After is retryable, stored as one line naming the request and status", async () => {
   await using server = serve(() => new Response("down", { status: 503 }));
-  const result = await performJob(worker(), get(`${server.url}/status`));
+  const result = await performJob(worker(), post(`${server.url}/status`));
   assert.equal(result.outcome, "retryable");
-  assert.match(
-    result.error!,
-    new RegExp(`^HTTP 503 Service Unavailable from ${server.url}/status(\n|$)`),
-  );
+  // The whole error: no stack of the runner's own frames below it.
+  assert.equal(result.error, `POST ${server.url}/status answered 503`);
 });
 
 Deno.test("retryAfterMs() reads delta-seconds and HTTP dates, and refuses the rest", () => {
@@ -196,7 +198,7 @@ Deno.test("404 discards the job with the URL redacted", async () => {
   assert.equal(result.outcome, "discarded");
   assert.equal(
     result.error,
-    `HTTP 404 Not Found from ${server.url}/reports/9?access_token=[REDACTED]&sig=[REDACTED]&page=2`,
+    `GET ${server.url}/reports/9?access_token=[REDACTED]&sig=[REDACTED]&page=2 answered 404`,
   );
   assert.equal(result.output, "HTTP 404\nno such report");
   assert.equal(server.requests[0]?.url.searchParams.get("sig"), "abcdef123456");
@@ -207,7 +209,7 @@ Deno.test("500 is retryable, and the last attempt discards", async () => {
   const http = worker();
   const retry = await performJob(http, get(server.url));
   assert.equal(retry.outcome, "retryable");
-  assert.match(retry.error!, /HTTP 500 Internal Server Error from http:\/\/127\.0\.0\.1:\d+/);
+  assert.equal(retry.error, `GET ${server.url} answered 500`);
   assert.equal(retry.output, "HTTP 500\nboom");
   const last = await performJob(http, get(server.url), { attempt: 20, maxAttempts: 20 });
   assert.equal(last.outcome, "discarded");
@@ -224,10 +226,11 @@ Deno.test("connection refused is retryable, naming the URL as written", async ()
   );
   assert.equal(result.outcome, "retryable");
   assert.ok(
-    result.error!.startsWith(`HTTP GET http://127.0.0.1:${port}/hook?k=\${KEY} failed: `),
+    result.error!.startsWith(`GET http://127.0.0.1:${port}/hook?k=\${KEY} failed: `),
     result.error,
   );
   assert.ok(!result.error!.includes("zz-secret-zz"), result.error);
+  assert.doesNotMatch(result.error!, /^\s+at /m, "no stack frames");
 });
 
 Deno.test("a timeout on the injected clock aborts the request and is retryable", async () => {
@@ -244,10 +247,7 @@ Deno.test("a timeout on the injected clock aborts the request and is retryable",
   clock.advance(1);
   const result = await running;
   assert.equal(result.outcome, "retryable");
-  assert.match(
-    result.error!,
-    new RegExp(`^HTTP GET ${server.url}/slow timed out after 30000 ms(\n|$)`),
-  );
+  assert.equal(result.error, `GET ${server.url}/slow timed out after 30000 ms`);
   await waitUntil("the server saw the request aborted", () => seenAbort);
 });
 

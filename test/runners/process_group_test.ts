@@ -4,6 +4,7 @@ import { commandWorker } from "../../src/runners/command.ts";
 import {
   groupAlive,
   type GroupRecord,
+  ProcessGroup,
   processStart,
   type ReapedGroup,
   type ReapOptions,
@@ -13,6 +14,7 @@ import {
 } from "../../src/runners/process_group.ts";
 import { drainQueue, waitUntil } from "../../src/testing.ts";
 import { tempDir, tempJobs } from "../support/stores.ts";
+import { alive } from "./processes.ts";
 
 /** A script in a process group of its own (pgid = its pid), as the runners start commands. */
 function startGroup(script: string): Deno.ChildProcess {
@@ -276,3 +278,82 @@ function commOf(pid: number): string {
     return "";
   }
 }
+
+/** A script leading its own group with piped output, watched by a ProcessGroup on `clock`. */
+function watched(script: string, clock: FakeClock, killGraceMs = 5_000) {
+  const child = new Deno.Command("/bin/sh", {
+    args: ["-c", script],
+    stdin: "null",
+    stdout: "piped",
+    stderr: "piped",
+    detached: true,
+  }).spawn();
+  let stdout = "";
+  const group = new ProcessGroup(child, { clock, killGraceMs }, {
+    stdout: (chunk) => stdout += new TextDecoder().decode(chunk),
+    stderr: () => {},
+  });
+  return { group, stdout: () => stdout };
+}
+
+Deno.test("ProcessGroup ends once what outlived the leader exits on SIGTERM, without waiting out the grace", async () => {
+  const clock = new FakeClock();
+  // The grandchild takes a moment to clean up after SIGTERM, then exits.
+  const { group, stdout } = watched(
+    `(trap 'sleep 0.2; exit 0' TERM; while :; do sleep 0.05; done) >/dev/null 2>&1 & echo $!`,
+    clock,
+  );
+  try {
+    const end = await group.wait(new AbortController().signal, undefined);
+    assert.equal(end.kind === "exited" && end.status.code, 0);
+    await group.drained;
+    const grandchild = Number(stdout().trim());
+    assert.ok(alive(grandchild), "the grandchild outlives its leader");
+    let done = false;
+    const finished = group.finish(false).then(() => done = true);
+    await waitUntil("the grandchild to exit on SIGTERM", () => !alive(grandchild));
+    // One look later (50 ms of the clock, not the 5 s grace) the run is over.
+    await waitUntil("a look at the group", () => clock.sleepers > 0);
+    clock.advance(50);
+    await waitUntil("finish() to end after one look", () => done);
+    await finished;
+    assert.equal(groupAlive(group.pgid), false);
+  } finally {
+    group.release();
+    signalGroup(group.pgid, "SIGKILL");
+  }
+});
+
+Deno.test("ProcessGroup records its group while it runs and forgets it on release", async () => {
+  const dir = await tempDir();
+  const groups = `${dir.path}/jobs.db.groups`;
+  const clock = new FakeClock();
+  const child = new Deno.Command("/bin/sh", {
+    args: ["-c", "exec sleep 60"],
+    stdin: "null",
+    stdout: "piped",
+    stderr: "piped",
+    detached: true,
+  }).spawn();
+  const group = new ProcessGroup(child, { clock, killGraceMs: 1_000, groupsDir: groups }, {
+    stdout: () => {},
+    stderr: () => {},
+  });
+  try {
+    group.record({ job: 9, fence: 4 });
+    const record = readRecord(groups, child.pid);
+    assert.deepEqual([record.pgid, record.job, record.fence], [child.pid, 9, 4]);
+    const stop = new AbortController();
+    const waiting = group.wait(stop.signal, 2_000);
+    clock.advance(2_000);
+    assert.deepEqual(await waiting, { kind: "timeout", ms: 2_000 });
+    await group.finish(true);
+    assert.equal((await child.status).signal, "SIGTERM");
+    group.release();
+    assert.deepEqual([...Deno.readDirSync(groups)], []);
+  } finally {
+    group.release();
+    signalGroup(child.pid, "SIGKILL");
+    await dir.cleanup();
+  }
+});

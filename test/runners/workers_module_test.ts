@@ -155,10 +155,10 @@ Deno.test("jobs check accepts workers the module exports and names the line, fie
     bad.err,
     [
       `${config}:6:26: schedule "reindex-all": selection.worker "list-acounts" is not a worker of ` +
-      `"./workers.ts"; it exports "cleanup", "reindex", "list-accounts"`,
+      `"./workers.ts" (it exports "cleanup", "reindex", "list-accounts"); did you mean "list-accounts"?`,
       `${config}:7:20: schedule "reindex-all": run.worker "reindx" is not a worker of ` +
-      `"./workers.ts"; it exports "cleanup", "reindex", "list-accounts"`,
-      `${config}: 2 errors`,
+      `"./workers.ts" (it exports "cleanup", "reindex", "list-accounts"); did you mean "reindex"?`,
+      `jobs check: ${config}: 2 errors`,
     ].join("\n"),
   );
 

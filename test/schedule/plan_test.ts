@@ -10,6 +10,7 @@ import type { PlanContext } from "../../src/kernel/types.ts";
 import { between, occurrenceId } from "../../src/schedule/occurrences.ts";
 import {
   decide,
+  definitionHash,
   FANOUT_WORKER,
   fanOutRun,
   occurrenceJob,
@@ -282,7 +283,11 @@ Deno.test("occurrenceJob() of a schedule with a selection is a jobs.fanout job c
   assert.equal(job.occurrence, `fan@${iso(T)}`);
   assert.equal(job.scheduleId, "fan");
   assert.equal(job.queue, "bulk");
-  assert.deepEqual(JSON.parse(job.meta), { schedule: "fan", timeoutMs: 300_000 });
+  assert.deepEqual(JSON.parse(job.meta), {
+    schedule: "fan",
+    timeoutMs: 300_000,
+    definition: definitionHash(s),
+  });
   assert.deepEqual(JSON.parse(job.args), {
     kind: "fanout",
     schedule: "fan",
@@ -295,7 +300,7 @@ Deno.test("occurrenceJob() of a schedule with a selection is a jobs.fanout job c
       maxAttempts: 4,
       tags: ["nightly"],
       tenant: "acme",
-      meta: { schedule: "fan", timeoutMs: 300_000 },
+      meta: { schedule: "fan", timeoutMs: 300_000, definition: definitionHash(s) },
     },
   });
   assert.deepEqual(JSON.parse(job.args), fanOutRun(s));
@@ -305,7 +310,7 @@ Deno.test("occurrenceJob() of a schedule with a selection is a jobs.fanout job c
   );
 });
 
-Deno.test("occurrenceJob() puts timeoutMs, backoff and retentionMs in meta when set", () => {
+Deno.test("occurrenceJob() puts timeoutMs, backoff, retentionMs and the definition's hash in meta", () => {
   const s = schedule({
     id: "meta",
     every: "1m",
@@ -324,6 +329,7 @@ Deno.test("occurrenceJob() puts timeoutMs, backoff and retentionMs in meta when 
     timeoutMs: 5 * MINUTE,
     backoff: { kind: "exponential", baseMs: 1000, maxMs: MINUTE },
     retentionMs: 7 * DAY,
+    definition: definitionHash(s),
   });
   assert.equal(job.queue, "reports");
   assert.equal(job.priority, 2);
@@ -331,8 +337,9 @@ Deno.test("occurrenceJob() puts timeoutMs, backoff and retentionMs in meta when 
   assert.deepEqual(JSON.parse(job.tags), ["a", "b"]);
   assert.equal(job.tenant, "acme");
 
-  const plain = occurrenceJob(schedule({ id: "p", every: "1m" }), between(s, T, T + 1)[0]!);
-  assert.deepEqual(JSON.parse(plain.meta), { schedule: "p" });
+  const p = schedule({ id: "p", every: "1m" });
+  const plain = occurrenceJob(p, between(s, T, T + 1)[0]!);
+  assert.deepEqual(JSON.parse(plain.meta), { schedule: "p", definition: definitionHash(p) });
 });
 
 Deno.test("occurrenceJob() with jitter runs later than scheduled_for; the identity keeps the pre-jitter instant", () => {

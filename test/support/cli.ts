@@ -2,7 +2,10 @@
 
 import { runCli } from "../../src/cli/program.ts";
 import { FakeClock } from "../../src/clock.ts";
+import type { NewJob } from "../../src/kernel/types.ts";
 import { silentLogger } from "../../src/worker/logger.ts";
+import { newJob } from "./backends.ts";
+import { tempDir, withStore } from "./stores.ts";
 
 /** The exit code and the captured stdout and stderr of one command line. */
 export async function runJobs(
@@ -12,6 +15,8 @@ export async function runJobs(
     env?: Record<string, string>;
     /** The answer to every confirmation question (default: no). */
     confirm?: boolean;
+    /** The OS user main.ts would find by uid (default: `$USER` of `env`, else "tester"). */
+    osUser?: string;
   },
 ): Promise<{ code: number; out: string; err: string }> {
   const out: string[] = [];
@@ -25,6 +30,7 @@ export async function runJobs(
     env: (name) => env[name],
     color: false,
     program: "jobsctl",
+    osUser: () => options.osUser ?? env.USER ?? env.LOGNAME ?? "tester",
     demo: () => Promise.resolve(),
     onSignal: () => () => {},
     confirm: (question) => {
@@ -36,4 +42,68 @@ export async function runJobs(
     },
   });
   return { code, out: out.join("\n"), err: err.join("\n") };
+}
+
+/** A temp folder with `schedules.yaml` holding `schedules`; `db` is a path in it (not created). */
+export interface CliFiles {
+  dir: string;
+  db: string;
+  config: string;
+}
+
+/** Runs `fn` with a temp folder holding `schedules.yaml` (see {@linkcode CliFiles}), then removes it. */
+export async function withFiles(
+  schedules: string,
+  fn: (files: CliFiles) => Promise<void>,
+): Promise<void> {
+  const dir = await tempDir();
+  try {
+    const config = `${dir.path}/schedules.yaml`;
+    await Deno.writeTextFile(config, schedules);
+    await fn({ dir: dir.path, db: `${dir.path}/jobs.db`, config });
+  } finally {
+    await dir.cleanup();
+  }
+}
+
+/**
+ * Inserts jobs (due a minute before `now`) into the store at `db`, creating
+ * it; claims the first `claim` of each queue on node-a and completes the
+ * first `complete` claimed. Returns the ids, in order.
+ */
+export async function seedJobs(
+  db: string,
+  now: number,
+  jobs: Partial<NewJob>[],
+  steps: { claim?: number; complete?: number } = {},
+): Promise<number[]> {
+  return await withStore(db, async (store) => {
+    const ids = (await store.jobsInsert({
+      jobs: jobs.map((fields) => newJob({ scheduledAt: now - 60_000, ...fields })),
+      now: now - 60_000,
+    })).map((r) => r.id);
+    const claimed = [];
+    for (const queue of new Set(jobs.map((j) => j.queue ?? "default"))) {
+      const { jobs: got } = await store.jobsClaim({
+        queue,
+        node: "node-a",
+        limit: steps.claim ?? 0,
+        now: now - 50_000,
+        leaseMs: 3_600_000,
+      });
+      claimed.push(...got);
+    }
+    await store.jobsRecord({
+      node: "node-a",
+      now: now - 40_000,
+      results: claimed.slice(0, steps.complete ?? 0).map((job) => ({
+        id: job.id,
+        fence: job.fence,
+        attempt: job.attempt,
+        startedAt: job.attemptedAt,
+        outcome: "completed" as const,
+      })),
+    });
+    return ids;
+  });
 }

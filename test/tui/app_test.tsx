@@ -10,12 +10,15 @@ import { render } from "ink-testing-library";
 import type { ReactElement } from "react";
 import { FakeClock } from "../../src/clock.ts";
 import { waitUntil } from "../../src/testing.ts";
-import { App, parseSearch, type Tab } from "../../src/tui/app.tsx";
+import { App } from "../../src/tui/app.tsx";
+import { parseSearch } from "../../src/tui/search.ts";
+import type { Tab } from "../../src/tui/state.ts";
 import {
   fixtureData,
   fixtureJob,
   type FixtureState,
   fixtureState,
+  manyJobs,
   NOW,
   recordingActions,
 } from "./fixtures.ts";
@@ -41,17 +44,19 @@ function dashboard(
     color?: boolean;
     columns?: number;
     rows?: number;
+    program?: string;
   } = {},
 ) {
   const state = options.state ?? fixtureState();
   const clock = new FakeClock(NOW);
-  const { data, queries } = fixtureData(state);
+  const { data, queries, counts } = fixtureData(state);
   const { actions, calls } = recordingActions();
   const r = renderAt(
     <App
       data={data}
       actions={actions}
       clock={clock}
+      program={options.program ?? "jobsctl"}
       readOnly={options.readOnly ?? false}
       color={options.color ?? false}
       initialTab={options.tab ?? "overview"}
@@ -69,7 +74,7 @@ function dashboard(
   const press = (...keys: string[]) => {
     for (const key of keys) r.stdin.write(key);
   };
-  return { r, state, clock, calls, queries, frame, press };
+  return { r, state, clock, calls, queries, counts, frame, press };
 }
 
 /** Every line of `frame` fits `columns`, and there are exactly `rows` lines. */
@@ -108,6 +113,43 @@ Deno.test("the dashboard uses a larger terminal and follows a resize", async () 
     return last.split("\n").length === 24 ? last : null;
   });
   assertFits(frame, 80, 24);
+  d.r.unmount();
+});
+
+Deno.test("the header's rule is the terminal's width on every screen, at 80x24, 100x30 and 140x40", async () => {
+  for (const [columns, rows] of [[80, 24], [100, 30], [140, 40]] as const) {
+    const d = dashboard({ columns, rows });
+    const screens = [await d.frame("host-a:100")];
+    d.press("2");
+    screens.push(await d.frame("[2 Jobs]", "> 30"));
+    d.press("3");
+    screens.push(await d.frame("[3 Schedules]", "── nightly "));
+    d.press("4");
+    screens.push(await d.frame("[4 Dead letters]", "connection refused"));
+    for (const screen of screens) {
+      assertFits(screen, columns, rows);
+      const lines = screen.split("\n");
+      assert.equal(lines[1], "─".repeat(columns), `no whole rule under the tabs:\n${screen}`);
+      for (const line of lines.filter((l) => l.includes("──"))) {
+        assert.equal(Array.from(line).length, columns, `a rule not the width: ${line}`);
+        assert.ok(line.endsWith("─"), `a cut rule: ${line}`);
+      }
+    }
+    d.r.unmount();
+  }
+});
+
+Deno.test("the jobs view says page 2 of 8 · 391 jobs match, and counts again for a new filter", async () => {
+  // 56 rows leave 50 for a page.
+  const d = dashboard({ state: fixtureState(manyJobs(391)), tab: "jobs", rows: 56 });
+  await d.frame("filter all jobs · newest first · page 1 of 8 · 391 jobs match", "> 391");
+  d.press("n");
+  await d.frame("page 2 of 8 · 391 jobs match", "> 341");
+  d.press("/");
+  for (const c of "state:discarded") d.press(c);
+  d.press(ENTER);
+  await d.frame("filter state:discarded · newest first · page 1 of 2 · 55 jobs match", "> 385");
+  assert.deepEqual(d.counts.at(-1), { states: ["discarded"] });
   d.r.unmount();
 });
 
@@ -150,6 +192,7 @@ Deno.test("j/k move the cursor and Enter opens a job's detail with attempts and 
     outcome: "retryable",
     error: "timeout after 30s",
     output: "line 1\nline 2\n",
+    definition: null,
   }];
   state.audit[29] = [{
     id: 1,
@@ -191,17 +234,23 @@ Deno.test("the jobs list pages with keyset `after` and never asks for more than 
   d.r.unmount();
 });
 
-Deno.test("f cycles the state filter, / searches, and Esc clears the filters", async () => {
+Deno.test("f picks states and a queue, / searches, and Esc clears the filters", async () => {
   const d = dashboard({ tab: "jobs" });
   await d.frame("> 30");
   d.press("f");
-  await d.frame("filter state:scheduled");
+  await d.frame("List the jobs of: every state; any queue", "(•) any queue", "( ) mail");
+  d.press(" ", "j", " "); // scheduled, then available
+  await d.frame("[x] scheduled", "[x] available");
+  d.press(ENTER);
+  let frame = await d.frame("filter state:scheduled,available", "> 30");
+  assert.match(frame, /^ {2}29\s+scheduled/m);
+  assert.doesNotMatch(frame, /discarded|completed/);
   d.press("/");
-  await d.frame("Search jobs");
-  d.press("\x7f".repeat(20));
+  await d.frame("Search jobs", "[state:scheduled,available]");
+  d.press("\x7f");
   for (const c of "queue:mail refused") d.press(c);
   d.press(ENTER);
-  const frame = await d.frame('filter queue:mail search:"refused"');
+  frame = await d.frame('filter queue:mail search:"refused"');
   assert.match(frame, /> 28\s+discarded mail/);
   assert.match(frame, /^ {2}14\s+discarded mail/m);
   assert.deepEqual(d.queries.at(-1)?.filter, { queue: "mail", search: "refused" });
@@ -428,6 +477,7 @@ function hostileState(): FixtureState {
     outcome: "discarded",
     error: `e${evil}`,
     output: `o${evil}\n`,
+    definition: null,
   }];
   state.audit[7] = [{
     id: 1,
@@ -441,7 +491,7 @@ function hostileState(): FixtureState {
   state.overview.nodes[0]!.node = `n${evil}`;
   state.overview.queues[0]!.name = `q${evil}`;
   state.overview.attention[0]!.disabledReason = `r${evil}`;
-  state.overview.configProblem = `c${evil}`;
+  state.overview.configProblems = [`c${evil}`];
   state.schedules[1]!.status.disabledReason = `r${evil}`;
   state.schedules[1]!.status.id = `s${evil}`;
   state.deadLetters[0]!.worker = `w${evil}`;
@@ -488,7 +538,10 @@ for (const color of [false, true]) {
 
 Deno.test("parseSearch: key:value words filter, the rest is the search text, bad states are named", () => {
   assert.deepEqual(parseSearch("state:discarded queue:mail connection  refused"), {
-    filter: { state: "discarded", queue: "mail", search: "connection refused" },
+    filter: { states: ["discarded"], queue: "mail", search: "connection refused" },
+  });
+  assert.deepEqual(parseSearch("state:discarded,retryable state:scheduled,retryable"), {
+    filter: { states: ["scheduled", "retryable", "discarded"] },
   });
   assert.deepEqual(parseSearch("schedule:nightly tag:x worker:w"), {
     filter: { scheduleId: "nightly", tag: "x", worker: "w" },

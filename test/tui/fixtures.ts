@@ -15,6 +15,7 @@ import type { DashboardActions } from "../../src/tui/actions.ts";
 import type {
   DashboardData,
   DeadLetterGroup,
+  JobsFilter,
   JobsQuery,
   Overview,
   QueueOverview,
@@ -94,6 +95,7 @@ export function queueOf(jobs: Job[], name: string, extra: Partial<QueueOverview>
     counts: counts(jobs, name),
     paused: false,
     pausedInFile: false,
+    pause: null,
     declaredConcurrency: 4,
     nodes: { "host-a:100": 4 },
     completed,
@@ -166,6 +168,7 @@ export function fixtureState(jobs: Job[] = manyJobs(30)): FixtureState {
         queues: { default: 4, mail: 2 },
         startedAt: NOW - 3_600_000,
         heartbeatAt: NOW - 2000,
+        environment: null,
         heartbeatAgeMs: 2000,
         stale: false,
       }],
@@ -176,7 +179,7 @@ export function fixtureState(jobs: Job[] = manyJobs(30)): FixtureState {
         disabledAt: NOW - 600_000,
         disabledReason: "vendor outage",
       })],
-      configProblem: null,
+      configProblems: [],
     },
     schedules: [{
       status: statusOf("nightly", { next: Date.UTC(2026, 2, 9, 6, 30) }),
@@ -215,9 +218,10 @@ export function fixtureState(jobs: Job[] = manyJobs(30)): FixtureState {
   };
 }
 
-/** A data source over `state`, recording the job queries it answers. */
+/** A data source over `state`, recording the job queries and counts it answers. */
 export function fixtureData(state: FixtureState) {
   const queries: JobsQuery[] = [];
+  const counts: JobsFilter[] = [];
   const check = () => {
     if (state.failWith !== null) throw new Error(state.failWith);
   };
@@ -231,6 +235,15 @@ export function fixtureData(state: FixtureState) {
       check();
       queries.push(query);
       return Promise.resolve(page(state.jobs, query));
+    },
+    jobsCount(filter) {
+      check();
+      counts.push(filter);
+      return Promise.resolve(page(state.jobs, { filter, desc: false, limit: Infinity }).length);
+    },
+    queues() {
+      check();
+      return Promise.resolve(state.overview.queues.map((q) => q.name).sort());
     },
     job(id) {
       check();
@@ -249,7 +262,7 @@ export function fixtureData(state: FixtureState) {
       return Promise.resolve(state.deadLetters);
     },
   };
-  return { data, queries };
+  return { data, queries, counts };
 }
 
 /** Filters and pages as the store's jobsList does (search: worker, args, tags, errors). */
@@ -258,7 +271,7 @@ function page(jobs: Job[], query: JobsQuery): Job[] {
   const needle = f.search?.toLowerCase();
   const sorted = [...jobs].sort((a, b) => query.desc ? b.id - a.id : a.id - b.id);
   return sorted.filter((j) =>
-    (f.state === undefined || j.state === f.state) &&
+    (f.states === undefined || f.states.length === 0 || f.states.includes(j.state)) &&
     (f.queue === undefined || j.queue === f.queue) &&
     (f.scheduleId === undefined || j.scheduleId === f.scheduleId) &&
     (f.worker === undefined || j.worker === f.worker) &&
@@ -289,7 +302,12 @@ export function recordingActions() {
     },
     replay(job, reason) {
       calls.push({ kind: "replay", id: job.id, reason });
-      return Promise.resolve({ job, replayed: true, was: job.state });
+      return Promise.resolve({
+        job,
+        replayed: true,
+        was: job.state,
+        definition: { runs: "as-planned", why: null, planned: null, hash: null, differences: [] },
+      });
     },
     runSchedule(id, reason) {
       calls.push({ kind: "run", id, reason });

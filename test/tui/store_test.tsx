@@ -9,6 +9,7 @@ import assert from "node:assert/strict";
 import { render } from "ink-testing-library";
 import { FakeClock } from "../../src/clock.ts";
 import { waitUntil } from "../../src/testing.ts";
+import { occurrenceJob } from "../../src/schedule/plan.ts";
 import { storeActions } from "../../src/tui/actions.ts";
 import { App } from "../../src/tui/app.tsx";
 import { configFile, fixedStore, sqliteFile, storeData } from "../../src/tui/data.ts";
@@ -16,7 +17,7 @@ import { openSqliteStore } from "../../src/store/sqlite/sqlite_store.ts";
 import { insertJob, tempStore } from "../support/stores.ts";
 
 const NOW = Date.UTC(2026, 2, 6, 12, 0, 30);
-const noConfig = () => Promise.resolve({ config: null, problem: null });
+const noConfig = () => Promise.resolve({ config: null, problems: [] });
 
 Deno.test("a retry from the dashboard's actions changes the store and writes an audit row", async () => {
   await using temp = await tempStore();
@@ -39,7 +40,7 @@ Deno.test("a retry from the dashboard's actions changes the store and writes an 
     environment: null,
   });
 
-  const [listed] = await data.jobs({ filter: { state: "discarded" }, desc: true, limit: 50 });
+  const [listed] = await data.jobs({ filter: { states: ["discarded"] }, desc: true, limit: 50 });
   assert.equal(listed?.id, job.id);
   assert.deepEqual(listed?.args, { password: "[REDACTED]", to: "ops@example.com" });
 
@@ -64,6 +65,7 @@ Deno.test("r then y in the dashboard retries the selected job on the store, audi
       data={storeData({ source, config: noConfig, clock })}
       actions={storeActions({ source, config: noConfig, clock, actor: "bob", environment: null })}
       clock={clock}
+      program="jobsctl"
       color={false}
       initialTab="jobs"
     />,
@@ -157,7 +159,7 @@ Deno.test("schedules come with their next 5 occurrences and the DST note of 2026
 Deno.test("the file source rejects while the database is missing and opens it once it is there", async () => {
   await using temp = await tempStore();
   const path = `${temp.dir}/later.db`;
-  const source = sqliteFile(path, { now: () => NOW });
+  const source = sqliteFile(path, { now: () => NOW, program: "jobsctl" });
   await assert.rejects(source.get(), /no database at/);
   await (await openSqliteStore(path, { now: NOW })).close();
   const store = await source.get();
@@ -165,4 +167,85 @@ Deno.test("the file source rejects while the database is missing and opens it on
   await Deno.remove(path);
   await assert.rejects(source.get(), /no database at/);
   await source.close();
+});
+
+Deno.test("the file source's schema message says what to run with the program's own name", async () => {
+  await using temp = await tempStore();
+  const path = `${temp.dir}/old.db`;
+  const old = await openSqliteStore(path, { now: NOW });
+  old.db.exec("DELETE FROM schema_migrations WHERE version > 1");
+  await old.close();
+  for (const program of ["jobsctl", "deno run -A /opt/jobs/main.ts"]) {
+    const source = sqliteFile(path, { now: () => NOW, program });
+    await assert.rejects(source.get(), (error: Error) => {
+      assert.match(error.message, /schema version 1 is older than this program's \(\d+\)/);
+      assert.ok(
+        error.message.endsWith(`; run: ${program} migrate --db ${path}`),
+        error.message,
+      );
+      return true;
+    });
+    await source.close();
+  }
+});
+
+Deno.test("the store-backed data counts a filter's matches and names every known queue", async () => {
+  await using temp = await tempStore();
+  const clock = new FakeClock(NOW);
+  for (let i = 0; i < 5; i++) await insertJob(temp.store, { queue: "q" });
+  await insertJob(temp.store, { queue: "q", state: "discarded", discardedAt: NOW - 1 });
+  await insertJob(temp.store, { queue: "other", state: "retryable" });
+  await temp.store.queuePause({ name: "paused-only", paused: true, now: NOW });
+  const data = storeData({ source: fixedStore(temp.store), config: noConfig, clock });
+  assert.equal(await data.jobsCount({}), 7);
+  assert.equal(await data.jobsCount({ queue: "q" }), 6);
+  assert.equal(await data.jobsCount({ states: ["discarded", "retryable"] }), 2);
+  assert.equal(await data.jobsCount({ states: [] }), 7, "no states chosen is any state");
+  assert.equal(await data.jobsCount({ queue: "q", states: ["retryable"] }), 0);
+  assert.deepEqual(await data.queues(), ["other", "paused-only", "q"]);
+});
+
+Deno.test("a replay or retry from the dashboard runs the schedule's live definition, and refuses while the file has errors", async () => {
+  await using temp = await tempStore();
+  const clock = new FakeClock(NOW);
+  const path = `${temp.dir}/schedules.yaml`;
+  const schedulesFile = (argv: string[]) =>
+    `version: 1\nschedules:\n  - id: feed\n    every: 1h\n    run: { command: ${
+      JSON.stringify(argv)
+    } }\n`;
+  await Deno.writeTextFile(path, schedulesFile(["false"]));
+  const loaded = await configFile(path)();
+  const planned = occurrenceJob(loaded.config!.schedules[0]!, {
+    at: NOW - 1000,
+    occurrence: "feed@2026-03-06T12:00:29.000Z",
+    local: "",
+    note: "",
+  });
+  const [row] = await temp.store.jobsInsert({ jobs: [planned], now: NOW - 1000 });
+  await temp.store.jobsDiscard({ ids: [row!.id], now: NOW - 500, reason: "it failed" });
+  await Deno.writeTextFile(path, schedulesFile(["true"]));
+  const source = fixedStore(temp.store);
+  const actions = storeActions({
+    source,
+    config: configFile(path),
+    configPath: path,
+    clock,
+    actor: "alice",
+    environment: null,
+  });
+  const job = (await temp.store.jobGet({ id: row!.id }))!;
+  const replayed = await actions.replay(job, "fixed the command");
+  assert.equal(replayed.definition.runs, "live");
+  assert.deepEqual(replayed.definition.differences, ['args.argv: ["false"] -> ["true"]']);
+  assert.deepEqual((await temp.store.jobGet({ id: row!.id }))?.args, {
+    kind: "command",
+    argv: ["true"],
+    shell: false,
+  });
+
+  await Deno.writeTextFile(path, "version: 1\nschedules: [\n");
+  await temp.store.jobsDiscard({ ids: [row!.id], now: NOW, reason: "again" });
+  const again = (await temp.store.jobGet({ id: row!.id }))!;
+  await assert.rejects(actions.jobs("retry", [again]), /live definitions cannot be read/);
+  assert.equal((await temp.store.jobGet({ id: row!.id }))?.state, "discarded", "nothing changed");
 });

@@ -430,6 +430,7 @@ Deno.test("an occurrence of a worker run is a job of that worker with its args, 
     schedule: "build",
     timeoutMs: 5 * MINUTE,
     backoff: { kind: "fixed", delayMs: 30_000 },
+    definition: definitionHash(s),
   });
 });
 

@@ -66,6 +66,7 @@ Deno.test("rescueOrphans() rescues only expired leases and leaves live ones unto
     outcome: "orphaned",
     output: null,
     error: "orphaned: lease of dead-node expired",
+    definition: null,
   }]);
 
   assert.deepEqual(await t.store.jobGet({ id: live.id }), live);

@@ -119,3 +119,33 @@ Deno.test("after checkWorkers, a reload naming an unknown worker or another modu
     await dir.cleanup();
   }
 });
+
+Deno.test("every reload logs where things stand: rejected, then reloaded when fixed back, then unchanged", async () => {
+  const dir = await tempDir();
+  try {
+    const path = `${dir.path}/schedules.yaml`;
+    await Deno.writeTextFile(path, file(["a"]));
+    const log = recorder();
+    const source = await ScheduleSource.open(path, log.logger);
+
+    await source.reload();
+    assert.deepEqual(log.events.map((e) => e.event), ["config.unchanged"]);
+
+    await Deno.writeTextFile(path, file(["a"]).replace("every: 1m", "every: 0m"));
+    await source.reload();
+    // The operator undoes the bad edit: the file equals the configuration kept.
+    await Deno.writeTextFile(path, file(["a"]));
+    const fixed = await source.reload();
+    assert.equal(fixed.ok, true);
+    await source.reload();
+    assert.deepEqual(log.events.map((e) => e.event), [
+      "config.unchanged",
+      "config.rejected",
+      "config.reloaded",
+      "config.unchanged",
+    ]);
+    source.close();
+  } finally {
+    await dir.cleanup();
+  }
+});

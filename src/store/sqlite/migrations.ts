@@ -15,6 +15,12 @@ import replays from "../../../migrations/sqlite/0004_replays.sql" with { type: "
 import dashboardIndexes from "../../../migrations/sqlite/0005_dashboard_indexes.sql" with {
   type: "text",
 };
+import attemptDefinition from "../../../migrations/sqlite/0006_attempt_definition.sql" with {
+  type: "text",
+};
+import nodeEnvironment from "../../../migrations/sqlite/0007_node_environment.sql" with {
+  type: "text",
+};
 
 /** One numbered migration. */
 export interface Migration {
@@ -30,6 +36,8 @@ export const MIGRATIONS: readonly Migration[] = [
   { version: 3, name: "0003_attempt_output.sql", sql: attemptOutput },
   { version: 4, name: "0004_replays.sql", sql: replays },
   { version: 5, name: "0005_dashboard_indexes.sql", sql: dashboardIndexes },
+  { version: 6, name: "0006_attempt_definition.sql", sql: attemptDefinition },
+  { version: 7, name: "0007_node_environment.sql", sql: nodeEnvironment },
 ];
 
 /** The migrations a database at schema `version` has not applied yet, in order. */

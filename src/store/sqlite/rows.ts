@@ -135,6 +135,7 @@ export function toAttempt(row: Row): Attempt {
     outcome: row.outcome as Attempt["outcome"],
     error: row.error as string | null,
     output: (row.output ?? null) as string | null,
+    definition: (row.definition ?? null) as string | null,
   };
 }
 

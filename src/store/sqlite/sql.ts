@@ -84,15 +84,18 @@ export const SQL = {
   discarded: `UPDATE jobs SET state = 'discarded', discarded_at = :now, lease_expires_at = NULL,
       ${CLEAR_UNIQUE}, ${APPEND_ERROR}
     WHERE ${LEASE_HELD}`,
+  // An attempt ended by an operator or the lifeline (rare): its definition
+  // is read from the job's meta here rather than carried by a result.
   attemptInsert: `INSERT INTO attempts (job_id, attempt, fence, node, kind, actor, reason,
-      started_at, finished_at, outcome, error)
+      started_at, finished_at, outcome, error, definition)
     SELECT :id, :attempt, :fence, :node, ${ATTEMPT_KIND(":attempt")}, r.actor, r.reason,
-      :started, :now, :outcome, :error
+      :started, :now, :outcome, :error,
+      (SELECT json_extract(meta, '$.definition') FROM jobs WHERE id = :id)
     FROM (SELECT 1) LEFT JOIN replays AS r ON r.job_id = :id AND r.after < :fence`,
   attemptsInsert: `INSERT INTO attempts (job_id, attempt, fence, node, kind, actor, reason,
-      started_at, finished_at, outcome, error, output)
+      started_at, finished_at, outcome, error, output, definition)
     SELECT value ->> 0, value ->> 1, value ->> 2, :node, ${ATTEMPT_KIND("(value ->> 1)")},
-      r.actor, r.reason, value ->> 3, :now, value ->> 4, value ->> 5, value ->> 6
+      r.actor, r.reason, value ->> 3, :now, value ->> 4, value ->> 5, value ->> 6, value ->> 7
     FROM json_each(:rows)
       LEFT JOIN replays AS r ON r.job_id = value ->> 0 AND r.after < value ->> 2`,
   release: `UPDATE jobs SET state = 'available', attempt = attempt - 1, lease_expires_at = NULL
@@ -152,6 +155,11 @@ export const SQL = {
     WHERE id = :id AND state IN ('scheduled', 'retryable', 'completed', 'cancelled', 'discarded')
     RETURNING id`,
   replay: `UPDATE jobs SET ${RUN_AGAIN} WHERE id = :id AND state = :was RETURNING fence`,
+  // After a retry or replay that runs another definition; keeps the extra
+  // attempt RUN_AGAIN allowed.
+  redefine: `UPDATE jobs SET worker = :worker, args = :args, meta = :meta, tags = :tags,
+      queue = :queue, priority = :priority, max_attempts = max(:maxAttempts, attempt + 1)
+    WHERE id = :id`,
   // The pending replay records the fence of the job's latest claim, so the
   // next claim's attempt row (fence above it) is the replay's.
   replayPending: `INSERT INTO replays (job_id, after, actor, reason, at)
@@ -190,12 +198,14 @@ export const SQL = {
     ORDER BY count DESC, latest_at DESC, latest_id DESC
     LIMIT :limit`,
   attemptsList: `SELECT * FROM attempts WHERE job_id = :id ORDER BY fence`,
+  workersList: `SELECT DISTINCT worker FROM jobs ORDER BY worker`,
   queuePause: `INSERT INTO queues (name, paused, updated_at) VALUES (:name, :paused, :now)
     ON CONFLICT (name) DO UPDATE SET paused = excluded.paused, updated_at = excluded.updated_at`,
   queuesList: `SELECT * FROM queues ORDER BY name`,
-  nodeBeat: `INSERT INTO nodes (node, queues, started_at, heartbeat_at)
-    VALUES (:node, :queues, :now, :now)
-    ON CONFLICT (node) DO UPDATE SET queues = excluded.queues, heartbeat_at = excluded.heartbeat_at`,
+  nodeBeat: `INSERT INTO nodes (node, queues, environment, started_at, heartbeat_at)
+    VALUES (:node, :queues, :environment, :now, :now)
+    ON CONFLICT (node) DO UPDATE SET queues = excluded.queues,
+      environment = excluded.environment, heartbeat_at = excluded.heartbeat_at`,
   nodeRemove: `DELETE FROM nodes WHERE node = :node`,
   nodesExpire: `DELETE FROM nodes WHERE heartbeat_at < :before`,
   nodesList: `SELECT * FROM nodes ORDER BY node`,
@@ -354,6 +364,35 @@ export interface ListShape {
  */
 export function jobsListSql(shape: ListShape): string {
   const states = shape.states === null ? null : knownStates(shape.states);
+  const condition = listCondition(shape, states);
+  const order = shape.desc ? "ORDER BY id DESC" : "ORDER BY id";
+  const byIndex = listIndex(shape.filters, states);
+  if (byIndex === null) {
+    return `SELECT * FROM jobs WHERE ${condition}\n    ${order} LIMIT :limit`;
+  }
+  // The ids of the page come from the index alone when no other filter needs
+  // the row; only the page's rows are read in full.
+  return `SELECT * FROM jobs WHERE id IN (
+      SELECT id FROM jobs ${byIndex} WHERE ${condition}
+      ${order} LIMIT :limit)
+    ${order}`;
+}
+
+/**
+ * The text of the `jobsCountMatching` statement of a shape: the condition
+ * of the listing without its paging, counted from the same index.
+ */
+export function jobsCountSql(shape: Omit<ListShape, "desc" | "after">): string {
+  const states = shape.states === null ? null : knownStates(shape.states);
+  const condition = listCondition({ ...shape, desc: false, after: false }, states);
+  const byIndex = listIndex(shape.filters, states);
+  // No condition at all lets SQLite count the smallest index instead of the rows.
+  const where = condition === "true" ? "" : ` WHERE ${condition}`;
+  return `SELECT count(*) AS count FROM jobs ${byIndex ?? ""}${where}`;
+}
+
+/** The WHERE condition of a listing: its filters, its states, its keyset bound. */
+function listCondition(shape: ListShape, states: readonly JobState[] | null): string {
   const where: string[] = shape.filters.map((name) => LIST_FILTERS[name]);
   if (states !== null) {
     where.push(
@@ -365,23 +404,23 @@ export function jobsListSql(shape: ListShape): string {
     );
   }
   if (shape.after) where.push(shape.desc ? "id < :after" : "id > :after");
-  const condition = where.length === 0 ? "true" : where.join("\n      AND ");
-  const order = shape.desc ? "ORDER BY id DESC" : "ORDER BY id";
+  return where.length === 0 ? "true" : where.join("\n      AND ");
+}
+
+/**
+ * The index a listing names (`INDEXED BY`), "" to leave it to the planner
+ * with a schedule filter, or null when it reads the table in id order.
+ */
+function listIndex(
+  filters: readonly ListFilter[],
+  states: readonly JobState[] | null,
+): string | null {
   const index = states?.length === 1 ? LIST_INDEX[states[0]!] : undefined;
-  const byIndex = shape.filters.includes("schedule")
+  return filters.includes("schedule")
     ? "" // the planner's own choice: jobs_schedule, by equality
-    : index !== undefined && !shape.filters.includes("ids") && !shape.filters.includes("occurrence")
+    : index !== undefined && !filters.includes("ids") && !filters.includes("occurrence")
     ? `INDEXED BY ${index}`
     : null;
-  if (byIndex === null) {
-    return `SELECT * FROM jobs WHERE ${condition}\n    ${order} LIMIT :limit`;
-  }
-  // The ids of the page come from the index alone when no other filter needs
-  // the row; only the page's rows are read in full.
-  return `SELECT * FROM jobs WHERE id IN (
-      SELECT id FROM jobs ${byIndex} WHERE ${condition}
-      ${order} LIMIT :limit)
-    ${order}`;
 }
 
 /** `states` in the order of JOB_STATES, each checked against it, without repeats. */

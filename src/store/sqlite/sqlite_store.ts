@@ -28,6 +28,7 @@ import {
   type ClaimedJob,
   type InsertResult,
   type Job,
+  type JobDefinition,
   type JobResult,
   type JobState,
   type NewJob,
@@ -38,6 +39,7 @@ import {
 import type {
   AuditRow,
   JobFilter,
+  JobMatch,
   Lease,
   MigrationReport,
   NodeRow,
@@ -66,6 +68,7 @@ import {
   COUNT_STATE,
   DEAD_LETTER_SCAN,
   type FinalState,
+  jobsCountSql,
   jobsListSql,
   type ListFilter,
   PRUNE_STATE,
@@ -120,6 +123,38 @@ export class SchemaTooNewError extends Error {
     );
     this.name = "SchemaTooNewError";
   }
+}
+
+/**
+ * The bound values of a listing's filters and the shape they make: each
+ * filter given is bound under its own name (a search as its LIKE pattern,
+ * with :plain saying whether JSON writes it as it is).
+ */
+function listValues(params: JobMatch): {
+  values: Record<string, string | number>;
+  shape: { filters: ListFilter[]; states: JobState[] | null };
+} {
+  const values: Record<string, string | number> = {};
+  const given = (name: ListFilter, value: string | number | undefined) => {
+    if (value !== undefined) values[name] = value;
+  };
+  given("ids", params.ids && JSON.stringify(params.ids));
+  given("queue", params.queue);
+  given("worker", params.worker);
+  given("tag", params.tag);
+  given("schedule", params.scheduleId);
+  given("occurrence", params.occurrence);
+  given("search", params.search === undefined ? undefined : `%${escapeLike(params.search)}%`);
+  const filters = Object.keys(values) as ListFilter[];
+  if (params.search !== undefined) {
+    values.plain = JSON.stringify(params.search) === `"${params.search}"` ? 1 : 0;
+  }
+  const states = params.state === undefined
+    ? null
+    : Array.isArray(params.state)
+    ? params.state
+    : [params.state];
+  return { values, shape: { filters, states } };
 }
 
 type Statements = { -readonly [K in keyof typeof SQL]: StatementSync } & {
@@ -496,6 +531,7 @@ export class SqliteStore implements Store<SqliteTx> {
         r.outcome,
         "error" in r ? r.error : null,
         r.output ?? null,
+        r.definition ?? null,
       ]));
       s.attemptsInsert.run({ node, now, rows });
     }
@@ -688,9 +724,20 @@ export class SqliteStore implements Store<SqliteTx> {
     );
   }
 
-  jobsRetry(params: { ids: number[]; now: number }): Promise<number[]> {
+  jobsRetry(params: {
+    ids: number[];
+    now: number;
+    definitions?: ReadonlyMap<number, JobDefinition>;
+  }): Promise<number[]> {
     return this.#exclusive(() =>
-      this.#write(() => params.ids.filter((id) => this.#s.retry.get({ id, now: params.now })))
+      this.#write(() =>
+        params.ids.filter((id) => {
+          if (!this.#s.retry.get({ id, now: params.now })) return false;
+          const definition = params.definitions?.get(id);
+          if (definition) this.#s.redefine.run({ id, ...definition });
+          return true;
+        })
+      )
     );
   }
 
@@ -700,6 +747,7 @@ export class SqliteStore implements Store<SqliteTx> {
     actor: string;
     reason: string;
     force: boolean;
+    definition?: JobDefinition;
   }): Promise<{ replayed: boolean; was: JobState } | null> {
     return this.#exclusive(() =>
       this.#write(() => {
@@ -720,6 +768,7 @@ export class SqliteStore implements Store<SqliteTx> {
           | Row
           | undefined;
         if (!replayed) return { replayed: false, was };
+        if (params.definition) this.#s.redefine.run({ id: params.id, ...params.definition });
         this.#s.replayPending.run({
           id: params.id,
           after: Number(replayed.fence),
@@ -768,26 +817,11 @@ export class SqliteStore implements Store<SqliteTx> {
         new RangeError(`after must be a job id (a whole number), got ${params.after}`),
       );
     }
-    const values: Record<string, string | number> = {};
-    const given = (name: ListFilter, value: string | number | undefined) => {
-      if (value !== undefined) values[name] = value;
-    };
-    given("ids", params.ids && JSON.stringify(params.ids));
-    given("queue", params.queue);
-    given("worker", params.worker);
-    given("tag", params.tag);
-    given("schedule", params.scheduleId);
-    given("occurrence", params.occurrence);
-    given("search", params.search === undefined ? undefined : `%${escapeLike(params.search)}%`);
+    const { values, shape } = listValues(params);
     let text: string;
     try {
       text = jobsListSql({
-        filters: Object.keys(values) as ListFilter[],
-        states: params.state === undefined
-          ? null
-          : Array.isArray(params.state)
-          ? params.state
-          : [params.state],
+        ...shape,
         desc: params.desc ?? false,
         after: params.after !== undefined,
       });
@@ -795,11 +829,22 @@ export class SqliteStore implements Store<SqliteTx> {
       return Promise.reject(error);
     }
     if (params.after !== undefined) values.after = params.after;
-    if (params.search !== undefined) {
-      values.plain = JSON.stringify(params.search) === `"${params.search}"` ? 1 : 0;
-    }
     values.limit = params.limit ?? -1;
     return this.#exclusive(() => (this.#listStatement(text).all(values) as Row[]).map(toJob));
+  }
+
+  jobsCountMatching(params: JobMatch): Promise<number> {
+    const { values, shape } = listValues(params);
+    let text: string;
+    try {
+      text = jobsCountSql(shape);
+    } catch (error) {
+      return Promise.reject(error);
+    }
+    return this.#exclusive(() => {
+      const row = this.#listStatement(text).get(values) as Row | undefined;
+      return Number(row?.count ?? 0);
+    });
   }
 
   /** The prepared statement of one jobsList shape, prepared on first use. */
@@ -885,6 +930,10 @@ export class SqliteStore implements Store<SqliteTx> {
     );
   }
 
+  workersList(): Promise<string[]> {
+    return this.#exclusive(() => (this.#s.workersList.all() as Row[]).map((r) => String(r.worker)));
+  }
+
   // ------------------------------------------------------ queues, nodes, settings
 
   queuePause(params: { name: string; paused: boolean; now: number }): Promise<void> {
@@ -904,11 +953,17 @@ export class SqliteStore implements Store<SqliteTx> {
     );
   }
 
-  nodeBeat(params: { node: string; queues: Record<string, number>; now: number }): Promise<void> {
+  nodeBeat(params: {
+    node: string;
+    queues: Record<string, number>;
+    environment?: string | null;
+    now: number;
+  }): Promise<void> {
     return this.#exclusive(() => {
       this.#s.nodeBeat.run({
         node: params.node,
         queues: JSON.stringify(params.queues),
+        environment: params.environment ?? null,
         now: params.now,
       });
     });
@@ -931,6 +986,7 @@ export class SqliteStore implements Store<SqliteTx> {
         queues: JSON.parse(String(r.queues)),
         startedAt: Number(r.started_at),
         heartbeatAt: Number(r.heartbeat_at),
+        environment: r.environment == null ? null : String(r.environment),
       }))
     );
   }

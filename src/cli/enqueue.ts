@@ -1,0 +1,252 @@
+/**
+ * `jobs enqueue <worker>`: one job of a worker, validated as the library's
+ * enqueue validates it, and audited. A worker no daemon of this
+ * configuration defines would be accepted and then discarded as unknown, so
+ * it is refused, with the known workers and the nearest of them: the
+ * daemon's runners (`jobs.command`, `jobs.http`, `jobs.fanout`), the workers
+ * of the configuration's `workers:` module, and the workers jobs in the
+ * store already use. `--force` enqueues anyway, for a worker defined
+ * elsewhere (a library user's own process).
+ *
+ * One of the three commands that may create the store.
+ *
+ * @module
+ */
+
+import type { Command } from "commander";
+import { enqueueJob } from "../admin/actions.ts";
+import { buildJob, EnqueueError, type EnqueueOptions } from "../kernel/enqueue.ts";
+import type { UniqueOptions } from "../kernel/unique.ts";
+import { defineWorker } from "../kernel/worker.ts";
+import { COMMAND_WORKER } from "../runners/command.ts";
+import { HTTP_WORKER } from "../runners/http.ts";
+import { FANOUT_WORKER } from "../schedule/plan.ts";
+import { didYouMean } from "../text/suggest.ts";
+import {
+  type CliDeps,
+  collect,
+  CommandFailed,
+  dbPath,
+  globalOptions,
+  parseDuration,
+  parseInstant,
+  parseJson,
+  quiet,
+  who,
+  wholeNumber,
+} from "./common.ts";
+import { configIfAny } from "./config.ts";
+import { locationProblem, withStore } from "./open_store.ts";
+import { cell } from "./text.ts";
+
+/** The workers every daemon has, whatever its configuration. */
+export const RUNNER_WORKERS: readonly string[] = [COMMAND_WORKER, HTTP_WORKER, FANOUT_WORKER];
+
+interface EnqueueCliOptions {
+  args: unknown;
+  meta?: unknown;
+  queue?: string;
+  priority?: number;
+  in?: number;
+  at?: number;
+  maxAttempts?: number;
+  tag?: string[];
+  tenant?: string;
+  unique?: boolean;
+  uniqueBy?: string;
+  uniquePeriod?: number;
+  uniqueStates?: string;
+  force?: boolean;
+  reason?: string;
+  actor?: string;
+  config?: string;
+  db?: string;
+  json?: boolean;
+}
+
+/** Registers `jobs enqueue` on the program. */
+export function registerEnqueueCommand(program: Command, deps: CliDeps): void {
+  quiet(
+    globalOptions(
+      program.command("enqueue")
+        .description("enqueue one job of a worker; a daemon that defines the worker runs it")
+        .argument("<worker>", "the worker's name")
+        .option("--args <json>", "the job's args as JSON", parseJson, {})
+        .option("--queue <name>", "the queue (default: default)")
+        .option("--priority <n>", "0 (first) to 9 (last)", wholeNumber(0, 9))
+        .option(
+          "--in <duration>",
+          "run no earlier than this long from now (90s, 15m, 1h30m)",
+          parseDuration,
+        )
+        .option(
+          "--at <instant>",
+          "run no earlier than this ISO instant, with its offset",
+          parseInstant,
+        )
+        .option(
+          "--max-attempts <n>",
+          "attempts before it is discarded (default 20)",
+          wholeNumber(1, 1_000_000),
+        )
+        .option("--tag <tag>", "a tag (repeatable)", collect)
+        .option("--meta <json>", "data kept with the job, as a JSON object", parseJson)
+        .option("--tenant <name>", "the tenant the job belongs to")
+        .option(
+          "--unique",
+          "refuse a duplicate (same worker and args) while the first is not final",
+        )
+        .option(
+          "--unique-by <what>",
+          "what makes a duplicate: args, worker, or keys:a,b (implies --unique)",
+        )
+        .option(
+          "--unique-period <duration>",
+          "duplicates only within this period (implies --unique)",
+          parseDuration,
+        )
+        .option("--unique-states <which>", "incomplete or all (implies --unique)")
+        .option(
+          "--force",
+          "enqueue a worker this configuration does not define (one run by another process)",
+        ),
+      {
+        db: { mode: "create" },
+        config: { for: "whose workers: module names the workers (read when it exists)" },
+        json: true,
+        audit: { reason: "optional" },
+      },
+    ).action(async (worker: string, options: EnqueueCliOptions) => {
+      await enqueueCommand(worker, options, deps);
+    }),
+    deps,
+    "enqueue",
+  );
+}
+
+async function enqueueCommand(
+  worker: string,
+  options: EnqueueCliOptions,
+  deps: CliDeps,
+): Promise<void> {
+  if (!isWorkerName(worker)) {
+    throw new CommandFailed(
+      `jobs enqueue: worker "${cell(worker)}" is not a printable identifier: 1-128 letters, ` +
+        `digits or ._:/- starting with a letter or digit`,
+      2,
+    );
+  }
+  const enqueue = enqueueOptions(options);
+  // Refused args and options are a wrong command line (exit 2), whatever the worker.
+  usage(() => buildJob(worker, options.args, enqueue, deps.clock.now()));
+  const db = dbPath(options.db, deps);
+  const check = !options.force && !RUNNER_WORKERS.includes(worker);
+  const defined = check
+    ? [
+      ...RUNNER_WORKERS,
+      ...(await configIfAny("enqueue", options.config, deps, { workers: true, lenient: true }))
+        .workers,
+    ]
+    : [];
+  const known = !check || defined.includes(worker);
+  // Without a store no job uses any worker: refuse before creating one.
+  if (!known && await locationProblem(db, "read", deps.program)) unknownWorker(worker, defined);
+  await withStore("enqueue", db, "create", deps, async (store) => {
+    if (!known) {
+      const used = await store.workersList();
+      if (!used.includes(worker)) unknownWorker(worker, [...defined, ...used]);
+    }
+    const result = await enqueueJob(store, worker, options.args, enqueue, who(options, deps));
+    if (options.json) {
+      deps.out(JSON.stringify(result));
+    } else if (result.duplicate) {
+      deps.out(
+        `duplicate of ${result.id}: job ${result.id} (${result.state} on ` +
+          `${cell(result.queue)}) holds the same unique key; nothing enqueued`,
+      );
+    } else {
+      deps.out(
+        `enqueued job ${result.id}: ${cell(worker)} on queue ${
+          cell(result.queue)
+        }, ${result.state}`,
+      );
+    }
+  });
+}
+
+/** Runs `check`; an {@linkcode EnqueueError} it throws fails the command with exit code 2. */
+function usage(check: () => unknown): void {
+  try {
+    check();
+  } catch (error) {
+    if (error instanceof EnqueueError) {
+      throw new CommandFailed(`jobs enqueue: ${cell(error.message)}`, 2);
+    }
+    throw error;
+  }
+}
+
+/** Whether `name` is a worker name the library accepts (its rule, from `defineWorker`). */
+function isWorkerName(name: string): boolean {
+  try {
+    defineWorker({ name, perform: () => {} });
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+function unknownWorker(worker: string, known: string[]): never {
+  const names = [...new Set(known)].sort();
+  throw new CommandFailed(
+    `jobs enqueue: no daemon of this configuration defines worker "${cell(worker)}"; ` +
+      `known: ${names.map((n) => `"${cell(n)}"`).join(", ")} (--force enqueues it anyway, ` +
+      `for a worker another process defines)${cell(didYouMean(worker, names))}`,
+  );
+}
+
+/** The CLI's options as the kernel's enqueue options; bad unique settings exit 2. */
+function enqueueOptions(options: EnqueueCliOptions): EnqueueOptions {
+  if (options.meta !== undefined && !isObject(options.meta)) {
+    throw new CommandFailed(`jobs enqueue: --meta must be a JSON object`, 2);
+  }
+  const wantsUnique = options.unique || options.uniqueBy !== undefined ||
+    options.uniquePeriod !== undefined || options.uniqueStates !== undefined;
+  return {
+    queue: options.queue,
+    priority: options.priority,
+    in: options.in,
+    at: options.at,
+    maxAttempts: options.maxAttempts,
+    tags: options.tag,
+    meta: options.meta as Record<string, unknown> | undefined,
+    tenant: options.tenant,
+    unique: wantsUnique ? uniqueOptions(options) : undefined,
+  };
+}
+
+function uniqueOptions(options: EnqueueCliOptions): UniqueOptions {
+  const by = options.uniqueBy;
+  let parsedBy: UniqueOptions["by"];
+  if (by === undefined || by === "args" || by === "worker") parsedBy = by;
+  else if (by.startsWith("keys:") && by.length > 5) {
+    parsedBy = { keys: by.slice(5).split(",").map((k) => k.trim()) };
+  } else {
+    throw new CommandFailed(
+      `jobs enqueue: --unique-by "${cell(by)}" must be args, worker or keys:a,b`,
+      2,
+    );
+  }
+  const statesGiven = options.uniqueStates;
+  if (statesGiven !== undefined && statesGiven !== "incomplete" && statesGiven !== "all") {
+    throw new CommandFailed(
+      `jobs enqueue: --unique-states "${cell(statesGiven)}" must be incomplete or all`,
+      2,
+    );
+  }
+  return { by: parsedBy, period: options.uniquePeriod, states: statesGiven };
+}
+
+function isObject(value: unknown): boolean {
+  return typeof value === "object" && value !== null && !Array.isArray(value);
+}

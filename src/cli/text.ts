@@ -1,0 +1,95 @@
+/**
+ * How the command line prints: stored text escaped cell by cell, tables,
+ * instants as ISO UTC with a relative age, JSON safe for a terminal, and
+ * (from `src/text/shell.ts`) words quoted so a printed command pastes as the
+ * same words.
+ *
+ * @module
+ */
+
+import { escapeControl } from "../text/escape.ts";
+
+// Commands to paste are quoted by the rules the TUI shares.
+export { commandLine, shellQuote } from "../text/shell.ts";
+
+/** Stored text for one cell of one line: control characters, newlines and tabs escaped. */
+export function cell(text: string): string {
+  return escapeControl(text).replaceAll("\n", "\\n").replaceAll("\t", "\\t");
+}
+
+/** Stored multi-line text, each line escaped and indented. */
+export function block(text: string, indent: string): string[] {
+  return text.replace(/\n$/, "").split("\n").map((l) => `${indent}${cell(l)}`);
+}
+
+/** The first line of `text`. */
+export function firstLine(text: string): string {
+  return text.split("\n", 1)[0] ?? "";
+}
+
+/** At most `max` characters (code points), marked with `…` when cut. */
+export function truncate(text: string, max: number): string {
+  const chars = Array.from(text);
+  return chars.length <= max ? text : `${chars.slice(0, max - 1).join("")}…`;
+}
+
+/** Rows as columns padded to their widest cell; the last column is not padded. */
+export function table(rows: string[][]): string[] {
+  const widths: number[] = [];
+  for (const row of rows) {
+    row.forEach((c, i) => widths[i] = Math.max(widths[i] ?? 0, Array.from(c).length));
+  }
+  return rows.map((row) =>
+    row.map((c, i) => i === row.length - 1 ? c : c + " ".repeat(widths[i]! - Array.from(c).length))
+      .join("  ").trimEnd()
+  );
+}
+
+/** An instant as ISO-8601 UTC with ms, or null. */
+export function iso(ms: number | null): string | null {
+  return ms === null ? null : new Date(ms).toISOString();
+}
+
+/** `2026-03-08T07:00:00.000Z (12s ago)`, `... (in 3m)`, or `-` for none. */
+export function when(ms: number | null, now: number): string {
+  return ms === null ? "-" : `${new Date(ms).toISOString()} (${age(ms, now)})`;
+}
+
+/** `12s ago`, `in 3m`, `1h5m ago`, `now`: the two largest units, rounded down. */
+export function age(ms: number, now: number): string {
+  const diff = now - ms;
+  if (Math.abs(diff) < 1000) return "now";
+  const span = roughSpan(Math.abs(diff));
+  return diff > 0 ? `${span} ago` : `in ${span}`;
+}
+
+const SPAN_UNITS: [string, number][] = [
+  ["d", 86_400_000],
+  ["h", 3_600_000],
+  ["m", 60_000],
+  ["s", 1000],
+];
+
+function roughSpan(ms: number): string {
+  const parts: string[] = [];
+  let rest = ms;
+  for (const [unit, size] of SPAN_UNITS) {
+    const count = Math.floor(rest / size);
+    rest -= count * size;
+    if (count > 0 || parts.length > 0) parts.push(`${count}${unit}`);
+    if (parts.length === 2) break;
+  }
+  return parts.filter((p) => !p.startsWith("0")).join("") || "0s";
+}
+
+// Raw C1 controls and bidi overrides are valid inside JSON strings, and
+// JSON.stringify leaves them raw; as \u escapes they parse to the same text.
+const JSON_UNSAFE = /[\u007f-\u009f\u202a-\u202e\u2066-\u2069]/g;
+
+/** JSON, indented, with every character that could act on a terminal escaped. */
+export function safeJson(value: unknown): string {
+  return JSON.stringify(value, null, 2).replace(
+    JSON_UNSAFE,
+    (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`,
+  );
+}

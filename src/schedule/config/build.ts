@@ -1,0 +1,155 @@
+/**
+ * The schema's output becomes a {@linkcode ScheduleConfig}: snake_case fields
+ * to the camelCase schedule, durations and instants already in milliseconds,
+ * and the defaults applied where neither the schedule nor `defaults:` sets a
+ * value (see {@linkcode SCHEDULE_DEFAULTS}). A schedule's own value replaces
+ * the default, lists such as `tags` included: they are not merged.
+ *
+ * Only a file that passed every check is built, so nothing here reports.
+ *
+ * @module
+ */
+
+import { dirname, isAbsolute, join } from "node:path";
+import { DEFAULT_MAX_ATTEMPTS, DEFAULT_QUEUE } from "../../kernel/worker.ts";
+import type { LocalTimePolicy, RunSpec, Schedule, ScheduleConfig, Selection } from "../types.ts";
+import { fileSchema, isUtc, type RawDefaults, type RawSchedule } from "./schema.ts";
+
+/** The built-in defaults, used where neither a schedule nor `defaults:` sets a value. */
+export const SCHEDULE_DEFAULTS = Object.freeze({
+  /** @default "UTC" */
+  timezone: "UTC",
+  /** After downtime, run once for everything missed: neither a burst nor silence. @default "fire_once" */
+  misfire: "fire_once" as const,
+  /** @default 100 */
+  catchUpLimit: 100,
+  /** @default 60_000 (60 s) */
+  graceMs: 60_000,
+  /** As cron does, and Kubernetes' CronJob by default. @default "allow" */
+  overlapPolicy: "allow" as const,
+  /** @default "default" */
+  queue: DEFAULT_QUEUE,
+  /** @default 0 */
+  priority: 0,
+  /** The kernel's default. @default 20 */
+  maxAttempts: DEFAULT_MAX_ATTEMPTS,
+  /** @default true */
+  enabled: true,
+  /** The Unix epoch: `every: 15m` fires at :00, :15, :30, :45 of each hour (UTC). @default 0 */
+  anchor: 0,
+});
+
+/** Queue concurrency when a queue is declared without one. @default 10 */
+export const DEFAULT_CONCURRENCY = 10;
+
+/** Item jobs a fan-out inserts per transaction when `batch_size` is not given. @default 100 */
+export const DEFAULT_BATCH_SIZE = 100;
+
+/**
+ * Builds the config from a file that passed every check.
+ *
+ * @param raw the file's parsed YAML
+ * @param path where it was read; the `workers:` module is resolved against its folder
+ */
+export function build(raw: unknown, path: string): ScheduleConfig {
+  const file = fileSchema.parse(raw);
+  const defaults = file.defaults ?? {};
+  return compact<ScheduleConfig>({
+    version: 1,
+    queues: Object.fromEntries(
+      Object.entries(file.queues ?? {}).map(([name, queue]) => [name, {
+        concurrency: queue.concurrency ?? DEFAULT_CONCURRENCY,
+        paused: queue.paused ?? false,
+      }]),
+    ),
+    schedules: (file.schedules ?? []).map((schedule) => toSchedule(schedule, defaults)),
+    workersModule: file.workers === undefined
+      ? undefined
+      : isAbsolute(file.workers)
+      ? file.workers
+      : join(dirname(path), file.workers),
+  });
+}
+
+/** One schedule with `defaults:` and the built-in defaults applied. */
+export function toSchedule(s: RawSchedule, d: RawDefaults): Schedule {
+  const timezone = s.timezone ?? d.timezone ?? SCHEDULE_DEFAULTS.timezone;
+  const rhythm: Schedule["rhythm"] = s.cron !== undefined
+    ? { kind: "cron", expression: s.cron }
+    : s.every !== undefined
+    ? { kind: "every", everyMs: s.every, anchor: s.anchor ?? SCHEDULE_DEFAULTS.anchor }
+    : { kind: "manual" };
+  const localTime: LocalTimePolicy | undefined = isUtc(timezone)
+    ? undefined
+    : s.local_time ?? d.local_time;
+  const backoff = s.backoff ?? d.backoff;
+  return compact<Schedule>({
+    id: s.id,
+    rhythm,
+    timezone,
+    localTime: localTime && { ...localTime },
+    startAt: s.start_at,
+    endAt: s.end_at,
+    jitterMs: s.jitter ?? d.jitter,
+    misfire: {
+      policy: s.misfire ?? d.misfire ?? SCHEDULE_DEFAULTS.misfire,
+      catchUpLimit: s.catch_up_limit ?? d.catch_up_limit ?? SCHEDULE_DEFAULTS.catchUpLimit,
+      graceMs: s.grace ?? d.grace ?? SCHEDULE_DEFAULTS.graceMs,
+    },
+    overlapPolicy: s.overlap_policy ?? d.overlap_policy ?? SCHEDULE_DEFAULTS.overlapPolicy,
+    run: toRun(s.run),
+    queue: s.queue ?? d.queue ?? SCHEDULE_DEFAULTS.queue,
+    priority: s.priority ?? d.priority ?? SCHEDULE_DEFAULTS.priority,
+    maxAttempts: s.max_attempts ?? d.max_attempts ?? SCHEDULE_DEFAULTS.maxAttempts,
+    backoff: backoff?.fixed !== undefined
+      ? { kind: "fixed", delayMs: backoff.fixed }
+      : backoff?.exponential !== undefined
+      ? { kind: "exponential", baseMs: backoff.exponential.base, maxMs: backoff.exponential.max }
+      : undefined,
+    timeoutMs: s.timeout ?? d.timeout,
+    retentionMs: s.retention ?? d.retention,
+    tenant: s.tenant ?? d.tenant,
+    tags: [...(s.tags ?? d.tags ?? [])],
+    enabled: s.enabled ?? d.enabled ?? SCHEDULE_DEFAULTS.enabled,
+    guard: s.guard,
+    runsWhere: s.runs_where,
+    fanOut: s.selection && {
+      selection: toSelection(s.selection),
+      batchSize: s.batch_size ?? DEFAULT_BATCH_SIZE,
+    },
+  });
+}
+
+function toSelection(selection: NonNullable<RawSchedule["selection"]>): Selection {
+  if (selection.worker !== undefined) {
+    return { kind: "worker", worker: selection.worker, args: selection.args ?? {} };
+  }
+  return toRun({ ...selection, http: undefined }) as Selection;
+}
+
+function toRun(run: RawSchedule["run"]): RunSpec {
+  if (run.http) {
+    return compact<RunSpec>({
+      kind: "http",
+      method: run.http.method,
+      url: run.http.url,
+      headers: run.http.headers,
+      body: run.http.body,
+      timeoutMs: run.http.timeout,
+    });
+  }
+  if (run.worker !== undefined) return { kind: "worker", worker: run.worker, args: run.args ?? {} };
+  const command = run.command as string | string[];
+  return compact<RunSpec>({
+    kind: "command",
+    argv: typeof command === "string" ? [command] : [...command],
+    shell: run.shell ?? false,
+    cwd: run.cwd,
+    env: run.env,
+  });
+}
+
+/** Drops the keys whose value is undefined, so that optional fields are absent, not undefined. */
+function compact<T extends object>(value: T): T {
+  return Object.fromEntries(Object.entries(value).filter(([, v]) => v !== undefined)) as T;
+}

@@ -1,0 +1,354 @@
+/**
+ * The schema, then the checks that span fields: one rhythm, one runner, the
+ * fields that apply only with another (`anchor` with `every`, `shell` with
+ * `command`, `guard` with `manual`), local-time policies, duplicate ids,
+ * fan-out runs, backoff bounds, worker names against the workers module,
+ * and schedules that never fire. Each check reads the parsed YAML as it is,
+ * so that it still runs, and still names the field, where the schema found
+ * something else wrong in the same schedule.
+ *
+ * @module
+ */
+
+import { didYouMean } from "../../text/suggest.ts";
+import { tryParseDuration } from "../durations.ts";
+import { neverFires } from "../occurrences.ts";
+import { ITEM_PLACEHOLDER, type Timing } from "../types.ts";
+import { SCHEDULE_DEFAULTS, toSchedule } from "./build.ts";
+import { type Path, quote, render, type Reporter, valueAt } from "./report.ts";
+import {
+  defaultsSchema,
+  fileSchema,
+  isUtc,
+  knownKeys,
+  NAME,
+  type RawDefaults,
+  type RawSchedule,
+  scheduleSchema,
+  zoneId,
+} from "./schema.ts";
+
+/**
+ * The names of the workers the `workers:` module exports, to check each
+ * `run.worker` and `selection.worker` against; or why the module could not
+ * be loaded.
+ */
+export type WorkerNames = { names: readonly string[] } | { error: string };
+
+/**
+ * Runs the schema and every check on the file `report` holds, and records
+ * what they find in it.
+ *
+ * @param workers given, each `run.worker` and `selection.worker` is checked against it
+ */
+export function validate(report: Reporter, workers?: WorkerNames): void {
+  const result = fileSchema.safeParse(report.raw);
+  if (!result.success) {
+    for (const issue of result.error.issues) report.addIssue(issue, knownKeys);
+  }
+
+  const root = fields(report.raw);
+  const defaults = fields(root?.defaults) ?? {};
+  if (root?.defaults !== undefined) checkBackoff(report, ["defaults"], defaults);
+  for (const name of Object.keys(fields(root?.queues) ?? {})) {
+    if (!NAME.test(name)) {
+      report.add(
+        "schedule-invalid",
+        ["queues"],
+        "name must be 1-128 letters, digits or ._:/-, starting with a letter or digit",
+        name,
+      );
+    }
+  }
+  const list = Array.isArray(root?.schedules) ? root.schedules as unknown[] : [];
+  const firstLine = new Map<string, number>();
+  for (const [index, item] of list.entries()) {
+    const schedule = fields(item);
+    if (!schedule) continue;
+    const path = ["schedules", index];
+    if (typeof schedule.id === "string") {
+      const line = report.at.of(report.offset([...path, "id"])).line;
+      const first = firstLine.get(schedule.id);
+      if (first === undefined) firstLine.set(schedule.id, line);
+      else {
+        report.add(
+          "duplicate-id",
+          [...path, "id"],
+          `duplicate id ${quote(schedule.id)}, first declared on line ${first}`,
+        );
+      }
+    }
+    checkSchedule(report, path, schedule, defaults);
+  }
+  if (workers && typeof root?.workers === "string") {
+    checkWorkers(report, root.workers, list, workers);
+  }
+
+  // Whether a schedule ever fires is only asked of schedules without other errors.
+  const parsedDefaults = defaultsSchema.safeParse(root?.defaults ?? {});
+  if (parsedDefaults.success) {
+    for (const [index, item] of list.entries()) {
+      if (report.broken.has(index)) continue;
+      const parsed = scheduleSchema.safeParse(item);
+      if (parsed.success) {
+        checkFires(report, ["schedules", index], parsed.data, parsedDefaults.data);
+      }
+    }
+  }
+  report.dropTypoEchoes();
+}
+
+type Fields = Record<string, unknown>;
+
+function fields(value: unknown): Fields | undefined {
+  return value !== null && typeof value === "object" && !Array.isArray(value)
+    ? value as Fields
+    : undefined;
+}
+
+/** Present keys of `value` among `keys`, in the order of `keys`. */
+function present(value: Fields, keys: readonly string[]): string[] {
+  return keys.filter((key) => value[key] !== undefined);
+}
+
+function checkSchedule(report: Reporter, path: Path, schedule: Fields, defaults: Fields): void {
+  const rhythms = present(schedule, ["cron", "every", "manual"]);
+  if (rhythms.length === 0) {
+    report.add("schedule-invalid", path, "needs a rhythm: cron, every or manual: true");
+  } else if (rhythms.length > 1) {
+    report.add(
+      "schedule-invalid",
+      [...path, rhythms[1]!],
+      `has both ${rhythms[0]} and ${rhythms[1]}, choose one rhythm`,
+    );
+  }
+  if (schedule.anchor !== undefined && schedule.every === undefined) {
+    report.add("schedule-invalid", path, "anchor applies only to every", "anchor");
+  }
+
+  const manual = schedule.manual === true;
+  const guards = [
+    ["guard", "who may run it and when"],
+    ["runs_where", "the environment it may touch"],
+  ] as const;
+  for (const [key, meaning] of guards) {
+    if (manual && schedule[key] === undefined) {
+      report.add("job-guard-missing", path, `manual schedule needs ${key}: ${meaning}`);
+    } else if (!manual && schedule[key] !== undefined && rhythms.length > 0) {
+      report.add("schedule-invalid", path, `${key} applies only to manual schedules`, key);
+    }
+  }
+
+  const own = schedule.timezone !== undefined;
+  const zone = schedule.timezone ?? defaults.timezone ?? SCHEDULE_DEFAULTS.timezone;
+  if (typeof zone === "string" && zoneId(zone) === zone) {
+    if (isUtc(zone)) {
+      if (schedule.local_time !== undefined) {
+        report.add(
+          "schedule-invalid",
+          path,
+          `local_time applies only to a zone other than UTC, got time zone ${quote(zone)}`,
+          "local_time",
+        );
+      }
+    } else if (!manual && (schedule.local_time ?? defaults.local_time) === undefined) {
+      report.add(
+        "local-time-policy-missing",
+        own ? [...path, "timezone"] : path,
+        `time zone ${quote(zone)}${
+          own ? "" : " (from defaults)"
+        } needs local_time with reason, gap and overlap`,
+      );
+    }
+  }
+
+  const run = fields(schedule.run);
+  if (run) checkRun(report, [...path, "run"], run);
+  const selection = fields(schedule.selection);
+  if (selection) {
+    checkRun(report, [...path, "selection"], selection, "selection");
+    if (run) checkFanOutRun(report, [...path, "run"], run);
+  }
+  if (schedule.batch_size !== undefined && schedule.selection === undefined) {
+    report.add("schedule-invalid", path, "batch_size applies only with selection", "batch_size");
+  }
+  checkBackoff(report, path, schedule);
+
+  const start = instantOf(schedule.start_at);
+  const end = instantOf(schedule.end_at);
+  if (start !== undefined && end !== undefined && start >= end) {
+    report.add(
+      "schedule-invalid",
+      [...path, "end_at"],
+      `end_at must be after start_at, got ${quote(String(schedule.end_at))}`,
+    );
+  }
+}
+
+/** A `run` (command, http or worker) or a `selection` (command or worker). */
+function checkRun(report: Reporter, path: Path, run: Fields, label = "run"): void {
+  const choices = label === "run" ? ["command", "http", "worker"] : ["command", "worker"];
+  const kinds = present(run, choices);
+  if (kinds.length === 0) {
+    report.add(
+      "schedule-invalid",
+      path,
+      `${label} needs one of ${choices.slice(0, -1).join(", ")} or ${choices.at(-1)}`,
+    );
+  } else if (kinds.length > 1) {
+    report.add(
+      "schedule-invalid",
+      [...path, kinds[1]!],
+      `${label} has both ${kinds[0]} and ${kinds[1]}, choose one`,
+    );
+  }
+  for (const key of ["shell", "cwd", "env"]) {
+    if (run[key] !== undefined && run.command === undefined && kinds.length > 0) {
+      report.add("schedule-invalid", path, `${label}.${key} applies only to command`, key);
+    }
+  }
+  if (run.args !== undefined && run.worker === undefined && kinds.length > 0) {
+    report.add("schedule-invalid", path, `${label}.args applies only to worker`, "args");
+  }
+  const command = run.command;
+  const shell = run.shell === true;
+  if (typeof command === "string" && command.trim() !== "" && !shell) {
+    report.add(
+      "schedule-invalid",
+      [...path, "command"],
+      `${label}.command must be a list of strings, or one string with shell: true, got ${
+        quote(command)
+      }`,
+    );
+  } else if (Array.isArray(command) && shell && command.length > 1) {
+    report.add(
+      "schedule-invalid",
+      [...path, "command"],
+      `${label}.command must be one string with shell: true, got a list of ${command.length}`,
+    );
+  }
+}
+
+/** What a fan-out's `run` may not do with its item. */
+function checkFanOutRun(report: Reporter, path: Path, run: Fields): void {
+  const script = Array.isArray(run.command) ? run.command[0] : run.command;
+  if (run.shell === true && typeof script === "string" && script.includes(ITEM_PLACEHOLDER)) {
+    report.add(
+      "schedule-invalid",
+      [...path, "command"],
+      `run.command must not hold ${ITEM_PLACEHOLDER} with shell: true (the item would run as ` +
+        `shell code), use "$JOBS_ITEM", got ${quote(script)}`,
+    );
+  }
+  if (run.worker === undefined || run.args === undefined) return;
+  const args = fields(run.args);
+  if (!args) {
+    report.add(
+      "schedule-invalid",
+      [...path, "args"],
+      `run.args must be a mapping with selection (the item is added as args.item), got ${
+        render(run.args)
+      }`,
+    );
+  } else if (args.item !== undefined) {
+    report.add(
+      "schedule-invalid",
+      [...path, "args", "item"],
+      "run.args.item is set by the selection, leave it out",
+    );
+  }
+}
+
+/**
+ * Every `run.worker` and `selection.worker` must be a worker of the
+ * `workers:` module. The message lists what the module exports and ends
+ * with the nearest names, when some are close enough to be a typo.
+ */
+function checkWorkers(report: Reporter, module: string, list: unknown[], workers: WorkerNames) {
+  if ("error" in workers) {
+    report.add(
+      "workers-invalid",
+      ["workers"],
+      `workers module ${quote(module)} cannot be loaded: ${workers.error}`,
+    );
+    return;
+  }
+  const names = new Set(workers.names);
+  const shown = [...names].slice(0, 10).map(quote).join(", ");
+  const exports = names.size === 0
+    ? "it exports no worker"
+    : `it exports ${shown}${names.size > 10 ? `, and ${names.size - 10} more` : ""}`;
+  for (const [index, item] of list.entries()) {
+    for (const key of ["run", "selection"]) {
+      const worker = fields(fields(item)?.[key])?.worker;
+      if (typeof worker !== "string" || names.has(worker)) continue;
+      const hint = didYouMean(worker, names);
+      const unknown = `${key}.worker ${quote(worker)} is not a worker of ${quote(module)}`;
+      report.add(
+        "worker-unknown",
+        ["schedules", index, key, "worker"],
+        hint ? `${unknown} (${exports})${hint}` : `${unknown}; ${exports}`,
+      );
+    }
+  }
+}
+
+function checkBackoff(report: Reporter, path: Path, owner: Fields): void {
+  const backoff = fields(owner.backoff);
+  if (!backoff) return;
+  const kinds = present(backoff, ["fixed", "exponential"]);
+  if (kinds.length === 0) {
+    report.add("schedule-invalid", [...path, "backoff"], "backoff needs fixed or exponential");
+  } else if (kinds.length > 1) {
+    report.add(
+      "schedule-invalid",
+      [...path, "backoff", "exponential"],
+      "backoff has both fixed and exponential, choose one",
+    );
+  }
+  const exponential = fields(backoff.exponential);
+  const base = durationOf(exponential?.base);
+  const max = durationOf(exponential?.max);
+  if (base !== undefined && max !== undefined && base > max) {
+    report.add(
+      "schedule-invalid",
+      [...path, "backoff", "exponential", "max"],
+      `backoff.exponential.max must not be less than base, got ${quote(String(exponential?.max))}`,
+    );
+  }
+}
+
+function checkFires(report: Reporter, path: Path, schedule: RawSchedule, defaults: RawDefaults) {
+  const timing = toSchedule(schedule, defaults);
+  if (timing.rhythm.kind === "manual") return;
+  const unbounded: Timing = { ...timing, startAt: undefined, endAt: undefined };
+  if (neverFires(unbounded, 0)) {
+    const what = timing.rhythm.kind === "cron"
+      ? `cron expression ${quote(timing.rhythm.expression)}`
+      : `every ${quote(String(valueAt(report.raw, [...path, "every"])))}`;
+    report.add("never-fires", [...path, timing.rhythm.kind], `${what} never fires`);
+  } else if (neverFires(timing, timing.startAt ?? 0)) {
+    const written = (key: string) => String(valueAt(report.raw, [...path, key]));
+    const window = [
+      schedule.start_at !== undefined ? ` after start_at ${quote(written("start_at"))}` : "",
+      schedule.end_at !== undefined ? ` before end_at ${quote(written("end_at"))}` : "",
+    ].join("");
+    const key = schedule.start_at !== undefined ? "start_at" : "end_at";
+    report.add("never-fires", [...path, key], `never fires${window}`);
+  }
+}
+
+function durationOf(value: unknown): number | undefined {
+  if (typeof value !== "string") return undefined;
+  const result = tryParseDuration(value);
+  return result.ok ? result.ms : undefined;
+}
+
+function instantOf(value: unknown): number | undefined {
+  if (typeof value !== "string") return undefined;
+  try {
+    return Temporal.Instant.from(value).epochMilliseconds;
+  } catch {
+    return undefined;
+  }
+}

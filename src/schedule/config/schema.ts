@@ -1,0 +1,324 @@
+/**
+ * The zod schema of `schedules.yaml`: the shape and type of every field, and
+ * the checks one field can make alone (a duration, an instant, a known time
+ * zone, a valid cron expression, a slug). Checks that span fields (one
+ * rhythm, one runner, local-time policies, guards) are in `checks.ts`; the
+ * schema's output becomes a `ScheduleConfig` in `build.ts`.
+ *
+ * Every mapping is strict, so an unknown key is an error;
+ * {@linkcode knownKeys} lists the keys a mapping takes, for the nearest one
+ * to suggest.
+ *
+ * @module
+ */
+
+import { z } from "npm:zod@4.6.7";
+import { didYouMean, editDistance, nearest } from "../../text/suggest.ts";
+import { tryParseDuration } from "../durations.ts";
+import { validateCron } from "../occurrences.ts";
+import { type IssueParams, type Path, quote } from "./report.ts";
+
+/** The largest `batch_size`: one transaction stays short. */
+export const MAX_BATCH_SIZE = 10_000;
+
+/** The kernel's rule for queue and worker names (`kernel/worker.ts`). */
+export const NAME = /^[A-Za-z0-9][\w.:/-]{0,127}$/;
+const SLUG = /^[a-z0-9][a-z0-9._-]{0,127}$/;
+const HTTP_METHODS = ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"] as const;
+
+/** Zone names that mean UTC: no local clock, so no local-time policy needed. */
+const UTC_NAMES = new Set([
+  "UTC",
+  "Etc/UTC",
+  "Etc/UCT",
+  "UCT",
+  "Etc/Universal",
+  "Universal",
+  "Etc/Zulu",
+  "Zulu",
+  "GMT",
+  "Etc/GMT",
+  "Etc/GMT0",
+  "Etc/GMT+0",
+  "Etc/GMT-0",
+  "GMT0",
+  "GMT+0",
+  "GMT-0",
+  "Etc/Greenwich",
+  "Greenwich",
+]);
+
+/** Whether `zone` is a name of UTC. */
+export function isUtc(zone: string): boolean {
+  return UTC_NAMES.has(zone);
+}
+
+/** The zone's own id if Temporal knows it, else null; offsets such as `+01:00` are not zones. */
+export function zoneId(name: string): string | null {
+  if (!/^[A-Za-z][A-Za-z0-9_+\-/]*$/.test(name)) return null;
+  try {
+    return new Temporal.ZonedDateTime(0n, name).timeZoneId;
+  } catch {
+    return null;
+  }
+}
+
+let zoneNames: readonly string[] | undefined;
+
+/** The names a suggestion for an unknown zone is chosen from: the runtime's IANA zones and `UTC`. */
+function knownZones(): readonly string[] {
+  return zoneNames ??= [...Intl.supportedValuesOf("timeZone"), "UTC"];
+}
+
+/**
+ * The nearest zones only, all at the same distance: names of one region are
+ * alike (`Europe/Berln` is as near to `Europe/Dublin` as a typo allows), and
+ * the one a person meant is the nearest.
+ */
+function zoneHint(name: string): string {
+  const close = nearest(name, knownZones());
+  const best = close[0] === undefined ? 0 : editDistance(name, close[0]);
+  return didYouMean(name, close.filter((zone) => editDistance(name, zone) === best));
+}
+
+type Refine = z.core.$RefinementCtx;
+
+function issue(ctx: Refine, message: string, params?: IssueParams) {
+  ctx.addIssue({ code: "custom", message, ...(params ? { params } : {}) });
+}
+
+const nonEmpty = z.string().trim().min(1);
+const whole = () => z.int({ error: "must be a whole number" });
+
+const duration = z.string({ error: 'must be a duration such as "30s" or "1h30m"' }).transform(
+  (text, ctx) => {
+    const result = tryParseDuration(text);
+    if (result.ok) return result.ms;
+    issue(ctx, result.reason);
+    return z.NEVER;
+  },
+);
+
+const instant = z.string({ error: 'must be an ISO instant such as "2026-03-08T07:00:00Z"' })
+  .transform((text, ctx) => {
+    try {
+      return Temporal.Instant.from(text).epochMilliseconds;
+    } catch {
+      issue(ctx, 'must be an ISO instant with an offset, such as "2026-03-08T07:00:00Z"');
+      return z.NEVER;
+    }
+  });
+
+const zone = z.string({ error: 'must be an IANA time zone such as "Europe/London"' })
+  .superRefine((name, ctx) => {
+    const canonical = zoneId(name);
+    if (canonical === name) return;
+    // A name Temporal knows in another case has one answer: its own spelling.
+    const hint = canonical ? didYouMean(name, [canonical]) : zoneHint(name);
+    issue(ctx, "", { code: "timezone-unknown", text: `unknown time zone ${quote(name)}${hint}` });
+  });
+
+const cron = z.string({ error: 'must be a cron expression such as "0 7 * * *"' }).superRefine(
+  (expression, ctx) => {
+    const reason = validateCron(expression);
+    if (reason) issue(ctx, "", { text: reason.replace(/\.$/, "") });
+  },
+);
+
+const slug = z.string().superRefine((id, ctx) => {
+  if (!SLUG.test(id)) {
+    issue(
+      ctx,
+      "must be 1-128 lowercase letters, digits, '-', '_' or '.', starting with a letter or digit",
+    );
+  }
+});
+
+const name = z.string().superRefine((value, ctx) => {
+  if (!NAME.test(value)) {
+    issue(ctx, "must be 1-128 letters, digits or ._:/-, starting with a letter or digit");
+  }
+});
+
+const stringMap = z.record(z.string(), z.string());
+
+const localTime = z.strictObject({
+  reason: nonEmpty,
+  gap: z.enum(["skip", "shift"]),
+  overlap: z.enum(["first", "second", "both"]),
+});
+
+const backoff = z.strictObject({
+  fixed: duration.optional(),
+  exponential: z.strictObject({ base: duration, max: duration }).optional(),
+});
+
+const http = z.strictObject({
+  method: z.string().transform((method, ctx) => {
+    const upper = method.toUpperCase();
+    if ((HTTP_METHODS as readonly string[]).includes(upper)) return upper;
+    issue(ctx, `must be one of ${HTTP_METHODS.join(", ")}`);
+    return z.NEVER;
+  }),
+  url: z.string().superRefine((url, ctx) => {
+    if (!URL.canParse(url) || !/^https?:$/.test(new URL(url).protocol)) {
+      issue(ctx, "must be an http or https URL");
+    }
+  }),
+  headers: stringMap.optional(),
+  body: z.string().optional(),
+  timeout: duration.optional(),
+});
+
+const command = z.unknown().superRefine((value, ctx) => {
+  if (typeof value === "string") {
+    if (value.trim() === "") issue(ctx, "must not be empty", { plain: true });
+    return;
+  }
+  if (!Array.isArray(value)) {
+    issue(ctx, "must be a list of strings (program and arguments)");
+    return;
+  }
+  if (value.length === 0) issue(ctx, "must not be empty", { plain: true });
+  for (const [i, arg] of value.entries()) {
+    if (typeof arg !== "string") {
+      ctx.addIssue({ code: "custom", message: "must be a string", path: [i] });
+    } else if (i === 0 && arg.trim() === "") {
+      ctx.addIssue({
+        code: "custom",
+        message: "must name a program",
+        path: [i],
+        params: { plain: true },
+      });
+    }
+  }
+});
+
+const run = z.strictObject({
+  command: command.optional(),
+  shell: z.boolean().optional(),
+  cwd: nonEmpty.optional(),
+  env: stringMap.optional(),
+  http: http.optional(),
+  worker: name.optional(),
+  args: z.unknown().optional(),
+});
+
+const selection = z.strictObject({
+  command: command.optional(),
+  shell: z.boolean().optional(),
+  cwd: nonEmpty.optional(),
+  env: stringMap.optional(),
+  worker: name.optional(),
+  args: z.unknown().optional(),
+});
+
+const MODULE_EXTENSIONS = [".ts", ".mts", ".tsx", ".js", ".mjs", ".jsx"];
+
+const workersPath = z.string().superRefine((path, ctx) => {
+  const local = !/^[A-Za-z][A-Za-z0-9+.-]+:/.test(path);
+  if (path.trim() === "" || !local || !MODULE_EXTENSIONS.some((ext) => path.endsWith(ext))) {
+    issue(ctx, "must be the path of a local TypeScript or JavaScript module such as ./workers.ts");
+  }
+});
+
+/** Fields a schedule may take from `defaults:`. */
+const defaultable = {
+  timezone: zone.optional(),
+  local_time: localTime.optional(),
+  misfire: z.enum(["skip", "fire_once", "catch_up"]).optional(),
+  catch_up_limit: whole().min(1).optional(),
+  grace: duration.optional(),
+  overlap_policy: z.enum(["allow", "skip", "queue_one"]).optional(),
+  jitter: duration.optional(),
+  queue: name.optional(),
+  priority: whole().min(0).max(9).optional(),
+  max_attempts: whole().min(1).optional(),
+  backoff: backoff.optional(),
+  timeout: duration.optional(),
+  retention: duration.optional(),
+  tenant: nonEmpty.optional(),
+  tags: z.array(nonEmpty).optional(),
+  enabled: z.boolean().optional(),
+};
+
+/** The `defaults:` mapping. */
+export const defaultsSchema = z.strictObject(defaultable);
+
+/** One entry of `schedules:`. */
+export const scheduleSchema = z.strictObject({
+  id: slug,
+  cron: cron.optional(),
+  every: duration.optional(),
+  anchor: instant.optional(),
+  manual: z.literal(true).optional(),
+  start_at: instant.optional(),
+  end_at: instant.optional(),
+  run,
+  selection: selection.optional(),
+  batch_size: whole().min(1).max(MAX_BATCH_SIZE).optional(),
+  guard: nonEmpty.optional(),
+  runs_where: nonEmpty.optional(),
+  ...defaultable,
+});
+
+const queueSchema = z.strictObject({
+  concurrency: whole().min(1).optional(),
+  paused: z.boolean().optional(),
+});
+
+/** The schema of the whole file, before the checks that span fields. */
+export const fileSchema = z.strictObject({
+  version: z.literal(1),
+  workers: workersPath.optional(),
+  defaults: defaultsSchema.optional(),
+  queues: z.record(z.string(), queueSchema).optional(),
+  schedules: z.array(scheduleSchema).optional(),
+});
+
+/** A schedule as the schema outputs it: durations and instants in milliseconds, nothing defaulted. */
+export type RawSchedule = z.output<typeof scheduleSchema>;
+/** `defaults:` as the schema outputs it. */
+export type RawDefaults = z.output<typeof defaultsSchema>;
+
+/** What the schema expects at a path: a mapping of named fields, a mapping of any names, or neither. */
+export type Expected =
+  | { kind: "fields"; keys: readonly string[] }
+  | { kind: "names" }
+  | { kind: "other" };
+
+/**
+ * What the file's schema expects at `path` (`["schedules", 0, "run"]`):
+ * `fields` with the keys that mapping takes, `names` for a mapping whose keys
+ * are names (`queues`, `env`, `headers`), or `other`.
+ */
+export function expectedAt(path: Path): Expected {
+  let schema: unknown = fileSchema;
+  for (const segment of path) {
+    schema = unwrap(schema);
+    if (schema instanceof z.ZodObject && typeof segment === "string") {
+      schema = (schema.shape as Record<string, unknown>)[segment];
+    } else if (schema instanceof z.ZodArray && typeof segment === "number") {
+      schema = schema.element;
+    } else if (schema instanceof z.ZodRecord) {
+      schema = schema.valueType;
+    } else {
+      return { kind: "other" };
+    }
+  }
+  schema = unwrap(schema);
+  if (schema instanceof z.ZodObject) return { kind: "fields", keys: Object.keys(schema.shape) };
+  if (schema instanceof z.ZodRecord) return { kind: "names" };
+  return { kind: "other" };
+}
+
+/** The keys the mapping at `path` takes; none where the schema expects no mapping of fields. */
+export function knownKeys(path: Path): readonly string[] {
+  const expected = expectedAt(path);
+  return expected.kind === "fields" ? expected.keys : [];
+}
+
+function unwrap(schema: unknown): unknown {
+  while (schema instanceof z.ZodOptional) schema = schema.unwrap();
+  return schema;
+}

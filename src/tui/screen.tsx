@@ -1,0 +1,191 @@
+/**
+ * The whole dashboard drawn from its state: the tab bar, a rule under it
+ * (or the banner while the store cannot be read), the active screen or the
+ * open dialog, the status line and a footer of keys. It only renders: what
+ * happens on a key is `reduce.ts`'s.
+ *
+ * @module
+ */
+
+import { Box } from "ink";
+import type { ReactNode } from "react";
+import { OverlayView } from "./dialogs.tsx";
+import { JobDetailPane, JobsList } from "./jobs_view.tsx";
+import { ColorContext, Line, type Seg, seg } from "./line.tsx";
+import { OverviewView } from "./overview.tsx";
+import { DeadLettersView, SchedulesView } from "./schedules_view.tsx";
+import { rule } from "./seg.ts";
+import {
+  CHROME_LINES,
+  clamp,
+  contentHeight,
+  type DashboardState,
+  pageSize,
+  type Status,
+  type Tab,
+  TABS,
+  widthOf,
+} from "./state.ts";
+import { ago } from "./text.ts";
+
+/** Props of {@linkcode DashboardView}. */
+export interface DashboardViewProps {
+  state: DashboardState;
+  /** Now, from the injected clock: ages are drawn relative to it. */
+  now: number;
+  /** Where the data comes from, for the title bar. */
+  location: string;
+  /** Paint colours. @default true */
+  color?: boolean;
+}
+
+/** The dashboard, exactly the terminal's size. */
+export function DashboardView(props: DashboardViewProps): ReactNode {
+  const { state, now } = props;
+  const width = widthOf(state);
+  const height = contentHeight(state);
+  return (
+    <ColorContext.Provider value={props.color ?? true}>
+      <Box flexDirection="column" width={width} height={height + CHROME_LINES}>
+        <Line segs={tabBar(state.tab, state.readOnly, props.location)} width={width} />
+        <Line segs={banner(state, now, width)} width={width} />
+        <Box flexDirection="column" height={height}>{screen(state, now, width, height)}</Box>
+        <Line segs={statusLine(state.status)} width={width} />
+        <Line segs={[seg(footer(state), { dim: true })]} width={width} />
+      </Box>
+    </ColorContext.Provider>
+  );
+}
+
+function screen(state: DashboardState, now: number, width: number, height: number): ReactNode {
+  if (state.overlay) {
+    return (
+      <OverlayView
+        overlay={state.overlay}
+        readOnly={state.readOnly}
+        width={width}
+        height={height}
+      />
+    );
+  }
+  if (state.tab === "overview") {
+    return (
+      <OverviewView
+        overview={state.overview}
+        cursor={clamp(state.queueCursor, state.overview?.queues.length ?? 0)}
+        width={width}
+        height={height}
+        now={now}
+      />
+    );
+  }
+  if (state.tab === "jobs" && state.detail !== null) {
+    const { id, data, scroll } = state.detail;
+    return (
+      <JobDetailPane
+        detail={data?.job.id === id ? data : null}
+        id={id}
+        scroll={scroll}
+        width={width}
+        height={height}
+        now={now}
+      />
+    );
+  }
+  if (state.tab === "jobs") {
+    return (
+      <JobsList
+        jobs={state.jobs}
+        filter={state.filter}
+        desc={state.desc}
+        page={state.pages.length}
+        pageSize={pageSize(state)}
+        total={state.total}
+        cursor={clamp(state.jobCursor, state.jobs?.length ?? 0)}
+        width={width}
+        height={height}
+        now={now}
+      />
+    );
+  }
+  if (state.tab === "schedules") {
+    return (
+      <SchedulesView
+        schedules={state.schedules}
+        cursor={clamp(state.scheduleCursor, state.schedules?.length ?? 0)}
+        width={width}
+        height={height}
+        now={now}
+      />
+    );
+  }
+  return (
+    <DeadLettersView
+      groups={state.dead}
+      cursor={clamp(state.deadCursor, state.dead?.length ?? 0)}
+      width={width}
+      height={height}
+      now={now}
+    />
+  );
+}
+
+/** The banner while the store cannot be read; else the header's rule, the terminal's width. */
+export function banner(state: DashboardState, now: number, width: number): Seg[] {
+  if (state.storeError === null) return rule(width);
+  return [
+    seg(" STORE UNREACHABLE ", { color: "red", bold: true, inverse: true }),
+    seg(` ${state.storeError}`, { color: "red" }),
+    seg(
+      state.lastRead === null
+        ? "; retrying every tick"
+        : `; showing data read ${ago(state.lastRead, now)}, retrying`,
+    ),
+  ];
+}
+
+/** The tab bar: the program, each screen (the active one bracketed), read-only, the location. */
+export function tabBar(active: Tab, readOnly: boolean, location: string): Seg[] {
+  const segs: Seg[] = [seg("jobs ", { bold: true })];
+  for (const t of TABS) {
+    const on = t.id === active;
+    segs.push(
+      seg(on ? `[${t.key} ${t.label}]` : ` ${t.key} ${t.label} `, {
+        bold: on,
+        color: on ? "cyan" : undefined,
+      }),
+    );
+  }
+  if (readOnly) segs.push(seg("  READ-ONLY", { color: "yellow", bold: true }));
+  segs.push(seg(`  ${location}`, { dim: true }));
+  return segs;
+}
+
+function statusLine(status: Status | null): Seg[] {
+  if (!status) return [];
+  const color = status.tone === "error" ? "red" : status.tone === "ok" ? "green" : undefined;
+  return [seg(status.text, { color })];
+}
+
+/** The keys of what is showing. */
+export function footer(state: DashboardState): string {
+  const overlay = state.overlay;
+  if (overlay?.kind === "confirm") return "y confirm · n/esc cancel · j/k scroll";
+  if (overlay?.kind === "prompt") return "type · ⏎ accept · esc cancel";
+  if (overlay?.kind === "menu") return "a key from the menu · esc cancel";
+  if (overlay?.kind === "picker") return "j/k move · space choose · ⏎ list them · esc/q cancel";
+  if (overlay?.kind === "help") return "any key closes the help";
+  if (state.tab === "overview") {
+    return "j/k queue · ⏎ its jobs · P pause/resume · 1-4 views · ? help · q quit";
+  }
+  if (state.tab === "jobs" && state.detail !== null) {
+    return "j/k scroll · r retry · c cancel · d discard · p replay · esc back · ? · q";
+  }
+  if (state.tab === "jobs") {
+    return "j/k ⏎ · / search · f filter · o order · n/b page · r c d p · B bulk · ? · q";
+  }
+  if (state.tab === "schedules") {
+    return "j/k · ⏎ its jobs · R run now · x disable/enable · 1-4 views · ? help · q quit";
+  }
+  return "j/k · ⏎ the group's jobs · 1-4 views · ? help · q quit";
+}

@@ -1,0 +1,97 @@
+/**
+ * The jobs list's filter as words and back: `state:discarded,retryable
+ * queue:mail connection refused` is two states, a queue and the search
+ * text. The search prompt reads these words ({@linkcode parseSearch}) and
+ * opens with the current filter written in them ({@linkcode searchText});
+ * the list's header shows the filter the same way ({@linkcode filterText}).
+ * Pure.
+ *
+ * @module
+ */
+
+import { JOB_STATES, type JobState } from "../kernel/types.ts";
+import type { JobsFilter } from "./data.ts";
+import { clean } from "./text.ts";
+
+/** The `key:value` words of the search prompt and the one-value filter field each sets, in writing order. */
+export const FILTER_KEYS: Record<string, Exclude<keyof JobsFilter, "search" | "states">> = {
+  queue: "queue",
+  schedule: "scheduleId",
+  worker: "worker",
+  tag: "tag",
+};
+
+/** The states of `filter` in JOB_STATES order, or none when it takes any state. */
+export function statesOf(filter: JobsFilter): JobState[] {
+  const states = filter.states ?? [];
+  return JOB_STATES.filter((s) => states.includes(s));
+}
+
+/** True when `filter` selects nothing: every job matches. */
+export function unfiltered(filter: JobsFilter): boolean {
+  return statesOf(filter).length === 0 &&
+    Object.values(FILTER_KEYS).every((field) => filter[field] === undefined) &&
+    filter.search === undefined;
+}
+
+/** The filter's fields as `key:value` words (`state:` first), then its search text as `search` writes it. */
+export function filterWords(filter: JobsFilter, search: (text: string) => string): string[] {
+  const states = statesOf(filter);
+  const words = [
+    ...(states.length > 0 ? [`state:${states.join(",")}`] : []),
+    ...Object.entries(FILTER_KEYS).flatMap(([key, field]) =>
+      filter[field] === undefined ? [] : [`${key}:${filter[field]}`]
+    ),
+  ];
+  return filter.search === undefined ? words : [...words, search(filter.search)];
+}
+
+/** `state:discarded queue:default search:"timeout"`, or `all jobs`. */
+export function filterText(filter: JobsFilter): string {
+  const words = filterWords(filter, (text) => `search:${JSON.stringify(text)}`);
+  return words.length === 0 ? "all jobs" : words.join(" ");
+}
+
+/** The filter as the search prompt takes it (what `/` opens with). */
+export function searchText(filter: JobsFilter): string {
+  return filterWords(filter, (text) => text).join(" ");
+}
+
+/**
+ * `state:discarded,retryable queue:mail timeout` -> a filter: `key:value`
+ * words for the fields (`state:` takes states separated by commas), the
+ * other words (joined by one space) as the search text. A word that is not
+ * a state is an error naming it.
+ */
+export function parseSearch(text: string): { filter: JobsFilter } | { error: string } {
+  const filter: JobsFilter = {};
+  const rest: string[] = [];
+  for (const word of text.trim().split(/\s+/).filter((w) => w !== "")) {
+    const match = /^([a-z]+):(.+)$/.exec(word);
+    const name = match?.[1];
+    if (name === "state") {
+      const states: JobState[] = [...(filter.states ?? [])];
+      for (const value of match![2]!.split(",").filter((v) => v !== "")) {
+        if (!(JOB_STATES as readonly string[]).includes(value)) {
+          return {
+            error: `state "${clean(value)}" is not a job state (${JOB_STATES.join(", ")})`,
+          };
+        }
+        if (!states.includes(value as JobState)) states.push(value as JobState);
+      }
+      filter.states = JOB_STATES.filter((s) => states.includes(s));
+      continue;
+    }
+    // Own keys only: `constructor:x` is search text, not Object.prototype's.
+    const field = name !== undefined && Object.hasOwn(FILTER_KEYS, name)
+      ? FILTER_KEYS[name]
+      : undefined;
+    if (!match || !field) {
+      rest.push(word);
+      continue;
+    }
+    filter[field] = match[2]!;
+  }
+  if (rest.length > 0) filter.search = rest.join(" ");
+  return { filter };
+}

@@ -1,0 +1,282 @@
+/**
+ * `jobs replay` and `jobs retry | cancel | discard`: what each changes, what it
+ * skips, what it asks, and what it records.
+ */
+
+import assert from "node:assert/strict";
+import { runJobs, seedJobs, withFiles } from "../support/cli.ts";
+import { withStore } from "../support/stores.ts";
+
+const NOW = Date.UTC(2026, 5, 1, 9);
+const ENV = { USER: "ada" };
+const OCCURRENCE = "nightly@2026-06-01T03:00:00.000Z";
+const SCHEDULES = `version: 1
+schedules:
+  - id: nightly
+    cron: "0 3 * * *"
+    queue: reports
+    max_attempts: 3
+    tags: [reports]
+    run: { command: ["true"] }
+  - id: reindex
+    manual: true
+    guard: on-call only, outside business hours
+    runs_where: staging
+    run: { command: ["echo", "reindex"] }
+`;
+
+Deno.test("jobs replay adds a replay attempt to the same occurrence, audited", async () => {
+  await withFiles(SCHEDULES, async ({ db }) => {
+    const [id] = await seedJobs(db, NOW, [{ occurrence: OCCURRENCE, scheduleId: "nightly" }], {
+      claim: 1,
+      complete: 1,
+    });
+    const noReason = await runJobs(["replay", OCCURRENCE, "--db", db], { now: NOW, env: ENV });
+    assert.equal(noReason.code, 2);
+    assert.match(noReason.err, /"--reason/);
+
+    const replayed = await runJobs(
+      ["replay", OCCURRENCE, "--db", db, "--reason", "report was empty", "--as-planned"],
+      { now: NOW, env: ENV },
+    );
+    assert.equal(replayed.code, 0, replayed.err);
+    assert.equal(
+      replayed.out,
+      `replayed job ${id} (${OCCURRENCE}): it was completed; now available, ` +
+        `its next attempt recorded as a replay by ada\n  runs as planned: --as-planned`,
+    );
+
+    await withStore(db, async (store) => {
+      const jobs = await store.jobsList({ occurrence: OCCURRENCE });
+      assert.deepEqual(jobs.map((j) => [j.id, j.state]), [[id, "available"]]);
+      const { jobs: [again] } = await store.jobsClaim({
+        queue: "default",
+        node: "node-b",
+        limit: 1,
+        now: NOW + 1,
+        leaseMs: 30_000,
+      });
+      assert.equal(again?.id, id);
+      await store.jobsRecord({
+        node: "node-b",
+        now: NOW + 2,
+        results: [{
+          id: id!,
+          fence: again!.fence,
+          attempt: again!.attempt,
+          startedAt: again!.attemptedAt,
+          outcome: "completed",
+        }],
+      });
+      const attempts = await store.attemptsList({ jobId: id! });
+      assert.deepEqual(attempts.map((a) => [a.kind, a.actor, a.reason, a.node, a.outcome]), [
+        ["run", null, null, "node-a", "completed"],
+        ["replay", "ada", "report was empty", "node-b", "completed"],
+      ]);
+      const audit = await store.auditList({ target: `job:${id}` });
+      assert.deepEqual(
+        audit.map((a) => [
+          a.action,
+          a.actor,
+          a.reason,
+          a.details.occurrence,
+          a.details.was,
+          a.details.force,
+        ]),
+        [["job.replay", "ada", "report was empty", OCCURRENCE, "completed", false]],
+      );
+    });
+
+    // By id too; an unknown one is an error naming it.
+    const byId = await runJobs(
+      ["replay", String(id), "--db", db, "--reason", "again", "--json", "--as-planned"],
+      { now: NOW + 10, env: ENV },
+    );
+    assert.equal(byId.code, 0, byId.err);
+    assert.deepEqual(JSON.parse(byId.out), {
+      id,
+      occurrence: OCCURRENCE,
+      was: "completed",
+      state: "available",
+      forced: false,
+      definition: {
+        runs: "as-planned",
+        why: "--as-planned",
+        planned: null,
+        hash: null,
+        differences: [],
+      },
+    });
+    const unknown = await runJobs(["replay", "nightly@1999", "--db", db, "--reason", "x"], {
+      now: NOW,
+      env: ENV,
+    });
+    assert.equal(unknown.code, 1);
+    assert.equal(unknown.err, `jobs replay: no job or occurrence "nightly@1999"`);
+  });
+});
+
+Deno.test("jobs replay refuses an executing job unless --force, which breaks its lease", async () => {
+  await withFiles(SCHEDULES, async ({ db }) => {
+    const [id] = await seedJobs(db, NOW, [{ occurrence: OCCURRENCE, scheduleId: "nightly" }], {
+      claim: 1,
+    });
+    const refused = await runJobs(["replay", OCCURRENCE, "--db", db, "--reason", "stuck"], {
+      now: NOW,
+      env: ENV,
+    });
+    assert.equal(refused.code, 1);
+    assert.equal(
+      refused.err,
+      `jobs replay: job ${id} (${OCCURRENCE}) is executing on node-a; nothing changed. ` +
+        `To break its lease and replay it, run: jobsctl replay ${OCCURRENCE} --force ` +
+        `--reason stuck --db ${db}`,
+    );
+    await withStore(db, async (store) => {
+      assert.equal((await store.jobGet({ id: id! }))?.state, "executing");
+      assert.deepEqual(await store.auditList({ target: `job:${id}` }), []);
+    });
+
+    const forced = await runJobs(
+      ["replay", OCCURRENCE, "--db", db, "--reason", "stuck", "--force"],
+      { now: NOW, env: ENV },
+    );
+    assert.equal(forced.code, 0, forced.err);
+    assert.match(forced.out, /it was executing; the running attempt on node-a lost its lease/);
+    await withStore(db, async (store) => {
+      const job = await store.jobGet({ id: id! });
+      assert.equal(job?.state, "available");
+      assert.equal(job?.occurrence, OCCURRENCE);
+      const lease = { id: id!, fence: 1 };
+      assert.deepEqual(await store.jobsLeasesLost({ node: "node-a", leases: [lease] }), [lease]);
+      const audit = await store.auditList({ target: `job:${id}` });
+      assert.deepEqual(audit.map((a) => a.details.force), [true]);
+    });
+  });
+});
+
+Deno.test("jobs retry with filters previews, changes nothing unless confirmed, acts with --yes", async () => {
+  await withFiles(SCHEDULES, async ({ db }) => {
+    const ids = await seedJobs(db, NOW, [
+      { queue: "mail", worker: "send" },
+      { queue: "mail", worker: "send" },
+      { queue: "mail", worker: "send\x1b[31m" },
+      { queue: "other", worker: "send" },
+    ]);
+    await withStore(
+      db,
+      (store) =>
+        store.jobsDiscard({ ids: [ids[0]!, ids[2]!, ids[3]!], now: NOW, reason: "poison" }),
+    );
+    const args = ["retry", "--queue", "mail", "--state", "discarded,available", "--db", db];
+
+    const declined = await runJobs(args, { now: NOW, env: ENV, confirm: false });
+    assert.equal(declined.code, 1);
+    assert.equal(
+      declined.err,
+      "jobs retry: not confirmed; nothing changed. To act without asking, run: " +
+        `jobsctl retry --state 'discarded,available' --queue mail --db ${db} --yes`,
+    );
+    const lines = declined.out.split("\n");
+    assert.equal(lines[0], "would retry 2 jobs:");
+    assert.match(lines[1]!, new RegExp(`^  #${ids[0]} +discarded +mail +send +-$`));
+    // Stored text is escaped: the worker's escape sequence cannot reach the terminal.
+    assert.match(lines[2]!, new RegExp(`^  #${ids[2]} +discarded +mail +send\\\\x1b\\[31m +-$`));
+    assert.match(lines[3]!, new RegExp(`skipped #${ids[1]} +available .*: is already available$`));
+    assert.equal(lines[4], "retry 2 jobs? [y/N]");
+    assert.ok(!declined.out.includes("\x1b"));
+    await withStore(db, async (store) => {
+      const states = (await store.jobsList({ ids })).map((j) => j.state);
+      assert.deepEqual(states, ["discarded", "available", "discarded", "discarded"]);
+      assert.deepEqual(await store.auditList({ target: `job:${ids[0]}` }), []);
+    });
+
+    const yes = await runJobs([...args, "--yes", "--reason", "fixed the template"], {
+      now: NOW + 1,
+      env: ENV,
+    });
+    assert.equal(yes.code, 0, yes.err);
+    assert.ok(!yes.out.includes("[y/N]"), "--yes asks nothing");
+    assert.match(yes.out, /retried 2 jobs, skipped 1$/);
+    await withStore(db, async (store) => {
+      const states = (await store.jobsList({ ids })).map((j) => j.state);
+      assert.deepEqual(states, ["available", "available", "available", "discarded"]);
+      for (const id of [ids[0], ids[2]]) {
+        const audit = await store.auditList({ target: `job:${id}` });
+        assert.deepEqual(audit.map((a) => [a.action, a.actor, a.reason, a.details.was]), [
+          ["job.retry", "ada", "fixed the template", "discarded"],
+        ]);
+      }
+    });
+
+    const confirmed = await runJobs(["retry", "--queue", "other", "--db", db], {
+      now: NOW + 2,
+      env: ENV,
+      confirm: true,
+    });
+    assert.equal(confirmed.code, 0, confirmed.err);
+    assert.match(confirmed.out, /retry 1 job\? \[y\/N\]\nretried #\d+ +\(was discarded\)/);
+
+    const none = await runJobs(["retry", "--db", db], { now: NOW, env: ENV });
+    assert.equal(none.code, 2);
+    assert.match(none.err, /give job ids, or at least one filter/);
+    const badState = await runJobs(["retry", "--state", "discared", "--db", db], {
+      now: NOW,
+      env: ENV,
+    });
+    assert.equal(badState.code, 2);
+    assert.match(
+      badState.err,
+      /"discared" is not a state \(scheduled, available, .*\); did you mean "discarded"\?/,
+    );
+  });
+});
+
+Deno.test("jobs cancel and discard by id act at once, skip final jobs and audit each", async () => {
+  await withFiles(SCHEDULES, async ({ db }) => {
+    // All three claimed in id order; the first completed.
+    const [finished, first, second] = await seedJobs(db, NOW, [{}, {}, {}], {
+      claim: 3,
+      complete: 1,
+    });
+    const cancelled = await runJobs(
+      [
+        "cancel",
+        String(finished),
+        String(first),
+        "--db",
+        db,
+        "--reason",
+        "bad input password=hunter2",
+      ],
+      { now: NOW, env: ENV },
+    );
+    assert.equal(cancelled.code, 0, cancelled.err);
+    assert.match(cancelled.out, /^skipped #\d+ .*: is already completed$/m);
+    assert.match(cancelled.out, /cancelled 1 job, skipped 1$/);
+    const discarded = await runJobs(["discard", String(second), "999", "--db", db, "--json"], {
+      now: NOW,
+      env: ENV,
+    });
+    assert.equal(discarded.code, 1);
+    assert.deepEqual(JSON.parse(discarded.out), {
+      action: "discard",
+      changed: [{ id: second, was: "executing" }],
+      skipped: [],
+      missing: [999],
+    });
+    assert.equal(discarded.err, "jobs discard: no job 999");
+    await withStore(db, async (store) => {
+      const jobs = await store.jobsList({ ids: [finished!, first!, second!] });
+      assert.deepEqual(jobs.map((j) => j.state), ["completed", "cancelled", "discarded"]);
+      // The reason is stored redacted, in the job's errors and in the audit trail.
+      assert.equal(jobs[1]?.errors.at(-1)?.error, "bad input password=[REDACTED]");
+      const cancelAudit = await store.auditList({ target: `job:${first}` });
+      assert.deepEqual(cancelAudit.map((a) => [a.action, a.reason]), [
+        ["job.cancel", "bad input password=[REDACTED]"],
+      ]);
+      const audit = await store.auditList({ target: `job:${second}` });
+      assert.deepEqual(audit.map((a) => [a.action, a.details.was]), [["job.discard", "executing"]]);
+    });
+  });
+});

@@ -1,0 +1,51 @@
+/**
+ * How the command line prints: words quoted to paste as the same word, ages
+ * read as a person says them.
+ */
+
+import assert from "node:assert/strict";
+import { age, shellQuote } from "../../src/cli/text.ts";
+
+const NOW = Date.UTC(2026, 5, 1, 9);
+const MINUTE = 60_000;
+const ESC = "\x1b";
+const RLO = "\u202e";
+
+Deno.test("shellQuote leaves safe words alone and quotes the rest for a POSIX shell", () => {
+  assert.equal(shellQuote("nightly@2026-03-08T07:00:00.000Z"), "nightly@2026-03-08T07:00:00.000Z");
+  assert.equal(shellQuote("/var/lib/jobs/jobs.db"), "/var/lib/jobs/jobs.db");
+  assert.equal(shellQuote("my jobs.db"), "'my jobs.db'");
+  assert.equal(shellQuote("it's"), `'it'\\''s'`);
+  assert.equal(shellQuote("a;b"), "'a;b'");
+  assert.equal(shellQuote(`a\nb\\c`), `$'a\\nb\\\\c'`);
+  assert.equal(shellQuote(`r${RLO}l`), `$'r\\u202el'`);
+});
+
+Deno.test("shellQuote output pastes into bash as the original word", async () => {
+  const words = [
+    "plain",
+    "two words",
+    "it's",
+    `tab\there`,
+    `esc${ESC}[1m`,
+    `back\\slash'q`,
+    "$(x)",
+  ];
+  for (const word of words) {
+    const bash = new Deno.Command("bash", {
+      args: ["-c", `printf %s ${shellQuote(word)}`],
+      stdout: "piped",
+    });
+    const { stdout, success } = await bash.output();
+    assert.ok(success);
+    assert.equal(new TextDecoder().decode(stdout), word);
+  }
+});
+
+Deno.test("age() reads as 12s ago, in 3m, 1h5m ago and now", () => {
+  assert.equal(age(NOW - 12_000, NOW), "12s ago");
+  assert.equal(age(NOW + 3 * MINUTE, NOW), "in 3m");
+  assert.equal(age(NOW - 65 * MINUTE - 30_000, NOW), "1h5m ago");
+  assert.equal(age(NOW - 26 * 3_600_000, NOW), "1d2h ago");
+  assert.equal(age(NOW - 400, NOW), "now");
+});

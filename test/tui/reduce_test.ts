@@ -1,0 +1,330 @@
+/**
+ * The dashboard's reducer without a renderer: keys, ticks and the answers
+ * to effects go in as events, the state and effects that come out are
+ * compared as values. A driver answers effects from the fixture data the
+ * way the shell would, one at a time, so a test can also hold an answer
+ * back and send it late.
+ */
+
+import assert from "node:assert/strict";
+import { type ActRequest, runAction } from "../../src/tui/actions.ts";
+import { readView } from "../../src/tui/data.ts";
+import { type Key, key, named } from "../../src/tui/keys.ts";
+import { reduce } from "../../src/tui/reduce.ts";
+import {
+  type DashboardEvent,
+  type DashboardState,
+  type Effect,
+  initialState,
+  pageSize,
+  type Tab,
+} from "../../src/tui/state.ts";
+import {
+  fixtureData,
+  fixtureJob,
+  type FixtureState,
+  fixtureState,
+  manyJobs,
+  NOW,
+  recordingActions,
+} from "./fixtures.ts";
+
+/** A reducer with the shell's loop: effects queue up until `settle` answers them from the fixtures. */
+function driver(
+  options: { state?: FixtureState; tab?: Tab; program?: string; readOnly?: boolean } = {},
+) {
+  const fixture = options.state ?? fixtureState();
+  const { data, queries, counts } = fixtureData(fixture);
+  const { actions, calls } = recordingActions();
+  let state: DashboardState = initialState({
+    program: options.program ?? "jobsctl",
+    location: "./jobs.db",
+    readOnly: options.readOnly,
+    tab: options.tab,
+  });
+  const pending: Effect[] = [];
+  const send = (event: DashboardEvent): Effect[] => {
+    const step = reduce(state, event);
+    state = step.state;
+    pending.push(...step.effects);
+    return step.effects;
+  };
+  /** The answer the shell would send for `effect`. */
+  const answer = async (effect: Effect): Promise<DashboardEvent | null> => {
+    switch (effect.kind) {
+      case "read":
+        try {
+          const result = await readView(data, effect.request, NOW);
+          return { kind: "read", seq: effect.seq, at: NOW, result };
+        } catch (error) {
+          return { kind: "readFailed", seq: effect.seq, error: (error as Error).message };
+        }
+      case "act":
+        return await runAction(actions, effect.request);
+      case "bulkRead":
+        return { kind: "bulkRead", action: effect.action, jobs: await data.jobs(effect.query) };
+      case "queues":
+        return { kind: "queues", names: await data.queues() };
+      case "quit":
+        return null;
+    }
+  };
+  return {
+    fixture,
+    queries,
+    counts,
+    calls,
+    get state() {
+      return state;
+    },
+    send,
+    pending,
+    /** Sends each key (a string is one key per character) and returns every effect they asked for. */
+    press(...keys: (string | Key)[]): Effect[] {
+      const out: Effect[] = [];
+      for (const k of keys) {
+        for (const one of typeof k === "string" ? Array.from(k).map(key) : [k]) {
+          out.push(...send({ kind: "key", key: one }));
+        }
+      }
+      return out;
+    },
+    /** Answers every queued effect, and those their answers ask for, in order. */
+    async settle(): Promise<void> {
+      while (pending.length > 0) {
+        const event = await answer(pending.shift()!);
+        if (event) send(event);
+      }
+    },
+    answer,
+  };
+}
+
+/** Started: the shell's first resize at 80x24, then every read answered. */
+async function started(options: Parameters<typeof driver>[0] = {}) {
+  const d = driver(options);
+  d.send({ kind: "resize", columns: 80, rows: 24 });
+  await d.settle();
+  return d;
+}
+
+Deno.test("the first resize asks for the active screen's read; its answer fills the screen", async () => {
+  const d = driver({ tab: "jobs" });
+  const effects = d.send({ kind: "resize", columns: 80, rows: 24 });
+  assert.deepEqual(effects, [{
+    kind: "read",
+    seq: 1,
+    request: { view: "jobs", query: { filter: {}, desc: true, limit: 18 } },
+  }]);
+  assert.equal(d.state.jobs === null, true, "nothing read yet");
+  await d.settle();
+  assert.equal(d.state.jobs?.length, 18);
+  assert.equal(d.state.total, 30);
+  assert.equal(d.state.lastRead, NOW);
+});
+
+Deno.test("keys act on the state the previous key left: j j r asks to retry the job two rows down", async () => {
+  const d = await started({ tab: "jobs" });
+  d.press("jjr");
+  const overlay = d.state.overlay;
+  assert.equal(overlay?.kind, "confirm");
+  assert.equal(overlay.kind === "confirm" && overlay.title, "Retry job 28?");
+  d.press("y");
+  assert.equal(d.state.busy, true);
+  assert.deepEqual(d.pending.map((e) => e.kind), ["act"]);
+  const request = (d.pending[0] as { request: ActRequest }).request;
+  assert.deepEqual(request.kind === "jobs" && request.jobs.map((j) => j.id), [28]);
+  // While the action runs, keys outside dialogs wait.
+  assert.deepEqual(d.press("j"), []);
+  assert.equal(d.state.jobCursor, 2);
+  await d.settle();
+  assert.deepEqual(d.state.status, { text: "retried job 28 (was discarded)", tone: "ok" });
+  assert.equal(d.state.busy, false);
+  assert.deepEqual(d.calls, [{ kind: "jobs", action: "retry", ids: [28] }]);
+});
+
+Deno.test("a refresh while the same read runs asks for nothing, and a late answer to an older read is dropped", async () => {
+  const d = await started();
+  assert.equal(d.state.read.inFlight, null);
+  const [first] = d.send({ kind: "tick" });
+  assert.equal(first?.kind, "read");
+  assert.deepEqual(d.send({ kind: "tick" }), [], "the same read is still running");
+  // Switching screens asks for another read; the overview's answer then comes too late.
+  const [second] = d.press("3");
+  assert.deepEqual(second, { kind: "read", seq: 3, request: { view: "schedules" } });
+  d.fixture.overview = {
+    ...d.fixture.overview,
+    queues: d.fixture.overview.queues.map((q) => ({ ...q, paused: true })),
+  };
+  const stale = await d.answer(first!);
+  d.send(stale!);
+  assert.equal(d.state.overview?.queues[0]?.paused, false, "an older read's answer was applied");
+  d.send((await d.answer(second!))!);
+  assert.equal(d.state.schedules?.length, 2);
+  assert.equal(d.state.read.inFlight, null);
+});
+
+Deno.test("a failed read keeps the last data and says why; the next tick reads again and clears it", async () => {
+  const d = await started();
+  const before = d.state.overview;
+  d.fixture.failWith = "database is locked";
+  d.send({ kind: "tick" });
+  await d.settle();
+  assert.equal(d.state.storeError, "database is locked");
+  assert.equal(d.state.overview, before);
+  d.fixture.failWith = null;
+  d.send({ kind: "tick" });
+  await d.settle();
+  assert.equal(d.state.storeError, null);
+});
+
+Deno.test("f opens a picker of every state and the known queues; space chooses, Enter lists them", async () => {
+  const d = await started({ tab: "jobs" });
+  const [queues] = d.press("f");
+  assert.deepEqual(queues, { kind: "queues" });
+  let picker = d.state.overlay;
+  assert.equal(picker?.kind, "picker");
+  assert.equal(picker.kind === "picker" && picker.queues, null, "no overview read yet");
+  await d.settle();
+  picker = d.state.overlay;
+  assert.deepEqual(picker?.kind === "picker" && picker.queues, ["default", "mail"]);
+  // Rows: the 7 states, "any queue", default, mail.
+  d.press(" ", named("downArrow"), named("downArrow"), named("downArrow"), " "); // scheduled, retryable
+  d.press("j", "j", "j", " ", "j", "j", "j", " "); // discarded, then the queue mail
+  picker = d.state.overlay;
+  assert.deepEqual(picker?.kind === "picker" && [picker.states, picker.queue], [
+    ["scheduled", "retryable", "discarded"],
+    "mail",
+  ]);
+  d.press(" "); // mail stays the one queue: choosing it again keeps it
+  d.press(named("upArrow"), named("upArrow"), " "); // any queue
+  assert.equal(d.state.overlay?.kind === "picker" && d.state.overlay.queue, null);
+  d.press("j", " ");
+  picker = d.state.overlay;
+  assert.deepEqual(picker?.kind === "picker" && picker.queue, "default");
+  const effects = d.press(named("return"));
+  assert.equal(d.state.overlay, null);
+  assert.deepEqual(d.state.filter, {
+    states: ["scheduled", "retryable", "discarded"],
+    queue: "default",
+  });
+  assert.deepEqual(effects, [{
+    kind: "read",
+    seq: d.state.read.seq,
+    request: { view: "jobs", query: { filter: d.state.filter, desc: true, limit: 18 } },
+  }]);
+  await d.settle();
+  assert.ok(d.state.jobs!.length > 0);
+  for (const job of d.state.jobs!) {
+    assert.ok(["scheduled", "retryable", "discarded"].includes(job.state), job.state);
+    assert.equal(job.queue, "default");
+  }
+  assert.deepEqual(d.counts.at(-1), d.state.filter, "the total counts the same filter");
+});
+
+Deno.test("the picker opens with the filter's states and queue, and Esc leaves the filter alone", async () => {
+  const d = await started({ tab: "jobs" });
+  d.press("/");
+  d.press("state:retryable,cancelled queue:mail", named("return"));
+  d.press("f");
+  await d.settle();
+  const picker = d.state.overlay;
+  assert.deepEqual(picker?.kind === "picker" && [picker.states, picker.queue, picker.queues], [
+    ["retryable", "cancelled"],
+    "mail",
+    ["default", "mail"],
+  ]);
+  d.press(" ", named("escape"));
+  assert.equal(d.state.overlay, null);
+  assert.deepEqual(d.state.filter, { states: ["retryable", "cancelled"], queue: "mail" });
+  assert.deepEqual(d.state.status, { text: "cancelled; nothing changed", tone: "info" });
+});
+
+Deno.test("/ opens with the current search selected: typing replaces it, a cursor key edits it", async () => {
+  const d = await started({ tab: "jobs" });
+  d.press("/", "queue:mail refused", named("return"));
+  assert.deepEqual(d.state.filter, { queue: "mail", search: "refused" });
+  d.press("/");
+  const prompt = d.state.overlay;
+  assert.deepEqual(prompt?.kind === "prompt" && prompt.line, {
+    text: "queue:mail refused",
+    cursor: 18,
+    selected: true,
+  });
+  d.press("timeout", named("return"));
+  assert.deepEqual(d.state.filter, { search: "timeout" });
+  d.press("/", named("home"), "state:discarded ", named("return"));
+  assert.deepEqual(d.state.filter, { states: ["discarded"], search: "timeout" });
+  d.press("/", named("backspace"), named("return"));
+  assert.deepEqual(d.state.filter, {});
+});
+
+Deno.test("a status message clears when the tab changes or a detail opens or closes, not otherwise", async () => {
+  const d = await started({ tab: "jobs" });
+  const said = (text: string) => ({ text, tone: "info" as const });
+  d.press("/", "queue:mail", named("return"), named("escape"));
+  assert.deepEqual(d.state.status, said("filters cleared"));
+  d.press("j", "2", "o");
+  assert.deepEqual(d.state.status, said("filters cleared"), "same view: kept");
+  d.press("3");
+  assert.equal(d.state.status, null, "tab switch");
+  d.press("2");
+  await d.settle();
+  d.press("c", "n"); // oldest first: job 1 is scheduled, cancel asks
+  assert.deepEqual(d.state.status, said("not confirmed; nothing changed"));
+  d.press(named("return"));
+  assert.equal(d.state.status, null, "detail opened");
+  await d.settle();
+  d.press("c", "n");
+  assert.deepEqual(d.state.status, said("not confirmed; nothing changed"));
+  d.press(named("escape"));
+  assert.equal(d.state.status, null, "detail closed");
+  d.press("q");
+  assert.deepEqual(d.pending.at(-1), { kind: "quit" });
+});
+
+Deno.test("an action's answer says what changed even when the view changed meanwhile, and reads again", async () => {
+  const d = await started();
+  d.press("P", "y");
+  const [act] = d.pending.splice(0);
+  assert.equal(act?.kind, "act");
+  d.send((await d.answer(act!))!);
+  assert.deepEqual(d.state.status, {
+    text: "queue default paused for every process on the store",
+    tone: "ok",
+  });
+  assert.deepEqual(d.pending.map((e) => e.kind), ["read"], "the screen is read again");
+});
+
+Deno.test("hints to paste use the program's name: replaying an executing job points at replay --force", async () => {
+  for (const program of ["jobsctl", "deno run -A /opt/jobs/main.ts"]) {
+    const job = fixtureJob({ id: 3, state: "executing", attempt: 1, attemptedBy: "host-a:100" });
+    const d = await started({ state: fixtureState([job]), tab: "jobs", program });
+    d.press("p");
+    const text = d.state.status?.text ?? "";
+    assert.equal(d.state.overlay, null);
+    assert.ok(
+      text.includes(`use "${program} replay 3 --force --reason "..." --db ./jobs.db" for that`),
+      text,
+    );
+    assert.doesNotMatch(text, /\bjobs replay\b/);
+  }
+});
+
+Deno.test("bulk says how many of the matches it looks at when there are more than it reads", async () => {
+  const d = await started({ state: fixtureState(manyJobs(2100)), tab: "jobs" });
+  d.press("/", "state:completed", named("return"));
+  await d.settle();
+  assert.equal(d.state.total, 300);
+  d.press("/", "queue:default", named("return"));
+  await d.settle();
+  assert.equal(d.state.total, 1050);
+  d.press("B", "d");
+  await d.settle();
+  const confirm = d.state.overlay;
+  assert.match(
+    confirm?.kind === "confirm" ? confirm.title : "",
+    /^Discard \d+ jobs \(the oldest 1000 of 1050 matching\)\? Every affected job:$/,
+  );
+  assert.equal(pageSize(d.state), 18);
+});

@@ -1,0 +1,148 @@
+/**
+ * The screens as lines, without a renderer: the jobs list's totals and
+ * schedule column, the overview's and the detail's error counts against
+ * the errors they list, and rules the width of the terminal.
+ */
+
+import assert from "node:assert/strict";
+import { detailLines, jobsLines, type JobsListProps, pageText } from "../../src/tui/jobs_view.tsx";
+import { overviewLines } from "../../src/tui/overview.tsx";
+import { schedulesLines } from "../../src/tui/schedules_view.tsx";
+import { clip, plain, rule } from "../../src/tui/seg.ts";
+import { fixtureJob, fixtureState, NOW } from "./fixtures.ts";
+
+function jobsList(overrides: Partial<JobsListProps> = {}): string[] {
+  const props: JobsListProps = {
+    jobs: [
+      fixtureJob({
+        id: 12,
+        scheduleId: "nightly-report",
+        occurrence: "nightly-report@2026-03-08T07:00:00.000Z",
+        scheduledFor: NOW,
+      }),
+      fixtureJob({ id: 11 }),
+    ],
+    filter: {},
+    desc: true,
+    page: 1,
+    pageSize: 18,
+    total: 2,
+    cursor: 0,
+    width: 80,
+    height: 20,
+    now: NOW,
+    ...overrides,
+  };
+  return jobsLines(props).map((l) => plain(clip(l, props.width)));
+}
+
+Deno.test("the jobs list says which page of how many and how many jobs match the filter", () => {
+  assert.equal(pageText(2, 50, 391), "page 2 of 8 · 391 jobs match");
+  assert.equal(pageText(1, 50, 1), "page 1 of 1 · 1 job match");
+  assert.equal(pageText(1, 50, 0), "page 1 of 1 · 0 jobs match");
+  assert.equal(pageText(3, 50, 100), "page 3 of 3 · 100 jobs match", "a page past the count");
+  assert.equal(pageText(4, 50, null), "page 4", "not counted yet");
+  const [header] = jobsList({
+    page: 2,
+    pageSize: 50,
+    total: 391,
+    filter: { states: ["discarded"] },
+  });
+  assert.equal(header, "filter state:discarded · newest first · page 2 of 8 · 391 jobs match");
+});
+
+Deno.test("the jobs list shows each job's schedule at 80 columns and its whole occurrence from 140", () => {
+  const narrow = jobsList({ width: 80 });
+  assert.match(
+    narrow[1]!,
+    /^ {2}ID\s+STATE\s+QUEUE\s+WORKER\s+SCHEDULE\s+TRY\s+WHEN\s+ERROR \/ ARGS$/,
+  );
+  assert.match(narrow[2]!, /^> 12\s+available\s+default\s+send-mail\s+nightly-rep… 0\/3\s+1m ago/);
+  assert.match(narrow[3]!, /^ {2}11\s+available\s+default\s+send-mail\s+-\s+0\/3/);
+  for (const line of narrow) assert.ok(Array.from(line).length <= 80, line);
+  const wide = jobsList({ width: 140 });
+  assert.match(wide[1]!, /\bOCCURRENCE\s+TRY\b/);
+  assert.match(
+    wide[2]!,
+    /\bsend-mail\s+nightly-report@2026-03-08T07:00:00\.000Z\s+0\/3\s+1m ago\s+\{"to"/,
+  );
+  for (const line of wide) assert.ok(Array.from(line).length <= 140, line);
+  assert.match(wide[3]!, /\bsend-mail\s+-\s+0\/3/);
+});
+
+Deno.test("the overview counts the schedules file's errors and lists them; what does not fit is counted", () => {
+  const state = fixtureState();
+  const errors = [
+    'schedules.yaml:3:5: schedule "a": unknown time zone "Europe/Berln"',
+    'schedules.yaml:9:5: schedule "b": cron has 4 fields',
+    'schedules.yaml:14:9: schedule "c": unknown queue "mial"',
+  ];
+  const overview = { now: NOW, ...state.overview, configProblems: errors };
+  const at = (height: number) =>
+    overviewLines({ overview, cursor: 0, width: 100, height, now: NOW }).map((l) => plain(l));
+  const tall = at(20);
+  const header = tall.find((l) => l.startsWith("SCHEDULES FILE"));
+  assert.equal(header, "SCHEDULES FILE  3 errors; queues and schedules as the store knows them");
+  for (const e of errors) assert.ok(tall.includes(`  ${e}`), `${e} is not listed`);
+  assert.ok(tall.length <= 20);
+  assert.ok(tall.includes("  hourly  disabled by alice 10m ago: vendor outage"));
+  // Short of room: the errors shown and the "more" add up to the count.
+  const short = at(12);
+  const listed = short.filter((l) => l.startsWith("  schedules.yaml:")).length;
+  const more = Number(/^ {2}… (\d+) more$/.exec(short.find((l) => l.includes("more"))!)?.[1]);
+  assert.ok(listed >= 1);
+  assert.equal(listed + more, 3);
+  // A readable file: no section at all.
+  const fine = overviewLines({
+    overview: { now: NOW, ...state.overview },
+    cursor: 0,
+    width: 100,
+    height: 20,
+    now: NOW,
+  }).map((l) => plain(l));
+  assert.ok(!fine.some((l) => l.startsWith("SCHEDULES FILE")));
+});
+
+Deno.test("a job's detail lists every stored error its count names", () => {
+  const errors = Array.from({ length: 5 }, (_, i) => ({
+    at: NOW - (5 - i) * 1000,
+    attempt: i + 1,
+    error: `timeout #${i + 1}\nat send()`,
+  }));
+  const job = fixtureJob({ id: 7, state: "discarded", attempt: 5, errors, discardedAt: NOW });
+  const lines = detailLines({
+    detail: { job, attempts: [], audit: [] },
+    id: 7,
+    scroll: 0,
+    width: 80,
+    height: 20,
+    now: NOW,
+  }).map((l) => plain(l));
+  const at = lines.indexOf("errors (5)");
+  assert.ok(at > 0);
+  assert.deepEqual(lines.slice(at + 1, at + 6), [
+    "  #1 5s ago: timeout #1",
+    "  #2 4s ago: timeout #2",
+    "  #3 3s ago: timeout #3",
+    "  #4 2s ago: timeout #4",
+    "  #5 1s ago: timeout #5",
+  ]);
+  assert.equal(lines[at + 6], "");
+});
+
+Deno.test("rules are exactly the width, with or without a label, at 80, 100 and 140 columns", () => {
+  for (const width of [80, 100, 140]) {
+    assert.equal(plain(rule(width)), "─".repeat(width));
+    const labelled = plain(rule(width, "nightly"));
+    assert.equal(Array.from(labelled).length, width);
+    assert.match(labelled, /^── nightly ─+$/);
+    const detail = schedulesLines({
+      schedules: fixtureState().schedules,
+      cursor: 0,
+      width,
+      height: 26,
+      now: NOW,
+    }).map((l) => plain(clip(l, width))).find((l) => l.startsWith("──"));
+    assert.equal(detail, labelled, "the schedule's heading is a whole rule, not a cut one");
+  }
+});
