@@ -426,25 +426,24 @@ function showText({ job, attempts, audit }: JobDetail, now: number): string[] {
 }
 
 /**
- * Each distinct error once: an attempt's own error, plus the job's stored
- * errors of the same attempt number whose text differs, attached to the
- * latest attempt row with that number; errors of an attempt with no row
- * are `loose`. Texts are redacted.
+ * Each distinct error once. A node or the lifeline writes a failure twice in
+ * one transaction, to the job's errors and to its attempt row, with the same
+ * attempt number and instant: such an error belongs to that attempt and is
+ * shown under it. The attempt number alone does not say it (a snooze reuses
+ * the number; an operator's cancel of a waiting job records the previous
+ * one), so an error without an attempt row of its number and instant
+ * (pruned, or an operator's) is shown once among the other errors.
  */
 function errorsByAttempt(
   job: Job,
   attempts: Attempt[],
 ): { byAttempt: Map<Attempt, string[]>; loose: Job["errors"] } {
   const byAttempt = new Map<Attempt, string[]>();
-  const latest = new Map<number, Attempt>();
-  for (const a of attempts) {
-    latest.set(a.attempt, a);
-    byAttempt.set(a, a.error === null ? [] : [redact(a.error)]);
-  }
+  for (const a of attempts) byAttempt.set(a, a.error === null ? [] : [redact(a.error)]);
   const loose: Job["errors"] = [];
   for (const e of job.errors) {
     const error = redact(e.error);
-    const owner = latest.get(e.attempt);
+    const owner = attempts.find((a) => a.attempt === e.attempt && a.finishedAt === e.at);
     if (!owner) {
       if (!loose.some((l) => l.attempt === e.attempt && l.error === error)) {
         loose.push({ ...e, error });

@@ -308,6 +308,27 @@ Deno.test("jobs show finds an occurrence and prints its fields, attempts, replay
   });
 });
 
+Deno.test("jobs show puts an operator's cancel reason among the other errors, not under the failed attempt of the same number", async () => {
+  await withFixture(async (f) => {
+    const id = await insert(f.store, nightlyJob(f, Date.UTC(2026, 5, 1, 3)));
+    await runOnce(f.store, "default", NOW - 20 * MINUTE, { error: "vendor timed out" });
+    // Retryable, so not executing: the cancel's error carries attempt 1 and no attempt row.
+    await f.store.jobsCancel({ ids: [id], now: NOW - 5 * MINUTE, reason: "vendor gone for good" });
+
+    const shown = await jobs(["show", String(id), "--db", f.db]);
+    assert.equal(shown.code, 0, shown.err);
+    assert.match(
+      shown.out,
+      /^ {2}#1 run on n1, fence 1: retryable\n.*\n {4}error:\n {6}vendor timed out\n\n/m,
+    );
+    assert.match(
+      shown.out,
+      /^other errors \(1, oldest first\):\n {2}attempt 1 at .*:\n {4}vendor gone for good$/m,
+    );
+    assert.equal(shown.out.split("vendor gone for good").length, 2, "printed once");
+  });
+});
+
 Deno.test("jobs show exits 1 for an unknown id or occurrence and never creates a database", async () => {
   await withFixture(async (f) => {
     await insert(f.store, nightlyJob(f, Date.UTC(2026, 5, 1, 3)));
