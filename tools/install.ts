@@ -260,10 +260,15 @@ export async function install(args: InstallArgs, out: (line: string) => void): P
   }
 
   // 2. Cache every dependency with it, so the first `jobsctl` downloads nothing.
+  // `--reload=npm:` fetches each package's registry entry as well as its
+  // files: a cache filled from the lockfile alone (as `deno task install`
+  // itself fills it, before this step) lacks the entries of the packages the
+  // library names in full (`npm:zod@4.6.7`), and Deno then fetches them
+  // again at every start, so every command would need the network.
   await run(
-    `caching the dependencies with "${show(deno)} install --entrypoint"`,
+    `caching the dependencies with "${show(deno)} cache --reload=npm:"`,
     deno,
-    ["install", "--entrypoint", "--no-check", "--config", config, main],
+    ["cache", "--reload=npm:", "--config", config, main],
     root,
   );
   out(`cached the dependencies of ${show(main)}`);

@@ -174,7 +174,7 @@ export async function runDaemon(options: DaemonOptions, deps: DaemonDeps): Promi
   }
   // Every schedule's worker must be one the daemon has; later reloads are checked the same way.
   source.checkWorkers(module, moduleWorkers.map((w) => w.name));
-  const checked = await source.reload();
+  const checked = await source.verify();
   if (!checked.ok) {
     source.close();
     throw new CommandFailed(

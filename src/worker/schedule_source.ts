@@ -89,7 +89,26 @@ export class ScheduleSource {
    * `config.unchanged`.
    */
   async reload(): Promise<ReloadResult> {
+    return await this.#reload(true);
+  }
+
+  /**
+   * Loads the file again with the checks set since it was opened (the
+   * daemon's workers), like {@linkcode ScheduleSource.reload} but logging
+   * nothing: the daemon's start, which reports a refusal itself.
+   */
+  async verify(): Promise<ReloadResult> {
+    return await this.#reload(false);
+  }
+
+  async #reload(log: boolean): Promise<ReloadResult> {
     const result = await loadSchedules(this.path, this.#load);
+    if (!log) {
+      if (result.ok) this.#config = result.config;
+      return result.ok
+        ? { ok: true, changed: false, config: result.config }
+        : { ok: false, errors: result.errors };
+    }
     if (!result.ok) {
       this.#logger("config.rejected", {
         file: this.path,

@@ -137,3 +137,22 @@ Deno.test({
 function escape(text: string): string {
   return text.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
 }
+
+Deno.test({
+  name: "after deno task install into an empty Deno cache, the first commands download nothing",
+  sanitizeResources: false,
+  sanitizeOps: false,
+  fn: async () => {
+    await using home = await cleanHome({ freshCache: true });
+    const checkout = `${home.root}/checkout`;
+    await copyCheckout(checkout);
+    const env = home.env();
+    const installed = await runInstall(checkout, env);
+    assert.equal(installed.code, 0, `${installed.stdout}\n${installed.stderr}`);
+    for (const args of [["status", "--db", `${home.root}/none.db`], ["check"], ["runbook"]]) {
+      const ran = await runIn(checkout, env, `${home.bin}/jobsctl`, args);
+      assert.doesNotMatch(ran.stderr, /Download/, `jobsctl ${args.join(" ")} downloaded`);
+      assert.match(ran.stdout, /\S/, `jobsctl ${args.join(" ")} printed nothing: ${ran.stderr}`);
+    }
+  },
+});

@@ -57,13 +57,17 @@ export interface CleanHome {
 /** Variables of the parent that would point the child at the parent's folders. */
 const DROPPED = new Set(["INIT_CWD", "DENO_DIR", "DENO_INSTALL_ROOT"]);
 
-/** Makes a clean HOME whose path has a space, so every quote of the installer is exercised. */
-export async function cleanHome(): Promise<CleanHome> {
+/**
+ * Makes a clean HOME whose path has a space, so every quote of the installer
+ * is exercised. With `freshCache`, DENO_DIR is an empty folder in it too (the
+ * packages come from the npm registry), as on a machine that never ran Deno.
+ */
+export async function cleanHome(options: { freshCache?: boolean } = {}): Promise<CleanHome> {
   const dir = await tempDir();
   const root = `${dir.path}/with space`;
   const home = `${root}/home dir`;
   await Deno.mkdir(home, { recursive: true });
-  const cache = await denoDir();
+  const cache = options.freshCache ? `${root}/deno cache` : await denoDir();
   const inherited = Object.entries(Deno.env.toObject())
     .filter(([name]) => !/^(JOBS_|XDG_)/.test(name) && !DROPPED.has(name));
   return {

@@ -127,6 +127,9 @@ Deno.test("every reload logs where things stand: rejected, then reloaded when fi
     await Deno.writeTextFile(path, file(["a"]));
     const log = recorder();
     const source = await ScheduleSource.open(path, log.logger);
+    // The daemon's start check logs nothing: its first line is not a stale "unchanged".
+    assert.equal((await source.verify()).ok, true);
+    assert.equal(log.events.length, 0);
 
     await source.reload();
     assert.deepEqual(log.events.map((e) => e.event), ["config.unchanged"]);
