@@ -49,7 +49,10 @@ export async function execute(
 ): Promise<JobResult> {
   const base: Base = { id: job.id, fence: job.fence, attempt: job.attempt, startedAt };
   if (job.occurrence !== null) base.occurrence = job.occurrence;
-  const settings = runSettingsOf(job.meta);
+  // Meta is parsed once, here, for the run settings and for ctx.job.meta;
+  // the common empty meta is not parsed at all.
+  const meta = metaOf(job.meta);
+  const settings = meta === EMPTY ? NO_SETTINGS : runSettingsOf(meta);
   if (settings.definition !== undefined) base.definition = settings.definition;
   const worker = deps.registry.get(job.worker);
   if (!worker) {
@@ -62,7 +65,13 @@ export async function execute(
   } catch (error) {
     return { ...base, outcome: "discarded", error: `invalid args: ${describeError(error)}` };
   }
-  const ctx = new Context(job, control.signal, settings, settings.timeoutMs ?? worker.timeout);
+  const ctx = new Context(
+    job,
+    meta,
+    control.signal,
+    settings,
+    settings.timeoutMs ?? worker.timeout,
+  );
   try {
     const outcome = ctx.timeoutMs === undefined || worker.selfTimed
       ? await worker.perform(args, ctx)
@@ -95,18 +104,33 @@ function withTimeout(
   return Promise.race([running, timer]).finally(() => stopTimer.abort()) as Promise<Outcome>;
 }
 
-/** The context of one attempt; meta and tags are parsed only if read. */
+const EMPTY: Record<string, unknown> = Object.freeze({});
+const NO_SETTINGS: RunSettings = Object.freeze({});
+
+/** A job's meta text parsed; {@linkcode EMPTY} for `{}` and for text that is not an object. */
+function metaOf(text: string): Record<string, unknown> {
+  if (text === "{}") return EMPTY;
+  try {
+    const parsed = JSON.parse(text);
+    return parsed !== null && typeof parsed === "object" && !Array.isArray(parsed) ? parsed : EMPTY;
+  } catch {
+    return EMPTY;
+  }
+}
+
+/** The context of one attempt; tags are parsed only if read. */
 class Context implements JobContext {
   readonly job: JobView;
   /** What `output()` kept, raw. */
   kept: string | null = null;
   constructor(
     claimed: ClaimedJob,
+    meta: Record<string, unknown>,
     readonly signal: AbortSignal,
     readonly settings: RunSettings,
     readonly timeoutMs: number | undefined,
   ) {
-    this.job = new JobView(claimed);
+    this.job = new JobView(claimed, meta);
   }
   get attempt(): number {
     return this.job.claimed.attempt;
@@ -125,7 +149,10 @@ class Context implements JobContext {
 class JobView {
   #meta: Record<string, unknown> | undefined;
   #tags: string[] | undefined;
-  constructor(readonly claimed: ClaimedJob) {}
+  constructor(readonly claimed: ClaimedJob, meta: Record<string, unknown>) {
+    // The shared empty object is not handed out: a worker may write to its meta.
+    if (meta !== EMPTY) this.#meta = meta;
+  }
   get id(): number {
     return this.claimed.id;
   }
