@@ -39,6 +39,7 @@ export function main(args: string[]): Promise<number> {
     },
     exit: (code) => Deno.exit(code),
     confirm: (question) => Promise.resolve(Deno.stdin.isTerminal() && confirm(question)),
+    readStdin: () => new Response(Deno.stdin.readable).text(),
     demo: async ({ db }) => {
       await runDemo({ db, clock, logger, write: (line) => console.log(line), color });
     },

@@ -8,6 +8,7 @@
  * deno task bench                              # every phase, RUNS=3
  * PHASES=process,latency RUNS=1 deno task bench
  * PHASES=tui deno task bench                   # the dashboard's reads at 100,000 jobs
+ * PHASES=prune RUNS=1 deno task bench          # the pruner on 1,000,000 final jobs
  * ```
  *
  * Each phase runs RUNS times on a fresh temporary file; the table shows
@@ -21,9 +22,19 @@
 
 import { defineWorker, type JobContext, type Jobs, openJobs, silentLogger } from "../src/mod.ts";
 import { completedOf, CONCURRENCY, epochNow, NOOP, readLines } from "./shared.ts";
+import { phasePrune } from "./prune.ts";
 import { phaseTui } from "./tui.ts";
 
-const ALL_PHASES = ["bulk", "single", "process", "process3", "latency", "cross", "tui"] as const;
+const ALL_PHASES = [
+  "bulk",
+  "single",
+  "process",
+  "process3",
+  "latency",
+  "cross",
+  "tui",
+  "prune",
+] as const;
 type Phase = typeof ALL_PHASES[number];
 
 const env = (name: string, fallback: number): number => {
@@ -51,6 +62,10 @@ const CFG = {
   tuiN: env("TUI_N", 100_000),
   /** Times the tui phase repeats each read (it reports the median). */
   tuiReps: env("TUI_REPS", 9),
+  /** Final jobs in the backlog the prune phase deletes. */
+  pruneN: env("PRUNE_N", 1_000_000),
+  /** Rows per transaction of the pruner in the prune phase (the daemon's default). */
+  pruneBatch: env("PRUNE_BATCH", 1000),
   pollMs: 5,
   timeoutMs: env("TIMEOUT_MS", 60_000),
 };
@@ -434,7 +449,7 @@ async function clockOffset(child: Child): Promise<number> {
 interface Row {
   key: string;
   label: string;
-  unit: "jobs/s" | "ms" | "s";
+  unit: "jobs/s" | "rows/s" | "ms" | "s";
   values: number[];
 }
 
@@ -447,8 +462,10 @@ function record(key: string, label: string, unit: Row["unit"], value: number): v
   row.values.push(value);
 }
 
+const perSecond = (unit: Row["unit"]) => unit === "jobs/s" || unit === "rows/s";
+
 const fmt = (unit: Row["unit"], v: number) =>
-  unit === "jobs/s"
+  perSecond(unit)
     ? Math.round(v).toLocaleString("en-US")
     : unit === "s"
     ? v.toFixed(1)
@@ -531,6 +548,32 @@ async function runPhase(phase: Phase, run: number): Promise<void> {
       );
       break;
     }
+    case "prune": {
+      const v = await withFreshFile((file) =>
+        phasePrune(file, { n: CFG.pruneN, batch: CFG.pruneBatch }, log)
+      );
+      const n = CFG.pruneN.toLocaleString("en-US");
+      record("prune_build_s", `prune: build ${n} final jobs`, "s", v.buildMs / 1000);
+      record("prune_rows_per_s", `prune: ${n} jobs, batch ${CFG.pruneBatch}`, "rows/s", v.rowsPerS);
+      record(
+        "prune_claims_per_s",
+        "prune: claims beside it, one at a time",
+        "jobs/s",
+        v.claimsPerS,
+      );
+      record(
+        "prune_claim_wait_max_ms",
+        "prune: longest wait between claims",
+        "ms",
+        v.claimWaitMaxMs,
+      );
+      log(
+        `run ${run} prune: ${fmt("rows/s", v.rowsPerS)} rows/s, ${
+          fmt("jobs/s", v.claimsPerS)
+        } claims/s beside it, longest wait ${v.claimWaitMaxMs.toFixed(1)} ms`,
+      );
+      break;
+    }
   }
   log(`  (${((performance.now() - started) / 1000).toFixed(1)} s)`);
 }
@@ -601,6 +644,10 @@ const KEYS = [
   "tui_count_ms",
   "tui_throughput_ms",
   "tui_dead_letters_ms",
+  "prune_build_s",
+  "prune_rows_per_s",
+  "prune_claims_per_s",
+  "prune_claim_wait_max_ms",
 ];
 for (const key of KEYS) {
   const row = rows.get(key);
@@ -609,7 +656,7 @@ for (const key of KEYS) {
     continue;
   }
   const m = median(row.values);
-  result[key] = row.unit === "jobs/s" ? Math.round(m) : Math.round(m * 1000) / 1000;
+  result[key] = perSecond(row.unit) ? Math.round(m) : Math.round(m * 1000) / 1000;
 }
 Object.assign(result, {
   runs: CFG.runs,

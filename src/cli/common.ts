@@ -19,8 +19,8 @@ import { JOB_STATES, type JobState } from "../kernel/types.ts";
 import { tryParseDuration } from "../schedule/durations.ts";
 import type { JobFilter } from "../store/store.ts";
 import { didYouMean } from "../text/suggest.ts";
-import { escapeControl } from "../text/escape.ts";
 import type { Logger } from "../worker/logger.ts";
+import { echo } from "./text.ts";
 
 /** What the commands may touch, chosen by main.ts. */
 export interface CliDeps {
@@ -57,6 +57,11 @@ export interface CliDeps {
    * false when nobody can answer (stdin is not a terminal).
    */
   confirm: (question: string) => Promise<boolean>;
+  /**
+   * Reads standard input to its end, as text (`jobs enqueue --args -`):
+   * args too large for one argv argument, which Linux caps at 128 KiB.
+   */
+  readStdin: () => Promise<string>;
 }
 
 /** Raised by a command that ran and failed: its message is printed, exit code 1 (2: usage). */
@@ -118,7 +123,7 @@ export function parseInstant(value: string): number {
     return Temporal.Instant.from(value).epochMilliseconds;
   } catch {
     throw new InvalidArgumentError(
-      `"${value}" is not an ISO instant with an offset, such as 2026-03-08T00:00:00Z`,
+      `"${echo(value)}" is not an ISO instant with an offset, such as 2026-03-08T00:00:00Z`,
     );
   }
 }
@@ -127,7 +132,7 @@ export function parseInstant(value: string): number {
 export function parseCount(value: string): number {
   const n = Number(value);
   if (!Number.isInteger(n) || n < 1 || n > 10_000) {
-    throw new InvalidArgumentError(`"${value}" is not a whole number from 1 to 10000`);
+    throw new InvalidArgumentError(`"${echo(value)}" is not a whole number from 1 to 10000`);
   }
   return n;
 }
@@ -137,7 +142,9 @@ export function wholeNumber(min: number, max: number): (value: string) => number
   return (value: string): number => {
     const n = Number(value);
     if (!/^\s*-?\d+\s*$/.test(value) || n < min || n > max) {
-      throw new InvalidArgumentError(`"${value}" is not a whole number from ${min} to ${max}`);
+      throw new InvalidArgumentError(
+        `"${echo(value)}" is not a whole number from ${min} to ${max}`,
+      );
     }
     return n;
   };
@@ -146,16 +153,28 @@ export function wholeNumber(min: number, max: number): (value: string) => number
 /** A commander parser for a duration such as `7d` or `1h30m`, in ms. */
 export function parseDuration(value: string): number {
   const parsed = tryParseDuration(value);
-  if (!parsed.ok) throw new InvalidArgumentError(`"${value}" ${parsed.reason}`);
+  if (!parsed.ok) throw new InvalidArgumentError(`"${echo(value)}" ${parsed.reason}`);
   return parsed.ms;
 }
 
 /** A commander parser for a JSON value. */
 export function parseJson(value: string): unknown {
+  const parsed = tryParseJson(value);
+  if (!parsed.ok) throw new InvalidArgumentError(`"${echo(value)}" ${parsed.reason}`);
+  return parsed.value;
+}
+
+/**
+ * `text` as JSON, or why it is not JSON (`is not JSON: Unexpected token ...`,
+ * the parser's words escaped and cut: V8 quotes a piece of the input).
+ */
+export function tryParseJson(
+  text: string,
+): { ok: true; value: unknown } | { ok: false; reason: string } {
   try {
-    return JSON.parse(value);
+    return { ok: true, value: JSON.parse(text) };
   } catch (error) {
-    throw new InvalidArgumentError(`"${value}" is not JSON: ${(error as Error).message}`);
+    return { ok: false, reason: `is not JSON: ${echo((error as Error).message, 120)}` };
   }
 }
 
@@ -168,7 +187,7 @@ export function collect(value: string, previous: string[] = []): string[] {
 export function parseJobId(value: string): number {
   const n = Number(value);
   if (!/^\d+$/.test(value) || !Number.isSafeInteger(n) || n < 1) {
-    throw new CommandFailed(`job id "${escapeControl(value)}" is not a whole number >= 1`, 2);
+    throw new CommandFailed(`job id "${echo(value)}" is not a whole number >= 1`, 2);
   }
   return n;
 }
@@ -179,13 +198,11 @@ export function parseStates(value: string): JobState[] {
   for (const s of states) {
     if (!(JOB_STATES as readonly string[]).includes(s)) {
       throw new InvalidArgumentError(
-        `"${escapeControl(s)}" is not a state (${JOB_STATES.join(", ")})${
-          didYouMean(s, JOB_STATES)
-        }`,
+        `"${echo(s)}" is not a state (${JOB_STATES.join(", ")})${didYouMean(s, JOB_STATES)}`,
       );
     }
   }
-  if (states.length === 0) throw new InvalidArgumentError(`"${value}" names no state`);
+  if (states.length === 0) throw new InvalidArgumentError(`"${echo(value)}" names no state`);
   return states as JobState[];
 }
 

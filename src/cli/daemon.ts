@@ -12,6 +12,13 @@
  * answers 503 while the store refuses the node's writes, which the runtime
  * rides out (backs off, keeps unwritten results, fails no job).
  *
+ * A store whose file is deleted or replaced while the daemon runs is not
+ * ridden out: every write since went into a file nobody can reach. The
+ * daemon logs `store.degraded` with the reason, /readyz says so, it stops
+ * claiming, lets running jobs finish within the grace period (their results
+ * cannot be recorded: each is logged as `job.unrecorded`), and exits 1
+ * saying the last writes are lost; it creates no new file itself.
+ *
  * Besides the command and HTTP runners it registers the fan-out runner and
  * the TypeScript workers of the module the file names (`workers:`). A job
  * started by `jobs run` for a manual schedule carries the schedule's
@@ -30,15 +37,18 @@ import { fanoutWorker } from "../runners/fanout.ts";
 import { loadWorkersModule } from "../runners/workers_module.ts";
 import { defineWorker, type Worker } from "../kernel/worker.ts";
 import type { Schedule } from "../schedule/types.ts";
+import type { StoreLostError } from "../store/errors.ts";
 import type { Store } from "../store/store.ts";
 import type { Logger } from "../worker/logger.ts";
 import { ScheduleSource } from "../worker/schedule_source.ts";
 import { type HttpServer, startHttpServer } from "../http/server.ts";
 import { MetricsRegistry, type MetricsSnapshot } from "../http/metrics.ts";
+import { prunerSettings } from "../worker/pruner.ts";
 import type { Runtime } from "../worker/runtime.ts";
 import type { Command } from "commander";
 import { type CliDeps, CommandFailed, configPath, dbPath, globalOptions, quiet } from "./common.ts";
-import { locationProblem } from "./open_store.ts";
+import { locationProblem, openFailure } from "./open_store.ts";
+import { escapeControl } from "../text/escape.ts";
 
 /** Registers `jobs daemon` on the program. */
 export function registerDaemonCommand(program: Command, deps: CliDeps): void {
@@ -187,7 +197,7 @@ export async function runDaemon(options: DaemonOptions, deps: DaemonDeps): Promi
   const wake = { queues: (_queues: Iterable<string>): void => {} };
   // Command groups are recorded next to the store, shared by every daemon on it.
   const groupsDir = `${options.db}.groups`;
-  const jobs = await openJobs(options.db, {
+  const jobs: Awaited<ReturnType<typeof openJobs>> = await openJobs(options.db, {
     clock,
     logger,
     sqlite: busyTimeoutMs === undefined ? undefined : { busyTimeoutMs },
@@ -204,6 +214,9 @@ export async function runDaemon(options: DaemonOptions, deps: DaemonDeps): Promi
       }),
       ...moduleWorkers,
     ].map((worker) => guardEnvironment(worker, options.environment)),
+  }).catch((error) => {
+    source.close();
+    throw new CommandFailed(`jobs daemon: ${openFailure(options.db, error)}`);
   });
   const queues = options.queues ?? queuesOf(source);
   await applyPausedQueues(jobs.store, clock.now(), source, logger);
@@ -214,6 +227,12 @@ export async function runDaemon(options: DaemonOptions, deps: DaemonDeps): Promi
     node: options.node,
     environment: options.environment,
     schedules: () => source.config.schedules,
+    // The file's `pruner:`, read before each pass: a reload applies from the next one.
+    pruneMs: () => prunerSettings(source.config.pruner).everyMs,
+    pruner: () => {
+      const { batch, retention } = prunerSettings(source.config.pruner);
+      return { batch, retention };
+    },
   });
   wake.queues = (queues) => runtime.wake(queues);
   let http: HttpServer;
@@ -252,6 +271,7 @@ export async function runDaemon(options: DaemonOptions, deps: DaemonDeps): Promi
     listen: http.addr ? `${http.addr.hostname}:${http.addr.port}` : "off",
   });
 
+  // The first stop signal, or the store's loss (then a signal afterwards is the operator insisting).
   const stopped = new Promise<string>((resolve) => {
     const stop = stopSignals({
       clock,
@@ -264,14 +284,34 @@ export async function runDaemon(options: DaemonOptions, deps: DaemonDeps): Promi
     });
     unsubscribe.push(deps.onSignal("SIGTERM", () => stop("SIGTERM")));
     unsubscribe.push(deps.onSignal("SIGINT", () => stop("SIGINT")));
+    unsubscribe.push(runtime.health.onLost(() => stop(STORE_LOST)));
   });
   const signal = await stopped;
-  logger("daemon.stopping", { signal, graceMs: options.shutdownGraceMs, running: runtime.running });
+  if (signal === STORE_LOST) {
+    logger("daemon.store_lost", {
+      db: options.db,
+      error: runtime.health.lost?.message,
+      running: runtime.running,
+      unrecorded: runtime.unrecorded,
+      graceMs: options.shutdownGraceMs,
+      note: "the results of running and finished jobs cannot be written anywhere durable; " +
+        "running jobs may finish within the grace period, then the daemon exits",
+    });
+  } else {
+    logger("daemon.stopping", {
+      signal,
+      graceMs: options.shutdownGraceMs,
+      running: runtime.running,
+    });
+  }
   source.close();
   await jobs.close({ grace: options.shutdownGraceMs });
   await http.close();
   for (const off of unsubscribe) off();
-  logger("daemon.stopped", { node: runtime.node });
+  // Lost before or while stopping: the last writes went nowhere, which exit 0 would hide.
+  const lost = runtime.health.lost;
+  logger("daemon.stopped", { node: runtime.node, ...(lost ? { reason: STORE_LOST } : {}) });
+  if (lost) throw new CommandFailed(`jobs daemon: ${lostMessage(options.db, lost)}`);
 }
 
 /**
@@ -345,8 +385,22 @@ export function snapshotOf(
 export function degradedReason(runtime: Runtime): string | null {
   const status = runtime.health.status();
   if (status.ok) return null;
+  if (status.lost) return `${status.error}; the daemon is stopping`;
   return `store calls failing since ${new Date(status.since).toISOString()} ` +
     `(${status.source}: ${status.error})`;
+}
+
+/** What the daemon's stop is waiting for when the store was lost rather than a signal sent. */
+const STORE_LOST = "store lost";
+
+/** The daemon's last line after its store's file was deleted or replaced under it. */
+function lostMessage(db: string, lost: StoreLostError): string {
+  const where = `"${escapeControl(db)}"`;
+  return lost.replaced
+    ? `the database file ${where} was replaced while the daemon ran (${lost.change}); its last ` +
+      `writes are lost; restart the daemon to use the file now at that path`
+    : `the database file ${where} was deleted while the daemon ran; its last writes are ` +
+      `lost; restart the daemon to create a new one`;
 }
 
 /** `JOBS_BUSY_TIMEOUT` in ms, or undefined when unset; exit 2 naming the value when not a number. */

@@ -8,14 +8,17 @@
  * store already use. `--force` enqueues anyway, for a worker defined
  * elsewhere (a library user's own process).
  *
- * One of the three commands that may create the store.
+ * The args come from `--args <json>`, `--args-file <path>` or `--args -`
+ * (standard input): Linux caps one argv argument at 128 KiB, below the
+ * 256 KiB args limit. The store must exist unless `--create` is given, so
+ * a mistyped `--db` or a vanished file is an error, not a new empty store.
  *
  * @module
  */
 
 import type { Command } from "commander";
 import { enqueueJob } from "../admin/actions.ts";
-import { buildJob, EnqueueError, type EnqueueOptions } from "../kernel/enqueue.ts";
+import { buildJob, EnqueueError, type EnqueueOptions, serializeArgs } from "../kernel/enqueue.ts";
 import type { UniqueOptions } from "../kernel/unique.ts";
 import { defineWorker } from "../kernel/worker.ts";
 import { COMMAND_WORKER } from "../runners/command.ts";
@@ -32,18 +35,21 @@ import {
   parseInstant,
   parseJson,
   quiet,
+  tryParseJson,
   who,
   wholeNumber,
 } from "./common.ts";
 import { configIfAny } from "./config.ts";
 import { locationProblem, withStore } from "./open_store.ts";
-import { cell } from "./text.ts";
+import { cell, echo, firstLine } from "./text.ts";
 
 /** The workers every daemon has, whatever its configuration. */
 export const RUNNER_WORKERS: readonly string[] = [COMMAND_WORKER, HTTP_WORKER, FANOUT_WORKER];
 
 interface EnqueueCliOptions {
-  args: unknown;
+  args?: string;
+  argsFile?: string;
+  create?: boolean;
   meta?: unknown;
   queue?: string;
   priority?: number;
@@ -71,7 +77,8 @@ export function registerEnqueueCommand(program: Command, deps: CliDeps): void {
       program.command("enqueue")
         .description("enqueue one job of a worker; a daemon that defines the worker runs it")
         .argument("<worker>", "the worker's name")
-        .option("--args <json>", "the job's args as JSON", parseJson, {})
+        .option("--args <json>", "the job's args as JSON; - reads them from standard input")
+        .option("--args-file <path>", "the job's args as JSON, read from this file")
         .option("--queue <name>", "the queue (default: default)")
         .option("--priority <n>", "0 (first) to 9 (last)", wholeNumber(0, 9))
         .option(
@@ -109,9 +116,10 @@ export function registerEnqueueCommand(program: Command, deps: CliDeps): void {
         .option(
           "--force",
           "enqueue a worker this configuration does not define (one run by another process)",
-        ),
+        )
+        .option("--create", "create and migrate the store when its file is missing"),
       {
-        db: { mode: "create" },
+        db: { mode: "write" },
         config: { for: "whose workers: module names the workers (read when it exists)" },
         json: true,
         audit: { reason: "optional" },
@@ -131,14 +139,15 @@ async function enqueueCommand(
 ): Promise<void> {
   if (!isWorkerName(worker)) {
     throw new CommandFailed(
-      `jobs enqueue: worker "${cell(worker)}" is not a printable identifier: 1-128 letters, ` +
+      `jobs enqueue: worker "${echo(worker)}" is not a printable identifier: 1-128 letters, ` +
         `digits or ._:/- starting with a letter or digit`,
       2,
     );
   }
   const enqueue = enqueueOptions(options);
+  const args = await readArgs(options, deps);
   // Refused args and options are a wrong command line (exit 2), whatever the worker.
-  usage(() => buildJob(worker, options.args, enqueue, deps.clock.now()));
+  usage(() => buildJob(worker, args, enqueue, deps.clock.now()));
   const db = dbPath(options.db, deps);
   const check = !options.force && !RUNNER_WORKERS.includes(worker);
   const defined = check
@@ -151,12 +160,13 @@ async function enqueueCommand(
   const known = !check || defined.includes(worker);
   // Without a store no job uses any worker: refuse before creating one.
   if (!known && await locationProblem(db, "read", deps.program)) unknownWorker(worker, defined);
-  await withStore("enqueue", db, "create", deps, async (store) => {
+  if (!options.create) await requireStoreFile(db, deps.program);
+  await withStore("enqueue", db, options.create ? "create" : "write", deps, async (store) => {
     if (!known) {
       const used = await store.workersList();
       if (!used.includes(worker)) unknownWorker(worker, [...defined, ...used]);
     }
-    const result = await enqueueJob(store, worker, options.args, enqueue, who(options, deps));
+    const result = await enqueueJob(store, worker, args, enqueue, who(options, deps));
     if (options.json) {
       deps.out(JSON.stringify(result));
     } else if (result.duplicate) {
@@ -174,13 +184,84 @@ async function enqueueCommand(
   });
 }
 
+/**
+ * A missing store file is an error naming it, with the ways to create one:
+ * `enqueue` creates the store only when asked (`--create`), so a vanished
+ * file or a mistyped `--db` never becomes a fresh empty store.
+ */
+async function requireStoreFile(db: string, program: string): Promise<void> {
+  const problem = await locationProblem(db, "write", program);
+  if (problem === null) return;
+  // Only the file is missing when `create` would find nothing wrong.
+  const onlyFile = await locationProblem(db, "create", program) === null;
+  throw new CommandFailed(`jobs enqueue: ${problem}${onlyFile ? ", or add --create" : ""}`);
+}
+
+/**
+ * The job's args: `--args`, `--args-file` or standard input (`--args -`),
+ * parsed and size-checked, every refusal naming where they came from.
+ * Without either option the args are `{}`.
+ */
+async function readArgs(options: EnqueueCliOptions, deps: CliDeps): Promise<unknown> {
+  if (options.args !== undefined && options.argsFile !== undefined) {
+    throw new CommandFailed(`jobs enqueue: give --args or --args-file, not both`, 2);
+  }
+  // `where` names the source in a refusal; `quoted` also quotes an inline value.
+  let text: string;
+  let where: string;
+  let quoted: string;
+  if (options.argsFile !== undefined) {
+    where = quoted = `--args-file "${echo(options.argsFile)}"`;
+    text = await readArgsFile(options.argsFile, where);
+  } else if (options.args === "-") {
+    where = quoted = "--args - (standard input)";
+    text = await deps.readStdin();
+  } else if (options.args !== undefined) {
+    where = "--args";
+    quoted = `--args "${echo(options.args)}"`;
+    text = options.args;
+  } else return {};
+  const parsed = tryParseJson(text);
+  if (!parsed.ok) throw new CommandFailed(`jobs enqueue: ${quoted} ${parsed.reason}`, 2);
+  // The kernel's limit, checked here so that the refusal names the source.
+  usage(() => serializeArgs(parsed.value, where));
+  return parsed.value;
+}
+
+/** The text of `path`, or the command fails naming it and why it cannot be read. */
+async function readArgsFile(path: string, where: string): Promise<string> {
+  let bytes: Uint8Array;
+  try {
+    bytes = await Deno.readFile(path);
+  } catch (error) {
+    throw new CommandFailed(`jobs enqueue: cannot read ${where}: ${readProblem(error)}`, 2);
+  }
+  try {
+    return new TextDecoder("utf-8", { fatal: true }).decode(bytes);
+  } catch {
+    throw new CommandFailed(`jobs enqueue: ${where} is not UTF-8 text`, 2);
+  }
+}
+
+/** Why a file could not be read, in a few words. */
+function readProblem(error: unknown): string {
+  if (error instanceof Deno.errors.NotFound) return "no such file";
+  if (error instanceof Deno.errors.PermissionDenied) return "permission denied";
+  if (error instanceof Deno.errors.IsADirectory) return "it is a directory";
+  if (error instanceof Deno.errors.NotADirectory) return "a part of the path is not a directory";
+  // Deno appends `: readfile '<path>'`, which the message names already.
+  const message = error instanceof Error ? error.message : String(error);
+  return echo(firstLine(message).replace(/: \w+ '[\s\S]*$/, ""), 160);
+}
+
 /** Runs `check`; an {@linkcode EnqueueError} it throws fails the command with exit code 2. */
 function usage(check: () => unknown): void {
   try {
     check();
   } catch (error) {
     if (error instanceof EnqueueError) {
-      throw new CommandFailed(`jobs enqueue: ${cell(error.message)}`, 2);
+      // The kernel's message quotes the value it refuses (a queue name): cut it.
+      throw new CommandFailed(`jobs enqueue: ${echo(error.message, 400)}`, 2);
     }
     throw error;
   }
@@ -199,9 +280,9 @@ function isWorkerName(name: string): boolean {
 function unknownWorker(worker: string, known: string[]): never {
   const names = [...new Set(known)].sort();
   throw new CommandFailed(
-    `jobs enqueue: no daemon of this configuration defines worker "${cell(worker)}"; ` +
-      `known: ${names.map((n) => `"${cell(n)}"`).join(", ")} (--force enqueues it anyway, ` +
-      `for a worker another process defines)${cell(didYouMean(worker, names))}`,
+    `jobs enqueue: no daemon of this configuration defines worker "${echo(worker)}"; ` +
+      `known: ${names.map((n) => `"${echo(n)}"`).join(", ")} (--force enqueues it anyway, ` +
+      `for a worker another process defines)${echo(didYouMean(worker, names))}`,
   );
 }
 
@@ -233,14 +314,14 @@ function uniqueOptions(options: EnqueueCliOptions): UniqueOptions {
     parsedBy = { keys: by.slice(5).split(",").map((k) => k.trim()) };
   } else {
     throw new CommandFailed(
-      `jobs enqueue: --unique-by "${cell(by)}" must be args, worker or keys:a,b`,
+      `jobs enqueue: --unique-by "${echo(by)}" must be args, worker or keys:a,b`,
       2,
     );
   }
   const statesGiven = options.uniqueStates;
   if (statesGiven !== undefined && statesGiven !== "incomplete" && statesGiven !== "all") {
     throw new CommandFailed(
-      `jobs enqueue: --unique-states "${cell(statesGiven)}" must be incomplete or all`,
+      `jobs enqueue: --unique-states "${echo(statesGiven)}" must be incomplete or all`,
       2,
     );
   }

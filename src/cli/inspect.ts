@@ -42,7 +42,7 @@ import {
 } from "./common.ts";
 import { loadConfig } from "./config.ts";
 import { openStore, tryOpenStore } from "./open_store.ts";
-import { block, cell, firstLine, iso, safeJson, table, truncate, when } from "./text.ts";
+import { block, cell, echo, firstLine, iso, safeJson, table, truncate, when } from "./text.ts";
 
 /** How many jobs `jobs ls` prints unless `--limit` says otherwise. */
 export const LS_DEFAULT_LIMIT = 50;
@@ -161,7 +161,7 @@ export async function statusCommand(
     }
     if (!health.reachable) {
       throw new CommandFailed(
-        `jobs status: the store is not readable: ${cell(firstLine(health.error ?? ""))}`,
+        `jobs status: the store is not readable: ${echo(firstLine(health.error ?? ""), 400)}`,
       );
     }
   } finally {
@@ -350,7 +350,7 @@ export async function showCommand(
     if (!detail) {
       const kind = /^\d+$/.test(options.ref) ? "job" : "job with occurrence";
       throw new CommandFailed(
-        `jobs show: no ${kind} "${cell(options.ref)}" in the store "${cell(options.db)}"`,
+        `jobs show: no ${kind} "${echo(options.ref)}" in the store "${echo(options.db)}"`,
       );
     }
     if (options.json) {

@@ -38,7 +38,7 @@ import {
 } from "./common.ts";
 import { loadConfig } from "./config.ts";
 import { withStore } from "./open_store.ts";
-import { cell, commandLine } from "./text.ts";
+import { cell, commandLine, echo } from "./text.ts";
 
 /** Jobs a bulk command looks at when `--limit` is not given. */
 export const DEFAULT_BULK_LIMIT = 1000;
@@ -75,7 +75,7 @@ async function definitionSource(
   if (loaded.errors.length > 0) {
     for (const error of loaded.errors) deps.err(escapeControl(error.message));
     throw new CommandFailed(
-      `jobs ${command}: ${cell(file)} has ${plural(loaded.errors.length, "error")}, so the ` +
+      `jobs ${command}: ${echo(file)} has ${plural(loaded.errors.length, "error")}, so the ` +
         `live definitions cannot be read; nothing changed. Fix it, or add --as-planned to run ` +
         `the definitions the jobs were planned with`,
     );
@@ -152,7 +152,7 @@ function replayCommand(program: Command, deps: CliDeps): void {
         const actor = { ...who(options, deps), reason: options.reason };
         const result = await replayJob(store, ref, actor, !!options.force, source).catch(
           (error) => {
-            throw new CommandFailed(`jobs replay: ${cell(error.message)}`);
+            throw new CommandFailed(`jobs replay: ${echo(error.message, 400)}`);
           },
         );
         const { job } = result;
@@ -164,7 +164,7 @@ function replayCommand(program: Command, deps: CliDeps): void {
           if (options.config !== undefined) again.push("--config", options.config);
           if (options.asPlanned) again.push("--as-planned");
           throw new CommandFailed(
-            `jobs replay: ${name} is executing on ${cell(job.attemptedBy ?? "?")}; ` +
+            `jobs replay: ${name} is executing on ${echo(job.attemptedBy ?? "?")}; ` +
               `nothing changed. To break its lease and replay it, run: ` +
               commandLine(deps.program, again),
           );

@@ -18,7 +18,13 @@
 
 import { dirname } from "node:path";
 import { KNOWN_VERSION, pendingMigrations } from "../store/sqlite/migrations.ts";
-import { openSqliteStore, type SqliteStore } from "../store/sqlite/sqlite_store.ts";
+import { StoreOpenError } from "../store/errors.ts";
+import {
+  explainOpenFailure,
+  openSqliteStore,
+  SchemaTooNewError,
+  type SqliteStore,
+} from "../store/sqlite/sqlite_store.ts";
 import { escapeControl } from "../text/escape.ts";
 import { type CliDeps, CommandFailed } from "./common.ts";
 import { commandLine, firstLine } from "./text.ts";
@@ -73,6 +79,8 @@ export async function tryOpenStore(
     // At the current schema this applies nothing and only prepares the
     // statements; in `create` it applies what is pending.
     const report = await store.migrate({ now: deps.clock.now() });
+    // A file it may not write opens read-only: say so now, not at the first write.
+    if (mode !== "read") await store.checkWritable();
     return {
       ok: true,
       store,
@@ -81,13 +89,25 @@ export async function tryOpenStore(
     };
   } catch (error) {
     await store?.close();
-    const message = firstLine(error instanceof Error ? error.message : String(error));
     return {
       ok: false,
-      problem: `cannot open the store ${where}: ${escapeControl(message)}`,
+      problem: openFailure(db, explainOpenFailure(db, error)),
       schemaVersion: version,
     };
   }
+}
+
+/**
+ * Why the store at `db` did not open, as one line naming it: the reason the
+ * store found by looking at the folder and the file (a missing folder, a
+ * file or folder that is not writable, a read-only file system), a newer
+ * schema, or else SQLite's own message.
+ */
+export function openFailure(db: string, error: unknown): string {
+  if (error instanceof StoreOpenError) return error.message;
+  if (error instanceof SchemaTooNewError) return newerProblem(db, error.found);
+  const message = firstLine(error instanceof Error ? error.message : String(error));
+  return `cannot open the store "${escapeControl(db)}": ${escapeControl(message)}`;
 }
 
 /** The store at `db` in `mode`, or the command fails with one line naming it. */
@@ -151,7 +171,8 @@ export async function locationProblem(
     commandLine(program, ["migrate", "--db", db]);
 }
 
-function newerProblem(db: string, version: number): string {
+/** Why a store at a newer schema than this program's is refused, naming it. */
+export function newerProblem(db: string, version: number): string {
   return `the store "${escapeControl(db)}" is at schema version ${version}, newer than this ` +
     `program knows (${KNOWN_VERSION}); upgrade this program, the store was not modified`;
 }
@@ -181,14 +202,11 @@ export async function pendingFor(
     if (creatable) throw new CommandFailed(`jobs migrate: ${creatable}`);
     return { exists: false, version: 0, migrations: list(0) };
   }
-  const where = `"${escapeControl(db)}"`;
   let store: SqliteStore;
   try {
     store = await openSqliteStore(db, { migrate: false, readOnly: true });
   } catch (error) {
-    throw new CommandFailed(
-      `jobs migrate: cannot open the store ${where}: ${escapeControl((error as Error).message)}`,
-    );
+    throw new CommandFailed(`jobs migrate: ${openFailure(db, error)}`);
   }
   try {
     const version = await store.schemaVersion();

@@ -15,7 +15,6 @@
 
 import { Command, CommanderError } from "commander";
 import { didYouMean, nearest } from "../text/suggest.ts";
-import { escapeControl } from "../text/escape.ts";
 import { type CliDeps, CommandFailed, quiet } from "./common.ts";
 import { registerDaemonCommand } from "./daemon.ts";
 import { registerDemoCommand } from "./demo.ts";
@@ -28,7 +27,7 @@ import { registerQueueCommands } from "./queue_actions.ts";
 import { registerRunbookCommand } from "./runbook.ts";
 import { registerScheduleCommands } from "./schedule_actions.ts";
 import { registerSchedulesCommands } from "./schedules.ts";
-import { commandLine } from "./text.ts";
+import { commandLine, echo, ECHO_MAX } from "./text.ts";
 import { registerTuiCommand } from "./tui.ts";
 import { registerVersionCommand, versionLine } from "./version.ts";
 
@@ -51,10 +50,12 @@ export async function runCli(args: string[], deps: CliDeps): Promise<number> {
       return 2;
     }
     if (error instanceof CommandFailed) {
-      if (error.message) deps.err(error.message);
+      // Each command escapes what it quotes; escaping again changes nothing
+      // there and keeps an overlooked value from acting on the terminal.
+      if (error.message) deps.err(escapeLine(error.message));
       return error.exitCode;
     }
-    deps.err(`jobs: ${escapeControl(error instanceof Error ? error.message : String(error))}`);
+    deps.err(`jobs: ${echo(error instanceof Error ? error.message : String(error), MESSAGE_MAX)}`);
     return 1;
   }
 }
@@ -79,9 +80,9 @@ export function buildProgram(deps: CliDeps): Command {
         if (!command) {
           const names = program.commands.map((c) => c.name());
           throw new CommandFailed(
-            `jobs help: unknown command "${escapeControl(name)}" ` +
+            `jobs help: unknown command "${echo(name)}" ` +
               `(${commandLine(deps.program, ["help"])} lists them)` +
-              escapeControl(didYouMean(name, names)),
+              echo(didYouMean(name, names)),
             2,
           );
         }
@@ -115,19 +116,55 @@ function usageLine(
   error: CommanderError & { command?: string },
   invocation: string,
 ): string {
-  const text = escapeControl(
-    error.message.replace(/^error: /, "").replace(/'([^']*)'/g, '"$1"'),
-  );
   const command = program.commands.find((c) => c.name() === error.command) ?? program;
   const where = error.command ? `jobs ${error.command}` : "jobs";
   const help = commandLine(invocation, error.command ? ["help", error.command] : ["help"]);
-  return `${where}: ${text}${escapeControl(suggestion(program, command, error))} ` +
+  return `${where}: ${usageText(error)}${echo(suggestion(program, command, error))} ` +
     `(run "${help}" for the ${error.command ? "options" : "commands"})`;
+}
+
+/** How many characters of a whole message (holding echoed values) an error shows. */
+const MESSAGE_MAX = 400;
+
+/**
+ * Commander's message with every value it quotes from the command line
+ * echoed (escaped and cut, see {@linkcode echo}). The values are found by
+ * the shape of each message, not by their quotes, which a value may hold
+ * (`--args "{'a':1}"`); what no shape matches is escaped and cut whole.
+ */
+function usageText(error: CommanderError): string {
+  const message = error.message.replace(/^error: /, "");
+  const quote = (value: string) => `"${echo(value)}"`;
+  // `option '<flags>' argument '<value>' is invalid. <why>`. The value ends
+  // at the first `' is invalid.`: one holding those words is cut short, never
+  // shown raw.
+  const option = error.code === "commander.invalidArgument"
+    ? /^option '([^']*)' argument '([\s\S]*?)' is invalid\. ([\s\S]*)$/.exec(message)
+    : null;
+  if (option) {
+    const [, flags, value, why] = option as unknown as [string, string, string, string];
+    // Our parsers' reasons start by quoting what they refuse (`"5x" is not a
+    // duration`, or the one bad state of several): say it once.
+    return why.startsWith('"')
+      ? `option "${flags}": ${echo(why, MESSAGE_MAX)}`
+      : `option "${flags}" value ${quote(value)} is invalid: ${echo(why, MESSAGE_MAX - ECHO_MAX)}`;
+  }
+  const named = /^(unknown option|unknown command) '([\s\S]*)'$/.exec(message);
+  if (named) return `${named[1]} ${quote(named[2]!)}`;
+  const excess = /^(too many arguments[^.:]*\. Expected \d+ arguments? but got \d+): ([\s\S]*)\.$/
+    .exec(message);
+  if (excess) return `${excess[1]!.replace(/'([^']*)'/g, '"$1"')}: ${echo(excess[2]!)}`;
+  return echo(message.replace(/'([^']*)'/g, '"$1"'), MESSAGE_MAX);
+}
+
+/** A command's message, escaped whole (what it escaped already stays as it is), one line at a time. */
+function escapeLine(message: string): string {
+  return message.split("\n").map((line) => echo(line, Infinity)).join("\n");
 }
 
 /** The nearest command or option to the unknown one `error` names, as `; did you mean ...?`. */
 function suggestion(program: Command, command: Command, error: CommanderError): string {
-  const named = /'([^']*)'/.exec(error.message)?.[1];
+  const named = /'([\s\S]*)'/.exec(error.message)?.[1];
   if (named === undefined) return "";
   if (error.code === "commander.unknownCommand") {
     return didYouMean(named, program.commands.map((c) => c.name()));

@@ -37,7 +37,9 @@ interface PruneOptions {
 /** Registers `jobs prune` on the program. */
 export function registerPruneCommand(program: Command, deps: CliDeps): void {
   const keep = (state: keyof typeof DEFAULT_RETENTION) =>
-    `keep ${state} jobs this long (default ${formatDuration(DEFAULT_RETENTION[state])})`;
+    `keep ${state} jobs this long (default: the file's pruner.retention, else ${
+      formatDuration(DEFAULT_RETENTION[state])
+    })`;
   quiet(
     globalOptions(
       program.command("prune")
@@ -61,13 +63,13 @@ export function registerPruneCommand(program: Command, deps: CliDeps): void {
 }
 
 async function pruneCommand(options: PruneOptions, deps: CliDeps): Promise<void> {
-  const retention: Retention = {};
+  // Not lenient: without the file's own retentions, a prune could delete
+  // occurrences a schedule keeps longer (or jobs its `pruner:` keeps longer).
+  const { config } = await configIfAny("prune", options.config, deps);
+  const retention: Retention = { ...config?.pruner?.retention };
   if (options.completed !== undefined) retention.completed = options.completed;
   if (options.cancelled !== undefined) retention.cancelled = options.cancelled;
   if (options.discarded !== undefined) retention.discarded = options.discarded;
-  // Not lenient: without the file's own retentions, a prune could delete
-  // occurrences a schedule keeps longer.
-  const { config } = await configIfAny("prune", options.config, deps);
   const schedules = (config?.schedules ?? [])
     .filter((s) => s.retentionMs !== undefined)
     .map((s) => ({ id: s.id, retentionMs: s.retentionMs! }));

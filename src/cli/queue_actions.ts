@@ -17,7 +17,7 @@ import { didYouMean } from "../text/suggest.ts";
 import { type CliDeps, CommandFailed, dbPath, globalOptions, quiet, who } from "./common.ts";
 import { configIfAny } from "./config.ts";
 import { withStore } from "./open_store.ts";
-import { cell } from "./text.ts";
+import { cell, echo } from "./text.ts";
 
 interface QueueOptions {
   db?: string;
@@ -68,8 +68,8 @@ async function queueCommand(
       const known = await knownQueues(store, loaded.config, deps.clock.now());
       if (!known.includes(queue)) {
         throw new CommandFailed(
-          `jobs ${name}: no queue "${cell(queue)}" is declared in ${cell(file)}, used by a job ` +
-            `or served by a node (--create ${name}s it anyway)${cell(didYouMean(queue, known))}`,
+          `jobs ${name}: no queue "${echo(queue)}" is declared in ${echo(file)}, used by a job ` +
+            `or served by a node (--create ${name}s it anyway)${echo(didYouMean(queue, known))}`,
         );
       }
     }

@@ -20,7 +20,7 @@ import { type CliDeps, CommandFailed, configPath, dbPath, globalOptions, quiet }
 import { requireConfig } from "./config.ts";
 import { scheduleJson } from "./inspect.ts";
 import { tryOpenStore } from "./open_store.ts";
-import { cell, iso, safeJson, shellQuote, when } from "./text.ts";
+import { cell, echo, iso, safeJson, shellQuote, when } from "./text.ts";
 import { didYouMean } from "../text/suggest.ts";
 
 /** One procedure of a schedule's runbook: what it is for and the commands to paste. */
@@ -109,12 +109,12 @@ export async function runbookCommand(
     : config.schedules.filter((s) => s.id === options.id);
   if (schedules.length === 0) {
     const ids = config.schedules.map((s) => s.id);
-    const known = ids.map((id) => `"${cell(id)}"`).join(", ");
+    const known = ids.map((id) => `"${echo(id)}"`).join(", ");
     throw new CommandFailed(
       options.id === undefined
-        ? `jobs runbook: ${cell(options.config)} declares no schedule`
-        : `jobs runbook: no schedule "${cell(options.id)}" in ${cell(options.config)}` +
-          `${cell(didYouMean(options.id, ids))} (it has ${known || "none"})`,
+        ? `jobs runbook: ${echo(options.config)} declares no schedule`
+        : `jobs runbook: no schedule "${echo(options.id)}" in ${echo(options.config)}` +
+          `${echo(didYouMean(options.id, ids))} (it has ${known || "none"})`,
     );
   }
   const opened = await tryOpenStore(options.db, "read", deps);

@@ -29,7 +29,7 @@ import {
 } from "./common.ts";
 import { configIfAny, requireConfig } from "./config.ts";
 import { withStore } from "./open_store.ts";
-import { cell } from "./text.ts";
+import { cell, echo } from "./text.ts";
 
 /** Registers `run`, `disable` and `enable` on the program. */
 export function registerScheduleCommands(program: Command, deps: CliDeps): void {
@@ -82,7 +82,7 @@ async function runNow(id: string, options: RunOptions, deps: CliDeps): Promise<v
   if (!schedule) {
     const ids = config.schedules.map((s) => s.id);
     throw new CommandFailed(
-      `jobs run: no schedule "${cell(id)}" in ${cell(file)}${cell(didYouMean(id, ids))}`,
+      `jobs run: no schedule "${echo(id)}" in ${echo(file)}${echo(didYouMean(id, ids))}`,
     );
   }
   const manual = schedule.rhythm.kind === "manual";
@@ -92,7 +92,7 @@ async function runNow(id: string, options: RunOptions, deps: CliDeps): Promise<v
     note(`guard: ${cell(schedule.guard ?? "(none)")}`);
     if (!options.reason) {
       throw new CommandFailed(
-        `jobs run: schedule "${cell(id)}" is manual: --reason is required`,
+        `jobs run: schedule "${echo(id)}" is manual: --reason is required`,
         2,
       );
     }
@@ -109,7 +109,7 @@ async function runNow(id: string, options: RunOptions, deps: CliDeps): Promise<v
     const result = await runScheduleNow(store, schedule, who(options, deps), environment)
       .catch((error) => {
         const refused = error instanceof GuardRefused ? "refused: " : "";
-        throw new CommandFailed(`jobs run: ${refused}${cell(error.message)}`);
+        throw new CommandFailed(`jobs run: ${refused}${echo(error.message, 400)}`);
       });
     if (options.json) {
       deps.out(JSON.stringify({
@@ -218,7 +218,9 @@ async function toggle(
         ...(loaded.config?.schedules ?? []).map((s) => s.id),
         ...(await store.schedulesList({})).map((s) => s.id),
       ];
-      throw new CommandFailed(`jobs ${name}: ${cell(error.message)}${cell(didYouMean(id, known))}`);
+      throw new CommandFailed(
+        `jobs ${name}: ${echo(error.message, 400)}${echo(didYouMean(id, known))}`,
+      );
     });
     if (options.json) {
       deps.out(JSON.stringify({ schedule: r.id, enabled: r.enabled, was: r.was }));

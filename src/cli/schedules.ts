@@ -8,11 +8,13 @@
  */
 
 import type { Command } from "commander";
+import { formatDuration } from "../schedule/durations.ts";
 import { next } from "../schedule/occurrences.ts";
 import { misfireText, rhythmText } from "../schedule/describe.ts";
 import type { Schedule } from "../schedule/types.ts";
 import type { ScheduleRow } from "../store/store.ts";
 import { didYouMean } from "../text/suggest.ts";
+import { type PrunerSettings, prunerSettings } from "../worker/pruner.ts";
 import {
   type CliDeps,
   CommandFailed,
@@ -26,7 +28,7 @@ import {
 } from "./common.ts";
 import { requireConfig } from "./config.ts";
 import { tryOpenStore } from "./open_store.ts";
-import { cell } from "./text.ts";
+import { cell, echo } from "./text.ts";
 
 const FILE_ONLY = "it reads the schedules file alone, not the store";
 const NO_AUDIT = "it only reads: nothing to audit";
@@ -114,9 +116,17 @@ export async function checkCommand(
     json: options.json,
   });
   const queues = Object.keys(config.queues).length;
+  // A `pruner:` section is shown as the pruner runs it, defaults filled in.
+  const pruner = config.pruner && prunerSettings(config.pruner);
   if (options.json) {
     deps.out(JSON.stringify(
-      { ok: true, file: options.config, schedules: config.schedules.length, queues },
+      {
+        ok: true,
+        file: options.config,
+        schedules: config.schedules.length,
+        queues,
+        ...(pruner ? { pruner } : {}),
+      },
       null,
       2,
     ));
@@ -124,8 +134,15 @@ export async function checkCommand(
   }
   deps.out(
     `${cell(options.config)}: valid, ${plural(config.schedules.length, "schedule")}, ` +
-      plural(queues, "queue"),
+      plural(queues, "queue") + (pruner ? `; ${prunerText(pruner)}` : ""),
   );
+}
+
+/** `pruner every 1m, batch 1000, retention completed 7d, cancelled 30d, discarded 30d`. */
+function prunerText({ everyMs, batch, retention }: PrunerSettings): string {
+  const kept = (["completed", "cancelled", "discarded"] as const)
+    .map((state) => `${state} ${formatDuration(retention[state])}`);
+  return `pruner every ${formatDuration(everyMs)}, batch ${batch}, retention ${kept.join(", ")}`;
 }
 
 /** `jobs next <id>`: the next occurrences of one schedule after `from`. */
@@ -137,10 +154,10 @@ export async function nextCommand(
   const schedule = config.schedules.find((s) => s.id === options.id);
   if (!schedule) {
     const ids = config.schedules.map((s) => s.id);
-    const known = ids.map((id) => `"${cell(id)}"`).join(", ");
+    const known = ids.map((id) => `"${echo(id)}"`).join(", ");
     throw new CommandFailed(
-      `jobs next: no schedule "${cell(options.id)}" in ${cell(options.config)}` +
-        `${cell(didYouMean(options.id, ids))} (it has ${known || "none"})`,
+      `jobs next: no schedule "${echo(options.id)}" in ${echo(options.config)}` +
+        `${echo(didYouMean(options.id, ids))} (it has ${known || "none"})`,
     );
   }
   const occurrences = next(schedule, options.from, options.count);

@@ -17,6 +17,37 @@ export function cell(text: string): string {
   return escapeControl(text).replaceAll("\n", "\\n").replaceAll("\t", "\\t");
 }
 
+/** How many characters of one value an error shows by default (see {@linkcode echo}). */
+export const ECHO_MAX = 200;
+
+/**
+ * A value an error quotes back (what the user typed, or what a file or the
+ * store holds), safe on one line of a terminal: escaped as {@linkcode cell}
+ * escapes, and cut to `max` characters as shown, escapes included, with
+ * `… (N more characters)` naming what was left off. Without the cut, a
+ * 1 MiB `--args` would be printed whole, twice.
+ */
+export function echo(value: string, max: number = ECHO_MAX): string {
+  let shown = "";
+  let width = 0;
+  let rest = 0;
+  for (const char of value) {
+    if (rest > 0) {
+      rest++;
+      continue;
+    }
+    const text = cell(char);
+    const w = text === char ? 1 : text.length;
+    if (width + w > max) {
+      rest = 1;
+      continue;
+    }
+    shown += text;
+    width += w;
+  }
+  return rest === 0 ? shown : `${shown}… (${rest} more character${rest === 1 ? "" : "s"})`;
+}
+
 /** Stored multi-line text, each line escaped and indented. */
 export function block(text: string, indent: string): string[] {
   return text.replace(/\n$/, "").split("\n").map((l) => `${indent}${cell(l)}`);

@@ -164,12 +164,30 @@ export interface Schedule extends Timing {
   fanOut?: FanOut;
 }
 
+/**
+ * The file's `pruner:` section: how the daemon's retention sweep runs. Only
+ * what the file sets is present; the pruner's own defaults (a pass every
+ * 60 s, 1000 rows per transaction, completed jobs kept 7 days, cancelled and
+ * discarded 30) fill the rest, so they are stated in one place
+ * (`worker/pruner.ts`).
+ */
+export interface PrunerConfig {
+  /** How often a pass starts, in ms. */
+  everyMs?: number;
+  /** Rows deleted per write transaction; a pass runs as many as are due. */
+  batch?: number;
+  /** How long final jobs are kept, by state, in ms. */
+  retention?: { completed?: number; cancelled?: number; discarded?: number };
+}
+
 /** A whole `schedules.yaml`, validated. */
 export interface ScheduleConfig {
   version: 1;
   /** Queue name -> settings declared in the file. */
   queues: Record<string, { concurrency: number; paused: boolean }>;
   schedules: Schedule[];
+  /** The `pruner:` section, when the file has one. */
+  pruner?: PrunerConfig;
   /**
    * The `workers:` module, resolved against the schedules file's folder
    * (relative when the file's path is): its exported workers run the

@@ -36,7 +36,10 @@ export function nearest(input: string, candidates: Iterable<string>, limit = 3):
   const lower = input.toLowerCase();
   for (const name of new Set(candidates)) {
     if (name === input) continue;
-    const distance = editDistance(input, name);
+    // The distance is at least the difference in length (exactly it when one
+    // contains the other), so a long input is never compared letter by letter.
+    const gap = Math.abs(input.length - name.length);
+    const distance = gap > 4 ? gap : editDistance(input, name);
     const allowed = Math.min(4, Math.max(1, Math.floor(Math.max(input.length, name.length) / 3)));
     const contains = lower.length >= 3 &&
       (name.toLowerCase().includes(lower) || lower.includes(name.toLowerCase()));

@@ -1,14 +1,31 @@
 /**
- * Pruner: deletes final jobs (and their attempts) older than their retention,
- * in small batches, each its own short transaction, so it never holds the
- * write lock for long.
+ * Pruner: deletes final jobs (and their attempts) older than their retention.
+ *
+ * A pass is sized by what is due, not by a fixed budget: it keeps deleting
+ * while full batches come back, so it keeps up with any completion rate the
+ * runtime sustains (a budget of so many batches per pass lets a busy node
+ * pile up completed rows without bound). Each batch is its own short write
+ * transaction, and the pass yields to the event loop between batches: claims,
+ * results and heartbeats of this process (and other processes waiting for
+ * the write lock) go between two batches, so they wait at most one batch,
+ * never the whole pass.
  *
  * @module
  */
 
+import type { PrunerConfig } from "../schedule/types.ts";
 import type { Store } from "../store/store.ts";
 
 const DAY = 24 * 60 * 60 * 1000;
+
+/** Default retention per final state. */
+export const DEFAULT_RETENTION = { completed: 7 * DAY, cancelled: 30 * DAY, discarded: 30 * DAY };
+
+/** Rows per write transaction when not set. @default 1000 */
+export const DEFAULT_PRUNE_BATCH = 1000;
+
+/** How often the runtime starts a pass when not set, in ms. @default 60_000 */
+export const DEFAULT_PRUNE_EVERY_MS = 60_000;
 
 /** Pruner settings. */
 export interface PrunerOptions {
@@ -17,45 +34,80 @@ export interface PrunerOptions {
    * @default { completed: 7 days, cancelled: 30 days, discarded: 30 days }
    */
   retention?: Partial<Record<"completed" | "cancelled" | "discarded", number>>;
-  /** Rows per transaction. @default 1000 */
+  /** Rows per write transaction: an integer >= 1. @default 1000 */
   batch?: number;
-  /** Transactions per pass; the rest waits for the next pass. @default 20 */
+  /**
+   * Transactions per pass at most; the rest waits for the next pass.
+   * @default no limit: a pass deletes everything due
+   */
   maxBatches?: number;
   /**
    * Schedules with a retention of their own: their final occurrences are
    * kept exactly that long, whatever the retention by state.
    */
   schedules?: { id: string; retentionMs: number }[];
+  /** Ends the pass between two batches (the runtime's shutdown); what was deleted stays deleted. */
+  signal?: AbortSignal;
 }
 
-/** Default retention per final state. */
-export const DEFAULT_RETENTION = { completed: 7 * DAY, cancelled: 30 * DAY, discarded: 30 * DAY };
+/** The pruner's settings with every default filled in. */
+export interface PrunerSettings {
+  /** How often a pass starts, in ms. */
+  everyMs: number;
+  /** Rows per write transaction. */
+  batch: number;
+  /** How long final jobs are kept, by state, in ms. */
+  retention: Record<"completed" | "cancelled" | "discarded", number>;
+}
 
-/** One pruner pass: returns how many jobs it deleted. */
+/**
+ * What the pruner does with the schedules file's `pruner:` section: its
+ * values, and the defaults ({@linkcode DEFAULT_PRUNE_EVERY_MS},
+ * {@linkcode DEFAULT_PRUNE_BATCH}, {@linkcode DEFAULT_RETENTION}) where it
+ * sets none or there is no section.
+ */
+export function prunerSettings(config: PrunerConfig = {}): PrunerSettings {
+  return {
+    everyMs: config.everyMs ?? DEFAULT_PRUNE_EVERY_MS,
+    batch: config.batch ?? DEFAULT_PRUNE_BATCH,
+    retention: { ...DEFAULT_RETENTION, ...config.retention },
+  };
+}
+
+/**
+ * One pruner pass: deletes, batch by batch, every final job that is due at
+ * `now`, and returns how many it deleted.
+ *
+ * @throws {RangeError} when `batch` is not an integer >= 1
+ */
 export async function pruneJobs(
   store: Store,
   now: number,
   options: PrunerOptions = {},
 ): Promise<{ deleted: number }> {
+  const batch = options.batch ?? DEFAULT_PRUNE_BATCH;
+  if (!Number.isSafeInteger(batch) || batch < 1) {
+    throw new RangeError(`pruner batch must be an integer >= 1, got ${batch}`);
+  }
   const retention = { ...DEFAULT_RETENTION, ...options.retention };
   const before = {
     completed: now - retention.completed,
     cancelled: now - retention.cancelled,
     discarded: now - retention.discarded,
   };
-  const batch = options.batch ?? 1000;
   const own = options.schedules ?? [];
   const except = own.map((s) => s.id);
-  let batches = options.maxBatches ?? 20;
+  const signal = options.signal;
+  let batches = options.maxBatches ?? Infinity;
   let deleted = 0;
   const drain = async (step: () => Promise<number>) => {
-    while (batches > 0) {
+    while (batches > 0 && !signal?.aborted) {
       batches--;
       const n = await step();
       deleted += n;
+      // A short batch means nothing more is due.
       if (n < batch) return;
-      // Let other work (and other processes) take the write lock between batches.
-      await new Promise((resolve) => setTimeout(resolve, 0));
+      await yieldToOthers();
     }
   };
   await drain(() => store.jobsPrune({ before, limit: batch, except }));
@@ -69,4 +121,13 @@ export async function pruneJobs(
     );
   }
   return { deleted };
+}
+
+/**
+ * Lets the rest of the process run (and another process take the write lock)
+ * before the next batch. A macrotask, not a microtask: a resolved promise
+ * would run the next batch before any timer or I/O callback of the producers.
+ */
+function yieldToOthers(): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, 0));
 }

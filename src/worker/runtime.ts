@@ -14,7 +14,7 @@ import { beat } from "./heartbeat.ts";
 import { rescueOrphans } from "./lifeline.ts";
 import type { Logger } from "./logger.ts";
 import { LeaseLostError, Producer } from "./producer.ts";
-import { pruneJobs, type PrunerOptions } from "./pruner.ts";
+import { DEFAULT_PRUNE_EVERY_MS, pruneJobs, type PrunerOptions } from "./pruner.ts";
 import { planSchedules, syncSchedules } from "./planner.ts";
 import { stageJobs } from "./stager.ts";
 import { StoreHealth } from "./store_health.ts";
@@ -42,10 +42,19 @@ export interface RuntimeOptions {
   stageMs?: number;
   /** Lifeline period. @default 5000 */
   rescueMs?: number;
-  /** Pruner period. @default 60_000 */
-  pruneMs?: number;
-  /** Pruner settings (retention by state). */
-  pruner?: PrunerOptions;
+  /**
+   * How often a pruner pass starts. A function is read again before each
+   * wait, so a reloaded schedules file applies from the next pass.
+   * @default 60_000
+   */
+  pruneMs?: number | (() => number);
+  /**
+   * Pruner settings (retention by state, rows per transaction). A function
+   * is read again before each pass, as `pruneMs` is. A pass deletes all that
+   * is due, batch by batch, and stops between two batches when the runtime
+   * stops.
+   */
+  pruner?: PrunerOptions | (() => PrunerOptions);
   /** Nodes silent this long are removed from `nodes`. @default 5 minutes */
   nodeExpiryMs?: number;
   /**
@@ -77,7 +86,7 @@ export class Runtime {
   #options:
     & Required<Omit<RuntimeOptions, "pruner" | "schedules" | "environment">>
     & Pick<RuntimeOptions, "schedules" | "environment">
-    & { pruner: PrunerOptions };
+    & { pruner: PrunerOptions | (() => PrunerOptions) };
   #due = new Map<string, number>();
   #producers = new Map<string, Producer>();
   #stop = new AbortController();
@@ -101,7 +110,7 @@ export class Runtime {
       pollMs: 1000,
       stageMs: 1000,
       rescueMs: 5000,
-      pruneMs: 60_000,
+      pruneMs: DEFAULT_PRUNE_EVERY_MS,
       nodeExpiryMs: 5 * 60_000,
       planMs: 1000,
       outageLogEveryMs: 30_000,
@@ -112,6 +121,10 @@ export class Runtime {
       { clock: deps.clock, logger: deps.logger },
       { logEveryMs: this.#options.outageLogEveryMs },
     );
+    // A lost store (its file deleted or replaced) takes no claim: stop asking.
+    this.health.onLost(() => {
+      for (const p of this.#producers.values()) p.stopFetching();
+    });
     for (const [queue, concurrency] of Object.entries(options.queues)) {
       if (!Number.isInteger(concurrency) || concurrency < 1) {
         throw new RangeError(
@@ -202,12 +215,7 @@ export class Runtime {
         this.wake(report.queues);
         await store.nodesExpire({ before: clock.now() - this.#options.nodeExpiryMs });
       }),
-      this.#every("pruner", () => this.#options.pruneMs, async () => {
-        const own = (this.#options.schedules?.() ?? [])
-          .filter((s) => s.retentionMs !== undefined)
-          .map((s) => ({ id: s.id, retentionMs: s.retentionMs! }));
-        await pruneJobs(store, clock.now(), { schedules: own, ...this.#options.pruner });
-      }),
+      this.#every("pruner", () => read(this.#options.pruneMs), () => this.#prune(signal)),
     );
   }
 
@@ -236,6 +244,11 @@ export class Runtime {
    * Stops in order: stop fetching, wait up to `grace` ms for running jobs,
    * abort the rest (they stay executing until their lease expires and the
    * lifeline rescues them), stop the plugins, deregister the node.
+   *
+   * When the store is lost ({@linkcode StoreHealth.lost}), running jobs
+   * still get the grace period to finish, but their results cannot be
+   * written anywhere: once none runs, the results are given up (each logged
+   * as `job.unrecorded`) and nothing is deregistered.
    */
   stop(options: { grace?: number } = {}): Promise<void> {
     return (this.#stopped ??= this.#shutdown(options.grace ?? 25_000));
@@ -245,13 +258,19 @@ export class Runtime {
     if (!this.#started) return;
     const { store, clock, logger } = this.#deps;
     for (const p of this.#producers.values()) p.stopFetching();
-    const drained = Promise.all(this.#producerLoops).then(() => true);
     const graceOver = new AbortController();
+    const drained = Promise.race([
+      Promise.all(this.#producerLoops),
+      this.#idleWhileLost(graceOver.signal),
+    ]).then(() => true);
     const timedOut = clock.sleep(grace, graceOver.signal).then(() => false);
     const inTime = await Promise.race([drained, timedOut]);
     graceOver.abort();
     if (!inTime) {
       logger("node.shutdown_abort", { node: this.node, running: this.running });
+      for (const p of this.#producers.values()) p.abandonAll();
+      await Promise.all(this.#producerLoops);
+    } else if (this.health.lost) {
       for (const p of this.#producers.values()) p.abandonAll();
       await Promise.all(this.#producerLoops);
     }
@@ -260,11 +279,27 @@ export class Runtime {
     this.#wakes.get("planner")?.();
     await Promise.all(this.#plugins);
     this.#unsubscribe?.();
+    if (this.health.lost) return; // the node's row went with the file
     try {
       await store.nodeRemove({ node: this.node });
     } catch (error) {
       logger("node.deregister_failed", { node: this.node, error: String(error) });
     }
+  }
+
+  /**
+   * Resolves once the store is lost and no job runs any more: results that
+   * wait for a lost store would wait for ever. Checks every 50 ms of the
+   * clock while lost; returns when `signal` aborts (the grace is over).
+   */
+  async #idleWhileLost(signal: AbortSignal): Promise<void> {
+    if (!this.health.lost) {
+      await new Promise<void>((resolve) => {
+        const off = this.health.onLost(() => resolve());
+        signal.addEventListener("abort", () => (off(), resolve()), { once: true });
+      });
+    }
+    while (!signal.aborted && this.running > 0) await this.#deps.clock.sleep(50, signal);
   }
 
   #wakeAll(): void {
@@ -305,6 +340,17 @@ export class Runtime {
         }
       }
     }
+  }
+
+  /** One pruner pass with the settings of now; logs what it deleted. */
+  async #prune(signal: AbortSignal): Promise<void> {
+    const { store, clock, logger } = this.#deps;
+    const options = read(this.#options.pruner);
+    const schedules = options.schedules ?? (this.#options.schedules?.() ?? [])
+      .filter((s) => s.retentionMs !== undefined)
+      .map((s) => ({ id: s.id, retentionMs: s.retentionMs! }));
+    const { deleted } = await pruneJobs(store, clock.now(), { ...options, schedules, signal });
+    if (deleted > 0) logger("pruner.deleted", { node: this.node, deleted });
   }
 
   #stager(signal: AbortSignal): Promise<void> {
@@ -374,6 +420,11 @@ export class Runtime {
       }
     }
   }
+}
+
+/** A setting given as a value, or as a function read each time it is needed. */
+function read<T extends object | number>(setting: T | (() => T)): T {
+  return typeof setting === "function" ? setting() : setting;
 }
 
 /** `ms` +/- 20 %, so nodes started together do not poll in step. */

@@ -10,10 +10,17 @@
  * A step that fails for a reason of its own (a planner bug) degrades the
  * node too: it is not doing its work either.
  *
+ * A store that is lost (its file deleted or replaced while open: a
+ * {@linkcode StoreLostError}) is not an outage to ride out: it never comes
+ * back, so the first such failure logs `store.degraded` with `lost: true`,
+ * the node stays degraded for good, and the listeners of
+ * {@linkcode StoreHealth.onLost} (the runtime, the daemon) are told once.
+ *
  * @module
  */
 
 import type { Clock } from "../clock.ts";
+import { StoreLostError } from "../store/errors.ts";
 import type { Logger } from "./logger.ts";
 
 /** Settings of {@linkcode StoreHealth}. */
@@ -33,6 +40,8 @@ export type HealthStatus =
     source: string;
     /** That step's last error, one line. */
     error: string;
+    /** The store is lost for good (see {@linkcode StoreHealth.lost}); `error` says why. */
+    lost?: true;
   };
 
 interface Failing {
@@ -53,6 +62,8 @@ export class StoreHealth {
   /** Failures during the current outage. */
   #outageFailures = 0;
   #errors = new Map<string, number>();
+  #lost: { error: StoreLostError; source: string; since: number } | null = null;
+  #lostListeners = new Set<(error: StoreLostError) => void>();
 
   constructor(deps: { clock: Clock; logger: Logger }, options: StoreHealthOptions = {}) {
     this.#clock = deps.clock;
@@ -60,9 +71,30 @@ export class StoreHealth {
     this.#logEveryMs = options.logEveryMs ?? 30_000;
   }
 
-  /** Whether some step's last store call failed. */
+  /** Whether some step's last store call failed, or the store is lost. */
   get degraded(): boolean {
-    return this.#failing.size > 0;
+    return this.#lost !== null || this.#failing.size > 0;
+  }
+
+  /**
+   * Why the store is lost for good (its file was deleted or replaced), or
+   * null while it is not.
+   */
+  get lost(): StoreLostError | null {
+    return this.#lost?.error ?? null;
+  }
+
+  /**
+   * Calls `listener` once, when a step first fails because the store is
+   * lost (at once when it already is); returns the unsubscribe.
+   */
+  onLost(listener: (error: StoreLostError) => void): () => void {
+    if (this.#lost) {
+      listener(this.#lost.error);
+      return () => {};
+    }
+    this.#lostListeners.add(listener);
+    return () => this.#lostListeners.delete(listener);
   }
 
   /** Records that a store call of `source` failed; logs only the first and then at a bounded rate. */
@@ -73,6 +105,8 @@ export class StoreHealth {
     const known = this.#failing.get(source);
     this.#failing.set(source, { since: known?.since ?? now, error: text });
     this.#outageFailures++;
+    if (this.#lost) return; // said once; every call fails the same way until the node stops
+    if (error instanceof StoreLostError) return this.#storeLost(source, error, now);
     if (this.#degradedSince === null) {
       this.#degradedSince = now;
       this.#lastLogAt = now;
@@ -95,7 +129,8 @@ export class StoreHealth {
 
   /** Records that a store call of `source` succeeded; the last step to recover ends the outage. */
   succeeded(source: string): void {
-    if (!this.#failing.delete(source) || this.#failing.size > 0) return;
+    // A lost store does not come back: a step that did not need it proves nothing.
+    if (this.#lost || !this.#failing.delete(source) || this.#failing.size > 0) return;
     const now = this.#clock.now();
     this.#logger("store.recovered", {
       failures: this.#outageFailures,
@@ -108,6 +143,10 @@ export class StoreHealth {
 
   /** Healthy, or since when, which step and why not. */
   status(): HealthStatus {
+    if (this.#lost) {
+      const { source, since, error } = this.#lost;
+      return { ok: false, since, source, error: error.message, lost: true };
+    }
     let first: [string, Failing] | null = null;
     for (const entry of this.#failing) {
       if (first === null || entry[1].since < first[1].since) first = entry;
@@ -115,6 +154,18 @@ export class StoreHealth {
     if (first === null) return { ok: true };
     const [source, { since, error }] = first;
     return { ok: false, since: this.#degradedSince ?? since, source, error };
+  }
+
+  /**
+   * The first failure for a lost store: logged even while an outage is
+   * already logged (this one is new, and final), then the listeners.
+   */
+  #storeLost(source: string, error: StoreLostError, now: number): void {
+    this.#lost = { error, source, since: now };
+    this.#degradedSince ??= now;
+    this.#logger("store.degraded", { source, error: error.message, lost: true });
+    for (const listener of this.#lostListeners) listener(error);
+    this.#lostListeners.clear();
   }
 
   /** Failed store calls since start, by step. */

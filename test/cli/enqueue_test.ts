@@ -4,10 +4,12 @@
  */
 
 import assert from "node:assert/strict";
+import { DEFAULT_ARGS_LIMIT } from "../../src/kernel/enqueue.ts";
 import { runJobs, withFiles } from "../support/cli.ts";
 import { withStore } from "../support/stores.ts";
 
 const NOW = Date.UTC(2026, 5, 1, 9);
+const MAIN = new URL("../../main.ts", import.meta.url).pathname;
 const ENV = { USER: "ada" };
 const MOD = new URL("../../src/mod.ts", import.meta.url).href;
 const SCHEDULES = `version: 1
@@ -26,7 +28,7 @@ Deno.test("jobs enqueue prints the id, a duplicate's id, and names bad options",
   await withFiles(SCHEDULES, async ({ db }) => {
     // Workers another process defines: --force, so only the options are checked.
     const run = (args: string[]) =>
-      runJobs(["enqueue", ...args, "--db", db, "--force"], { now: NOW, env: ENV });
+      runJobs(["enqueue", ...args, "--db", db, "--force", "--create"], { now: NOW, env: ENV });
     const ok = await run([
       "send",
       "--args",
@@ -62,14 +64,15 @@ Deno.test("jobs enqueue prints the id, a duplicate's id, and names bad options",
     assert.match(dup.out, new RegExp(`^duplicate of ${firstId}: job ${firstId} \\(available`));
 
     const cases: [string[], RegExp][] = [
+      [["send", "--args", '{"to":'], /: --args "\{"to":" is not JSON: Unexpected end/],
       [
-        ["send", "--args", '{"to":'],
-        /--args <json>" argument "\{"to":" is invalid\. .* is not JSON/,
+        ["send", "--args", "{'to':1}"],
+        /: --args "\{'to':1\}" is not JSON: Expected property name/,
       ],
       [["send", "--priority", "12"], /"12" is not a whole number from 0 to 9/],
       [["send", "--max-attempts", "0"], /"0" is not a whole number from 1 to 1000000/],
-      [["send", "--in", "5x"], /"--in <duration>" argument "5x" is invalid/],
-      [["send", "--at", "tomorrow"], /"--at <instant>" argument "tomorrow" is invalid/],
+      [["send", "--in", "5x"], /: option "--in <duration>": "5x" must be a number with a unit/],
+      [["send", "--at", "tomorrow"], /: option "--at <instant>": "tomorrow" is not an ISO/],
       [["send", "--in", "1m", "--at", "2026-06-01T10:00:00Z"], /give "in" or "at", not both/],
       [["send", "--queue", "no spaces"], /queue must be .*, got "no spaces"/],
       [["send", "--meta", "[1]"], /--meta must be a JSON object/],
@@ -92,7 +95,10 @@ Deno.test("jobs enqueue refuses a worker no daemon of this configuration defines
   await withFiles(SCHEDULES, async ({ dir, db, config }) => {
     await Deno.writeTextFile(`${dir}/workers.ts`, WORKERS);
     const run = (args: string[]) =>
-      runJobs(["enqueue", ...args, "--db", db, "--config", config], { now: NOW, env: ENV });
+      runJobs(["enqueue", ...args, "--db", db, "--config", config, "--create"], {
+        now: NOW,
+        env: ENV,
+      });
 
     const typo = await run(["gret"]);
     assert.equal(typo.code, 1);
@@ -134,5 +140,192 @@ Deno.test("jobs enqueue refuses a worker no daemon of this configuration defines
         "mailer",
       ]);
     });
+  });
+});
+
+/** Args whose JSON is `kib` KiB long (within a few bytes). */
+function argsOf(kib: number): { blob: string } {
+  return { blob: "x".repeat(kib * 1024 - 12) };
+}
+
+Deno.test("jobs enqueue takes 200 KiB args from --args-file and from standard input, and refuses 300 KiB naming the limit", async () => {
+  await withFiles(SCHEDULES, async ({ dir, db }) => {
+    const run = (args: string[], stdin?: string) =>
+      runJobs(["enqueue", "bulk", ...args, "--db", db, "--force", "--create"], {
+        now: NOW,
+        env: ENV,
+        stdin,
+      });
+    const big = argsOf(200);
+    const file = `${dir}/args.json`;
+    // Pretty-printed: the limit counts the args as stored, not the file's whitespace.
+    await Deno.writeTextFile(file, JSON.stringify(big, null, 2));
+    const fromFile = await run(["--args-file", file]);
+    assert.equal(fromFile.code, 0, fromFile.err);
+    const fromStdin = await run(["--args", "-"], JSON.stringify(big));
+    assert.equal(fromStdin.code, 0, fromStdin.err);
+    await withStore(db, async (store) => {
+      const jobs = await store.jobsList({});
+      assert.equal(jobs.length, 2);
+      for (const job of jobs) assert.deepEqual(job.args, big);
+    });
+
+    const huge = JSON.stringify(argsOf(300));
+    const bytes = new TextEncoder().encode(huge).length;
+    assert.ok(bytes > DEFAULT_ARGS_LIMIT);
+    const hugeFile = `${dir}/huge.json`;
+    await Deno.writeTextFile(hugeFile, huge);
+    const refusedFile = await run(["--args-file", hugeFile]);
+    assert.equal(refusedFile.code, 2);
+    assert.equal(
+      refusedFile.err,
+      `jobs enqueue: --args-file "${hugeFile}": args are ${bytes} bytes, more than the limit of ` +
+        `${DEFAULT_ARGS_LIMIT}`,
+    );
+    const refusedStdin = await run(["--args", "-"], huge);
+    assert.equal(refusedStdin.code, 2);
+    assert.equal(
+      refusedStdin.err,
+      `jobs enqueue: --args - (standard input): args are ${bytes} bytes, more than the limit ` +
+        `of ${DEFAULT_ARGS_LIMIT}`,
+    );
+    const refusedInline = await run(["--args", huge]);
+    assert.equal(refusedInline.code, 2);
+    assert.equal(
+      refusedInline.err,
+      `jobs enqueue: --args: args are ${bytes} bytes, more than the limit of ${DEFAULT_ARGS_LIMIT}`,
+    );
+    await withStore(db, async (store) => assert.equal((await store.jobsList({})).length, 2));
+  });
+});
+
+Deno.test("jobs enqueue names the args file and why it cannot be read, and takes one source of args", async () => {
+  await withFiles(SCHEDULES, async ({ dir, db }) => {
+    const run = (args: string[], stdin?: string) =>
+      runJobs(["enqueue", "bulk", ...args, "--db", db, "--force", "--create"], {
+        now: NOW,
+        env: ENV,
+        stdin,
+      });
+    const notJson = `${dir}/notes.txt`;
+    await Deno.writeTextFile(notJson, "to: ada\n");
+    const latin1 = `${dir}/latin1.json`;
+    await Deno.writeFile(latin1, new Uint8Array([0x22, 0xe9, 0x22]));
+    const cases: [string[], string | undefined, string][] = [
+      [
+        ["--args-file", `${dir}/missing.json`],
+        undefined,
+        `jobs enqueue: cannot read --args-file "${dir}/missing.json": no such file`,
+      ],
+      [
+        ["--args-file", dir],
+        undefined,
+        `jobs enqueue: cannot read --args-file "${dir}": it is a directory`,
+      ],
+      [
+        ["--args-file", notJson],
+        undefined,
+        `jobs enqueue: --args-file "${notJson}" is not JSON: Unexpected token 'o', "to: ada\\n" ` +
+        `is not valid JSON`,
+      ],
+      [
+        ["--args-file", latin1],
+        undefined,
+        `jobs enqueue: --args-file "${latin1}" is not UTF-8 text`,
+      ],
+      [
+        ["--args", "-"],
+        "",
+        `jobs enqueue: --args - (standard input) is not JSON: Unexpected end of JSON input`,
+      ],
+      [
+        ["--args", "{}", "--args-file", notJson],
+        undefined,
+        `jobs enqueue: give --args or --args-file, not both`,
+      ],
+    ];
+    for (const [args, stdin, message] of cases) {
+      const r = await run(args, stdin);
+      assert.equal(r.code, 2, `${args.join(" ")}: ${r.err}`);
+      assert.equal(r.err, message);
+    }
+    // Nothing was enqueued, and without args the job's are {}.
+    const plain = await run([]);
+    assert.equal(plain.code, 0, plain.err);
+    await withStore(db, async (store) => {
+      assert.deepEqual((await store.jobsList({})).map((j) => j.args), [{}]);
+    });
+  });
+});
+
+Deno.test("jobsctl enqueue --args - reads 200 KiB piped into a real process", async () => {
+  await withFiles(SCHEDULES, async ({ dir, db }) => {
+    const big = argsOf(200);
+    const child = new Deno.Command(Deno.execPath(), {
+      args: [
+        "run",
+        "-A",
+        MAIN,
+        "enqueue",
+        "bulk",
+        "--args",
+        "-",
+        "--db",
+        db,
+        "--force",
+        "--create",
+      ],
+      cwd: dir,
+      stdin: "piped",
+      stdout: "piped",
+      stderr: "piped",
+    }).spawn();
+    const writer = child.stdin.getWriter();
+    await writer.write(new TextEncoder().encode(JSON.stringify(big)));
+    await writer.close();
+    const out = await child.output();
+    const decode = (b: Uint8Array) => new TextDecoder().decode(b);
+    assert.equal(out.code, 0, decode(out.stderr));
+    assert.match(decode(out.stdout), /^enqueued job 1: bulk on queue default, available\n$/);
+    await withStore(db, async (store) => {
+      const [job] = await store.jobsList({});
+      assert.deepEqual(job?.args, big);
+    });
+  });
+});
+
+Deno.test("jobs enqueue on a missing store file says so and creates nothing; --create creates it", async () => {
+  await withFiles(SCHEDULES, async ({ dir, db }) => {
+    const run = (args: string[]) =>
+      runJobs(["enqueue", "bulk", "--force", ...args], { now: NOW, env: ENV });
+    const missing = await run(["--db", db]);
+    assert.equal(missing.code, 1);
+    assert.equal(
+      missing.err,
+      `jobs enqueue: no file "${db}" for the store; a daemon creates it when it starts, or run: ` +
+        `jobsctl migrate --db ${db}, or add --create`,
+    );
+    await assert.rejects(Deno.stat(db), Deno.errors.NotFound);
+    // JOBS_DB is the same store, and says the same.
+    const fromEnv = await runJobs(["enqueue", "bulk", "--force"], {
+      now: NOW,
+      env: { ...ENV, JOBS_DB: db },
+    });
+    assert.equal(fromEnv.err, missing.err);
+    await assert.rejects(Deno.stat(db), Deno.errors.NotFound);
+
+    // --create makes a file, never its directory.
+    const nowhere = `${dir}/nope/jobs.db`;
+    const noDir = await run(["--db", nowhere, "--create"]);
+    assert.equal(noDir.code, 1);
+    assert.equal(noDir.err, `jobs enqueue: no directory "${dir}/nope" for the store "${nowhere}"`);
+
+    const created = await run(["--db", db, "--create"]);
+    assert.equal(created.code, 0, created.err);
+    assert.equal(created.out, "enqueued job 1: bulk on queue default, available");
+    // From then on the store is there, with or without --create.
+    const again = await run(["--db", db]);
+    assert.equal(again.code, 0, again.err);
+    await withStore(db, async (store) => assert.equal((await store.jobsList({})).length, 2));
   });
 });

@@ -86,6 +86,7 @@ Deno.test("every command takes --db, --config, --json, --actor and --reason, or 
       throw new Error("exit");
     },
     confirm: () => Promise.resolve(false),
+    readStdin: () => Promise.resolve(""),
   });
   const touches = program.commands.map((c) => c.name()).filter((n) =>
     n !== "version" && n !== "help"
@@ -152,7 +153,17 @@ Deno.test("every read names the store: a missing directory as a directory, a mis
 Deno.test("the audit actor is the OS user when $USER and $LOGNAME are unset", async () => {
   await withFiles("version: 1\nschedules: []\n", async ({ db, config }) => {
     const r = await runJobs(
-      ["enqueue", "jobs.command", "--args", '{"argv":["true"]}', "--db", db, "--config", config],
+      [
+        "enqueue",
+        "jobs.command",
+        "--args",
+        '{"argv":["true"]}',
+        "--db",
+        db,
+        "--config",
+        config,
+        "--create",
+      ],
       { now: NOW, env: {}, osUser: "svc-jobs" },
     );
     assert.equal(r.code, 0, r.err);

@@ -17,6 +17,8 @@ export async function runJobs(
     confirm?: boolean;
     /** The OS user main.ts would find by uid (default: `$USER` of `env`, else "tester"). */
     osUser?: string;
+    /** What standard input holds (default: nothing). */
+    stdin?: string;
   },
 ): Promise<{ code: number; out: string; err: string }> {
   const out: string[] = [];
@@ -40,6 +42,7 @@ export async function runJobs(
     exit: (code) => {
       throw new Error(`exit ${code}`);
     },
+    readStdin: () => Promise.resolve(options.stdin ?? ""),
   });
   return { code, out: out.join("\n"), err: err.join("\n") };
 }

@@ -4,6 +4,7 @@
  * and the defaults applied where neither the schedule nor `defaults:` sets a
  * value (see {@linkcode SCHEDULE_DEFAULTS}). A schedule's own value replaces
  * the default, lists such as `tags` included: they are not merged.
+ * `pruner:` is kept as the file sets it: its defaults are the pruner's own.
  *
  * Only a file that passed every check is built, so nothing here reports.
  *
@@ -12,7 +13,14 @@
 
 import { dirname, isAbsolute, join } from "node:path";
 import { DEFAULT_MAX_ATTEMPTS, DEFAULT_QUEUE } from "../../kernel/worker.ts";
-import type { LocalTimePolicy, RunSpec, Schedule, ScheduleConfig, Selection } from "../types.ts";
+import type {
+  LocalTimePolicy,
+  PrunerConfig,
+  RunSpec,
+  Schedule,
+  ScheduleConfig,
+  Selection,
+} from "../types.ts";
 import { fileSchema, isUtc, type RawDefaults, type RawSchedule } from "./schema.ts";
 
 /** The built-in defaults, used where neither a schedule nor `defaults:` sets a value. */
@@ -63,6 +71,11 @@ export function build(raw: unknown, path: string): ScheduleConfig {
       }]),
     ),
     schedules: (file.schedules ?? []).map((schedule) => toSchedule(schedule, defaults)),
+    pruner: file.pruner && compact<PrunerConfig>({
+      everyMs: file.pruner.every,
+      batch: file.pruner.batch,
+      retention: file.pruner.retention && compact({ ...file.pruner.retention }),
+    }),
     workersModule: file.workers === undefined
       ? undefined
       : isAbsolute(file.workers)

@@ -18,7 +18,7 @@ import { tryParseDuration } from "../durations.ts";
 import { validateCron } from "../occurrences.ts";
 import { type IssueParams, type Path, quote } from "./report.ts";
 
-/** The largest `batch_size`: one transaction stays short. */
+/** The largest `batch_size` and `pruner.batch`: one transaction stays short. */
 export const MAX_BATCH_SIZE = 10_000;
 
 /** The kernel's rule for queue and worker names (`kernel/worker.ts`). */
@@ -267,12 +267,24 @@ const queueSchema = z.strictObject({
   paused: z.boolean().optional(),
 });
 
+/** The `pruner:` mapping: the daemon's retention sweep, each field optional. */
+export const prunerSchema = z.strictObject({
+  every: duration.optional(),
+  batch: whole().min(1).max(MAX_BATCH_SIZE).optional(),
+  retention: z.strictObject({
+    completed: duration.optional(),
+    cancelled: duration.optional(),
+    discarded: duration.optional(),
+  }).optional(),
+});
+
 /** The schema of the whole file, before the checks that span fields. */
 export const fileSchema = z.strictObject({
   version: z.literal(1),
   workers: workersPath.optional(),
   defaults: defaultsSchema.optional(),
   queues: z.record(z.string(), queueSchema).optional(),
+  pruner: prunerSchema.optional(),
   schedules: z.array(scheduleSchema).optional(),
 });
 
@@ -280,6 +292,8 @@ export const fileSchema = z.strictObject({
 export type RawSchedule = z.output<typeof scheduleSchema>;
 /** `defaults:` as the schema outputs it. */
 export type RawDefaults = z.output<typeof defaultsSchema>;
+/** `pruner:` as the schema outputs it: durations in milliseconds, nothing defaulted. */
+export type RawPruner = z.output<typeof prunerSchema>;
 
 /** What the schema expects at a path: a mapping of named fields, a mapping of any names, or neither. */
 export type Expected =

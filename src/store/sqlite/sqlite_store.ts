@@ -48,6 +48,8 @@ import type {
   Store,
   StoreTx,
 } from "../store.ts";
+import { type FileIdentity, StoreLostError, StoreOpenError } from "../errors.ts";
+import { fileIdentity, notAFile, openProblem } from "./file_check.ts";
 import { KNOWN_VERSION, pendingMigrations } from "./migrations.ts";
 import {
   escapeLike,
@@ -95,6 +97,14 @@ export interface SqliteOptions {
    * @default 2
    */
   changePollMs?: number;
+  /**
+   * While that poll runs, how often it also checks that the file at the
+   * path is still the one opened (device and inode), in ms. A store whose
+   * file was deleted or replaced refuses every call from then on with a
+   * {@linkcode StoreLostError}: what it wrote is gone with the file.
+   * @default 500
+   */
+  fileCheckMs?: number;
   /** Apply pending migrations on open. @default true */
   migrate?: boolean;
   /** The instant recorded for migrations applied on open. */
@@ -167,19 +177,28 @@ type Statements = { -readonly [K in keyof typeof SQL]: StatementSync } & {
 
 /**
  * Opens (and by default migrates) a SQLite store at `path`; `:memory:` works
- * for tests within one process.
+ * for tests within one process. A file that cannot be opened is reported as
+ * a {@linkcode StoreOpenError} naming the path and why (a missing folder, a
+ * file or folder that is not writable, a read-only file system).
  */
 export async function openSqliteStore(
   path: string,
   options: SqliteOptions = {},
 ): Promise<SqliteStore> {
-  const store = new SqliteStore(path, options);
+  const readOnly = options.readOnly ?? false;
+  let store: SqliteStore;
+  try {
+    store = new SqliteStore(path, options);
+  } catch (error) {
+    throw explainOpenFailure(path, error, { readOnly });
+  }
   if (options.migrate ?? true) {
     try {
       await store.migrate({ now: options.now ?? 0 });
+      if (!readOnly) await store.checkWritable();
     } catch (error) {
       await store.close();
-      throw error;
+      throw explainOpenFailure(path, error, { readOnly });
     }
   }
   return store;
@@ -199,6 +218,10 @@ export class SqliteStore implements Store<SqliteTx> {
   #poll: ReturnType<typeof setInterval> | null = null;
   #dataVersion = 0;
   #closed = false;
+  /** The file opened, to notice when the path names another file or none. */
+  readonly #identity: FileIdentity | null;
+  #fileCheckedAt = 0;
+  #lost: StoreLostError | null = null;
 
   constructor(path: string, options: SqliteOptions = {}) {
     this.location = path;
@@ -206,8 +229,11 @@ export class SqliteStore implements Store<SqliteTx> {
       busyTimeoutMs: options.busyTimeoutMs ?? 5000,
       synchronous: options.synchronous ?? "normal",
       changePollMs: options.changePollMs ?? 2,
+      fileCheckMs: options.fileCheckMs ?? 500,
     };
     this.db = new DatabaseSync(path, { readOnly: options.readOnly ?? false });
+    // SQLite has created the file (or found it) by now: this is the one it holds.
+    this.#identity = notAFile(path) ? null : fileIdentity(path);
     // SQLite's own busy handler would block the whole process while it
     // sleeps; every call goes through #exclusive, which retries without
     // blocking, so SQLite itself is told not to wait.
@@ -244,6 +270,26 @@ export class SqliteStore implements Store<SqliteTx> {
       });
       this.#prepare();
       return { applied, version: this.#schemaVersion() };
+    });
+  }
+
+  /**
+   * Fails when this connection cannot write the file. SQLite opens a file
+   * it may not write read-only without a word, and reads (migrating when
+   * nothing is pending among them) go on working: only the first write
+   * would fail, later and far from the open. Writes nothing: one row is
+   * inserted and rolled back.
+   */
+  checkWritable(): Promise<void> {
+    return this.#exclusive(() => {
+      this.db.exec("BEGIN IMMEDIATE");
+      try {
+        this.db.exec(
+          `INSERT INTO schema_migrations (version, name, applied_at) VALUES (-1, 'write check', 0)`,
+        );
+      } finally {
+        if (this.db.isTransaction) this.db.exec("ROLLBACK");
+      }
     });
   }
 
@@ -299,6 +345,33 @@ export class SqliteStore implements Store<SqliteTx> {
     return this.#statements;
   }
 
+  /**
+   * The error every call fails with since the file at the path stopped
+   * being the one this store holds (see {@linkcode checkFile}), or null.
+   */
+  get lost(): StoreLostError | null {
+    return this.#lost;
+  }
+
+  /**
+   * Checks that the file at the path is still the one opened (same device
+   * and inode); when it was deleted or replaced, the store is lost: this and
+   * every later call fail with the returned {@linkcode StoreLostError}, and
+   * the `onExternalChange` listeners are called once so that idle callers
+   * find out at once. The change poll calls it every `fileCheckMs`.
+   */
+  checkFile(): StoreLostError | null {
+    if (this.#lost || this.#identity === null || this.#closed) return this.#lost;
+    const now = fileIdentity(this.location);
+    if (now !== null && now.dev === this.#identity.dev && now.ino === this.#identity.ino) {
+      return null;
+    }
+    this.#lost = new StoreLostError(this.location, this.#identity, now);
+    this.#stopPolling();
+    for (const listener of this.#listeners) listener();
+    return this.#lost;
+  }
+
   close(): Promise<void> {
     if (this.#closed) return Promise.resolve();
     this.#closed = true;
@@ -320,6 +393,8 @@ export class SqliteStore implements Store<SqliteTx> {
    * read, so a retry repeats nothing that took effect.
    */
   #exclusive<T>(fn: () => T): Promise<T> {
+    // Nothing goes into a file nobody can reach any more, as if it mattered.
+    if (this.#lost) return Promise.reject(this.#lost);
     if (this.#held === null) {
       try {
         return Promise.resolve(fn());
@@ -362,6 +437,7 @@ export class SqliteStore implements Store<SqliteTx> {
 
   async transaction<T>(fn: (tx: SqliteTx) => Promise<T>): Promise<T> {
     while (this.#held) await this.#held;
+    if (this.#lost) throw this.#lost;
     let release!: () => void;
     this.#held = new Promise((resolve) => (release = resolve));
     try {
@@ -1142,9 +1218,16 @@ export class SqliteStore implements Store<SqliteTx> {
   }
 
   #checkDataVersion(): void {
+    if (this.#closed) return;
+    // The file check needs no connection: it runs during a caller's transaction too.
+    const at = performance.now();
+    if (at - this.#fileCheckedAt >= this.#options.fileCheckMs) {
+      this.#fileCheckedAt = at;
+      if (this.checkFile()) return;
+    }
     // Skip while a caller's transaction holds the connection: it sees no
     // other commits until it ends anyway.
-    if (this.#held || this.#closed) return;
+    if (this.#held) return;
     let version: number;
     try {
       version = this.#readDataVersion();
@@ -1160,6 +1243,25 @@ export class SqliteStore implements Store<SqliteTx> {
     if (this.#poll !== null) clearInterval(this.#poll);
     this.#poll = null;
   }
+}
+
+/**
+ * `error` from opening (or first migrating) the store at `path`, as a
+ * {@linkcode StoreOpenError} when the folder or the file show why (the
+ * original is its cause), else unchanged. Call it once the store is closed:
+ * looking at the file opens and closes it, which would drop this process's
+ * locks on it.
+ */
+export function explainOpenFailure(
+  path: string,
+  error: unknown,
+  options: { readOnly?: boolean } = {},
+): unknown {
+  if (error instanceof SchemaTooNewError || error instanceof StoreOpenError || isBusy(error)) {
+    return error;
+  }
+  const reason = openProblem(path, options);
+  return reason === null ? error : new StoreOpenError(path, reason, { cause: error });
 }
 
 function compare(a: string, b: string): number {
