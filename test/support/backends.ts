@@ -1,10 +1,16 @@
 /**
  * The backends the conformance suites run against, and a row factory that
- * knows no backend. A new backend (PostgreSQL) adds one entry to `BACKENDS`;
- * the suites' bodies do not change.
+ * knows no backend. A new backend adds one entry to `BACKENDS`; the suites'
+ * bodies do not change.
+ *
+ * PostgreSQL runs at `JOBS_TEST_PG_URL` (default
+ * `postgres://postgres@127.0.0.1:5432/test`), each harness in a fresh schema
+ * `jobs_test_<random>` dropped by `close()`. An unreachable server fails the
+ * tests, in CI and here alike: it is never skipped.
  */
 
 import type { NewJob } from "../../src/kernel/types.ts";
+import { openPostgresStore } from "../../src/store/postgres/postgres_store.ts";
 import { openSqliteStore } from "../../src/store/sqlite/sqlite_store.ts";
 import type { Store } from "../../src/store/store.ts";
 import { tempDir } from "./stores.ts";
@@ -21,6 +27,39 @@ export interface Harness {
 export interface Backend {
   name: string;
   open(now: number): Promise<Harness>;
+}
+
+/** The database PostgreSQL tests use; each test works in a schema of its own. */
+export const POSTGRES_TEST_URL = Deno.env.get("JOBS_TEST_PG_URL") ??
+  "postgres://postgres@127.0.0.1:5432/test";
+
+/** A schema name no other test run uses. */
+export function testSchema(): string {
+  return `jobs_test_${crypto.randomUUID().replaceAll("-", "").slice(0, 16)}`;
+}
+
+/** A fresh PostgreSQL schema, migrated at `now`; `close()` drops it. */
+export async function openPostgresHarness(now: number): Promise<Harness> {
+  const schema = testSchema();
+  const url = `${POSTGRES_TEST_URL}?schema=${schema}`;
+  const store = await openPostgresStore(url, { now, max: 4 });
+  const others: Store[] = [];
+  return {
+    store,
+    connect: async () => {
+      const other = await openPostgresStore(url, { now, migrate: false, max: 4 });
+      others.push(other);
+      return other;
+    },
+    close: async () => {
+      for (const other of others) await other.close();
+      try {
+        await store.transaction((tx) => tx.sql`DROP SCHEMA ${tx.sql(schema)} CASCADE`);
+      } finally {
+        await store.close();
+      }
+    },
+  };
 }
 
 /** Every backend the conformance suites cover. */
@@ -47,6 +86,7 @@ export const BACKENDS: Backend[] = [
       };
     },
   },
+  { name: "postgres", open: openPostgresHarness },
 ];
 
 /** A job row to insert, with every field defaulted: a plain `noop` job due at `scheduledAt`. */

@@ -1,0 +1,30 @@
+/**
+ * The PostgreSQL migrations, embedded in the program so a compiled binary
+ * needs nothing beside it. Add a file to `migrations/postgres/` and a line
+ * here. Version 1 is the whole schema the SQLite store reached in its
+ * versions 1 to 7; later versions number on from there, each one change.
+ *
+ * @module
+ */
+
+import init from "../../../migrations/postgres/0001_init.sql" with { type: "text" };
+
+/** One numbered migration. */
+export interface Migration {
+  version: number;
+  name: string;
+  sql: string;
+}
+
+/** Every migration this program knows, in order. */
+export const MIGRATIONS: readonly Migration[] = [
+  { version: 1, name: "0001_init.sql", sql: init },
+];
+
+/** The migrations a database at schema `version` has not applied yet, in order. */
+export function pendingMigrations(version: number): Migration[] {
+  return MIGRATIONS.filter((m) => m.version > version);
+}
+
+/** The latest schema version this program knows. */
+export const KNOWN_VERSION: number = MIGRATIONS.at(-1)?.version ?? 0;

@@ -1,0 +1,1315 @@
+/**
+ * The PostgreSQL store: postgres.js (`npm:postgres`), one pool per store,
+ * every table in one schema (`?schema=`, default `public`), and every SQL
+ * statement of the PostgreSQL backend, written as tagged templates so that
+ * every value is a bound parameter. The one identifier ever spliced into a
+ * statement is the schema's name, checked against a strict pattern first.
+ *
+ * The semantics are the SQLite store's (src/store/sqlite/): where SQLite
+ * gets its safety from one writer at a time, this store gets it from row
+ * locks under READ COMMITTED:
+ *
+ * - a claim is one statement: the runnable rows are chosen `FOR UPDATE SKIP
+ *   LOCKED` and moved to `executing` in the same statement, so racing
+ *   claimers take disjoint rows and none waits for another;
+ * - every result write is filtered by its lease (id, executing, node,
+ *   fence); PostgreSQL re-checks that filter against the newest version of
+ *   a row updated meanwhile, so a lease broken by an operator stays broken;
+ * - `schedulePlan` locks the schedule's row `FOR UPDATE`, so planners on
+ *   several hosts decide one after another, each reading what the previous
+ *   one committed; replays, cancels and discards lock the job rows first;
+ * - occurrence identity and unique keys are unique indexes: a racing insert
+ *   waits for the other transaction and then finds its row.
+ *
+ * Instants are `bigint` epoch ms from the caller's clock, never `now()`.
+ * Inserts `pg_notify('jobs_<schema>', queue)` inside their transaction, and
+ * `onExternalChange` LISTENs on one connection (postgres.js re-listens
+ * after a reconnect; until then the producers' timers carry on).
+ *
+ * @module
+ */
+
+import postgres from "npm:postgres@3.4.9";
+import type {
+  Attempt,
+  ClaimedJob,
+  InsertResult,
+  Job,
+  JobDefinition,
+  JobResult,
+  JobState,
+  NewJob,
+  PlanContext,
+  PlanDecision,
+  RecordReport,
+} from "../../kernel/types.ts";
+import { JOB_STATES } from "../../kernel/types.ts";
+import type {
+  AuditRow,
+  JobFilter,
+  JobMatch,
+  Lease,
+  MigrationReport,
+  NodeRow,
+  QueueRow,
+  ScheduleRow,
+  Store,
+  StoreTx,
+} from "../store.ts";
+import { StoreOpenError } from "../errors.ts";
+import { SchemaTooNewError } from "../sqlite/sqlite_store.ts";
+import { KNOWN_VERSION, pendingMigrations } from "./migrations.ts";
+import {
+  escapeLike,
+  json,
+  type Row,
+  toAttempt,
+  toClaimed,
+  toInsertResult,
+  toJob,
+  toScheduleRow,
+} from "./rows.ts";
+
+/** A postgres.js connection or transaction: anything that runs a tagged query. */
+type Sql = postgres.ISql;
+/** A piece of a statement, with its own bound values. */
+type Fragment = postgres.PendingQuery<postgres.Row[]>;
+
+/** Options for {@linkcode openPostgresStore}. */
+export interface PostgresOptions {
+  /** Apply pending migrations on open. @default true */
+  migrate?: boolean;
+  /** The instant recorded for migrations applied on open. @default 0 */
+  now?: number;
+  /**
+   * The schema holding the tables; overrides the location's `?schema=`.
+   * Lowercase letters, digits and underscores, not starting with a digit.
+   * @default "public"
+   */
+  schema?: string;
+  /**
+   * Every session read-only (`default_transaction_read_only`), for looking
+   * without touching; `migrate` must then be false.
+   * @default false
+   */
+  readOnly?: boolean;
+  /** Connections in the pool. @default 10 */
+  max?: number;
+  /** How long opening a connection may take before it fails, in seconds. @default 10 */
+  connectTimeoutS?: number;
+  /**
+   * The `application_name` of every session, as `pg_stat_activity` shows it
+   * (a node's name makes its sessions easy to find).
+   * @default "jobs"
+   */
+  applicationName?: string;
+}
+
+/**
+ * A transaction of the PostgreSQL store: the caller's own statements go
+ * through `sql` (the postgres.js transaction), so they and the jobs
+ * inserted commit or roll back together. Its search_path is the store's
+ * schema: name tables of other schemas in full.
+ */
+export interface PostgresTx extends StoreTx {
+  /** The open transaction: run your own tagged queries on it. */
+  readonly sql: postgres.TransactionSql;
+}
+
+/** A schema name this store accepts: it is spliced into SET and CREATE statements. */
+const SCHEMA_NAME = /^[a-z_][a-z0-9_]{0,62}$/;
+
+/** Whether `location` names a PostgreSQL database (`postgres://` or `postgresql://`). */
+export function isPostgresLocation(location: string): boolean {
+  return /^postgres(ql)?:\/\//i.test(location);
+}
+
+/** `url` without its password, for messages (credentials are never shown). */
+export function redactLocation(url: string): string {
+  try {
+    const parsed = new URL(url);
+    if (parsed.password === "") return url;
+    parsed.password = "";
+    return parsed.toString();
+  } catch {
+    return url.replace(/\/\/([^:@/]*):[^@/]*@/, "//$1@");
+  }
+}
+
+/**
+ * Opens (and by default migrates) the PostgreSQL store at `url`
+ * (`postgres://user@host:5432/db?schema=name`). The schema is created when
+ * missing by the migration; a database that cannot be reached is a
+ * {@linkcode StoreOpenError} naming the location without its password.
+ */
+export async function openPostgresStore(
+  url: string,
+  options: PostgresOptions = {},
+): Promise<PostgresStore> {
+  const readOnly = options.readOnly ?? false;
+  if (readOnly && (options.migrate ?? true)) {
+    throw new StoreOpenError(redactLocation(url), "a read-only store cannot be migrated");
+  }
+  const store = new PostgresStore(url, options);
+  try {
+    if (options.migrate ?? true) await store.migrate({ now: options.now ?? 0 });
+    else await store.ping();
+  } catch (error) {
+    await store.close();
+    if (error instanceof SchemaTooNewError) throw error;
+    const reason = error instanceof Error ? error.message : String(error);
+    throw new StoreOpenError(store.location, reason, { cause: error });
+  }
+  return store;
+}
+
+/** The PostgreSQL implementation of {@linkcode Store}. */
+export class PostgresStore implements Store<PostgresTx> {
+  readonly kind = "postgres";
+  /** The URL without its password. */
+  readonly location: string;
+  /** The schema holding the tables. */
+  readonly schema: string;
+  readonly #sql: postgres.Sql;
+  /** The LISTEN/NOTIFY channel of this schema's changes. */
+  readonly #channel: string;
+  #listeners = new Set<() => void>();
+  #listening: Promise<{ unlisten(): Promise<void> } | null> | null = null;
+  #closed = false;
+
+  constructor(url: string, options: PostgresOptions = {}) {
+    this.location = redactLocation(url);
+    let parsed: URL;
+    try {
+      parsed = new URL(url);
+    } catch {
+      throw new StoreOpenError(this.location, "not a postgres:// URL");
+    }
+    const schema = options.schema ?? parsed.searchParams.get("schema") ?? "public";
+    if (!SCHEMA_NAME.test(schema)) {
+      throw new StoreOpenError(
+        this.location,
+        `schema must be lowercase letters, digits and underscores, got ${JSON.stringify(schema)}`,
+      );
+    }
+    this.schema = schema;
+    this.#channel = `jobs_${schema}`;
+    // postgres.js would send every query parameter as a setting of the
+    // session; the schema is ours, not the server's.
+    parsed.searchParams.delete("schema");
+    const connection: Record<string, string> = {
+      search_path: schema,
+      application_name: options.applicationName ?? "jobs",
+    };
+    if (options.readOnly) connection.default_transaction_read_only = "on";
+    this.#sql = postgres(parsed.toString(), {
+      max: options.max ?? 10,
+      connect_timeout: options.connectTimeoutS ?? 10,
+      connection,
+      onnotice: () => {},
+      transform: { undefined: null },
+    });
+  }
+
+  /** Fails when the database cannot be reached. */
+  async ping(): Promise<void> {
+    await this.#sql`SELECT 1`;
+  }
+
+  // ---------------------------------------------------------------- migrations
+
+  /**
+   * Applies the pending migrations in one transaction under an advisory lock
+   * of this schema, so two daemons starting at once migrate one after the
+   * other (the second finds nothing left to do). A newer schema is refused
+   * before anything is written, the schema itself included.
+   */
+  async migrate(params: { now: number }): Promise<MigrationReport> {
+    const schema = this.schema;
+    return await this.#sql.begin(async (tx) => {
+      await tx`SELECT pg_advisory_xact_lock(hashtext(${`jobs migrate ${schema}`}))`;
+      const current = await this.#version(tx);
+      if (current > KNOWN_VERSION) {
+        throw new SchemaTooNewError(this.location, current, KNOWN_VERSION);
+      }
+      await tx`CREATE SCHEMA IF NOT EXISTS ${tx(schema)}`;
+      // The session's search_path named a schema that may not have existed.
+      await tx.unsafe(`SET LOCAL search_path TO ${schema}`);
+      await tx`CREATE TABLE IF NOT EXISTS ${tx(schema)}.schema_migrations (
+        version integer PRIMARY KEY, name text NOT NULL, applied_at bigint NOT NULL)`;
+      const applied: number[] = [];
+      for (const migration of pendingMigrations(current)) {
+        await tx.unsafe(migration.sql).simple();
+        await tx`INSERT INTO ${tx(schema)}.schema_migrations (version, name, applied_at)
+          VALUES (${migration.version}, ${migration.name}, ${params.now}::bigint)`;
+        applied.push(migration.version);
+      }
+      return { applied, version: await this.#version(tx) };
+    });
+  }
+
+  /**
+   * The schema version the database is at (0 when it was never migrated);
+   * reads only, so it works on a store opened without migrating.
+   */
+  schemaVersion(): Promise<number> {
+    return this.#version(this.#sql);
+  }
+
+  /** The migrations this program knows that the database has not applied; reads only. */
+  async pendingMigrations(): Promise<{ version: number; name: string }[]> {
+    const version = await this.schemaVersion();
+    if (version > KNOWN_VERSION) throw new SchemaTooNewError(this.location, version, KNOWN_VERSION);
+    return pendingMigrations(version).map(({ version, name }) => ({ version, name }));
+  }
+
+  async #version(q: Sql): Promise<number> {
+    const [table] = await q`SELECT 1 AS present FROM pg_tables
+      WHERE schemaname = ${this.schema} AND tablename = 'schema_migrations'`;
+    if (!table) return 0;
+    const [row] = await q`SELECT max(version) AS version FROM ${q(this.schema)}.schema_migrations`;
+    return Number(row?.version ?? 0);
+  }
+
+  async close(): Promise<void> {
+    if (this.#closed) return;
+    this.#closed = true;
+    this.#listeners.clear();
+    const listening = this.#listening;
+    this.#listening = null;
+    if (listening) await (await listening)?.unlisten().catch(() => {});
+    await this.#sql.end({ timeout: 5 });
+  }
+
+  // -------------------------------------------------------------- transactions
+
+  async transaction<T>(fn: (tx: PostgresTx) => Promise<T>): Promise<T> {
+    return await this.#sql.begin(async (sql) => {
+      const tx: PostgresTx = {
+        sql,
+        jobsInsert: (params) => this.#insert(sql, params.jobs, params.now),
+      };
+      return await fn(tx);
+    }) as T;
+  }
+
+  /** Tells every listening store that jobs of `queues` became runnable. */
+  async #notify(q: Sql, queues: Iterable<string>): Promise<void> {
+    const names = [...new Set(queues)];
+    if (names.length === 0) return;
+    await q`SELECT pg_notify(${this.#channel}, name) FROM unnest(${names}::text[]) AS name`;
+  }
+
+  // ------------------------------------------------------------------- inserts
+
+  async jobsInsert(params: { jobs: NewJob[]; now: number }): Promise<InsertResult[]> {
+    if (params.jobs.length === 0) return [];
+    return await this.#sql.begin((tx) => this.#insert(tx, params.jobs, params.now));
+  }
+
+  /**
+   * Inserts `jobs` in one statement. Each row takes its id from the
+   * sequence before the insert, so the statement reports, per input row in
+   * order, its id and whether it went in; a row skipped by a unique
+   * conflict (with an older row or an earlier one of the batch) is then
+   * looked up by its occurrence or key.
+   */
+  async #insert(q: Sql, jobs: NewJob[], now: number): Promise<InsertResult[]> {
+    if (jobs.length === 0) return [];
+    const rows = JSON.stringify(jobs.map((job, ord) => ({
+      ord,
+      queue: job.queue,
+      worker: job.worker,
+      args: job.args,
+      meta: job.meta,
+      tags: job.tags,
+      tenant: job.tenant,
+      priority: job.priority,
+      max_attempts: job.maxAttempts,
+      scheduled_at: job.scheduledAt,
+      unique_key: job.uniqueKey,
+      unique_states: job.uniqueStates,
+      occurrence: job.occurrence,
+      schedule_id: job.scheduleId,
+      scheduled_for: job.scheduledFor,
+    })));
+    const results = await q`WITH input AS MATERIALIZED (
+        SELECT nextval(pg_get_serial_sequence('jobs', 'id')) AS id, r.*
+        FROM (SELECT * FROM jsonb_to_recordset(${rows}::text::jsonb) AS r(ord integer, queue text,
+            worker text, args text, meta text, tags text, tenant text, priority integer,
+            max_attempts integer, scheduled_at bigint, unique_key text, unique_states text,
+            occurrence text, schedule_id text, scheduled_for bigint)
+          ORDER BY ord) AS r),
+      ins AS (
+        INSERT INTO jobs (id, queue, worker, args, meta, tags, tenant, priority, max_attempts,
+          scheduled_at, unique_key, unique_states, occurrence, schedule_id, scheduled_for,
+          state, inserted_at)
+        SELECT id, queue, worker, args, meta, tags, tenant, priority, max_attempts,
+          scheduled_at, unique_key, unique_states, occurrence, schedule_id, scheduled_for,
+          CASE WHEN scheduled_at > ${now}::bigint THEN 'scheduled' ELSE 'available' END,
+          ${now}::bigint
+        FROM input ORDER BY ord
+        ON CONFLICT DO NOTHING
+        RETURNING id)
+      SELECT input.ord, input.id, ins.id IS NOT NULL AS fresh
+      FROM input LEFT JOIN ins ON ins.id = input.id ORDER BY input.ord`;
+    const out: (InsertResult | null)[] = results.map((row) => {
+      const job = jobs[Number(row.ord)]!;
+      if (!row.fresh) return null;
+      const state: JobState = job.scheduledAt > now ? "scheduled" : "available";
+      return { id: Number(row.id), duplicate: false, queue: job.queue, state };
+    });
+    if (out.some((r) => r === null)) {
+      const skipped = jobs.filter((_, i) => out[i] === null);
+      const occurrences = skipped.flatMap((j) => (j.occurrence === null ? [] : [j.occurrence]));
+      const keys = skipped.flatMap((j) => (j.uniqueKey === null ? [] : [j.uniqueKey]));
+      const existing = await q`SELECT id, queue, state, occurrence, unique_key FROM jobs
+        WHERE occurrence = ANY(${occurrences}::text[]) OR unique_key = ANY(${keys}::text[])`;
+      const byOccurrence = new Map(existing.map((r) => [r.occurrence as string | null, r]));
+      const byKey = new Map(existing.map((r) => [r.unique_key as string | null, r]));
+      for (const [i, job] of jobs.entries()) {
+        if (out[i] !== null) continue;
+        const row = (job.occurrence !== null ? byOccurrence.get(job.occurrence) : undefined) ??
+          (job.uniqueKey !== null ? byKey.get(job.uniqueKey) : undefined);
+        if (!row) throw new Error(`insert of a ${job.worker} job conflicted with a vanished row`);
+        out[i] = toInsertResult(row, true);
+      }
+    }
+    const inserted = out as InsertResult[];
+    await this.#notify(q, inserted.filter((r) => !r.duplicate).map((r) => r.queue));
+    return inserted;
+  }
+
+  /**
+   * The planner's insert: occurrences already committed are reported as
+   * duplicates from a plain read, and only the others are inserted. An
+   * insert that met an existing occurrence row a claimer has just locked
+   * would wait for that claimer, which in turn waits for the schedule row
+   * this planner holds (to set last_started_at): a deadlock. Occurrences
+   * not yet committed can only be another planner's, and those wait for
+   * the schedule's row before they insert.
+   */
+  async #insertNewOccurrences(q: Sql, jobs: NewJob[], now: number): Promise<InsertResult[]> {
+    const identities = jobs.flatMap((j) => (j.occurrence === null ? [] : [j.occurrence]));
+    if (identities.length === 0) return await this.#insert(q, jobs, now);
+    const existing = await q`SELECT id, queue, state, occurrence FROM jobs
+      WHERE occurrence = ANY(${identities}::text[])`;
+    const byOccurrence = new Map(existing.map((r) => [String(r.occurrence), r]));
+    const fresh = jobs.filter((j) => j.occurrence === null || !byOccurrence.has(j.occurrence));
+    const inserted = await this.#insert(q, fresh, now);
+    let next = 0;
+    return jobs.map((job) => {
+      const row = job.occurrence === null ? undefined : byOccurrence.get(job.occurrence);
+      return row ? toInsertResult(row, true) : inserted[next++]!;
+    });
+  }
+
+  // --------------------------------------------------------- claim and record
+
+  async jobsClaim(params: {
+    queue: string;
+    node: string;
+    limit: number;
+    now: number;
+    leaseMs: number;
+    results?: JobResult[];
+    dueBy?: number;
+  }): Promise<{ jobs: ClaimedJob[]; report: RecordReport }> {
+    return await this.#sql.begin(async (tx) => {
+      const report = params.results?.length
+        ? await this.#record(tx, params.node, params.now, params.results)
+        : { recorded: [], lost: [] };
+      if (params.limit <= 0) return { jobs: [], report };
+      const { queue, node, now } = params;
+      const rows = await tx`WITH picked AS (
+          SELECT id FROM jobs
+          WHERE state = 'available' AND queue = ${queue}
+            AND scheduled_at <= ${params.dueBy ?? now}::bigint
+            AND NOT EXISTS (SELECT 1 FROM queues WHERE name = ${queue} AND paused)
+          ORDER BY priority, scheduled_at, id
+          LIMIT ${params.limit}::bigint
+          FOR UPDATE SKIP LOCKED)
+        UPDATE jobs SET state = 'executing', attempt = attempt + 1, fence = fence + 1,
+          attempted_by = ${node}, attempted_at = ${now}::bigint,
+          lease_expires_at = ${now + params.leaseMs}::bigint
+        FROM picked WHERE jobs.id = picked.id
+        RETURNING jobs.id, queue, worker, args, meta, tags, occurrence, attempt, max_attempts,
+          priority, fence, inserted_at, scheduled_at, attempted_at`;
+      // RETURNING has no order of its own: hand them out in claim order.
+      const jobs = rows.map(toClaimed).sort((a, b) =>
+        a.priority - b.priority || a.scheduledAt - b.scheduledAt || a.id - b.id
+      );
+      const occurrences = jobs.filter((j) => j.occurrence !== null).map((j) => j.id);
+      if (occurrences.length > 0) {
+        await tx`UPDATE schedules
+          SET last_started_at = greatest(coalesce(last_started_at, 0), ${now}::bigint)
+          FROM ${schedulesOf(tx, occurrences)} WHERE schedules.id = s.id`;
+      }
+      return { jobs, report };
+    });
+  }
+
+  async jobsRecord(
+    params: { node: string; now: number; results: JobResult[] },
+  ): Promise<RecordReport> {
+    if (params.results.length === 0) return { recorded: [], lost: [] };
+    return await this.#sql.begin((tx) => this.#record(tx, params.node, params.now, params.results));
+  }
+
+  async #record(q: Sql, node: string, now: number, results: JobResult[]): Promise<RecordReport> {
+    const recorded: JobResult[] = [];
+    const done = results.filter((r) => r.outcome === "completed");
+    if (done.length > 0) {
+      // In id order, as an operator's cancel or discard locks them.
+      const leases = JSON.stringify(
+        done.map((r) => ({ id: r.id, fence: r.fence })).sort((a, b) => a.id - b.id),
+      );
+      const rows = await q`UPDATE jobs SET state = 'completed', completed_at = ${now}::bigint,
+          lease_expires_at = NULL, ${clearUnique(q)}
+        FROM jsonb_to_recordset(${leases}::text::jsonb) AS r(id bigint, fence bigint)
+        WHERE jobs.id = r.id AND jobs.state = 'executing' AND jobs.attempted_by = ${node}
+          AND jobs.fence = r.fence
+        RETURNING jobs.id`;
+      const ids = new Set(rows.map((row) => Number(row.id)));
+      for (const r of done) if (ids.has(r.id)) recorded.push(r);
+    }
+    for (const r of results) {
+      if (r.outcome === "completed") continue;
+      const held = leaseHeld(q, { id: r.id, node, fence: r.fence });
+      let changes: number;
+      switch (r.outcome) {
+        case "snoozed":
+          changes = (await q`UPDATE jobs SET
+              state = CASE WHEN ${r.until}::bigint > ${now}::bigint
+                THEN 'scheduled' ELSE 'available' END,
+              scheduled_at = ${r.until}::bigint, attempt = attempt - 1, lease_expires_at = NULL
+            WHERE ${held}`).count;
+          break;
+        case "retryable":
+          changes = (await q`UPDATE jobs SET state = 'retryable', scheduled_at = ${r.at}::bigint,
+              lease_expires_at = NULL, ${appendError(q, now, r.error)}
+            WHERE ${held}`).count;
+          break;
+        case "cancelled":
+          changes = (await q`UPDATE jobs SET state = 'cancelled', cancelled_at = ${now}::bigint,
+              lease_expires_at = NULL, ${clearUnique(q)}, ${appendError(q, now, r.error)}
+            WHERE ${held}`).count;
+          break;
+        case "discarded":
+          changes = (await q`UPDATE jobs SET state = 'discarded', discarded_at = ${now}::bigint,
+              lease_expires_at = NULL, ${clearUnique(q)}, ${appendError(q, now, r.error)}
+            WHERE ${held}`).count;
+          break;
+      }
+      if (changes !== 0) recorded.push(r);
+    }
+    if (recorded.length > 0) {
+      const rows = JSON.stringify(recorded.map((r) => ({
+        id: r.id,
+        attempt: r.attempt,
+        fence: r.fence,
+        started_at: r.startedAt,
+        outcome: r.outcome,
+        error: "error" in r ? r.error : null,
+        output: r.output ?? null,
+        definition: r.definition ?? null,
+      })));
+      await q`INSERT INTO attempts (job_id, attempt, fence, node, kind, actor, reason,
+          started_at, finished_at, outcome, error, output, definition)
+        SELECT v.id, v.attempt, v.fence, ${node},
+          CASE WHEN p.job_id IS NOT NULL THEN 'replay' WHEN v.attempt > 1 THEN 'retry'
+            ELSE 'run' END,
+          p.actor, p.reason, v.started_at, ${now}::bigint, v.outcome, v.error, v.output,
+          v.definition
+        FROM jsonb_to_recordset(${rows}::text::jsonb) AS v(id bigint, attempt integer, fence bigint,
+            started_at bigint, outcome text, error text, output text, definition text)
+          LEFT JOIN replays AS p ON p.job_id = v.id AND p.after < v.fence`;
+    }
+    const completedOccurrences = recorded
+      .filter((r) => r.occurrence && r.outcome === "completed")
+      .map((r) => r.id);
+    if (completedOccurrences.length > 0) {
+      await q`UPDATE schedules
+        SET last_completed_at = greatest(coalesce(last_completed_at, 0), ${now}::bigint)
+        FROM ${schedulesOf(q, completedOccurrences)} WHERE schedules.id = s.id`;
+    }
+    const kept = new Set(recorded.map((r) => r.id));
+    return {
+      recorded: recorded.map((r) => r.id),
+      lost: results.filter((r) => !kept.has(r.id)).map((r) => r.id),
+    };
+  }
+
+  async jobsRelease(params: { node: string; leases: Lease[] }): Promise<Lease[]> {
+    if (params.leases.length === 0) return [];
+    const rows = await this.#sql`UPDATE jobs SET state = 'available', attempt = attempt - 1,
+        lease_expires_at = NULL
+      FROM ${leaseSet(this.#sql, params.leases)}
+      WHERE jobs.id = l.id AND jobs.state = 'executing' AND jobs.attempted_by = ${params.node}
+        AND jobs.fence = l.fence
+      RETURNING jobs.id, jobs.queue`;
+    await this.#notify(this.#sql, rows.map((r) => String(r.queue)));
+    const ids = new Set(rows.map((r) => Number(r.id)));
+    return params.leases.filter((l) => ids.has(l.id));
+  }
+
+  async jobsRenew(params: {
+    node: string;
+    leases: Lease[];
+    now: number;
+    leaseMs: number;
+  }): Promise<{ lost: Lease[] }> {
+    if (params.leases.length === 0) return { lost: [] };
+    const rows = await this.#sql`UPDATE jobs
+      SET lease_expires_at = ${params.now + params.leaseMs}::bigint
+      FROM ${leaseSet(this.#sql, params.leases)}
+      WHERE jobs.id = l.id AND jobs.state = 'executing' AND jobs.attempted_by = ${params.node}
+        AND jobs.fence = l.fence
+      RETURNING jobs.id, jobs.fence`;
+    const held = new Set(rows.map((r) => `${r.id}:${r.fence}`));
+    return { lost: params.leases.filter((l) => !held.has(`${l.id}:${l.fence}`)) };
+  }
+
+  async jobsLeasesLost(params: { node: string; leases: Lease[] }): Promise<Lease[]> {
+    if (params.leases.length === 0) return [];
+    const rows = await this.#sql`SELECT jobs.id, jobs.fence
+      FROM jobs JOIN ${leaseSet(this.#sql, params.leases)}
+        ON jobs.id = l.id AND jobs.fence = l.fence
+      WHERE jobs.state = 'executing' AND jobs.attempted_by = ${params.node}`;
+    const held = new Set(rows.map((r) => `${r.id}:${r.fence}`));
+    return params.leases.filter((l) => !held.has(`${l.id}:${l.fence}`));
+  }
+
+  // ---------------------------------------------------------------- maintenance
+
+  async jobsStage(params: { now: number; limit: number }) {
+    return await this.#sql.begin(async (tx) => {
+      const rows = await tx`WITH due AS (
+          SELECT id FROM jobs
+          WHERE state IN ('scheduled', 'retryable') AND scheduled_at <= ${params.now}::bigint
+          ORDER BY scheduled_at LIMIT ${params.limit}::bigint
+          FOR UPDATE SKIP LOCKED)
+        UPDATE jobs SET state = 'available' FROM due WHERE jobs.id = due.id
+        RETURNING jobs.queue`;
+      const [next] = await tx`SELECT min(scheduled_at) AS at FROM jobs
+        WHERE state IN ('scheduled', 'retryable')`;
+      const queues = [...new Set(rows.map((r) => String(r.queue)))];
+      await this.#notify(tx, queues);
+      return {
+        staged: rows.length,
+        queues,
+        nextAt: next?.at == null ? null : Number(next.at),
+      };
+    });
+  }
+
+  async jobsRescue(params: { now: number; limit: number }) {
+    return await this.#sql.begin(async (tx) => {
+      const expired = await tx`SELECT id, attempt, max_attempts, fence, attempted_by,
+          attempted_at, queue
+        FROM jobs WHERE state = 'executing' AND lease_expires_at < ${params.now}::bigint
+        ORDER BY lease_expires_at LIMIT ${params.limit}::bigint
+        FOR UPDATE SKIP LOCKED`;
+      let rescued = 0;
+      let discarded = 0;
+      const queues = new Set<string>();
+      for (const row of expired) {
+        const node = String(row.attempted_by);
+        const error = `orphaned: lease of ${node} expired`;
+        const held = leaseHeld(tx, { id: Number(row.id), node, fence: Number(row.fence) });
+        const [result] = await tx`UPDATE jobs SET
+            state = CASE WHEN attempt < max_attempts THEN 'available' ELSE 'discarded' END,
+            discarded_at = CASE WHEN attempt < max_attempts THEN NULL
+              ELSE ${params.now}::bigint END,
+            unique_key = CASE WHEN attempt < max_attempts OR unique_states = 'all'
+              THEN unique_key END,
+            lease_expires_at = NULL, ${appendError(tx, params.now, error)}
+          WHERE ${held}
+          RETURNING state`;
+        if (!result) continue;
+        await this.#endAttempt(tx, row, { now: params.now, outcome: "orphaned", error });
+        if (result.state === "available") {
+          rescued++;
+          queues.add(String(row.queue));
+        } else discarded++;
+      }
+      await this.#notify(tx, queues);
+      return { rescued, discarded, queues: [...queues] };
+    });
+  }
+
+  async jobsPrune(params: {
+    before: Partial<Record<"completed" | "cancelled" | "discarded", number>>;
+    limit: number;
+    except?: string[];
+  }): Promise<number> {
+    const except = params.except ?? [];
+    return await this.#sql.begin(async (tx) => {
+      let left = params.limit;
+      let deleted = 0;
+      for (const [state, before] of Object.entries(params.before)) {
+        if (left <= 0 || before === undefined) continue;
+        const at = finalAt(tx, state as FinalState);
+        const rows = await tx`DELETE FROM jobs WHERE id IN (
+            SELECT id FROM jobs WHERE state = ${state} AND ${at} < ${before}::bigint
+              AND (schedule_id IS NULL OR NOT (schedule_id = ANY(${except}::text[])))
+            ORDER BY ${at} LIMIT ${left}::bigint
+            FOR UPDATE SKIP LOCKED)
+          RETURNING id`;
+        deleted += await this.#pruneAttempts(tx, rows);
+        left -= rows.length;
+      }
+      return deleted;
+    });
+  }
+
+  async jobsPruneSchedule(
+    params: { scheduleId: string; before: number; limit: number },
+  ): Promise<number> {
+    return await this.#sql.begin(async (tx) => {
+      const rows = await tx`DELETE FROM jobs WHERE id IN (
+          SELECT id FROM jobs
+          WHERE schedule_id = ${params.scheduleId}
+            AND state IN ('completed', 'cancelled', 'discarded')
+            AND coalesce(completed_at, cancelled_at, discarded_at) < ${params.before}::bigint
+          ORDER BY scheduled_for LIMIT ${params.limit}::bigint
+          FOR UPDATE SKIP LOCKED)
+        RETURNING id`;
+      return await this.#pruneAttempts(tx, rows);
+    });
+  }
+
+  async jobsPrunable(params: {
+    before: Partial<Record<"completed" | "cancelled" | "discarded", number>>;
+    schedules?: { scheduleId: string; before: number }[];
+  }): Promise<number> {
+    const schedules = JSON.stringify(
+      (params.schedules ?? []).map((s) => ({ id: s.scheduleId, before: s.before })),
+    );
+    const { completed = null, cancelled = null, discarded = null } = params.before;
+    const [row] = await this.#sql`SELECT count(*) AS count FROM jobs
+      LEFT JOIN jsonb_to_recordset(${schedules}::text::jsonb) AS own(id text, before bigint)
+        ON own.id = jobs.schedule_id
+      WHERE state IN ('completed', 'cancelled', 'discarded')
+        AND CASE WHEN own.id IS NOT NULL
+          THEN coalesce(completed_at, cancelled_at, discarded_at) < own.before
+          ELSE (state = 'completed' AND completed_at < ${completed}::bigint)
+            OR (state = 'cancelled' AND cancelled_at < ${cancelled}::bigint)
+            OR (state = 'discarded' AND discarded_at < ${discarded}::bigint) END`;
+    return Number(row?.count ?? 0);
+  }
+
+  /** Deletes the attempts and replays of jobs just deleted; returns how many jobs that was. */
+  async #pruneAttempts(q: Sql, deleted: readonly Row[]): Promise<number> {
+    if (deleted.length) {
+      const ids = deleted.map((r) => Number(r.id));
+      await q`DELETE FROM attempts WHERE job_id = ANY(${ids}::bigint[])`;
+      await q`DELETE FROM replays WHERE job_id = ANY(${ids}::bigint[])`;
+    }
+    return deleted.length;
+  }
+
+  jobsCancel(params: { ids: number[]; now: number; reason: string }): Promise<number[]> {
+    return this.#stop("cancelled", params);
+  }
+
+  jobsDiscard(params: { ids: number[]; now: number; reason: string }): Promise<number[]> {
+    return this.#stop("discarded", params);
+  }
+
+  /**
+   * An operator's cancel or discard of the jobs that are not final; returns
+   * the ids changed. The rows are locked first, in id order (two operators
+   * stopping overlapping sets cannot deadlock), so the state read is the
+   * state changed.
+   */
+  async #stop(
+    outcome: "cancelled" | "discarded",
+    params: { ids: number[]; now: number; reason: string },
+  ): Promise<number[]> {
+    if (params.ids.length === 0) return [];
+    const { now, reason } = params;
+    return await this.#sql.begin(async (tx) => {
+      const targets = await tx`SELECT id, state, attempt, fence, attempted_by, attempted_at
+        FROM jobs WHERE id = ANY(${params.ids}::bigint[]) ORDER BY id FOR UPDATE`;
+      const byId = new Map(targets.map((r) => [Number(r.id), r]));
+      const stopped: number[] = [];
+      for (const id of params.ids) {
+        const row = byId.get(id);
+        if (!row) continue;
+        const [changed] = outcome === "cancelled"
+          ? await tx`UPDATE jobs SET state = 'cancelled', cancelled_at = ${now}::bigint,
+              lease_expires_at = NULL, ${clearUnique(tx)}, ${appendError(tx, now, reason)}
+            WHERE id = ${id}::bigint AND state IN ${notFinal(tx)} RETURNING id`
+          : await tx`UPDATE jobs SET state = 'discarded', discarded_at = ${now}::bigint,
+              lease_expires_at = NULL, ${clearUnique(tx)}, ${appendError(tx, now, reason)}
+            WHERE id = ${id}::bigint AND state IN ${notFinal(tx)} RETURNING id`;
+        if (!changed) continue;
+        stopped.push(id);
+        // The attempt in flight ends here: its node finds the lease gone and
+        // records nothing, so the operator's action writes the attempt row.
+        if (row.state === "executing") {
+          await this.#endAttempt(tx, row, { now, outcome, error: reason });
+          // A second id of the same job in the list finds it final now.
+          row.state = outcome;
+        }
+      }
+      return stopped;
+    });
+  }
+
+  async jobsRetry(params: {
+    ids: number[];
+    now: number;
+    definitions?: ReadonlyMap<number, JobDefinition>;
+  }): Promise<number[]> {
+    if (params.ids.length === 0) return [];
+    return await this.#sql.begin(async (tx) => {
+      const changed: number[] = [];
+      const queues: string[] = [];
+      for (const id of params.ids) {
+        const [row] = await tx`UPDATE jobs SET ${runAgain(tx, params.now)}
+          WHERE id = ${id}::bigint
+            AND state IN ('scheduled', 'retryable', 'completed', 'cancelled', 'discarded')
+          RETURNING id, queue`;
+        if (!row) continue;
+        changed.push(id);
+        const definition = params.definitions?.get(id);
+        if (definition) await this.#redefine(tx, id, definition);
+        queues.push(definition?.queue ?? String(row.queue));
+      }
+      await this.#notify(tx, queues);
+      return changed;
+    });
+  }
+
+  async jobReplay(params: {
+    id: number;
+    now: number;
+    actor: string;
+    reason: string;
+    force: boolean;
+    definition?: JobDefinition;
+  }): Promise<{ replayed: boolean; was: JobState } | null> {
+    return await this.#sql.begin(async (tx) => {
+      const [row] = await tx`SELECT id, state, queue, attempt, fence, attempted_by, attempted_at
+        FROM jobs WHERE id = ${params.id}::bigint FOR UPDATE`;
+      if (!row) return null;
+      const was = row.state as JobState;
+      if (was === "executing") {
+        if (!params.force) return { replayed: false, was };
+        // The running attempt ends here, as with a cancel: its node finds
+        // the lease gone (the job is no longer executing) and records nothing.
+        await this.#endAttempt(tx, row, {
+          now: params.now,
+          outcome: "cancelled",
+          error: `replayed by ${params.actor}: ${params.reason}`,
+        });
+      }
+      const [replayed] = await tx`UPDATE jobs SET ${runAgain(tx, params.now)}
+        WHERE id = ${params.id}::bigint RETURNING fence`;
+      if (!replayed) return { replayed: false, was };
+      if (params.definition) await this.#redefine(tx, params.id, params.definition);
+      // The pending replay records the fence of the job's latest claim, so the
+      // next claim's attempt row (fence above it) is the replay's.
+      await tx`INSERT INTO replays (job_id, after, actor, reason, at)
+        VALUES (${params.id}::bigint, ${replayed.fence}::bigint, ${params.actor},
+          ${params.reason}, ${params.now}::bigint)
+        ON CONFLICT (job_id) DO UPDATE SET after = excluded.after, actor = excluded.actor,
+          reason = excluded.reason, at = excluded.at`;
+      await this.#notify(tx, [params.definition?.queue ?? String(row.queue)]);
+      return { replayed: true, was };
+    });
+  }
+
+  /** After a retry or replay that runs another definition; keeps the extra attempt allowed. */
+  async #redefine(q: Sql, id: number, d: JobDefinition): Promise<void> {
+    await q`UPDATE jobs SET worker = ${d.worker}, args = ${d.args}, meta = ${d.meta},
+        tags = ${d.tags}, queue = ${d.queue}, priority = ${d.priority}::integer,
+        max_attempts = greatest(${d.maxAttempts}::integer, attempt + 1)
+      WHERE id = ${id}::bigint`;
+  }
+
+  /**
+   * Writes the attempt row of an attempt ended by someone other than its
+   * node (an operator, the lifeline): `row` is the job as it was, with its
+   * id, attempt, fence, attempted_by and attempted_at.
+   */
+  async #endAttempt(
+    q: Sql,
+    row: Row,
+    end: { now: number; outcome: "orphaned" | "cancelled" | "discarded"; error: string },
+  ): Promise<void> {
+    const id = Number(row.id);
+    const attempt = Number(row.attempt);
+    const fence = Number(row.fence);
+    const started = row.attempted_at == null ? end.now : Number(row.attempted_at);
+    await q`INSERT INTO attempts (job_id, attempt, fence, node, kind, actor, reason,
+        started_at, finished_at, outcome, error, definition)
+      SELECT ${id}::bigint, ${attempt}::integer, ${fence}::bigint,
+        ${row.attempted_by as string | null}::text,
+        CASE WHEN p.job_id IS NOT NULL THEN 'replay' WHEN ${attempt}::integer > 1 THEN 'retry'
+          ELSE 'run' END,
+        p.actor, p.reason, ${started}::bigint, ${end.now}::bigint, ${end.outcome}::text,
+        ${end.error}::text,
+        (SELECT meta::jsonb ->> 'definition' FROM jobs WHERE id = ${id}::bigint)
+      FROM (SELECT 1) AS one
+        LEFT JOIN replays AS p ON p.job_id = ${id}::bigint AND p.after < ${fence}::bigint`;
+  }
+
+  // --------------------------------------------------------------------- reads
+
+  async jobGet(params: { id: number }): Promise<Job | null> {
+    if (!Number.isSafeInteger(params.id)) return null;
+    const [row] = await this.#sql`SELECT * FROM jobs WHERE id = ${params.id}::bigint`;
+    return row ? toJob(row) : null;
+  }
+
+  async jobsList(params: JobFilter): Promise<Job[]> {
+    if (params.after !== undefined && !Number.isSafeInteger(params.after)) {
+      throw new RangeError(`after must be a job id (a whole number), got ${params.after}`);
+    }
+    const q = this.#sql;
+    const conditions = listConditions(q, params);
+    const desc = params.desc ?? false;
+    if (params.after !== undefined) {
+      conditions.push(desc ? q`id < ${params.after}::bigint` : q`id > ${params.after}::bigint`);
+    }
+    const order = desc ? q`ORDER BY id DESC` : q`ORDER BY id`;
+    const rows = await q`SELECT * FROM jobs WHERE ${and(q, conditions)} ${order}
+      LIMIT ${params.limit ?? null}::bigint`;
+    return rows.map(toJob);
+  }
+
+  async jobsCountMatching(params: JobMatch): Promise<number> {
+    const q = this.#sql;
+    const conditions = listConditions(q, params);
+    const [row] = await q`SELECT count(*) AS count FROM jobs WHERE ${and(q, conditions)}`;
+    return Number(row?.count ?? 0);
+  }
+
+  async jobsCount(params: { queue?: string; state?: JobState }) {
+    const state = params.state ?? null;
+    if (state !== null) checkState(state);
+    const rows = await this.#sql`SELECT queue, state, count(*) AS count FROM jobs
+      WHERE (${state}::text IS NULL OR state = ${state}::text)
+        AND (${params.queue ?? null}::text IS NULL OR queue = ${params.queue ?? null}::text)
+      GROUP BY queue, state`;
+    return rows
+      .map((r) => ({ queue: String(r.queue), state: r.state as JobState, count: Number(r.count) }))
+      .sort((a, b) => compare(a.queue, b.queue) || compare(a.state, b.state));
+  }
+
+  async jobsThroughput(params: { since: number; until: number; bucketMs: number }) {
+    const { since, until, bucketMs } = params;
+    for (const [name, value] of Object.entries(params)) {
+      if (!Number.isSafeInteger(value)) {
+        throw new RangeError(`${name} must be a whole number of ms, got ${value}`);
+      }
+    }
+    if (bucketMs < 1) throw new RangeError(`bucketMs must be at least 1, got ${bucketMs}`);
+    if (until < since) {
+      throw new RangeError(`until must not be before since (${since}), got ${until}`);
+    }
+    // A bucket is named by its start, since + k * bucketMs.
+    const rows = await this.#sql`SELECT queue, bucket, sum(completed) AS completed,
+        sum(failed) AS failed
+      FROM (
+        SELECT queue,
+          ${since}::bigint + ((completed_at - ${since}::bigint) / ${bucketMs}::bigint)
+            * ${bucketMs}::bigint AS bucket,
+          count(*) AS completed, 0::bigint AS failed
+        FROM jobs WHERE state = 'completed'
+          AND completed_at >= ${since}::bigint AND completed_at < ${until}::bigint
+        GROUP BY 1, 2
+        UNION ALL
+        SELECT j.queue,
+          ${since}::bigint + ((a.finished_at - ${since}::bigint) / ${bucketMs}::bigint)
+            * ${bucketMs}::bigint,
+          0, count(*)
+        FROM attempts AS a JOIN jobs AS j ON j.id = a.job_id
+        WHERE a.outcome IN ('retryable', 'discarded')
+          AND a.finished_at >= ${since}::bigint AND a.finished_at < ${until}::bigint
+        GROUP BY 1, 2) AS t
+      GROUP BY queue, bucket ORDER BY queue COLLATE "C", bucket`;
+    return rows.map((r) => ({
+      queue: String(r.queue),
+      bucket: Number(r.bucket),
+      completed: Number(r.completed),
+      failed: Number(r.failed),
+    }));
+  }
+
+  async jobsDeadLetters(params: { limit: number }) {
+    if (!Number.isSafeInteger(params.limit) || params.limit < 1) {
+      throw new RangeError(`limit must be a whole number >= 1, got ${params.limit}`);
+    }
+    // The newest DEAD_LETTER_SCAN discarded jobs, grouped by worker, schedule
+    // and the first line of their last error.
+    const rows = await this.#sql`SELECT worker, schedule_id, error, count(*) AS count,
+        max(discarded_at) AS latest_at,
+        (array_agg(id ORDER BY discarded_at DESC, id DESC))[1] AS latest_id
+      FROM (
+        SELECT id, worker, schedule_id, discarded_at,
+          split_part(coalesce(errors -> -1 ->> 'error', ''), chr(10), 1) AS error
+        FROM jobs WHERE state = 'discarded'
+        ORDER BY discarded_at DESC LIMIT ${DEAD_LETTER_SCAN}::bigint) AS d
+      GROUP BY worker, schedule_id, error
+      ORDER BY count DESC, latest_at DESC, latest_id DESC
+      LIMIT ${params.limit}::bigint`;
+    return rows.map((r) => ({
+      worker: String(r.worker),
+      scheduleId: r.schedule_id as string | null,
+      error: String(r.error),
+      count: Number(r.count),
+      latestId: Number(r.latest_id),
+      latestAt: Number(r.latest_at),
+    }));
+  }
+
+  async attemptsList(params: { jobId: number }): Promise<Attempt[]> {
+    const rows = await this.#sql`SELECT * FROM attempts WHERE job_id = ${params.jobId}::bigint
+      ORDER BY fence`;
+    return rows.map(toAttempt);
+  }
+
+  async workersList(): Promise<string[]> {
+    const rows = await this.#sql`SELECT DISTINCT worker COLLATE "C" AS worker FROM jobs
+      ORDER BY 1`;
+    return rows.map((r) => String(r.worker));
+  }
+
+  // ------------------------------------------------------ queues, nodes, settings
+
+  async queuePause(params: { name: string; paused: boolean; now: number }): Promise<void> {
+    await this.#sql.begin(async (tx) => {
+      await tx`INSERT INTO queues (name, paused, updated_at)
+        VALUES (${params.name}, ${params.paused}::boolean, ${params.now}::bigint)
+        ON CONFLICT (name) DO UPDATE SET paused = excluded.paused,
+          updated_at = excluded.updated_at`;
+      if (!params.paused) await this.#notify(tx, [params.name]);
+    });
+  }
+
+  async queuesList(): Promise<QueueRow[]> {
+    const rows = await this.#sql`SELECT * FROM queues ORDER BY name COLLATE "C"`;
+    return rows.map((r) => ({
+      name: String(r.name),
+      paused: r.paused === true,
+      concurrency: r.concurrency == null ? null : Number(r.concurrency),
+      updatedAt: Number(r.updated_at),
+    }));
+  }
+
+  async nodeBeat(params: {
+    node: string;
+    queues: Record<string, number>;
+    environment?: string | null;
+    now: number;
+  }): Promise<void> {
+    await this.#sql`INSERT INTO nodes (node, queues, environment, started_at, heartbeat_at)
+      VALUES (${params.node}, ${JSON.stringify(params.queues)}::text::jsonb,
+        ${params.environment ?? null}::text, ${params.now}::bigint, ${params.now}::bigint)
+      ON CONFLICT (node) DO UPDATE SET queues = excluded.queues,
+        environment = excluded.environment, heartbeat_at = excluded.heartbeat_at`;
+  }
+
+  async nodeRemove(params: { node: string }): Promise<void> {
+    await this.#sql`DELETE FROM nodes WHERE node = ${params.node}`;
+  }
+
+  async nodesExpire(params: { before: number }): Promise<number> {
+    return (await this.#sql`DELETE FROM nodes WHERE heartbeat_at < ${params.before}::bigint`)
+      .count;
+  }
+
+  async nodesList(): Promise<NodeRow[]> {
+    const rows = await this.#sql`SELECT * FROM nodes ORDER BY node COLLATE "C"`;
+    return rows.map((r) => ({
+      node: String(r.node),
+      queues: json(r.queues) as Record<string, number>,
+      startedAt: Number(r.started_at),
+      heartbeatAt: Number(r.heartbeat_at),
+      environment: r.environment == null ? null : String(r.environment),
+    }));
+  }
+
+  async settingGet(params: { key: string }): Promise<unknown> {
+    const [row] = await this.#sql`SELECT value FROM settings WHERE key = ${params.key}`;
+    return row ? JSON.parse(String(row.value)) : null;
+  }
+
+  async settingDelete(params: { key: string }): Promise<void> {
+    await this.#sql`DELETE FROM settings WHERE key = ${params.key}`;
+  }
+
+  async settingSet(params: { key: string; value: unknown; now: number }): Promise<void> {
+    await this.#sql`INSERT INTO settings (key, value, updated_at)
+      VALUES (${params.key}, ${JSON.stringify(params.value)}, ${params.now}::bigint)
+      ON CONFLICT (key) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at`;
+  }
+
+  // --------------------------------------------------------------------- audit
+
+  async auditRecord(params: {
+    at: number;
+    actor: string;
+    action: string;
+    target: string;
+    reason: string | null;
+    details?: Record<string, unknown>;
+  }): Promise<void> {
+    await this.#sql`INSERT INTO audit (at, actor, action, target, reason, details)
+      VALUES (${params.at}::bigint, ${params.actor}, ${params.action}, ${params.target},
+        ${params.reason}::text, ${JSON.stringify(params.details ?? {})})`;
+  }
+
+  async auditList(params: { target: string }): Promise<AuditRow[]> {
+    const rows = await this.#sql`SELECT * FROM audit WHERE target = ${params.target}
+      ORDER BY at, id`;
+    return rows.map((r) => ({
+      id: Number(r.id),
+      at: Number(r.at),
+      actor: String(r.actor),
+      action: String(r.action),
+      target: String(r.target),
+      reason: r.reason as string | null,
+      details: JSON.parse(String(r.details)),
+    }));
+  }
+
+  // ----------------------------------------------------------------- schedules
+
+  async schedulesSync(params: {
+    schedules: { id: string; hash: string; tenant: string | null }[];
+    now: number;
+  }): Promise<void> {
+    if (params.schedules.length === 0) return;
+    // One row per id (the last given wins), in id order: one statement may
+    // not touch a row twice, and daemons syncing at once lock in one order.
+    const byId = new Map(params.schedules.map((s) => [s.id, s]));
+    const rows = JSON.stringify(
+      [...byId.values()]
+        .sort((a, b) => compare(a.id, b.id))
+        .map((s) => ({ id: s.id, tenant: s.tenant, hash: s.hash })),
+    );
+    const now = params.now;
+    await this.#sql`INSERT INTO schedules (id, tenant, definition_hash, created_at, updated_at)
+      SELECT id, tenant, hash, ${now}::bigint, ${now}::bigint
+      FROM jsonb_to_recordset(${rows}::text::jsonb) AS r(id text, tenant text, hash text)
+      ON CONFLICT (id) DO UPDATE SET tenant = excluded.tenant,
+        definition_hash = excluded.definition_hash,
+        updated_at = CASE WHEN schedules.definition_hash IS NOT DISTINCT FROM
+          excluded.definition_hash THEN schedules.updated_at ELSE excluded.updated_at END`;
+  }
+
+  async schedulesList(params: { ids?: string[] }): Promise<ScheduleRow[]> {
+    const ids = params.ids ?? null;
+    const rows = await this.#sql`SELECT * FROM schedules
+      WHERE (${ids}::text[] IS NULL OR id = ANY(${ids}::text[])) ORDER BY id COLLATE "C"`;
+    return rows.map(toScheduleRow);
+  }
+
+  async schedulePlan(params: {
+    id: string;
+    now: number;
+    plan: (ctx: PlanContext) => PlanDecision;
+  }): Promise<{ inserted: InsertResult[]; cancelled: number; decision: PlanDecision | null }> {
+    const { id, now } = params;
+    return await this.#sql.begin(async (tx) => {
+      // Planners of the same schedule on other connections wait here until
+      // this transaction ends, then read what it wrote.
+      const [row] = await tx`SELECT enabled, last_planned_for FROM schedules
+        WHERE id = ${id} FOR UPDATE`;
+      if (!row) return { inserted: [], cancelled: 0, decision: null };
+      const [active] = await tx`SELECT count(*) FILTER (WHERE state = 'executing') AS executing,
+          count(*) FILTER (WHERE state <> 'executing') AS waiting
+        FROM jobs WHERE schedule_id = ${id}
+          AND state IN ('scheduled', 'available', 'executing', 'retryable')`;
+      const decision = params.plan({
+        enabled: row.enabled === true,
+        lastPlannedFor: row.last_planned_for == null ? null : Number(row.last_planned_for),
+        executing: Number(active?.executing ?? 0),
+        waiting: Number(active?.waiting ?? 0),
+      });
+      const inserted = await this.#insertNewOccurrences(tx, decision.jobs, now);
+      let cancelled = 0;
+      for (const { job, reason } of decision.cancelled) {
+        const [result] = await this.#insertNewOccurrences(tx, [job], now);
+        if (!result || result.duplicate) continue;
+        const [changed] = await tx`UPDATE jobs SET state = 'cancelled',
+            cancelled_at = ${now}::bigint, lease_expires_at = NULL, ${clearUnique(tx)},
+            ${appendError(tx, now, reason)}
+          WHERE id = ${result.id}::bigint AND state IN ${notFinal(tx)} RETURNING id`;
+        if (changed) cancelled++;
+      }
+      await tx`UPDATE schedules SET
+          last_planned_for = coalesce(${decision.plannedFor}::bigint, last_planned_for),
+          misfires = misfires + ${decision.misfires}::integer,
+          last_misfire_for = coalesce(${decision.lastMisfireFor}::bigint, last_misfire_for),
+          updated_at = ${now}::bigint
+        WHERE id = ${id}`;
+      return { inserted, cancelled, decision };
+    });
+  }
+
+  async scheduleSetEnabled(params: {
+    id: string;
+    enabled: boolean;
+    reason: string | null;
+    actor: string | null;
+    now: number;
+  }): Promise<boolean> {
+    const { enabled, now } = params;
+    const result = await this.#sql`UPDATE schedules SET enabled = ${enabled}::boolean,
+        disabled_reason = CASE WHEN ${enabled}::boolean THEN NULL ELSE ${params.reason}::text END,
+        disabled_by = CASE WHEN ${enabled}::boolean THEN NULL ELSE ${params.actor}::text END,
+        disabled_at = CASE WHEN ${enabled}::boolean THEN NULL ELSE ${now}::bigint END,
+        updated_at = ${now}::bigint
+      WHERE id = ${params.id}`;
+    return result.count !== 0;
+  }
+
+  // ------------------------------------------------------------ change wake-ups
+
+  /**
+   * LISTENs on this schema's channel over one connection of its own (taken
+   * on the first listener, released with the last). Every store sharing the
+   * schema notifies it when jobs become runnable: inserts, retries,
+   * replays, staging, rescues, releases and resumed queues.
+   */
+  onExternalChange(listener: () => void): () => void {
+    this.#listeners.add(listener);
+    if (this.#listening === null && !this.#closed) {
+      this.#listening = this.#sql
+        .listen(this.#channel, () => {
+          for (const l of this.#listeners) l();
+        })
+        // Not listening (the database is away): the producers' timers still run.
+        .catch(() => null);
+    }
+    return () => {
+      this.#listeners.delete(listener);
+      if (this.#listeners.size > 0 || this.#listening === null) return;
+      const listening = this.#listening;
+      this.#listening = null;
+      listening.then((meta) => meta?.unlisten()).catch(() => {});
+    };
+  }
+}
+
+/**
+ * How many of the newest discarded jobs `jobsDeadLetters` groups: a bound on
+ * its cost however large the dead-letter pile.
+ */
+const DEAD_LETTER_SCAN = 10_000;
+
+type FinalState = "completed" | "cancelled" | "discarded";
+
+/** The column of the instant a job became `state`, as a fixed fragment. */
+function finalAt(q: Sql, state: FinalState): Fragment {
+  switch (state) {
+    case "completed":
+      return q`completed_at`;
+    case "cancelled":
+      return q`cancelled_at`;
+    case "discarded":
+      return q`discarded_at`;
+  }
+}
+
+/**
+ * The schedules of the jobs `ids` as a relation `s(id)`, their rows locked
+ * in id order: claimers and recorders touching several schedules at once
+ * take them in one order, so they cannot deadlock one another.
+ */
+function schedulesOf(q: Sql, ids: number[]): Fragment {
+  return q`(SELECT id FROM schedules
+    WHERE id IN (SELECT schedule_id FROM jobs WHERE id = ANY(${ids}::bigint[]))
+    ORDER BY id FOR UPDATE) AS s`;
+}
+
+/** The lease filter of every result write: (id, executing, node, fence). */
+function leaseHeld(q: Sql, lease: { id: number; node: string; fence: number }): Fragment {
+  return q`id = ${lease.id}::bigint AND state = 'executing' AND attempted_by = ${lease.node}
+    AND fence = ${lease.fence}::bigint`;
+}
+
+/** Leases as a relation `l(id, fence)`, one bound JSON value for all of them. */
+function leaseSet(q: Sql, leases: Lease[]): Fragment {
+  const rows = JSON.stringify(leases.map((l) => ({ id: l.id, fence: l.fence })));
+  return q`jsonb_to_recordset(${rows}::text::jsonb) AS l(id bigint, fence bigint)`;
+}
+
+/** Appends one error entry ({at, attempt, error}) and keeps the last 20. */
+function appendError(q: Sql, now: number, error: string): Fragment {
+  return q`errors = CASE WHEN jsonb_array_length(errors) >= 20 THEN errors - 0 ELSE errors END
+    || jsonb_build_array(jsonb_build_object('at', ${now}::bigint, 'attempt', attempt,
+      'error', ${error}::text))`;
+}
+
+/** A final state clears the unique key unless uniqueness covers all states. */
+function clearUnique(q: Sql): Fragment {
+  return q`unique_key = CASE WHEN unique_states = 'all' THEN unique_key END`;
+}
+
+/** The states an operator may still stop (cancel, discard). */
+function notFinal(q: Sql): Fragment {
+  return q`('scheduled', 'available', 'executing', 'retryable')`;
+}
+
+/** An operator's retry or replay: runnable now, one more attempt if they are used up. */
+function runAgain(q: Sql, now: number): Fragment {
+  return q`state = 'available', scheduled_at = ${now}::bigint, lease_expires_at = NULL,
+    max_attempts = greatest(max_attempts, attempt + 1),
+    completed_at = NULL, cancelled_at = NULL, discarded_at = NULL`;
+}
+
+/** The filters of a listing, each a fixed text with its value bound. */
+function listConditions(q: Sql, params: JobMatch): Fragment[] {
+  const where: Fragment[] = [];
+  if (params.ids !== undefined) where.push(q`id = ANY(${params.ids}::bigint[])`);
+  if (params.queue !== undefined) where.push(q`queue = ${params.queue}`);
+  if (params.worker !== undefined) where.push(q`worker = ${params.worker}`);
+  if (params.tag !== undefined) {
+    where.push(q`tags::jsonb @> jsonb_build_array(${params.tag}::text)`);
+  }
+  if (params.scheduleId !== undefined) where.push(q`schedule_id = ${params.scheduleId}`);
+  if (params.occurrence !== undefined) where.push(q`occurrence = ${params.occurrence}`);
+  if (params.search !== undefined) {
+    // ILIKE's escape character is a backslash; tags and errors are searched
+    // in their values (unescaped), args in its JSON text as on SQLite.
+    const pattern = `%${escapeLike(params.search)}%`;
+    where.push(q`(worker ILIKE ${pattern} OR args ILIKE ${pattern}
+      OR occurrence ILIKE ${pattern}
+      OR EXISTS (SELECT 1 FROM jsonb_array_elements_text(tags::jsonb) AS t(v)
+        WHERE t.v ILIKE ${pattern})
+      OR EXISTS (SELECT 1 FROM jsonb_array_elements(errors) AS e(v)
+        WHERE e.v ->> 'error' ILIKE ${pattern}))`);
+  }
+  if (params.state !== undefined) {
+    const states = Array.isArray(params.state) ? params.state : [params.state];
+    for (const state of states) checkState(state);
+    where.push(q`state = ANY(${states}::text[])`);
+  }
+  return where;
+}
+
+/** `conditions` joined with AND; `true` when there are none. */
+function and(q: Sql, conditions: Fragment[]): Fragment {
+  if (conditions.length === 0) return q`true`;
+  return conditions.reduce((all, next) => q`${all} AND ${next}`);
+}
+
+/** Throws a RangeError naming `state` unless it is one of JOB_STATES. */
+function checkState(state: string): asserts state is JobState {
+  if (!(JOB_STATES as readonly string[]).includes(state)) {
+    throw new RangeError(
+      `state must be one of ${JOB_STATES.join(", ")}, got ${JSON.stringify(state)}`,
+    );
+  }
+}
+
+function compare(a: string, b: string): number {
+  return a < b ? -1 : a > b ? 1 : 0;
+}
