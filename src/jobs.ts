@@ -13,7 +13,14 @@ import type { Registry } from "./kernel/executor.ts";
 import type { InsertResult, NewJob } from "./kernel/types.ts";
 import type { Worker } from "./kernel/worker.ts";
 import type { Store, StoreTx } from "./store/store.ts";
-import { openSqliteStore, type SqliteOptions, type SqliteTx } from "./store/sqlite/sqlite_store.ts";
+import {
+  isPostgresLocation,
+  openSqliteLocation,
+  openStore,
+  type PostgresSettings,
+  type SqliteOptions,
+  type SqliteTx,
+} from "./store/open.ts";
 import { jsonLogger, type Logger } from "./worker/logger.ts";
 import { Runtime, type RuntimeOptions } from "./worker/runtime.ts";
 
@@ -194,19 +201,35 @@ export class Jobs<Tx extends StoreTx = StoreTx> {
 /** Options for {@linkcode openJobs}. */
 export interface OpenJobsOptions extends Omit<JobsOptions<SqliteTx>, "store"> {
   /** SQLite settings (busy timeout, synchronous). */
-  sqlite?: SqliteOptions;
+  sqlite?: Omit<SqliteOptions, "migrate" | "now" | "readOnly">;
+  /** PostgreSQL settings (pool size, timeouts). */
+  postgres?: PostgresSettings;
 }
 
 /**
- * Opens (creating and migrating as needed) a SQLite file and returns a
- * {@linkcode Jobs} on it.
+ * Opens (creating and migrating as needed) the store at `location` (a
+ * SQLite path, or `postgres://...`) and returns a {@linkcode Jobs} on it.
+ * The transaction is typed as SQLite's (`tx.db`) unless the location is a
+ * `postgres://` literal; a PostgreSQL URL known only at run time gets a
+ * PostgreSQL transaction typed as SQLite's, so narrow it yourself.
  */
 export async function openJobs(
-  path: string,
+  location: `postgres://${string}` | `postgresql://${string}`,
+  options?: OpenJobsOptions,
+): Promise<Jobs<StoreTx>>;
+export async function openJobs(
+  location: string,
+  options?: OpenJobsOptions,
+): Promise<Jobs<SqliteTx>>;
+export async function openJobs(
+  location: string,
   options: OpenJobsOptions = {},
-): Promise<Jobs<SqliteTx>> {
+): Promise<Jobs<StoreTx>> {
   const clock = options.clock ?? new SystemClock();
-  const store = await openSqliteStore(path, { ...options.sqlite, now: clock.now() });
+  const open = { mode: "create" as const, now: clock.now(), ...options };
+  const store = isPostgresLocation(location)
+    ? (await openStore(location, open)).store
+    : await openSqliteLocation(location, open);
   return new Jobs({ ...options, clock, store });
 }
 

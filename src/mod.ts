@@ -53,12 +53,16 @@ export {
 } from "./kernel/worker.ts";
 export type { JobFilter, Store, StoreTx } from "./store/store.ts";
 export {
+  describeLocation,
   openSqliteStore,
+  openStore,
+  type OpenStoreOptions,
   SchemaTooNewError,
   type SqliteOptions,
   SqliteStore,
   type SqliteTx,
-} from "./store/sqlite/sqlite_store.ts";
+  type StoreMode,
+} from "./store/open.ts";
 export {
   humanLogger,
   jsonLinesLogger,

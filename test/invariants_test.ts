@@ -44,3 +44,25 @@ Deno.test("SQL lives only under src/store/", async () => {
   }
   assert.deepEqual(offenders, []);
 });
+
+Deno.test("nothing outside src/store/ imports a store adapter", async () => {
+  const adapter =
+    /from\s+["'][^"']*store\/(sqlite|postgres)\/|import\(\s*["'][^"']*store\/(sqlite|postgres)\//;
+  const offenders: string[] = [];
+  for await (const path of sources(join(ROOT, "src"))) {
+    if (path.includes("/src/store/")) continue;
+    const text = await Deno.readTextFile(path);
+    for (const [i, line] of text.split("\n").entries()) {
+      if (adapter.test(line)) offenders.push(`${relative(ROOT, path)}:${i + 1}: ${line.trim()}`);
+    }
+  }
+  for (const dir of ["main.ts", "bench", "examples"]) {
+    const root = join(ROOT, dir);
+    const paths = dir.endsWith(".ts") ? [root] : await Array.fromAsync(sources(root));
+    for (const path of paths) {
+      const text = await Deno.readTextFile(path);
+      if (adapter.test(text)) offenders.push(relative(ROOT, path));
+    }
+  }
+  assert.deepEqual(offenders, []);
+});

@@ -26,7 +26,7 @@ import {
 import { redact } from "../kernel/redact.ts";
 import { type Attempt, FINAL_STATES, type Job, JOB_STATES } from "../kernel/types.ts";
 import { formatDuration } from "../schedule/durations.ts";
-import { KNOWN_VERSION } from "../store/sqlite/migrations.ts";
+import { describeLocation, isPostgresLocation, knownSchemaVersion } from "../store/open.ts";
 import type { AuditRow, JobFilter } from "../store/store.ts";
 import {
   type CliDeps,
@@ -134,10 +134,10 @@ export async function statusCommand(
     const health: StoreCheck = opened.ok
       ? await storeCheck(opened.store, { clock: deps.clock, schema: opened.schema })
       : {
-        kind: "sqlite",
-        location: options.db,
+        kind: isPostgresLocation(options.db) ? "postgres" : "sqlite",
+        location: describeLocation(options.db),
         schemaVersion: opened.schemaVersion,
-        knownVersion: KNOWN_VERSION,
+        knownVersion: opened.knownVersion ?? await knownSchemaVersion(options.db),
         reachable: false,
         readMs: null,
         error: opened.problem,

@@ -10,7 +10,6 @@
 
 import type { Command } from "commander";
 import { audit } from "../admin/actions.ts";
-import { MIGRATIONS } from "../store/sqlite/migrations.ts";
 import { type CliDeps, dbPath, exists, globalOptions, quiet, who } from "./common.ts";
 import { openStore, pendingFor } from "./open_store.ts";
 import { cell } from "./text.ts";
@@ -73,16 +72,11 @@ async function migrate(db: string, options: MigrateOptions, deps: CliDeps) {
   try {
     if (applied.length > 0) {
       await audit(store, who(options, deps), "store.migrate", "store", {
-        applied,
+        applied: applied.map((m) => m.version),
         version: schema.version,
       });
     }
-    const names = new Map(MIGRATIONS.map((m) => [m.version, m.name]));
-    return {
-      exists: existed,
-      version: schema.version,
-      migrations: applied.map((version) => ({ version, name: names.get(version) ?? "" })),
-    };
+    return { exists: existed, version: schema.version, migrations: applied };
   } finally {
     await store.close();
   }

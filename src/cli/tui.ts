@@ -9,7 +9,7 @@
 
 import type { Command } from "commander";
 import { storeActions } from "../tui/actions.ts";
-import { configFile, sqliteFile, storeData } from "../tui/data.ts";
+import { configFile, storeAt, storeData } from "../tui/data.ts";
 import {
   type CliDeps,
   CommandFailed,
@@ -19,7 +19,7 @@ import {
   quiet,
   who,
 } from "./common.ts";
-import { openStore } from "./open_store.ts";
+import { openFailure, openStore } from "./open_store.ts";
 import { commandLine } from "./text.ts";
 
 /** Options of `jobs tui`. */
@@ -65,8 +65,13 @@ async function tuiCommand(options: TuiOptions, deps: CliDeps): Promise<void> {
     );
   }
   // Fail before taking over the screen when the store cannot be opened as it is.
-  await (await openStore("tui", db, options.readOnly ? "read" : "write", deps)).store.close();
-  const source = sqliteFile(db, { now: () => deps.clock.now(), program: deps.program });
+  const mode = options.readOnly ? "read" : "write";
+  await (await openStore("tui", db, mode, deps)).store.close();
+  const source = storeAt(db, {
+    now: () => deps.clock.now(),
+    mode,
+    explain: (error) => openFailure(db, error, deps.program),
+  });
   const config = configFile(configPath(options.config, deps));
   try {
     // ink renders only the last frame, at exit, where it believes it runs

@@ -72,3 +72,51 @@ function identityChange(was: FileIdentity, now: FileIdentity | null): string {
   if (now.dev === was.dev) return `inode ${was.ino} -> ${now.ino}`;
   return `device ${was.dev} inode ${was.ino} -> device ${now.dev} inode ${now.ino}`;
 }
+
+/** Why there is no store at a SQLite location, found before anything was opened. */
+export type StoreMissingReason = "no-directory" | "not-a-directory" | "is-a-directory" | "no-file";
+
+/**
+ * Raised when there is no store at a location and the mode may not create
+ * one (or cannot: its folder is missing). Nothing was opened or created.
+ */
+export class StoreMissingError extends Error {
+  /**
+   * @param location Where the store was to be (credentials removed).
+   * @param reason Which of the cases it is.
+   * @param dir The folder the store was to be in.
+   */
+  constructor(
+    readonly location: string,
+    readonly reason: StoreMissingReason,
+    readonly dir: string,
+  ) {
+    const where = `"${escapeControl(location)}"`;
+    const folder = `"${escapeControl(dir)}"`;
+    super(
+      reason === "is-a-directory"
+        ? `the store ${where} is a directory, not a SQLite file`
+        : reason === "no-directory"
+        ? `no directory ${folder} for the store ${where}`
+        : reason === "not-a-directory"
+        ? `${folder} is not a directory, so there is no store ${where}`
+        : `no file ${where} for the store`,
+    );
+    this.name = "StoreMissingError";
+  }
+}
+
+/**
+ * Raised when a store opened to read or write is at an older schema than
+ * this program's: it was not migrated (a newer program never changes the
+ * schema under an older daemon); `jobs migrate` brings it up to date.
+ */
+export class SchemaTooOldError extends Error {
+  constructor(readonly location: string, readonly found: number, readonly known: number) {
+    super(
+      `the store "${escapeControl(location)}" is at schema version ${found}, older than this ` +
+        `program's (${known})`,
+    );
+    this.name = "SchemaTooOldError";
+  }
+}

@@ -31,6 +31,12 @@ export interface MigrationReport {
   version: number;
 }
 
+/** One migration a store knows: its number and its file's name. */
+export interface MigrationInfo {
+  version: number;
+  name: string;
+}
+
 /** A transaction opened by {@linkcode Store.transaction}. */
 export interface StoreTx {
   /** Inserts jobs inside this transaction: they commit or roll back with it. */
@@ -133,6 +139,17 @@ export interface Store<Tx extends StoreTx = StoreTx> {
 
   /** Applies pending migrations; refuses a database newer than this program. */
   migrate(params: { now: number }): Promise<MigrationReport>;
+  /**
+   * The schema version the database is at (0 when it was never migrated);
+   * reads only, so it works on a store opened without migrating.
+   */
+  schemaVersion(): Promise<number>;
+  /**
+   * The migrations this program knows that the database has not applied,
+   * in order; reads only. A database newer than this program is a
+   * `SchemaTooNewError`.
+   */
+  pendingMigrations(): Promise<MigrationInfo[]>;
   /** Releases the connection. Further calls fail. */
   close(): Promise<void>;
 

@@ -30,9 +30,7 @@ import type { Job, JobState } from "../kernel/types.ts";
 import { loadSchedules } from "../schedule/config.ts";
 import { next } from "../schedule/occurrences.ts";
 import type { Occurrence, Schedule, ScheduleConfig } from "../schedule/types.ts";
-import { KNOWN_VERSION } from "../store/sqlite/migrations.ts";
-import { commandLine } from "../text/shell.ts";
-import { openSqliteStore, type SqliteStore } from "../store/sqlite/sqlite_store.ts";
+import { isPostgresLocation, openStore, type StoreMode } from "../store/open.ts";
 import type { JobFilter, JobMatch, Store } from "../store/store.ts";
 
 /** The throughput window of the overview: the last hour, by minute. */
@@ -179,65 +177,55 @@ export function fixedStore(store: Store): StoreSource {
 }
 
 /**
- * The SQLite file at `path`, opened on first use without creating or
- * upgrading it. When the file goes away the connection is dropped and
- * each later call rejects until it is back.
+ * The store at `location` (a SQLite file or a PostgreSQL URL), opened on
+ * first use in `mode` without creating or upgrading it. When a SQLite file
+ * goes away the connection is dropped and each later call rejects until it
+ * is back. Every rejection is one line naming the store, with the command
+ * to paste where one helps (see `explain`).
  */
-export function sqliteFile(
-  path: string,
+export function storeAt(
+  location: string,
   options: {
     now: () => number;
-    /** The command a person types to reach this program, for the hints it prints (`jobsctl`). */
-    program: string;
+    /** `read` for a read-only dashboard. @default "write" */
+    mode?: Exclude<StoreMode, "create">;
     /**
-     * How long an action waits for another process's write lock.
+     * How long an action waits for another process's write lock (SQLite).
      * @default 1000
      */
     busyTimeoutMs?: number;
+    /**
+     * Why the store did not open, as one line: the CLI's wording, with the
+     * commands to paste under the program's own name.
+     */
+    explain: (error: unknown) => string;
   },
 ): StoreSource {
-  let store: SqliteStore | null = null;
+  let store: Store | null = null;
   const drop = async () => {
     const held = store;
     store = null;
     await held?.close().catch(() => {});
   };
+  const file = !isPostgresLocation(location) && location !== ":memory:";
   return {
-    location: path,
+    location,
     async get() {
-      if (path !== ":memory:" && !(await exists(path))) {
-        await drop();
-        throw new Error(`no database at "${path}"`);
-      }
+      if (store && file && !(await exists(location))) await drop();
       if (store) return store;
-      const opened = await openSqliteStore(path, {
-        migrate: false,
-        busyTimeoutMs: options.busyTimeoutMs ?? 1000,
-      });
       try {
-        const version = await opened.schemaVersion();
-        if (version !== KNOWN_VERSION) {
-          throw new Error(schemaProblem(path, version, options.program));
-        }
-        // The schema is current, so this applies nothing: it prepares the statements.
-        await opened.migrate({ now: options.now() });
+        store = (await openStore(location, {
+          mode: options.mode ?? "write",
+          now: options.now(),
+          sqlite: { busyTimeoutMs: options.busyTimeoutMs ?? 1000 },
+        })).store;
       } catch (error) {
-        await opened.close();
-        throw error;
+        throw new Error(options.explain(error), { cause: error });
       }
-      store = opened;
       return store;
     },
     close: drop,
   };
-}
-
-function schemaProblem(path: string, version: number, program: string): string {
-  return version > KNOWN_VERSION
-    ? `"${path}": schema version ${version} is newer than this program knows (${KNOWN_VERSION}); upgrade jobs`
-    : `"${path}": schema version ${version} is older than this program's (${KNOWN_VERSION}); run: ${
-      commandLine(program, ["migrate", "--db", path])
-    }`;
 }
 
 async function exists(path: string): Promise<boolean> {
@@ -298,10 +286,9 @@ export function storeData(params: {
     location: source.location,
     async overview(now) {
       const store = await source.get();
-      const check = await storeCheck(store, {
-        clock,
-        schema: { version: KNOWN_VERSION, known: KNOWN_VERSION },
-      });
+      // A source hands out stores at the current schema only (see storeAt).
+      const version = await store.schemaVersion();
+      const check = await storeCheck(store, { clock, schema: { version, known: version } });
       if (!check.reachable) throw new Error(check.error ?? "the store is not reachable");
       const loaded = await params.config();
       const { queues, nodes, schedules } = await statusView({

@@ -12,7 +12,8 @@ import { waitUntil } from "../../src/testing.ts";
 import { occurrenceJob } from "../../src/schedule/plan.ts";
 import { storeActions } from "../../src/tui/actions.ts";
 import { App } from "../../src/tui/app.tsx";
-import { configFile, fixedStore, sqliteFile, storeData } from "../../src/tui/data.ts";
+import { configFile, fixedStore, storeAt, storeData } from "../../src/tui/data.ts";
+import { openFailure } from "../../src/cli/open_store.ts";
 import { openSqliteStore } from "../../src/store/sqlite/sqlite_store.ts";
 import { insertJob, tempStore } from "../support/stores.ts";
 
@@ -159,13 +160,16 @@ Deno.test("schedules come with their next 5 occurrences and the DST note of 2026
 Deno.test("the file source rejects while the database is missing and opens it once it is there", async () => {
   await using temp = await tempStore();
   const path = `${temp.dir}/later.db`;
-  const source = sqliteFile(path, { now: () => NOW, program: "jobsctl" });
-  await assert.rejects(source.get(), /no database at/);
+  const source = storeAt(path, {
+    now: () => NOW,
+    explain: (error) => openFailure(path, error, "jobsctl"),
+  });
+  await assert.rejects(source.get(), /no file ".*later\.db" for the store/);
   await (await openSqliteStore(path, { now: NOW })).close();
   const store = await source.get();
   assert.deepEqual(await store.jobsList({}), []);
   await Deno.remove(path);
-  await assert.rejects(source.get(), /no database at/);
+  await assert.rejects(source.get(), /no file ".*later\.db" for the store/);
   await source.close();
 });
 
@@ -176,9 +180,12 @@ Deno.test("the file source's schema message says what to run with the program's 
   old.db.exec("DELETE FROM schema_migrations WHERE version > 1");
   await old.close();
   for (const program of ["jobsctl", "deno run -A /opt/jobs/main.ts"]) {
-    const source = sqliteFile(path, { now: () => NOW, program });
+    const source = storeAt(path, {
+      now: () => NOW,
+      explain: (error) => openFailure(path, error, program),
+    });
     await assert.rejects(source.get(), (error: Error) => {
-      assert.match(error.message, /schema version 1 is older than this program's \(\d+\)/);
+      assert.match(error.message, /is at schema version 1, older than this program's \(\d+\)/);
       assert.ok(
         error.message.endsWith(`; run: ${program} migrate --db ${path}`),
         error.message,

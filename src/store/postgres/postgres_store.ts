@@ -57,6 +57,7 @@ import type {
   StoreTx,
 } from "../store.ts";
 import { StoreOpenError } from "../errors.ts";
+import { describeLocation } from "../location.ts";
 import { SchemaTooNewError } from "../sqlite/sqlite_store.ts";
 import { KNOWN_VERSION, pendingMigrations } from "./migrations.ts";
 import {
@@ -126,14 +127,7 @@ export function isPostgresLocation(location: string): boolean {
 
 /** `url` without its password, for messages (credentials are never shown). */
 export function redactLocation(url: string): string {
-  try {
-    const parsed = new URL(url);
-    if (parsed.password === "") return url;
-    parsed.password = "";
-    return parsed.toString();
-  } catch {
-    return url.replace(/\/\/([^:@/]*):[^@/]*@/, "//$1@");
-  }
+  return describeLocation(url);
 }
 
 /**

@@ -41,6 +41,7 @@ import type {
   JobFilter,
   JobMatch,
   Lease,
+  MigrationInfo,
   MigrationReport,
   NodeRow,
   QueueRow,
@@ -50,7 +51,7 @@ import type {
 } from "../store.ts";
 import { type FileIdentity, StoreLostError, StoreOpenError } from "../errors.ts";
 import { fileIdentity, notAFile, openProblem } from "./file_check.ts";
-import { KNOWN_VERSION, pendingMigrations } from "./migrations.ts";
+import { KNOWN_VERSION, pendingMigrations as pendingAfter } from "./migrations.ts";
 import {
   escapeLike,
   inserted,
@@ -262,7 +263,7 @@ export class SqliteStore implements Store<SqliteTx> {
         const record = this.db.prepare(
           `INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)`,
         );
-        for (const migration of pendingMigrations(current)) {
+        for (const migration of pendingAfter(current)) {
           this.db.exec(migration.sql);
           record.run(migration.version, migration.name, params.now);
           applied.push(migration.version);
@@ -299,6 +300,17 @@ export class SqliteStore implements Store<SqliteTx> {
    */
   schemaVersion(): Promise<number> {
     return this.#exclusive(() => this.#schemaVersion());
+  }
+
+  /** The migrations this program knows that the database has not applied; reads only. */
+  pendingMigrations(): Promise<MigrationInfo[]> {
+    return this.#exclusive(() => {
+      const version = this.#schemaVersion();
+      if (version > KNOWN_VERSION) {
+        throw new SchemaTooNewError(this.location, version, KNOWN_VERSION);
+      }
+      return pendingAfter(version).map(({ version, name }) => ({ version, name }));
+    });
   }
 
   #schemaVersion(): number {

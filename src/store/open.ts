@@ -1,0 +1,206 @@
+/**
+ * The one way to open a store at any location, used by the library
+ * (`openJobs`), the daemon, every CLI command and the TUI. Nothing outside
+ * `src/store/` imports an adapter: the location picks it (see
+ * {@linkcode parseLocation}), and PostgreSQL's is loaded only when a
+ * location names it, so SQLite users never load postgres.js.
+ *
+ * Modes:
+ *
+ * - `read`: an existing store at the current schema. Nothing is created and
+ *   nothing is migrated; an older schema is a {@linkcode SchemaTooOldError}
+ *   (the caller names the migrate command), so a newer program never changes
+ *   the schema under an older daemon.
+ * - `write`: the same, for callers that change rows, and the store must be
+ *   writable: a mistyped location is an error, never a new empty store.
+ * - `create`: created when missing and brought to the current schema.
+ *
+ * @module
+ */
+
+import { dirname } from "node:path";
+import { SchemaTooOldError, StoreMissingError } from "./errors.ts";
+import { describeLocation, isPostgresLocation, parseLocation } from "./location.ts";
+import type { MigrationInfo, Store, StoreTx } from "./store.ts";
+import {
+  explainOpenFailure,
+  openSqliteStore,
+  SchemaTooNewError,
+  type SqliteOptions,
+  SqliteStore,
+  type SqliteTx,
+} from "./sqlite/sqlite_store.ts";
+
+export { describeLocation, isPostgresLocation, parseLocation } from "./location.ts";
+export type { StoreLocation } from "./location.ts";
+export { openSqliteStore, SchemaTooNewError, type SqliteOptions, SqliteStore, type SqliteTx };
+
+/** What the caller does to the store; see the module's documentation. */
+export type StoreMode = "read" | "write" | "create";
+
+/** PostgreSQL settings of {@linkcode openStore}. */
+export interface PostgresSettings {
+  /** Connections in the pool. @default 10 */
+  max?: number;
+  /** How long opening a connection may take, in seconds. @default 10 */
+  connectTimeoutS?: number;
+  /** The `application_name` of every session. @default "jobs" */
+  applicationName?: string;
+}
+
+/** Options for {@linkcode openStore}. */
+export interface OpenStoreOptions {
+  /** What the caller does to the store. */
+  mode: StoreMode;
+  /** The instant recorded for migrations applied in `create` mode. @default 0 */
+  now?: number;
+  /** SQLite settings (busy timeout, synchronous, polls); ignored for PostgreSQL. */
+  sqlite?: Omit<SqliteOptions, "migrate" | "now" | "readOnly">;
+  /** PostgreSQL settings (pool, timeouts); ignored for SQLite. */
+  postgres?: PostgresSettings;
+}
+
+/** An open store with the schema it is at. */
+export interface OpenedStore {
+  store: Store;
+  schema: { version: number; known: number };
+  /** The migrations applied on opening (`create` only), in order. */
+  applied: MigrationInfo[];
+}
+
+/**
+ * Opens the store at `location` in `options.mode`. Fails with a
+ * {@linkcode StoreMissingError} (no store there and the mode may not create
+ * one), a {@linkcode SchemaTooOldError} or {@linkcode SchemaTooNewError}
+ * (the schema is not this program's; nothing was changed), or a
+ * `StoreOpenError` naming the location without its credentials.
+ */
+export async function openStore(
+  location: string,
+  options: OpenStoreOptions,
+): Promise<OpenedStore> {
+  const parsed = parseLocation(location);
+  if (parsed.kind === "sqlite") await checkSqliteLocation(parsed.path, options.mode);
+  const store = parsed.kind === "sqlite"
+    ? await openSqlite(parsed.path, options)
+    : await openPostgres(parsed.url, parsed.schema, options);
+  try {
+    const version = await store.schemaVersion();
+    const pending = await store.pendingMigrations();
+    const known = pending.at(-1)?.version ?? version;
+    if (pending.length > 0 && options.mode !== "create") {
+      throw new SchemaTooOldError(store.location, version, known);
+    }
+    // At the current schema this applies nothing and prepares what the
+    // store needs; in `create` it applies what is pending.
+    const report = await store.migrate({ now: options.now ?? 0 });
+    // A file it may not write opens read-only: say so now, not at the first write.
+    if (options.mode !== "read" && store instanceof SqliteStore) await store.checkWritable();
+    const names = new Map(pending.map((m) => [m.version, m.name]));
+    return {
+      store,
+      schema: { version: report.version, known },
+      applied: report.applied.map((version) => ({ version, name: names.get(version) ?? "" })),
+    };
+  } catch (error) {
+    await store.close();
+    throw store instanceof SqliteStore ? explainOpenFailure(store.location, error) : error;
+  }
+}
+
+/** {@linkcode openStore} on SQLite, typed with its transaction (the library's `tx.db`). */
+export async function openSqliteLocation(
+  path: string,
+  options: OpenStoreOptions,
+): Promise<Store<SqliteTx>> {
+  if (parseLocation(path).kind !== "sqlite") {
+    throw new RangeError(`"${describeLocation(path)}" is not a SQLite location`);
+  }
+  return (await openStore(path, options)).store as SqliteStore;
+}
+
+/**
+ * The schema of the store at `location` and the migrations it lacks, read
+ * without writing anything (`jobs migrate --dry-run`): `exists` is false
+ * when there is no SQLite file yet (its folder must exist).
+ */
+export async function storeSchema(
+  location: string,
+): Promise<{ exists: boolean; version: number; pending: MigrationInfo[] }> {
+  const parsed = parseLocation(location);
+  let store: Store;
+  if (parsed.kind === "sqlite") {
+    try {
+      await checkSqliteLocation(parsed.path, "read");
+    } catch (error) {
+      if (!(error instanceof StoreMissingError) || error.reason !== "no-file") throw error;
+      const { pendingMigrations } = await import("./sqlite/migrations.ts");
+      const pending = pendingMigrations(0).map(({ version, name }) => ({ version, name }));
+      return { exists: false, version: 0, pending };
+    }
+    store = await openSqliteStore(parsed.path, { migrate: false, readOnly: true });
+  } else {
+    const { openPostgresStore } = await import("./postgres/postgres_store.ts");
+    store = await openPostgresStore(parsed.url, {
+      migrate: false,
+      readOnly: true,
+      schema: parsed.schema,
+    });
+  }
+  try {
+    const version = await store.schemaVersion();
+    return { exists: true, version, pending: await store.pendingMigrations() };
+  } finally {
+    await store.close();
+  }
+}
+
+/** The latest schema version this program knows for the store kind `location` names. */
+export async function knownSchemaVersion(location: string): Promise<number> {
+  if (!isPostgresLocation(location)) {
+    return (await import("./sqlite/migrations.ts")).KNOWN_VERSION;
+  }
+  return (await import("./postgres/migrations.ts")).KNOWN_VERSION;
+}
+
+/**
+ * Why there can be no SQLite store at `path` in `mode`, before anything is
+ * opened: a missing folder, a folder where the file should be, or (unless
+ * `create`) a missing file.
+ */
+export async function checkSqliteLocation(path: string, mode: StoreMode): Promise<void> {
+  if (path === ":memory:") return;
+  const file = await statOrNull(path);
+  if (file?.isDirectory) throw new StoreMissingError(path, "is-a-directory", dirname(path));
+  if (file) return;
+  const dir = dirname(path);
+  const parent = await statOrNull(dir);
+  if (!parent) throw new StoreMissingError(path, "no-directory", dir);
+  if (!parent.isDirectory) throw new StoreMissingError(path, "not-a-directory", dir);
+  if (mode !== "create") throw new StoreMissingError(path, "no-file", dir);
+}
+
+async function openSqlite(path: string, options: OpenStoreOptions): Promise<SqliteStore> {
+  return await openSqliteStore(path, { ...options.sqlite, migrate: false });
+}
+
+async function openPostgres(
+  url: string,
+  schema: string,
+  options: OpenStoreOptions,
+): Promise<Store<StoreTx>> {
+  const { openPostgresStore } = await import("./postgres/postgres_store.ts");
+  // Created (with its schema) only in `create`; the other modes find it or fail.
+  return await openPostgresStore(url, { ...options.postgres, migrate: false, schema });
+}
+
+async function statOrNull(path: string): Promise<Deno.FileInfo | null> {
+  try {
+    return await Deno.stat(path);
+  } catch (error) {
+    if (error instanceof Deno.errors.NotFound || error instanceof Deno.errors.NotADirectory) {
+      return null;
+    }
+    throw error;
+  }
+}
