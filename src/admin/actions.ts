@@ -98,6 +98,9 @@ export interface DefinitionSource {
   asPlanned: boolean;
 }
 
+/** Every job runs the definition it holds: for actions that change no definition. */
+export const AS_PLANNED: DefinitionSource = Object.freeze({ live: null, asPlanned: true });
+
 /** A job an action left alone, and why (a phrase: `is executing`). */
 export interface Skipped {
   job: Job;
@@ -113,7 +116,7 @@ export interface Skipped {
 export function planJobAction(
   action: JobAction,
   jobs: Job[],
-  source: DefinitionSource = { live: null, asPlanned: true },
+  source: DefinitionSource = AS_PLANNED,
 ): { act: Job[]; skip: Skipped[]; definitions: Map<number, DefinitionChoice> } {
   const act: Job[] = [];
   const skip: Skipped[] = [];
@@ -149,7 +152,7 @@ export async function applyJobAction(
   action: JobAction,
   jobs: Job[],
   who: Actor,
-  source: DefinitionSource = { live: null, asPlanned: true },
+  source: DefinitionSource = AS_PLANNED,
 ): Promise<
   { changed: Job[]; skipped: Skipped[]; definitions: Map<number, DefinitionChoice> }
 > {
@@ -217,7 +220,7 @@ export async function replayJob(
   ref: string,
   who: Actor & { reason: string },
   force: boolean,
-  source: DefinitionSource = { live: null, asPlanned: true },
+  source: DefinitionSource = AS_PLANNED,
 ): Promise<ReplayResult> {
   const job = await findJob(store, ref);
   if (!job) throw new Error(`no job or occurrence "${ref}"`);

@@ -10,6 +10,7 @@
 import type { Command } from "commander";
 import {
   applyJobAction,
+  AS_PLANNED,
   type DefinitionSource,
   type JobAction,
   planJobAction,
@@ -55,7 +56,8 @@ const LIVE_CONFIG = {
   for: "whose live definitions a schedule's jobs run (default ./schedules.yaml when present)",
 };
 
-const AS_PLANNED = "run a schedule's job with the definition it was planned with, not the file's";
+const AS_PLANNED_HELP =
+  "run a schedule's job with the definition it was planned with, not the file's";
 
 /**
  * Where a retry or replay takes a schedule's definition: the live file
@@ -69,7 +71,7 @@ async function definitionSource(
   options: { config?: string; asPlanned?: boolean },
   deps: CliDeps,
 ): Promise<DefinitionSource> {
-  if (options.asPlanned) return { live: null, asPlanned: true };
+  if (options.asPlanned) return AS_PLANNED;
   const file = configPath(options.config, deps);
   const loaded = await loadConfig(file, { optional: !configNamed(options.config, deps) });
   if (loaded.errors.length > 0) {
@@ -131,7 +133,7 @@ function replayCommand(program: Command, deps: CliDeps): void {
         )
         .argument("<occurrence|job-id>", "an occurrence identity (nightly@2026-...) or a job id")
         .option("--force", "replay an executing job too, breaking its running attempt's lease")
-        .option("--as-planned", AS_PLANNED),
+        .option("--as-planned", AS_PLANNED_HELP),
       {
         db: { mode: "write" },
         config: LIVE_CONFIG,
@@ -234,7 +236,7 @@ function jobActionCommand(program: Command, deps: CliDeps, action: JobAction): v
       audit: { reason: "optional" },
     },
   );
-  if (action === "retry") command.option("--as-planned", AS_PLANNED);
+  if (action === "retry") command.option("--as-planned", AS_PLANNED_HELP);
   quiet(
     command.action(async (ids: string[], options: JobActionOptions) => {
       await runJobAction(action, ids.map(parseJobId), options, deps);
@@ -272,7 +274,7 @@ async function runJobAction(
   }
   const source: DefinitionSource = action === "retry"
     ? await definitionSource(action, options, deps)
-    : { live: null, asPlanned: true };
+    : AS_PLANNED;
   await withStore(action, dbPath(options.db, deps), "write", deps, async (store) => {
     const jobs = await store.jobsList(filter ?? { ids });
     const missing = ids.filter((id) => !jobs.some((job) => job.id === id));

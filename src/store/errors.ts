@@ -120,3 +120,14 @@ export class SchemaTooOldError extends Error {
     this.name = "SchemaTooOldError";
   }
 }
+
+/** Raised when the database holds a schema newer than this program knows. */
+export class SchemaTooNewError extends Error {
+  constructor(readonly location: string, readonly found: number, readonly known: number) {
+    super(
+      `${location}: schema version ${found} is newer than this program knows (${known}); ` +
+        `upgrade jobs, the database was not modified`,
+    );
+    this.name = "SchemaTooNewError";
+  }
+}

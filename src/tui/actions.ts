@@ -9,6 +9,7 @@
 
 import {
   applyJobAction,
+  AS_PLANNED,
   type DefinitionSource,
   type JobAction,
   replayJob,
@@ -130,7 +131,7 @@ export function storeActions(params: {
   // line; a file with errors refuses it rather than run the old one silently.
   const definitions = async (jobs: Job[]): Promise<DefinitionSource> => {
     const file = params.configPath ?? "the schedules file";
-    if (!jobs.some((job) => job.scheduleId !== null)) return { live: null, asPlanned: true };
+    if (!jobs.some((job) => job.scheduleId !== null)) return AS_PLANNED;
     const loaded = await params.config();
     if (loaded.config) {
       return { live: { file, schedules: loaded.config.schedules }, asPlanned: false };
@@ -143,7 +144,7 @@ export function storeActions(params: {
   };
   return {
     async jobs(action, jobs) {
-      const chosen = action === "retry" ? await definitions(jobs) : { live: null, asPlanned: true };
+      const chosen = action === "retry" ? await definitions(jobs) : AS_PLANNED;
       return await applyJobAction(await source.get(), action, jobs, who(null), chosen);
     },
     async replay(job, reason) {

@@ -56,9 +56,8 @@ import type {
   Store,
   StoreTx,
 } from "../store.ts";
-import { StoreOpenError } from "../errors.ts";
+import { SchemaTooNewError, StoreOpenError } from "../errors.ts";
 import { describeLocation } from "../location.ts";
-import { SchemaTooNewError } from "../sqlite/sqlite_store.ts";
 import { KNOWN_VERSION, pendingMigrations } from "./migrations.ts";
 import {
   escapeLike,

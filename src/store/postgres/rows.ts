@@ -5,35 +5,19 @@
  * @module
  */
 
-import type { Attempt, ClaimedJob, InsertResult, Job, JobState } from "../../kernel/types.ts";
-import type { ScheduleRow } from "../store.ts";
+import type { ClaimedJob } from "../../kernel/types.ts";
 
-/** A row as postgres.js returns it. */
-export type Row = Record<string, unknown>;
-
-/** `text` as a literal inside a LIKE pattern (PostgreSQL's escape character is a backslash). */
-export function escapeLike(text: string): string {
-  return text.replace(/[\\%_]/g, (c) => `\\${c}`);
-}
-
-/** A nullable number column. */
-export function num(value: unknown): number | null {
-  return value == null ? null : Number(value);
-}
-
-/** A `jsonb` column (parsed by postgres.js) or a `text` one holding JSON. */
-export function json(value: unknown): unknown {
-  return typeof value === "string" ? JSON.parse(value) : value;
-}
-
-export function toInsertResult(row: Row, duplicate: boolean): InsertResult {
-  return {
-    id: Number(row.id),
-    duplicate,
-    queue: String(row.queue),
-    state: row.state as JobState,
-  };
-}
+export {
+  escapeLike,
+  json,
+  num,
+  type Row,
+  toAttempt,
+  toInsertResult,
+  toJob,
+  toScheduleRow,
+} from "../rows.ts";
+import type { Row } from "../rows.ts";
 
 /** A row of the claim's RETURNING list. */
 export function toClaimed(row: Row): ClaimedJob {
@@ -52,74 +36,5 @@ export function toClaimed(row: Row): ClaimedJob {
     insertedAt: Number(row.inserted_at),
     scheduledAt: Number(row.scheduled_at),
     attemptedAt: Number(row.attempted_at),
-  };
-}
-
-export function toJob(row: Row): Job {
-  return {
-    id: Number(row.id),
-    tenant: row.tenant as string | null,
-    state: row.state as JobState,
-    queue: String(row.queue),
-    worker: String(row.worker),
-    args: json(row.args),
-    meta: json(row.meta) as Job["meta"],
-    tags: json(row.tags) as Job["tags"],
-    errors: json(row.errors) as Job["errors"],
-    scheduleId: row.schedule_id as string | null,
-    scheduledFor: num(row.scheduled_for),
-    occurrence: row.occurrence as string | null,
-    uniqueKey: row.unique_key as string | null,
-    uniqueStates: row.unique_states as "incomplete" | "all" | null,
-    attempt: Number(row.attempt),
-    maxAttempts: Number(row.max_attempts),
-    priority: Number(row.priority),
-    attemptedBy: row.attempted_by as string | null,
-    fence: Number(row.fence),
-    leaseExpiresAt: num(row.lease_expires_at),
-    insertedAt: Number(row.inserted_at),
-    scheduledAt: Number(row.scheduled_at),
-    attemptedAt: num(row.attempted_at),
-    completedAt: num(row.completed_at),
-    cancelledAt: num(row.cancelled_at),
-    discardedAt: num(row.discarded_at),
-  };
-}
-
-export function toAttempt(row: Row): Attempt {
-  return {
-    jobId: Number(row.job_id),
-    attempt: Number(row.attempt),
-    fence: Number(row.fence),
-    node: row.node as string | null,
-    kind: row.kind as Attempt["kind"],
-    actor: row.actor as string | null,
-    reason: row.reason as string | null,
-    startedAt: Number(row.started_at),
-    finishedAt: num(row.finished_at),
-    outcome: row.outcome as Attempt["outcome"],
-    error: row.error as string | null,
-    output: (row.output ?? null) as string | null,
-    definition: (row.definition ?? null) as string | null,
-  };
-}
-
-/** A `schedules` row. */
-export function toScheduleRow(row: Row): ScheduleRow {
-  return {
-    id: String(row.id),
-    tenant: row.tenant as string | null,
-    enabled: row.enabled === true,
-    disabledReason: row.disabled_reason as string | null,
-    disabledBy: row.disabled_by as string | null,
-    disabledAt: num(row.disabled_at),
-    definitionHash: row.definition_hash as string | null,
-    lastPlannedFor: num(row.last_planned_for),
-    lastStartedAt: num(row.last_started_at),
-    lastCompletedAt: num(row.last_completed_at),
-    misfires: Number(row.misfires),
-    lastMisfireFor: num(row.last_misfire_for),
-    createdAt: Number(row.created_at),
-    updatedAt: Number(row.updated_at),
   };
 }

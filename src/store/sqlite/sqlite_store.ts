@@ -49,7 +49,9 @@ import type {
   Store,
   StoreTx,
 } from "../store.ts";
-import { type FileIdentity, StoreLostError, StoreOpenError } from "../errors.ts";
+import { type FileIdentity, SchemaTooNewError, StoreLostError, StoreOpenError } from "../errors.ts";
+
+export { SchemaTooNewError };
 import { fileIdentity, notAFile, openProblem } from "./file_check.ts";
 import { KNOWN_VERSION, pendingMigrations as pendingAfter } from "./migrations.ts";
 import {
@@ -123,17 +125,6 @@ export interface SqliteOptions {
 export interface SqliteTx extends StoreTx {
   /** The connection, inside the open transaction: prepare and run your own statements. */
   readonly db: DatabaseSync;
-}
-
-/** Raised when the database holds a schema newer than this program knows. */
-export class SchemaTooNewError extends Error {
-  constructor(readonly location: string, readonly found: number, readonly known: number) {
-    super(
-      `${location}: schema version ${found} is newer than this program knows (${known}); ` +
-        `upgrade jobs, the database was not modified`,
-    );
-    this.name = "SchemaTooNewError";
-  }
 }
 
 /**

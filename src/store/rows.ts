@@ -1,0 +1,108 @@
+/**
+ * Between database rows and the kernel's types, for every adapter: the
+ * column names are the same in SQLite and PostgreSQL, and the differences
+ * of the drivers (a `bigint` as a string, `jsonb` already parsed, a boolean
+ * as 1 or `true`) are absorbed here. Adapter-specific rows (the SQLite
+ * claim's positional RETURNING list) stay in the adapter.
+ *
+ * @module
+ */
+
+import type { Attempt, InsertResult, Job, JobState } from "../kernel/types.ts";
+import type { ScheduleRow } from "./store.ts";
+
+/** A row as a driver returns it. */
+export type Row = Record<string, unknown>;
+
+/** `text` as a literal inside a LIKE pattern whose escape character is a backslash. */
+export function escapeLike(text: string): string {
+  return text.replace(/[\\%_]/g, (c) => `\\${c}`);
+}
+
+/** A nullable number column (a `bigint` may arrive as a string). */
+export function num(value: unknown): number | null {
+  return value == null ? null : Number(value);
+}
+
+/** A JSON column: text holding JSON, or a value the driver already parsed (`jsonb`). */
+export function json(value: unknown): unknown {
+  return typeof value === "string" ? JSON.parse(value) : value;
+}
+
+export function toInsertResult(row: Row, duplicate: boolean): InsertResult {
+  return {
+    id: Number(row.id),
+    duplicate,
+    queue: String(row.queue),
+    state: row.state as JobState,
+  };
+}
+
+export function toJob(row: Row): Job {
+  return {
+    id: Number(row.id),
+    tenant: row.tenant as string | null,
+    state: row.state as JobState,
+    queue: String(row.queue),
+    worker: String(row.worker),
+    args: json(row.args),
+    meta: json(row.meta) as Job["meta"],
+    tags: json(row.tags) as Job["tags"],
+    errors: json(row.errors) as Job["errors"],
+    scheduleId: row.schedule_id as string | null,
+    scheduledFor: num(row.scheduled_for),
+    occurrence: row.occurrence as string | null,
+    uniqueKey: row.unique_key as string | null,
+    uniqueStates: row.unique_states as "incomplete" | "all" | null,
+    attempt: Number(row.attempt),
+    maxAttempts: Number(row.max_attempts),
+    priority: Number(row.priority),
+    attemptedBy: row.attempted_by as string | null,
+    fence: Number(row.fence),
+    leaseExpiresAt: num(row.lease_expires_at),
+    insertedAt: Number(row.inserted_at),
+    scheduledAt: Number(row.scheduled_at),
+    attemptedAt: num(row.attempted_at),
+    completedAt: num(row.completed_at),
+    cancelledAt: num(row.cancelled_at),
+    discardedAt: num(row.discarded_at),
+  };
+}
+
+export function toAttempt(row: Row): Attempt {
+  return {
+    jobId: Number(row.job_id),
+    attempt: Number(row.attempt),
+    fence: Number(row.fence),
+    node: row.node as string | null,
+    kind: row.kind as Attempt["kind"],
+    actor: row.actor as string | null,
+    reason: row.reason as string | null,
+    startedAt: Number(row.started_at),
+    finishedAt: num(row.finished_at),
+    outcome: row.outcome as Attempt["outcome"],
+    error: row.error as string | null,
+    output: (row.output ?? null) as string | null,
+    definition: (row.definition ?? null) as string | null,
+  };
+}
+
+/** A `schedules` row. */
+export function toScheduleRow(row: Row): ScheduleRow {
+  return {
+    id: String(row.id),
+    tenant: row.tenant as string | null,
+    enabled: row.enabled === true || row.enabled === 1,
+    disabledReason: row.disabled_reason as string | null,
+    disabledBy: row.disabled_by as string | null,
+    disabledAt: num(row.disabled_at),
+    definitionHash: row.definition_hash as string | null,
+    lastPlannedFor: num(row.last_planned_for),
+    lastStartedAt: num(row.last_started_at),
+    lastCompletedAt: num(row.last_completed_at),
+    misfires: Number(row.misfires),
+    lastMisfireFor: num(row.last_misfire_for),
+    createdAt: Number(row.created_at),
+    updatedAt: Number(row.updated_at),
+  };
+}
