@@ -5,8 +5,11 @@
  *
  * The environment keeps the parent's (certificate settings and the like)
  * but drops every `JOBS_*` and `XDG_*`, `INIT_CWD` and `DENO_INSTALL_ROOT`, and points `DENO_DIR` at
- * the test's own cache, so the kept Deno finds the npm packages there
- * instead of downloading them into the fresh HOME.
+ * a copy of the test process's cache, so the kept Deno finds the npm packages
+ * there instead of downloading them all into the fresh HOME. A copy, never
+ * the cache itself: the installer runs `deno cache --reload=npm:`, which
+ * rewrites the packages' files while the other tests' daemons load them
+ * (CI saw a daemon read a half-written zod module and fail at start).
  */
 
 import { fileURLToPath } from "node:url";
@@ -59,15 +62,17 @@ const DROPPED = new Set(["INIT_CWD", "DENO_DIR", "DENO_INSTALL_ROOT"]);
 
 /**
  * Makes a clean HOME whose path has a space, so every quote of the installer
- * is exercised. With `freshCache`, DENO_DIR is an empty folder in it too (the
- * packages come from the npm registry), as on a machine that never ran Deno.
+ * is exercised. DENO_DIR is a copy of this process's cache in it; with
+ * `freshCache`, an empty folder (the packages come from the npm registry), as
+ * on a machine that never ran Deno.
  */
 export async function cleanHome(options: { freshCache?: boolean } = {}): Promise<CleanHome> {
   const dir = await tempDir();
   const root = `${dir.path}/with space`;
   const home = `${root}/home dir`;
   await Deno.mkdir(home, { recursive: true });
-  const cache = options.freshCache ? `${root}/deno cache` : await denoDir();
+  const cache = `${root}/deno cache`;
+  if (!options.freshCache) await copyFolder(await denoDir(), cache);
   const inherited = Object.entries(Deno.env.toObject())
     .filter(([name]) => !/^(JOBS_|XDG_)/.test(name) && !DROPPED.has(name));
   return {
@@ -84,6 +89,14 @@ export async function cleanHome(options: { freshCache?: boolean } = {}): Promise
     }),
     [Symbol.asyncDispose]: dir.cleanup,
   };
+}
+
+/** Copies the folder `from` to `to` (which must not exist) with `cp -a`. */
+async function copyFolder(from: string, to: string): Promise<void> {
+  const out = await new Deno.Command("cp", { args: ["-a", from, to], stderr: "piped" }).output();
+  if (!out.success) {
+    throw new Error(`cp -a "${from}" "${to}" failed: ${new TextDecoder().decode(out.stderr)}`);
+  }
 }
 
 /** Runs `cmd args` in `cwd` with exactly `env`, stdin closed; gives up after 60 s. */
