@@ -1,20 +1,25 @@
 /**
- * The benchmark: enqueue throughput, processing throughput in one and in
- * three processes, and enqueue-to-start latency in the same process and
- * across processes. The workload matches the peers' harness
- * (`/work/shared/bench-peers/lib/harness.mjs`), so the numbers compare.
+ * The benchmark: enqueue throughput, processing throughput in this process,
+ * in one child process and in three sharing the store, and enqueue-to-start
+ * latency in the same process and across processes. The workload matches
+ * the peers' harness (`/work/shared/bench-peers/lib/harness.mjs`), so the
+ * numbers compare.
  *
  * ```sh
  * deno task bench                              # every phase, RUNS=3
  * PHASES=process,latency RUNS=1 deno task bench
+ * PHASES=process1,process3 deno task bench     # 3 processes on one store against 1
  * PHASES=tui deno task bench                   # the dashboard's reads at 100,000 jobs
  * PHASES=prune RUNS=1 deno task bench          # the pruner on 1,000,000 final jobs
+ * BENCH_DB=postgres://postgres@127.0.0.1:5432/test deno task bench   # the same on PostgreSQL
  * ```
  *
- * Each phase runs RUNS times on a fresh temporary file; the table shows
- * median, min and max over the runs (latency percentiles within a run are
- * nearest-rank, as in the harness), and
- * the last line of stdout is one JSON object with the medians. Progress goes
+ * Each phase runs RUNS times on a fresh store: a temporary SQLite file, or
+ * with `BENCH_DB` a new schema of that PostgreSQL database, dropped after
+ * the phase (see `stores.ts`). The table shows median, min and max over the
+ * runs (latency percentiles within a run are nearest-rank, as in the
+ * harness), and the last line of stdout is one JSON object with the
+ * medians and the store (`"store": "sqlite" | "postgres"`). Progress goes
  * to stderr.
  *
  * @module
@@ -23,12 +28,14 @@
 import { defineWorker, type JobContext, type Jobs, openJobs, silentLogger } from "../src/mod.ts";
 import { completedOf, CONCURRENCY, epochNow, NOOP, readLines } from "./shared.ts";
 import { phasePrune } from "./prune.ts";
+import { benchDb, storeKind, withFreshStore } from "./stores.ts";
 import { phaseTui } from "./tui.ts";
 
 const ALL_PHASES = [
   "bulk",
   "single",
   "process",
+  "process1",
   "process3",
   "latency",
   "cross",
@@ -83,6 +90,10 @@ const PHASES: Phase[] = (Deno.env.get("PHASES") ?? ALL_PHASES.join(","))
 
 const CHILD = new URL("./child.ts", import.meta.url).pathname;
 
+/** `BENCH_DB` (PostgreSQL), or null for SQLite files. */
+const DB = benchDb();
+const STORE = storeKind(DB);
+
 // ------------------------------------------------------------------ helpers
 
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
@@ -112,21 +123,16 @@ async function waitFor(
   }
 }
 
-/** Runs `fn` on a fresh database file in a new temporary directory, then removes it. */
-async function withFreshFile<T>(fn: (file: string) => Promise<T>): Promise<T> {
-  const dir = await Deno.makeTempDir({ prefix: "jobs-bench-" });
-  try {
-    return await fn(`${dir}/jobs.db`);
-  } finally {
-    await Deno.remove(dir, { recursive: true });
-  }
+/** Runs `fn` on a fresh store (file or schema, see `stores.ts`), then removes it. */
+function withFresh<T>(fn: (location: string) => Promise<T>): Promise<T> {
+  return withFreshStore(DB, fn);
 }
 
 type Perform = (args: { i: number }, ctx: JobContext) => void;
 
-function open(file: string, perform: Perform = () => {}): Promise<Jobs> {
+function open(location: string, perform: Perform = () => {}): Promise<Jobs> {
   const noop = defineWorker<{ i: number }>({ name: NOOP, perform });
-  return openJobs(file, { workers: [noop], logger: silentLogger });
+  return openJobs(location, { workers: [noop], logger: silentLogger });
 }
 
 /**
@@ -173,6 +179,7 @@ class Child {
         "--allow-write",
         "--allow-env",
         "--allow-sys",
+        "--allow-net",
         CHILD,
         ...args,
       ],
@@ -240,8 +247,8 @@ class Child {
 
 /** jobs/s of `enqueueMany` in chunks of BULK_CHUNK. */
 function phaseBulk(): Promise<number> {
-  return withFreshFile(async (file) => {
-    const jobs = await open(file);
+  return withFresh(async (location) => {
+    const jobs = await open(location);
     try {
       const t0 = performance.now();
       await prefill(jobs, CFG.n);
@@ -261,8 +268,8 @@ function phaseBulk(): Promise<number> {
 
 /** jobs/s of `enqueue`, one awaited call each. */
 function phaseSingle(): Promise<number> {
-  return withFreshFile(async (file) => {
-    const jobs = await open(file);
+  return withFresh(async (location) => {
+    const jobs = await open(location);
     try {
       const t0 = performance.now();
       for (let i = 0; i < CFG.singleN; i++) await jobs.enqueue(NOOP, { i });
@@ -279,9 +286,9 @@ function phaseSingle(): Promise<number> {
 
 /** jobs/s from `start` until the store reports N completed, one process. */
 function phaseProcess(): Promise<number> {
-  return withFreshFile(async (file) => {
+  return withFresh(async (location) => {
     let handled = 0;
-    const jobs = await open(file, () => {
+    const jobs = await open(location, () => {
       handled++;
     });
     try {
@@ -307,14 +314,17 @@ function phaseProcess(): Promise<number> {
   });
 }
 
-/** jobs/s from "go" until the store reports N completed, PROCESSES child processes. */
-function phaseProcess3(): Promise<number> {
-  return withFreshFile(async (file) => {
-    const jobs = await open(file);
+/**
+ * jobs/s from "go" until the store reports N completed, `processes` child
+ * processes on one store, each a runtime of the same concurrency.
+ */
+function phaseProcesses(processes: number): Promise<number> {
+  return withFresh(async (location) => {
+    const jobs = await open(location);
     const children: Child[] = [];
     try {
       await prefill(jobs, CFG.n);
-      for (let i = 0; i < CFG.processes; i++) children.push(new Child(["worker", file]));
+      for (let i = 0; i < processes; i++) children.push(new Child(["worker", location]));
       await Promise.all(children.map((c) => c.expect("ready")));
       let done = 0;
       const t0 = performance.now();
@@ -337,7 +347,7 @@ function phaseProcess3(): Promise<number> {
       const final = await completed(jobs);
       if (final !== CFG.n || total !== CFG.n || distinct !== CFG.n) {
         throw new Error(
-          `process3: ${final} completed, children ran ${total} (${distinct} distinct; ` +
+          `processes x${processes}: ${final} completed, children ran ${total} (${distinct} distinct; ` +
             `${reports.map((r) => r.ran).join(" + ")}), expected ${CFG.n}`,
         );
       }
@@ -364,10 +374,10 @@ function latencies(enqueued: number[], started: number[]): Latency {
 
 /** Enqueue-to-start latency with an idle worker in the same process. */
 function phaseLatency(): Promise<Latency> {
-  return withFreshFile(async (file) => {
+  return withFresh(async (location) => {
     const started = new Array<number>(CFG.latN).fill(NaN);
     let done = 0;
-    const jobs = await open(file, (args) => {
+    const jobs = await open(location, (args) => {
       started[args.i] = performance.now();
       done++;
     });
@@ -398,17 +408,17 @@ interface CrossLatency extends Latency {
 
 /** Enqueue-to-start latency with an idle worker here and the enqueuer in a child process. */
 function phaseCross(): Promise<CrossLatency> {
-  return withFreshFile(async (file) => {
+  return withFresh(async (location) => {
     const started = new Array<number>(CFG.latN).fill(NaN);
     let done = 0;
-    const jobs = await open(file, (args) => {
+    const jobs = await open(location, (args) => {
       started[args.i] = epochNow();
       done++;
     });
     let child: Child | null = null;
     try {
       const runtime = await jobs.start({ queues: { default: CONCURRENCY } });
-      child = new Child(["enqueue", file, String(CFG.latN), String(CFG.latGapMs)]);
+      child = new Child(["enqueue", location, String(CFG.latN), String(CFG.latGapMs)]);
       await child.expect("ready");
       const offsetMs = await clockOffset(child);
       await sleep(CFG.idleMs);
@@ -492,8 +502,14 @@ async function runPhase(phase: Phase, run: number): Promise<void> {
       log(`run ${run} process: ${fmt("jobs/s", v)} jobs/s`);
       break;
     }
+    case "process1": {
+      const v = await phaseProcesses(1);
+      record("process1_per_s", "process, 1 child process x 10", "jobs/s", v);
+      log(`run ${run} process1: ${fmt("jobs/s", v)} jobs/s`);
+      break;
+    }
     case "process3": {
-      const v = await phaseProcess3();
+      const v = await phaseProcesses(CFG.processes);
       record("process3_per_s", `process, ${CFG.processes} processes x 10`, "jobs/s", v);
       log(`run ${run} process3: ${fmt("jobs/s", v)} jobs/s`);
       break;
@@ -524,8 +540,8 @@ async function runPhase(phase: Phase, run: number): Promise<void> {
       break;
     }
     case "tui": {
-      const v = await withFreshFile((file) =>
-        phaseTui(file, { n: CFG.tuiN, reps: CFG.tuiReps }, log)
+      const v = await withFresh((location) =>
+        phaseTui(location, { n: CFG.tuiN, reps: CFG.tuiReps }, log)
       );
       const n = CFG.tuiN.toLocaleString("en-US");
       record("tui_build_s", `tui: build ${n} jobs`, "s", v.buildMs / 1000);
@@ -549,8 +565,8 @@ async function runPhase(phase: Phase, run: number): Promise<void> {
       break;
     }
     case "prune": {
-      const v = await withFreshFile((file) =>
-        phasePrune(file, { n: CFG.pruneN, batch: CFG.pruneBatch }, log)
+      const v = await withFresh((location) =>
+        phasePrune(location, { n: CFG.pruneN, batch: CFG.pruneBatch }, log)
       );
       const n = CFG.pruneN.toLocaleString("en-US");
       record("prune_build_s", `prune: build ${n} final jobs`, "s", v.buildMs / 1000);
@@ -579,7 +595,7 @@ async function runPhase(phase: Phase, run: number): Promise<void> {
 }
 
 const t0 = performance.now();
-log(`phases ${PHASES.join(",")}, ${CFG.runs} runs, deno ${Deno.version.deno}`);
+log(`phases ${PHASES.join(",")}, ${CFG.runs} runs, ${STORE}, deno ${Deno.version.deno}`);
 for (let run = 1; run <= CFG.runs; run++) {
   for (const phase of PHASES) {
     try {
@@ -626,6 +642,7 @@ const KEYS = [
   "enqueue_bulk_per_s",
   "enqueue_single_per_s",
   "process_per_s",
+  "process1_per_s",
   "process3_per_s",
   "latency_p50_ms",
   "latency_p95_ms",
@@ -658,7 +675,16 @@ for (const key of KEYS) {
   const m = median(row.values);
   result[key] = perSecond(row.unit) ? Math.round(m) : Math.round(m * 1000) / 1000;
 }
+const process1 = rows.get("process1_per_s");
+const process3 = rows.get("process3_per_s");
+// Per run, so a drift of the machine between runs cancels out.
+result.process3_vs_1 = process1 && process3
+  ? Math.round(
+    median(process3.values.map((v, i) => v / (process1.values[i] ?? NaN))) * 100,
+  ) / 100
+  : null;
 Object.assign(result, {
+  store: STORE,
   runs: CFG.runs,
   phases: PHASES.join(","),
   deno: Deno.version.deno,

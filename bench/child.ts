@@ -1,10 +1,11 @@
 /**
  * A benchmark child process, driven by `bench.ts` over stdin/stdout, one
- * command per line. It prints `ready` once the file is open.
+ * command per line. It prints `ready` once the store (a SQLite file or a
+ * PostgreSQL URL with its `?schema=`) is open.
  *
  * ```sh
- * deno run -A bench/child.ts worker FILE          # "go" starts a runtime, "stop" stops it
- * deno run -A bench/child.ts enqueue FILE N GAP   # "ping" answers the clock, "go" enqueues
+ * deno run -A bench/child.ts worker LOCATION          # "go" starts a runtime, "stop" stops it
+ * deno run -A bench/child.ts enqueue LOCATION N GAP   # "ping" answers the clock, "go" enqueues
  * ```
  *
  * `worker` prints `ran N` as its runtime runs jobs (every 5 ms while the
@@ -20,9 +21,9 @@
 import { defineWorker, type Jobs, openJobs, type Runtime, silentLogger } from "../src/mod.ts";
 import { CONCURRENCY, epochNow, NOOP, readLines } from "./shared.ts";
 
-const [mode, file, ...rest] = Deno.args;
-if (!file || (mode !== "worker" && mode !== "enqueue")) {
-  console.error(`usage: child.ts worker|enqueue FILE [N GAP_MS], got "${Deno.args.join(" ")}"`);
+const [mode, location, ...rest] = Deno.args;
+if (!location || (mode !== "worker" && mode !== "enqueue")) {
+  console.error(`usage: child.ts worker|enqueue LOCATION [N GAP_MS], got "${Deno.args.join(" ")}"`);
   Deno.exit(2);
 }
 
@@ -33,7 +34,7 @@ const noop = defineWorker<{ i: number }>({
     ids.push(ctx.job.id);
   },
 });
-const jobs = await openJobs(file, { workers: [noop], logger: silentLogger });
+const jobs = await openJobs(location, { workers: [noop], logger: silentLogger });
 console.log("ready");
 
 if (mode === "worker") await runWorker(jobs);

@@ -20,7 +20,7 @@
  */
 
 import type { JobResult, NewJob } from "../src/kernel/types.ts";
-import { openSqliteStore, pruneJobs, type Store } from "../src/mod.ts";
+import { openStore, pruneJobs, type Store } from "../src/mod.ts";
 
 /** The phase's settings (see bench.ts for how they come from the environment). */
 export interface PruneConfig {
@@ -47,13 +47,13 @@ const BUILT_AT = NOW - 40 * DAY;
 const BATCH = 1000;
 const NODE = "bench:1";
 
-/** Builds the backlog in a fresh file, then times one prune of it. */
+/** Builds the backlog in a fresh store (a file or a schema), then times one prune of it. */
 export async function phasePrune(
-  file: string,
+  location: string,
   cfg: PruneConfig,
   log: (message: string) => void,
 ): Promise<PruneTimes> {
-  const store = await openSqliteStore(file, { now: BUILT_AT });
+  const { store } = await openStore(location, { mode: "create", now: BUILT_AT });
   try {
     const started = performance.now();
     await build(store, cfg.n);

@@ -18,7 +18,7 @@
  */
 
 import type { JobResult, NewJob } from "../src/kernel/types.ts";
-import { JOB_STATES, type JobState, openSqliteStore, type Store } from "../src/mod.ts";
+import { JOB_STATES, type JobState, openStore, type Store } from "../src/mod.ts";
 
 /** The phase's settings (see bench.ts for how they come from the environment). */
 export interface TuiConfig {
@@ -66,13 +66,13 @@ const ERRORS = [
 /** The search string: one customer, 20 scattered jobs of 100,000. */
 const SEARCH = "cust-04242";
 
-/** Builds a store of `n` jobs in a fresh file, then times the dashboard's reads. */
+/** Builds `n` jobs in a fresh store (a file or a schema), then times the dashboard's reads. */
 export async function phaseTui(
-  file: string,
+  location: string,
   cfg: TuiConfig,
   log: (message: string) => void,
 ): Promise<TuiTimes> {
-  const store = await openSqliteStore(file, { now: NOW - SPAN_MS });
+  const { store } = await openStore(location, { mode: "create", now: NOW - SPAN_MS });
   try {
     const started = performance.now();
     await build(store, cfg.n);

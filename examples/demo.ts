@@ -65,7 +65,17 @@ export async function runDemo(options: DemoOptions): Promise<DemoReport> {
   const run = crypto.randomUUID().slice(0, 8);
   const started = clock.now();
   const workers = demoWorkers((line) => write(`  ${line}`));
-  const jobs = await openJobs(options.db, { workers, clock, logger: options.logger });
+  // The demo's own table is SQLite SQL (`tx.db`): it runs on a file only.
+  if (/^postgres(ql)?:\/\//i.test(options.db)) {
+    throw new RangeError(
+      "jobs demo runs on a SQLite file; give --db a path, not a postgres:// URL",
+    );
+  }
+  const jobs = await openJobs(options.db, {
+    workers,
+    clock,
+    logger: options.logger,
+  }) as Jobs<SqliteTx>;
   try {
     const earlier = (await jobs.store.jobsCount({})).reduce((n, c) => n + c.count, 0);
     write(`jobs demo on ${options.db} (run ${run})`);

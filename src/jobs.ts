@@ -18,6 +18,7 @@ import {
   openSqliteLocation,
   openStore,
   type PostgresSettings,
+  type PostgresTx,
   type SqliteOptions,
   type SqliteTx,
 } from "./store/open.ts";
@@ -206,30 +207,57 @@ export interface OpenJobsOptions extends Omit<JobsOptions<SqliteTx>, "store"> {
   postgres?: PostgresSettings;
 }
 
+/** A location literal that names PostgreSQL (the schemes {@linkcode openJobs} types as such). */
+export type PostgresLocation = `postgres://${string}` | `postgresql://${string}`;
+
+/**
+ * The transaction of the store a location names: PostgreSQL's (`tx.sql`,
+ * the postgres.js transaction) for a `postgres://` or `postgresql://`
+ * literal, SQLite's (`tx.db`, the connection) for any other literal, and
+ * either for a `string` known only at run time: tell them apart with
+ * `"sql" in tx`.
+ */
+export type TxFor<L extends string> = string extends L ? SqliteTx | PostgresTx
+  : L extends PostgresLocation ? PostgresTx
+  : SqliteTx;
+
+/** {@linkcode OpenJobsOptions} with the store's location as `db` (`openJobs({ db, ... })`). */
+export interface OpenJobsAt<L extends string> extends OpenJobsOptions {
+  /** A SQLite path, or `postgres://user@host:5432/db?schema=name`. */
+  db: L;
+}
+
 /**
  * Opens (creating and migrating as needed) the store at `location` (a
- * SQLite path, or `postgres://...`) and returns a {@linkcode Jobs} on it.
- * The transaction is typed as SQLite's (`tx.db`) unless the location is a
- * `postgres://` literal; a PostgreSQL URL known only at run time gets a
- * PostgreSQL transaction typed as SQLite's, so narrow it yourself.
+ * SQLite path, or `postgres://user@host:5432/db?schema=name`) and returns a
+ * {@linkcode Jobs} on it, its transactions typed by the location (see
+ * {@linkcode TxFor}): `jobs.transaction(async (tx) => ...)` hands the
+ * caller's own statements `tx.db` on SQLite and `tx.sql` on PostgreSQL,
+ * and they commit or roll back with the jobs enqueued inside.
+ *
+ * The location is the first argument, or `db` of the one options object:
+ * `openJobs("./jobs.db")` and `openJobs({ db: "./jobs.db" })` are the same.
  */
-export async function openJobs(
-  location: `postgres://${string}` | `postgresql://${string}`,
+export function openJobs<L extends string>(
+  location: L,
   options?: OpenJobsOptions,
-): Promise<Jobs<StoreTx>>;
-export async function openJobs(
-  location: string,
-  options?: OpenJobsOptions,
-): Promise<Jobs<SqliteTx>>;
-export async function openJobs(
-  location: string,
-  options: OpenJobsOptions = {},
-): Promise<Jobs<StoreTx>> {
+): Promise<Jobs<TxFor<L>>>;
+export function openJobs<L extends string>(options: OpenJobsAt<L>): Promise<Jobs<TxFor<L>>>;
+export async function openJobs<L extends string>(
+  where: L | OpenJobsAt<L>,
+  more: OpenJobsOptions = {},
+): Promise<Jobs<TxFor<L>>> {
+  const { db: location, ...options } = typeof where === "string" ? { ...more, db: where } : where;
+  if (typeof location !== "string" || location === "") {
+    throw new TypeError(`openJobs: the store's location (db) must be a path or a postgres:// URL`);
+  }
   const clock = options.clock ?? new SystemClock();
   const open = { mode: "create" as const, now: clock.now(), ...options };
-  const store = isPostgresLocation(location)
-    ? (await openStore(location, open)).store
-    : await openSqliteLocation(location, open);
+  // The location picked the adapter, so its transaction is the one TxFor<L> names.
+  const store =
+    (isPostgresLocation(location)
+      ? (await openStore(location, open)).store
+      : await openSqliteLocation(location, open)) as Store<TxFor<L>>;
   return new Jobs({ ...options, clock, store });
 }
 

@@ -26,7 +26,9 @@ export {
   type JobsOptions,
   openJobs,
   type OpenJobsOptions,
+  type PostgresLocation,
   type StartOptions,
+  type TxFor,
   type TxOption,
 } from "./jobs.ts";
 export { type Backoff, defaultBackoff, exponentialBackoff } from "./kernel/backoff.ts";
@@ -57,6 +59,7 @@ export {
   openSqliteStore,
   openStore,
   type OpenStoreOptions,
+  type PostgresTx,
   SchemaTooNewError,
   type SqliteOptions,
   SqliteStore,

@@ -10,7 +10,12 @@ import {
   refuteEnqueued,
   waitUntil,
 } from "../src/testing.ts";
-import { tempJobs } from "./support/stores.ts";
+import { type Backend, type BackendJobs, backendJobs, BACKENDS } from "./support/backends.ts";
+
+/** One test body, run on every backend of BACKENDS. */
+function test(name: string, fn: (backend: Backend) => Promise<void>): void {
+  for (const backend of BACKENDS) Deno.test(`[${backend.name}] ${name}`, () => fn(backend));
+}
 
 const mail = defineWorker<{ to: { id: number; name: string }; plan: string }>({
   name: "mail",
@@ -22,8 +27,8 @@ const bill = defineWorker<{ account: number }>({
   perform: () => {},
 });
 
-Deno.test("assertEnqueued matches on partial args, meta, tags and priority", async () => {
-  await using t = await tempJobs([mail, bill]);
+test("assertEnqueued matches on partial args, meta, tags and priority", async (backend) => {
+  await using t = await backendJobs(backend, [mail, bill]);
   const { id } = await t.jobs.enqueue(mail, { to: { id: 7, name: "Ada" }, plan: "pro" }, {
     tags: ["welcome", "eu"],
     meta: { campaign: "spring", source: "signup" },
@@ -40,8 +45,8 @@ Deno.test("assertEnqueued matches on partial args, meta, tags and priority", asy
   await assertEnqueued(t.jobs, { args: { account: 7 } });
 });
 
-Deno.test("assertEnqueued fails with a message naming the filter and the worker's jobs", async () => {
-  await using t = await tempJobs([mail, bill]);
+test("assertEnqueued fails with a message naming the filter and the worker's jobs", async (backend) => {
+  await using t = await backendJobs(backend, [mail, bill]);
   const { id } = await t.jobs.enqueue(mail, { to: { id: 7, name: "Ada" }, plan: "pro" });
   await assert.rejects(
     () => assertEnqueued(t.jobs, { worker: mail, args: { plan: "free" } }),
@@ -69,8 +74,8 @@ Deno.test("assertEnqueued fails with a message naming the filter and the worker'
   await assert.rejects(() => assertEnqueued(t.jobs, { worker: mail, tags: ["vip"] }));
 });
 
-Deno.test("refuteEnqueued passes when nothing matches and fails naming what matched", async () => {
-  await using t = await tempJobs([mail, bill]);
+test("refuteEnqueued passes when nothing matches and fails naming what matched", async (backend) => {
+  await using t = await backendJobs(backend, [mail, bill]);
   await refuteEnqueued(t.jobs, { worker: mail });
   const { id } = await t.jobs.enqueue(mail, { to: { id: 1, name: "Bo" }, plan: "pro" });
   await refuteEnqueued(t.jobs, { worker: mail, args: { plan: "free" } });
@@ -86,8 +91,8 @@ Deno.test("refuteEnqueued passes when nothing matches and fails naming what matc
   );
 });
 
-Deno.test("enqueued looks at incomplete jobs unless a state is given", async () => {
-  await using t = await tempJobs([mail]);
+test("enqueued looks at incomplete jobs unless a state is given", async (backend) => {
+  await using t = await backendJobs(backend, [mail]);
   const args = { to: { id: 1, name: "Bo" }, plan: "pro" };
   const done = await t.jobs.enqueue(mail, args);
   await drainQueue(t.jobs, "default");
@@ -204,8 +209,8 @@ Deno.test("performJob refuses args JSON cannot hold, as enqueue does", async () 
   );
 });
 
-Deno.test("drainQueue runs only its queue and only due jobs without withScheduled", async () => {
-  await using t = await tempJobs([mail, bill]);
+test("drainQueue runs only its queue and only due jobs without withScheduled", async (backend) => {
+  await using t = await backendJobs(backend, [mail, bill]);
   await t.jobs.enqueue(mail, { to: { id: 1, name: "a" }, plan: "p" });
   const later = await t.jobs.enqueue(mail, { to: { id: 2, name: "b" }, plan: "p" }, { in: 60_000 });
   await t.jobs.enqueue(bill, { account: 1 });
@@ -224,8 +229,8 @@ Deno.test("drainQueue runs only its queue and only due jobs without withSchedule
   assert.equal((await drainQueue(t.jobs, "default")).completed, 1, "due once the clock reaches it");
 });
 
-Deno.test("drainQueue with withScheduled runs a job scheduled for later at once", async () => {
-  await using t = await tempJobs([mail]);
+test("drainQueue with withScheduled runs a job scheduled for later at once", async (backend) => {
+  await using t = await backendJobs(backend, [mail]);
   const { id } = await t.jobs.enqueue(mail, { to: { id: 1, name: "a" }, plan: "p" }, {
     in: 3_600_000,
   });
@@ -235,10 +240,10 @@ Deno.test("drainQueue with withScheduled runs a job scheduled for later at once"
   assert.equal((await t.store.jobGet({ id }))?.state, "completed");
 });
 
-Deno.test("drainAllJobs runs every queue, scheduled jobs and jobs enqueued by jobs", async () => {
+test("drainAllJobs runs every queue, scheduled jobs and jobs enqueued by jobs", async (backend) => {
   const ran: string[] = [];
   // deno-lint-ignore prefer-const
-  let t!: Awaited<ReturnType<typeof tempJobs>>;
+  let t!: BackendJobs;
   const child = defineWorker<{ n: number }>({
     name: "child",
     queue: "children",
@@ -251,7 +256,7 @@ Deno.test("drainAllJobs runs every queue, scheduled jobs and jobs enqueued by jo
       await t.jobs.enqueue(child, { n: args.n });
     },
   });
-  await using jobs = await tempJobs([parent, child]);
+  await using jobs = await backendJobs(backend, [parent, child]);
   t = jobs;
   await t.jobs.enqueue(parent, { n: 1 });
   await t.jobs.enqueue(parent, { n: 2 }, { in: 86_400_000 });
@@ -261,15 +266,15 @@ Deno.test("drainAllJobs runs every queue, scheduled jobs and jobs enqueued by jo
   await refuteEnqueued(t.jobs, {});
 });
 
-Deno.test("drainAllJobs without recursion runs one round only", async () => {
+test("drainAllJobs without recursion runs one round only", async (backend) => {
   // deno-lint-ignore prefer-const
-  let t!: Awaited<ReturnType<typeof tempJobs>>;
+  let t!: BackendJobs;
   const child = defineWorker({ name: "child", perform: () => {} });
   const parent = defineWorker({
     name: "parent",
     perform: async () => void await t.jobs.enqueue(child, {}),
   });
-  await using jobs = await tempJobs([parent, child]);
+  await using jobs = await backendJobs(backend, [parent, child]);
   t = jobs;
   await t.jobs.enqueue(parent, {});
   const result = await drainAllJobs(t.jobs, { withRecursion: false });

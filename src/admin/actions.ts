@@ -1,7 +1,9 @@
 /**
- * Operator actions shared by the command line and (later) the TUI: each
- * changes the store and records who did it and why in `audit`, in that
- * order, and says what it changed.
+ * Operator actions shared by the command line and the TUI: each changes
+ * the store and records who did it and why in `audit`, both in one store
+ * transaction (an action is never left without its audit row, nor an audit
+ * row without its action), and says what it changed. Previews change
+ * nothing and open no transaction.
  *
  * @module
  */
@@ -19,7 +21,7 @@ import {
 import { occurrenceId } from "../schedule/occurrences.ts";
 import { occurrenceJob } from "../schedule/plan.ts";
 import type { Schedule } from "../schedule/types.ts";
-import type { Store } from "../store/store.ts";
+import type { Store, StoreTx } from "../store/store.ts";
 import { DEFAULT_RETENTION, pruneJobs, type PrunerOptions } from "../worker/pruner.ts";
 import { chooseDefinition, type DefinitionChoice, type LiveSchedules } from "./definitions.ts";
 import { findJob } from "./views.ts";
@@ -38,10 +40,12 @@ export async function setQueuePaused(
   paused: boolean,
   who: Actor,
 ): Promise<{ queue: string; paused: boolean; was: boolean }> {
-  const was = (await store.queuesList()).find((q) => q.name === queue)?.paused ?? false;
-  await store.queuePause({ name: queue, paused, now: who.now });
-  await audit(store, who, paused ? "queue.pause" : "queue.resume", `queue:${queue}`, { was });
-  return { queue, paused, was };
+  return await store.transaction(async (tx) => {
+    const was = (await tx.queuesList()).find((q) => q.name === queue)?.paused ?? false;
+    await tx.queuePause({ name: queue, paused, now: who.now });
+    await audit(tx, who, paused ? "queue.pause" : "queue.resume", `queue:${queue}`, { was });
+    return { queue, paused, was };
+  });
 }
 
 /**
@@ -58,23 +62,25 @@ export async function setScheduleEnabled(
   who: Actor,
   declared: { hash: string; tenant: string | null } | null,
 ): Promise<{ id: string; enabled: boolean; was: boolean }> {
-  const [row] = await store.schedulesList({ ids: [id] });
-  if (!row && !declared) throw new Error(`no schedule "${id}" in the file or the store`);
-  if (!row && declared) {
-    await store.schedulesSync({ schedules: [{ id, ...declared }], now: who.now });
-  }
-  const was = row?.enabled ?? true;
-  await store.scheduleSetEnabled({
-    id,
-    enabled,
-    reason: who.reason,
-    actor: who.actor,
-    now: who.now,
+  return await store.transaction(async (tx) => {
+    const [row] = await tx.schedulesList({ ids: [id] });
+    if (!row && !declared) throw new Error(`no schedule "${id}" in the file or the store`);
+    if (!row && declared) {
+      await tx.schedulesSync({ schedules: [{ id, ...declared }], now: who.now });
+    }
+    const was = row?.enabled ?? true;
+    await tx.scheduleSetEnabled({
+      id,
+      enabled,
+      reason: who.reason,
+      actor: who.actor,
+      now: who.now,
+    });
+    await audit(tx, who, enabled ? "schedule.enable" : "schedule.disable", `schedule:${id}`, {
+      was,
+    });
+    return { id, enabled, was };
   });
-  await audit(store, who, enabled ? "schedule.enable" : "schedule.disable", `schedule:${id}`, {
-    was,
-  });
-  return { id, enabled, was };
 }
 
 // ------------------------------------------------------------- job actions
@@ -141,11 +147,12 @@ function skipReason(action: JobAction, state: JobState): string {
 }
 
 /**
- * Retries, cancels or discards `jobs` (as read for the preview), then
- * records one audit row per job changed (`job.retry`, `job.cancel`,
- * `job.discard` on `job:<id>`). A job whose state changed since it was read
- * and no longer qualifies is skipped, not forced. A retried schedule's job
- * runs the definition `source` chooses (the live one by default).
+ * Retries, cancels or discards `jobs` (as read for the preview) and records
+ * one audit row per job changed (`job.retry`, `job.cancel`, `job.discard`
+ * on `job:<id>`), in one transaction. A job whose state changed since it
+ * was read and no longer qualifies is skipped, not forced. A retried
+ * schedule's job runs the definition `source` chooses (the live one by
+ * default).
  */
 export async function applyJobAction(
   store: Store,
@@ -171,26 +178,28 @@ export async function applyJobAction(
   const reason = redact(
     who.reason ?? `${action === "cancel" ? "cancelled" : "discarded"} by ${who.actor}`,
   );
-  const done = new Set(
-    ids.length === 0
-      ? []
-      : action === "retry"
-      ? await store.jobsRetry({ ids, now: who.now, definitions: rewrites })
-      : action === "cancel"
-      ? await store.jobsCancel({ ids, now: who.now, reason })
-      : await store.jobsDiscard({ ids, now: who.now, reason }),
-  );
+  const done = ids.length === 0 ? new Set<number>() : await store.transaction(async (tx) => {
+    const done = new Set(
+      action === "retry"
+        ? await tx.jobsRetry({ ids, now: who.now, definitions: rewrites })
+        : action === "cancel"
+        ? await tx.jobsCancel({ ids, now: who.now, reason })
+        : await tx.jobsDiscard({ ids, now: who.now, reason }),
+    );
+    for (const job of act) {
+      if (!done.has(job.id)) continue;
+      const choice = definitions.get(job.id);
+      await audit(tx, who, `job.${action}`, `job:${job.id}`, {
+        was: job.state,
+        queue: job.queue,
+        worker: job.worker,
+        occurrence: job.occurrence,
+        ...(choice ? { definition: choice.hash, runs: choice.runs } : {}),
+      });
+    }
+    return done;
+  });
   const changed = act.filter((job) => done.has(job.id));
-  for (const job of changed) {
-    const choice = definitions.get(job.id);
-    await audit(store, who, `job.${action}`, `job:${job.id}`, {
-      was: job.state,
-      queue: job.queue,
-      worker: job.worker,
-      occurrence: job.occurrence,
-      ...(choice ? { definition: choice.hash, runs: choice.runs } : {}),
-    });
-  }
   const raced = act.filter((job) => !done.has(job.id))
     .map((job) => ({ job, why: "changed state meanwhile" }));
   return { changed, skipped: [...skip, ...raced], definitions };
@@ -225,24 +234,27 @@ export async function replayJob(
   const job = await findJob(store, ref);
   if (!job) throw new Error(`no job or occurrence "${ref}"`);
   const { choice, definition } = chooseDefinition(job, source.live, source.asPlanned);
-  const result = await store.jobReplay({
-    id: job.id,
-    now: who.now,
-    actor: who.actor,
-    reason: redact(who.reason),
-    force,
-    ...(definition ? { definition } : {}),
+  const result = await store.transaction(async (tx) => {
+    const result = await tx.jobReplay({
+      id: job.id,
+      now: who.now,
+      actor: who.actor,
+      reason: redact(who.reason),
+      force,
+      ...(definition ? { definition } : {}),
+    });
+    if (result?.replayed) {
+      await audit(tx, who, "job.replay", `job:${job.id}`, {
+        occurrence: job.occurrence,
+        was: result.was,
+        force,
+        definition: choice.hash,
+        runs: choice.runs,
+      });
+    }
+    return result;
   });
   if (!result) throw new Error(`job ${job.id} no longer exists`);
-  if (result.replayed) {
-    await audit(store, who, "job.replay", `job:${job.id}`, {
-      occurrence: job.occurrence,
-      was: result.was,
-      force,
-      definition: choice.hash,
-      runs: choice.runs,
-    });
-  }
   return { job, replayed: result.replayed, was: result.was, definition: choice };
 }
 
@@ -305,21 +317,23 @@ export async function runScheduleNow(
     manual: true,
     ...(schedule.runsWhere === undefined ? {} : { runsWhere: schedule.runsWhere }),
   };
-  const [result] = await store.jobsInsert({
-    jobs: [{ ...planned, meta: JSON.stringify(meta) }],
-    now: who.now,
+  return await store.transaction(async (tx) => {
+    const [result] = await tx.jobsInsert({
+      jobs: [{ ...planned, meta: JSON.stringify(meta) }],
+      now: who.now,
+    });
+    if (!result) throw new Error(`schedule "${schedule.id}": the insert returned nothing`);
+    if (result.duplicate) {
+      throw new Error(`occurrence "${occurrence}" already exists as job ${result.id}`);
+    }
+    await audit(tx, who, "schedule.run", `schedule:${schedule.id}`, {
+      job: result.id,
+      occurrence,
+      trigger: schedule.rhythm.kind === "manual" ? "manual-schedule" : "run-now",
+      environment,
+    });
+    return { ...result, occurrence };
   });
-  if (!result) throw new Error(`schedule "${schedule.id}": the insert returned nothing`);
-  if (result.duplicate) {
-    throw new Error(`occurrence "${occurrence}" already exists as job ${result.id}`);
-  }
-  await audit(store, who, "schedule.run", `schedule:${schedule.id}`, {
-    job: result.id,
-    occurrence,
-    trigger: schedule.rhythm.kind === "manual" ? "manual-schedule" : "run-now",
-    environment,
-  });
-  return { ...result, occurrence };
 }
 
 /**
@@ -335,14 +349,16 @@ export async function enqueueJob(
   who: Actor,
 ): Promise<InsertResult> {
   const job = buildJob(worker, args, options, who.now);
-  const [result] = await store.jobsInsert({ jobs: [job], now: who.now });
-  if (!result) throw new Error(`enqueue "${worker}": the insert returned nothing`);
-  await audit(store, who, "job.enqueue", `job:${result.id}`, {
-    worker,
-    queue: result.queue,
-    duplicate: result.duplicate,
+  return await store.transaction(async (tx) => {
+    const [result] = await tx.jobsInsert({ jobs: [job], now: who.now });
+    if (!result) throw new Error(`enqueue "${worker}": the insert returned nothing`);
+    await audit(tx, who, "job.enqueue", `job:${result.id}`, {
+      worker,
+      queue: result.queue,
+      duplicate: result.duplicate,
+    });
+    return result;
   });
-  return result;
 }
 
 /** Retention by final state, in ms; missing states keep the pruner's default. */
@@ -351,7 +367,9 @@ export type Retention = Partial<Record<"completed" | "cancelled" | "discarded", 
 /**
  * Deletes final jobs older than their retention now, as the daemon's pruner
  * does (schedules with a retention of their own keep to it), or with `dryRun`
- * only counts them. Returns how many.
+ * only counts them. Returns how many. The one action whose audit row has a
+ * transaction of its own, after the prune's: the pruner commits batch by
+ * batch, so that a large prune never holds the write lock for long.
  */
 export async function pruneNow(
   store: Store,
@@ -381,9 +399,12 @@ export async function pruneNow(
   return { deleted, dryRun: false };
 }
 
-/** One `audit` row for an action `who` took on `target`; the reason is stored redacted. */
+/**
+ * One `audit` row for an action `who` took on `target`; the reason is stored
+ * redacted. Written by `store`, or inside a transaction by its `tx`.
+ */
 export function audit(
-  store: Store,
+  store: Pick<StoreTx, "auditRecord">,
   who: Actor,
   action: string,
   target: string,

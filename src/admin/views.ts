@@ -179,7 +179,10 @@ export async function nodesView(
 ): Promise<NodeView[]> {
   return (await store.nodesList()).map((n) => ({
     node: n.node,
-    queues: n.queues,
+    // By name: PostgreSQL's jsonb keeps keys in its own order, SQLite's text the daemon's.
+    queues: Object.fromEntries(
+      Object.entries(n.queues).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)),
+    ),
     startedAt: n.startedAt,
     heartbeatAt: n.heartbeatAt,
     environment: n.environment,

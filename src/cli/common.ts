@@ -268,9 +268,12 @@ export interface GlobalOptions {
 }
 
 const DB_TEXT = {
-  read: "the SQLite file, read only: never created or upgraded [env JOBS_DB]",
-  write: "the SQLite file; it must exist (a daemon or migrate creates it) [env JOBS_DB]",
-  create: "the SQLite file, created and migrated when missing [env JOBS_DB]",
+  read: "the store, a SQLite file or postgres://...?schema=, read only: never created or " +
+    "upgraded [env JOBS_DB]",
+  write: "the store, a SQLite file or postgres://...?schema=; it must exist (a daemon or " +
+    "migrate creates it) [env JOBS_DB]",
+  create: "the store, a SQLite file or postgres://...?schema=, created and migrated when " +
+    "missing [env JOBS_DB]",
 };
 
 /** Declares the global options of `command` as `spec` says (see {@linkcode GlobalOptions}). */

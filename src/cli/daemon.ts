@@ -41,6 +41,8 @@ import type { StoreLostError } from "../store/errors.ts";
 import type { Store } from "../store/store.ts";
 import type { Logger } from "../worker/logger.ts";
 import { ScheduleSource } from "../worker/schedule_source.ts";
+import { openWhenReachable } from "../worker/store_health.ts";
+import { describeLocation } from "../store/location.ts";
 import { type HttpServer, startHttpServer } from "../http/server.ts";
 import { MetricsRegistry, type MetricsSnapshot } from "../http/metrics.ts";
 import { prunerSettings } from "../worker/pruner.ts";
@@ -49,6 +51,7 @@ import type { Command } from "commander";
 import { type CliDeps, CommandFailed, configPath, dbPath, globalOptions, quiet } from "./common.ts";
 import { locationProblem, openFailure } from "./open_store.ts";
 import { escapeControl } from "../text/escape.ts";
+import { groupsDirFor } from "./state_dir.ts";
 
 /** Registers `jobs daemon` on the program. */
 export function registerDaemonCommand(program: Command, deps: CliDeps): void {
@@ -70,7 +73,14 @@ export function registerDaemonCommand(program: Command, deps: CliDeps): void {
           "--listen <addr>",
           "host:port of /healthz, /readyz, /metrics, or off [env JOBS_LISTEN]",
         )
-        .option("--token <token>", "required beyond loopback [env JOBS_TOKEN]"),
+        .option("--token <token>", "required beyond loopback [env JOBS_TOKEN]")
+        .option(
+          "--state-dir <dir>",
+          "where this host keeps the records of running commands (<dir>/groups), the same for " +
+            "every daemon of one store here [env JOBS_STATE_DIR] (default: records in " +
+            "<db>.groups beside a SQLite file; for PostgreSQL in " +
+            "${XDG_STATE_HOME:-~/.local/state}/jobs/<host_port_db_schema_hash>/groups)",
+        ),
       {
         db: { mode: "create" },
         config: { for: "to run, reloaded when it changes" },
@@ -90,6 +100,7 @@ export function registerDaemonCommand(program: Command, deps: CliDeps): void {
       shutdownGrace?: string;
       listen?: string;
       token?: string;
+      stateDir?: string;
     }) => {
       const queues = options.queues ?? deps.env("JOBS_QUEUES");
       const graceText = options.shutdownGrace ?? deps.env("JOBS_SHUTDOWN_GRACE");
@@ -119,6 +130,7 @@ export function registerDaemonCommand(program: Command, deps: CliDeps): void {
         shutdownGraceMs: grace,
         listen: options.listen ?? deps.env("JOBS_LISTEN") ?? "127.0.0.1:9464",
         token: options.token ?? deps.env("JOBS_TOKEN"),
+        stateDir: options.stateDir,
       }, deps);
     }),
     deps,
@@ -146,6 +158,11 @@ export interface DaemonOptions {
    * @default 5000
    */
   busyTimeoutMs?: number;
+  /**
+   * Where this host's state for the store lives (process-group records under
+   * `groups/`); else `JOBS_STATE_DIR`. @default see {@linkcode groupsDirFor}
+   */
+  stateDir?: string;
 }
 
 /** What the daemon may touch, chosen by main.ts. */
@@ -195,29 +212,57 @@ export async function runDaemon(options: DaemonOptions, deps: DaemonDeps): Promi
   }
   // Item jobs a fan-out enqueues wake their producers (once the runtime exists).
   const wake = { queues: (_queues: Iterable<string>): void => {} };
-  // Command groups are recorded next to the store, shared by every daemon on it.
-  const groupsDir = `${options.db}.groups`;
-  const jobs: Awaited<ReturnType<typeof openJobs>> = await openJobs(options.db, {
+  // Command groups are recorded per host and store, shared by every daemon of the store here.
+  let groupsDir: string;
+  try {
+    groupsDir = groupsDirFor({ db: options.db, stateDir: options.stateDir, env: deps.env });
+  } catch (error) {
+    source.close();
+    throw new CommandFailed(`jobs daemon: ${(error as Error).message}`, 2);
+  }
+  // Its sessions are easy to find in pg_stat_activity (and to terminate).
+  const applicationName = options.node === undefined ? "jobs daemon" : `jobs ${options.node}`;
+  const openOnce = (): ReturnType<typeof openJobs> =>
+    openJobs(options.db, {
+      clock,
+      logger,
+      sqlite: busyTimeoutMs === undefined ? undefined : { busyTimeoutMs },
+      postgres: { applicationName },
+      workers: [
+        commandWorker({ env: deps.env, clock, groupsDir }),
+        httpWorker({ env: deps.env, clock }),
+        fanoutWorker({
+          store: () => jobs.store,
+          workers: () => jobs.registry,
+          env: deps.env,
+          clock,
+          onEnqueued: (queues) => wake.queues(queues),
+          groupsDir,
+        }),
+        ...moduleWorkers,
+      ].map((worker) => guardEnvironment(worker, options.environment)),
+    });
+  // A database server that is away (refused, restarting) is waited for, not
+  // an exit; a stop signal ends the wait. SQLite's failures are never that.
+  const stopWaiting = new AbortController();
+  const offWaiting = (["SIGTERM", "SIGINT"] as const)
+    .map((signal) => deps.onSignal(signal, () => stopWaiting.abort()));
+  const opened = await openWhenReachable(openOnce, {
     clock,
     logger,
-    sqlite: busyTimeoutMs === undefined ? undefined : { busyTimeoutMs },
-    workers: [
-      commandWorker({ env: deps.env, clock, groupsDir }),
-      httpWorker({ env: deps.env, clock }),
-      fanoutWorker({
-        store: () => jobs.store,
-        workers: () => jobs.registry,
-        env: deps.env,
-        clock,
-        onEnqueued: (queues) => wake.queues(queues),
-        groupsDir,
-      }),
-      ...moduleWorkers,
-    ].map((worker) => guardEnvironment(worker, options.environment)),
+    location: describeLocation(options.db),
+    signal: stopWaiting.signal,
+    dispose: (late) => late.close({ grace: 0 }),
   }).catch((error) => {
     source.close();
     throw new CommandFailed(`jobs daemon: ${openFailure(options.db, error)}`);
-  });
+  }).finally(() => offWaiting.forEach((off) => off()));
+  if (opened === null) {
+    source.close();
+    logger("daemon.stopped", { node: options.node ?? null, reason: "stopped while waiting" });
+    return;
+  }
+  const jobs: Awaited<ReturnType<typeof openJobs>> = opened;
   const queues = options.queues ?? queuesOf(source);
   await applyPausedQueues(jobs.store, clock.now(), source, logger);
   // Before any job is rescued and run again: a SIGKILLed daemon's commands must not overlap it.
@@ -226,6 +271,8 @@ export async function runDaemon(options: DaemonOptions, deps: DaemonDeps): Promi
     queues,
     node: options.node,
     environment: options.environment,
+    // Several daemons share a PostgreSQL database: one of them maintains.
+    maintenance: jobs.store.kind === "postgres" ? "leader" : "everywhere",
     schedules: () => source.config.schedules,
     // The file's `pruner:`, read before each pass: a reload applies from the next one.
     pruneMs: () => prunerSettings(source.config.pruner).everyMs,
@@ -366,7 +413,7 @@ export function stopSignals(params: {
   };
 }
 
-/** The registry's counters plus what the runtime knows now (store health, planner lag). */
+/** The registry's counters plus what the runtime knows (store health, planner lag, leader). */
 export function snapshotOf(
   registry: MetricsRegistry,
   runtime: Runtime,
@@ -378,6 +425,7 @@ export function snapshotOf(
     storeDegraded: runtime.health.degraded,
     unrecorded: runtime.unrecorded,
     plannerLagSeconds: runtime.plannerLagMs(now) / 1000,
+    leader: { node: runtime.node, leader: runtime.maintaining },
   };
 }
 

@@ -349,8 +349,9 @@ export async function showCommand(
     const detail = await jobDetail(store, options.ref);
     if (!detail) {
       const kind = /^\d+$/.test(options.ref) ? "job" : "job with occurrence";
+      const where = echo(describeLocation(options.db));
       throw new CommandFailed(
-        `jobs show: no ${kind} "${echo(options.ref)}" in the store "${echo(options.db)}"`,
+        `jobs show: no ${kind} "${echo(options.ref)}" in the store "${where}"`,
       );
     }
     if (options.json) {

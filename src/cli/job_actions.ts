@@ -20,6 +20,7 @@ import {
 import { type DefinitionChoice, definitionText } from "../admin/definitions.ts";
 import { escapeControl } from "../text/escape.ts";
 import type { Job } from "../kernel/types.ts";
+import { describeLocation } from "../store/open.ts";
 import type { JobFilter } from "../store/store.ts";
 import {
   type CliDeps,
@@ -162,7 +163,7 @@ function replayCommand(program: Command, deps: CliDeps): void {
         if (!result.replayed) {
           const again = ["replay", ref, "--force", "--reason", options.reason];
           if (options.actor !== undefined) again.push("--actor", options.actor);
-          if (options.db !== undefined) again.push("--db", options.db);
+          if (options.db !== undefined) again.push("--db", describeLocation(options.db));
           if (options.config !== undefined) again.push("--config", options.config);
           if (options.asPlanned) again.push("--as-planned");
           throw new CommandFailed(
@@ -345,7 +346,7 @@ function bulkWords(action: JobAction, options: JobActionOptions): string[] {
   add("--limit", options.limit === undefined ? undefined : String(options.limit));
   add("--reason", options.reason);
   add("--actor", options.actor);
-  add("--db", options.db);
+  add("--db", options.db === undefined ? undefined : describeLocation(options.db));
   add("--config", options.config);
   if (options.asPlanned) words.push("--as-planned");
   words.push("--yes");

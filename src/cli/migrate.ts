@@ -11,6 +11,7 @@
 import type { Command } from "commander";
 import { audit } from "../admin/actions.ts";
 import { type CliDeps, dbPath, exists, globalOptions, quiet, who } from "./common.ts";
+import { describeLocation } from "../store/open.ts";
 import { openStore, pendingFor } from "./open_store.ts";
 import { cell } from "./text.ts";
 
@@ -47,12 +48,12 @@ async function migrateCommand(options: MigrateOptions, deps: CliDeps): Promise<v
   const db = dbPath(options.db, deps);
   const result = options.dryRun ? await pendingFor(db, deps) : await migrate(db, options, deps);
   if (options.json) {
-    deps.out(JSON.stringify({ db, dryRun: !!options.dryRun, ...result }));
+    deps.out(JSON.stringify({ db: describeLocation(db), dryRun: !!options.dryRun, ...result }));
     return;
   }
   const names = result.migrations.map((m) => `${m.version} (${m.name})`).join(", ");
   const at = `version ${result.version}`;
-  const where = cell(db);
+  const where = cell(describeLocation(db));
   deps.out(
     options.dryRun
       ? result.migrations.length === 0

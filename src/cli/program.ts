@@ -22,6 +22,7 @@ import { registerEnqueueCommand } from "./enqueue.ts";
 import { registerInspectCommands } from "./inspect.ts";
 import { registerJobCommands } from "./job_actions.ts";
 import { registerMigrateCommand } from "./migrate.ts";
+import { registerMigrateStoreCommand } from "./migrate_store.ts";
 import { registerPruneCommand } from "./prune.ts";
 import { registerQueueCommands } from "./queue_actions.ts";
 import { registerRunbookCommand } from "./runbook.ts";
@@ -103,6 +104,7 @@ export function buildProgram(deps: CliDeps): Command {
   registerEnqueueCommand(program, deps);
   registerPruneCommand(program, deps);
   registerMigrateCommand(program, deps);
+  registerMigrateStoreCommand(program, deps);
   registerTuiCommand(program, deps);
   return program;
 }

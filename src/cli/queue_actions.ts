@@ -16,6 +16,7 @@ import type { ScheduleConfig } from "../schedule/types.ts";
 import { didYouMean } from "../text/suggest.ts";
 import { type CliDeps, CommandFailed, dbPath, globalOptions, quiet, who } from "./common.ts";
 import { configIfAny } from "./config.ts";
+import { describeLocation } from "../store/open.ts";
 import { withStore } from "./open_store.ts";
 import { cell, echo } from "./text.ts";
 
@@ -75,14 +76,16 @@ async function queueCommand(
     }
     const r = await setQueuePaused(store, queue, paused, who(options, deps));
     if (options.json) {
-      deps.out(JSON.stringify({ queue: r.queue, paused: r.paused, was: r.was, db }));
+      const shown = describeLocation(db);
+      deps.out(JSON.stringify({ queue: r.queue, paused: r.paused, was: r.was, db: shown }));
       return;
     }
     const text = cell(r.queue);
+    const where = cell(describeLocation(db));
     deps.out(
       r.was === r.paused
         ? `queue ${text} was already ${r.paused ? "paused" : "running"}; recorded`
-        : `queue ${text} ${r.paused ? "paused" : "resumed"} for every process on ${cell(db)}`,
+        : `queue ${text} ${r.paused ? "paused" : "resumed"} for every process on ${where}`,
     );
   });
 }

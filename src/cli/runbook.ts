@@ -19,6 +19,7 @@ import { misfireText, rhythmText } from "../schedule/describe.ts";
 import { type CliDeps, CommandFailed, configPath, dbPath, globalOptions, quiet } from "./common.ts";
 import { requireConfig } from "./config.ts";
 import { scheduleJson } from "./inspect.ts";
+import { describeLocation } from "../store/open.ts";
 import { tryOpenStore } from "./open_store.ts";
 import { cell, echo, iso, safeJson, shellQuote, when } from "./text.ts";
 import { didYouMean } from "../text/suggest.ts";
@@ -137,7 +138,7 @@ export async function runbookCommand(
       }));
       return;
     }
-    const lines = [`runbook: ${cell(options.config)}, store ${cell(options.db)}`];
+    const lines = [`runbook: ${cell(options.config)}, store ${cell(describeLocation(options.db))}`];
     if (!opened.ok) lines.push(`(store: ${opened.problem}; no stored state shown)`);
     for (const book of books) lines.push("", ...runbookText(book, now));
     for (const line of lines) deps.out(line);
@@ -158,7 +159,8 @@ export function runbookOf(
   given: { db?: string; config?: string },
   program: string,
 ): Runbook {
-  const db = given.db === undefined ? [] : ["--db", given.db];
+  // Pasted and shown: without credentials (the person's own environment supplies them).
+  const db = given.db === undefined ? [] : ["--db", describeLocation(given.db)];
   const config = given.config === undefined ? [] : ["--config", given.config];
   // The reason is for the person to write: printed as a placeholder, not a word to quote.
   const paste = (...words: (string | typeof REASON)[]) =>

@@ -28,6 +28,7 @@ import {
   who,
 } from "./common.ts";
 import { configIfAny, requireConfig } from "./config.ts";
+import { describeLocation } from "../store/open.ts";
 import { withStore } from "./open_store.ts";
 import { cell, echo } from "./text.ts";
 
@@ -122,9 +123,10 @@ async function runNow(id: string, options: RunOptions, deps: CliDeps): Promise<v
         }),
       }));
     } else {
+      const where = cell(describeLocation(db));
       deps.out(
         `ran ${cell(id)} now: job ${result.id}, occurrence ${cell(result.occurrence)}, ` +
-          `${result.state} on queue ${cell(result.queue)}; a daemon on ${cell(db)} runs it`,
+          `${result.state} on queue ${cell(result.queue)}; a daemon on ${where} runs it`,
       );
       if (!schedule.enabled) {
         deps.out(`note: ${cell(id)} is disabled in the file; this run goes ahead`);

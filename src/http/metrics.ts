@@ -64,6 +64,11 @@ export interface MetricsSnapshot {
   unrecorded?: number;
   /** How far the planner is behind, in seconds: `jobs_planner_lag_seconds`. */
   plannerLagSeconds?: number;
+  /**
+   * Whether this node runs the maintenance passes now (holds the
+   * maintenance role, or every node runs them): `jobs_leader{node}`.
+   */
+  leader?: { node: string; leader: boolean };
 }
 
 /** Upper bounds of the attempt duration histogram, in seconds. */
@@ -289,7 +294,7 @@ export async function renderMetrics(store: Store, snapshot?: MetricsSnapshot): P
   return page.toString();
 }
 
-/** The runtime's own series: outcomes, lost leases, store health, planner lag. */
+/** The runtime's own series: outcomes, lost leases, store health, planner lag, leadership. */
 function renderRuntime(page: Page, snapshot: MetricsSnapshot): void {
   counter(
     page,
@@ -328,6 +333,15 @@ function renderRuntime(page: Page, snapshot: MetricsSnapshot): void {
     "How long the oldest due occurrence has waited to be planned.",
     snapshot.plannerLagSeconds,
   );
+  if (snapshot.leader) {
+    page.family(
+      "jobs_leader",
+      "gauge",
+      "1 while this node runs the maintenance passes (stager, lifeline, pruner, planner): " +
+        "it holds the maintenance role, or every node runs them.",
+    );
+    page.sample("jobs_leader", { node: snapshot.leader.node }, snapshot.leader.leader ? 1 : 0);
+  }
 }
 
 /** A counter family with one sample per series; nothing when the snapshot has no such field. */

@@ -10,20 +10,20 @@
  * An item job's identity is `<occurrence>#<key>`, the key being the first 16
  * hex digits of the SHA-256 of the item's text (a string item as it is, any
  * other as its JSON). The jobs table's unique occurrence makes every insert
- * idempotent: a batch inserted twice (a crash between its commit and the
- * cursor's write, a retry after the selection changed) adds nothing twice,
- * and an item listed twice in one selection runs once. Item jobs carry
- * `meta.parent` (the occurrence) and `meta.item`, the schedule's queue,
- * priority, attempts, tags, tenant, timeout and backoff, and no schedule id:
- * the overlap policy and the schedule's last started/completed times follow
- * the occurrence, not its items.
+ * idempotent: a batch inserted twice (a retry after the selection changed)
+ * adds nothing twice, and an item listed twice in one selection runs once.
+ * Item jobs carry `meta.parent` (the occurrence) and `meta.item`, the
+ * schedule's queue, priority, attempts, tags, tenant, timeout and backoff,
+ * and no schedule id: the overlap policy and the schedule's last
+ * started/completed times follow the occurrence, not its items.
  *
  * Progress is kept in the store's settings as `fanout.cursor:<occurrence>`:
- * `{ cursor, total, digest }`, written after each batch commits. A retry that
- * lists the same items (same digest) resumes at the cursor; one that lists
- * other items starts over, and the identities skip what is already there.
- * A run that enqueues every item deletes its cursor: settings hold progress
- * only for runs that may still be retried.
+ * `{ cursor, total, digest }`, written in each batch's transaction, so the
+ * cursor never lags behind (nor runs ahead of) the items committed. A retry
+ * that lists the same items (same digest) resumes at the cursor; one that
+ * lists other items starts over, and the identities skip what is already
+ * there. The last batch deletes the cursor instead, in its transaction too:
+ * settings hold progress only for runs that may still be retried.
  *
  * A selection command runs like a `command` run: argv without a shell unless
  * `shell: true`, `${NAME}` in `env`, the JOBS_* variables, and the command
@@ -125,7 +125,7 @@ interface Deps {
   groupsDir: string | undefined;
 }
 
-/** What a run stores under {@linkcode cursorKey} after each batch. */
+/** What a run stores under {@linkcode cursorKey} with each batch but the last. */
 export interface FanOutCursor {
   /** Items enqueued, from the start of the list. */
   cursor: number;
@@ -260,17 +260,22 @@ async function performFanOut(run: FanOutRun, ctx: JobContext, deps: Deps): Promi
     const jobs = items.list.slice(start, start + run.batchSize).map((item) =>
       itemJob(run, { parent, scheduledFor, now }, item)
     );
-    const results = await store.transaction((tx) => tx.jobsInsert({ jobs, now }));
+    const cursor: FanOutCursor = { cursor: start + jobs.length, total, digest };
+    const results = await store.transaction(async (tx) => {
+      const results = await tx.jobsInsert({ jobs, now });
+      // Once every item is enqueued nothing is left to resume.
+      if (cursor.cursor < total) {
+        await tx.settingSet({ key: cursorKey(parent), value: cursor, now });
+      } else await tx.settingDelete({ key: cursorKey(parent) });
+      return results;
+    });
     batches++;
     const fresh = results.filter((r) => !r.duplicate);
     inserted += fresh.length;
-    const cursor: FanOutCursor = { cursor: start + jobs.length, total, digest };
-    await store.settingSet({ key: cursorKey(parent), value: cursor, now: deps.clock.now() });
     if (fresh.length > 0) deps.onEnqueued([...new Set(fresh.map((r) => r.queue))]);
   }
-  // Every item is enqueued: nothing is left to resume. A failure to delete
-  // fails the run; its retry finds the cursor at the end and deletes it then.
-  await store.settingDelete({ key: cursorKey(parent) });
+  // No batch ran (nothing listed, or a cursor already at the end): no batch deleted it.
+  if (batches === 0) await store.settingDelete({ key: cursorKey(parent) });
   const { duplicates } = items;
   ctx.output(summary({ total, duplicates, resumed, batches, inserted, batchSize: run.batchSize }));
 }

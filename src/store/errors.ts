@@ -131,3 +131,52 @@ export class SchemaTooNewError extends Error {
     this.name = "SchemaTooNewError";
   }
 }
+
+/**
+ * The error codes that mean the database could not be reached or dropped
+ * the session, not that it refused the statement: postgres.js's own
+ * connection codes, the operating system's socket codes, and PostgreSQL's
+ * SQLSTATEs for a server shutting down, restarting or full, a terminated
+ * session (`pg_terminate_backend`: 57P01) and a statement timeout (57014).
+ * Class 08 (connection exception) is matched by its prefix.
+ */
+const UNREACHABLE_CODES = new Set([
+  "CONNECTION_CLOSED",
+  "CONNECTION_DESTROYED",
+  "CONNECTION_ENDED",
+  "CONNECT_TIMEOUT",
+  "ECONNREFUSED",
+  "ECONNRESET",
+  "ECONNABORTED",
+  "EPIPE",
+  "ETIMEDOUT",
+  "EHOSTUNREACH",
+  "ENETUNREACH",
+  "EAI_AGAIN",
+  "57P01", // admin_shutdown: pg_terminate_backend, or a fast shutdown
+  "57P02", // crash_shutdown
+  "57P03", // cannot_connect_now: the server is starting up or shutting down
+  "57014", // query_canceled: statement_timeout
+  "53300", // too_many_connections
+]);
+
+/**
+ * Whether `error` (or one of its causes) says the store could not be
+ * reached, or lost the session or the statement to a restart, a terminated
+ * backend or a timeout: an outage to ride out (back off, keep results,
+ * retry), not a refusal to report. A missing role, a wrong password, a
+ * schema of another version, or a SQL error is not one: waiting would not
+ * change it. SQLite's busy and I/O errors are ridden out by the runtime
+ * without asking this; it covers what a network database adds.
+ */
+export function isStoreUnreachable(error: unknown): boolean {
+  for (let e = error, depth = 0; e !== null && e !== undefined && depth < 8; depth++) {
+    if (typeof e !== "object") return false;
+    const code = (e as { code?: unknown }).code;
+    if (typeof code === "string" && (UNREACHABLE_CODES.has(code) || /^08[0-9A-Z]{3}$/.test(code))) {
+      return true;
+    }
+    e = (e as { cause?: unknown }).cause;
+  }
+  return false;
+}

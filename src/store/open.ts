@@ -34,6 +34,8 @@ import {
 export { describeLocation, isPostgresLocation, parseLocation } from "./location.ts";
 export type { StoreLocation } from "./location.ts";
 export { openSqliteStore, SchemaTooNewError, type SqliteOptions, SqliteStore, type SqliteTx };
+/** The PostgreSQL store's transaction (`tx.sql`); a type only, so SQLite users load no postgres.js. */
+export type { PostgresTx } from "./postgres/postgres_store.ts";
 
 /** What the caller does to the store; see the module's documentation. */
 export type StoreMode = "read" | "write" | "create";
@@ -91,9 +93,11 @@ export async function openStore(
     if (pending.length > 0 && options.mode !== "create") {
       throw new SchemaTooOldError(store.location, version, known);
     }
-    // At the current schema this applies nothing and prepares what the
-    // store needs; in `create` it applies what is pending.
-    const report = await store.migrate({ now: options.now ?? 0 });
+    // `create` applies what is pending; the other modes only ready a store
+    // already at the current schema, writing nothing.
+    const report = options.mode === "create"
+      ? await store.migrate({ now: options.now ?? 0 })
+      : (await store.prepare(), { applied: [], version });
     // A file it may not write opens read-only: say so now, not at the first write.
     if (options.mode !== "read" && store instanceof SqliteStore) await store.checkWritable();
     const names = new Map(pending.map((m) => [m.version, m.name]));

@@ -9,7 +9,7 @@
  */
 
 import type { Attempt, InsertResult, Job, JobState } from "../kernel/types.ts";
-import type { ScheduleRow } from "./store.ts";
+import type { LeaderState, ScheduleRow } from "./store.ts";
 
 /** A row as a driver returns it. */
 export type Row = Record<string, unknown>;
@@ -104,5 +104,15 @@ export function toScheduleRow(row: Row): ScheduleRow {
     lastMisfireFor: num(row.last_misfire_for),
     createdAt: Number(row.created_at),
     updatedAt: Number(row.updated_at),
+  };
+}
+
+/** A `leaders` row (node, fence, expires_at); `held`: whether the caller holds it. */
+export function toLeaderState(row: Row, held: boolean): LeaderState {
+  return {
+    held,
+    node: row.node == null ? null : String(row.node),
+    fence: Number(row.fence),
+    expiresAt: Number(row.expires_at),
   };
 }

@@ -37,8 +37,47 @@ export interface MigrationInfo {
   name: string;
 }
 
-/** A transaction opened by {@linkcode Store.transaction}. */
-export interface StoreTx {
+/**
+ * The {@linkcode Store} methods a transaction offers as well: every write
+ * the runbook's actions and the runtime's batches make, and the reads they
+ * decide by. On a {@linkcode StoreTx} each runs inside the one transaction,
+ * so an operator's action and its `audit` row, or a fan-out batch and its
+ * cursor, commit or roll back together. Adapters build their transaction
+ * objects from this list.
+ */
+export const STORE_TX_METHODS = [
+  "jobsInsert",
+  "jobsCancel",
+  "jobsRetry",
+  "jobsDiscard",
+  "jobReplay",
+  "jobGet",
+  "jobsList",
+  "queuePause",
+  "queuesList",
+  "schedulesSync",
+  "schedulesList",
+  "scheduleSetEnabled",
+  "settingGet",
+  "settingSet",
+  "settingDelete",
+  "auditRecord",
+] as const;
+
+/** The name of one method of {@linkcode STORE_TX_METHODS}. */
+export type StoreTxMethod = typeof STORE_TX_METHODS[number];
+
+/** The methods of {@linkcode STORE_TX_METHODS}, with their store signatures. */
+export type StoreTxMethods = Pick<Store, StoreTxMethod>;
+
+/**
+ * A transaction opened by {@linkcode Store.transaction}: the methods of
+ * {@linkcode STORE_TX_METHODS}, each doing what the store's method of the
+ * same name does, inside this transaction. What they write commits or
+ * rolls back with it; what they read includes what the transaction wrote.
+ * Use it only while `fn` runs: afterwards every call fails.
+ */
+export interface StoreTx extends StoreTxMethods {
   /** Inserts jobs inside this transaction: they commit or roll back with it. */
   jobsInsert(params: { jobs: NewJob[]; now: number }): Promise<InsertResult[]>;
 }
@@ -101,6 +140,21 @@ export interface NodeRow {
   environment: string | null;
 }
 
+/**
+ * A leadership row as {@linkcode Store.leaderTake} left it: whether the
+ * caller holds it, and who does (null: released, nobody holds it).
+ */
+export interface LeaderState {
+  /** The caller holds the role until `expiresAt`. */
+  held: boolean;
+  /** The holder, or the last one while it has not expired; null once released. */
+  node: string | null;
+  /** Raised by every takeover, kept by a renewal: a stale holder's fence is lower. */
+  fence: number;
+  /** When the holder's lease of the role ends, in the holder's clock. */
+  expiresAt: number;
+}
+
 /** A row of `schedules`: the stored state of one schedule id. */
 export interface ScheduleRow {
   id: string;
@@ -140,6 +194,13 @@ export interface Store<Tx extends StoreTx = StoreTx> {
   /** Applies pending migrations; refuses a database newer than this program. */
   migrate(params: { now: number }): Promise<MigrationReport>;
   /**
+   * Readies a store already at this program's schema without writing to it
+   * (connection settings, prepared statements): what opening for reading
+   * needs instead of `migrate()`. A schema that is not this program's is a
+   * `SchemaTooOldError` or `SchemaTooNewError`, and nothing is changed.
+   */
+  prepare(): Promise<void>;
+  /**
    * The schema version the database is at (0 when it was never migrated);
    * reads only, so it works on a store opened without migrating.
    */
@@ -155,7 +216,16 @@ export interface Store<Tx extends StoreTx = StoreTx> {
 
   /**
    * Runs `fn` inside one write transaction: committed when `fn` resolves,
-   * rolled back when it throws (the error is rethrown).
+   * rolled back when it throws (the error is rethrown). `tx` offers the
+   * methods of {@linkcode STORE_TX_METHODS}, run inside it.
+   *
+   * Transactions do not nest. Inside `fn`, call `tx`, not the store: the
+   * store's own methods (and `transaction`) run outside this transaction,
+   * and on SQLite they wait for it to end, so awaiting one inside `fn`
+   * never returns; on PostgreSQL they run on another connection and wait
+   * for the rows this transaction locked. A call on `tx` that fails leaves
+   * the transaction to be rolled back: let its error through (PostgreSQL
+   * refuses every later statement of a transaction after a failed one).
    */
   transaction<T>(fn: (tx: Tx) => Promise<T>): Promise<T>;
 
@@ -388,6 +458,23 @@ export interface Store<Tx extends StoreTx = StoreTx> {
   nodesExpire(params: { before: number }): Promise<number>;
   /** All registered nodes. */
   nodesList(): Promise<NodeRow[]>;
+
+  /**
+   * Takes or renews the role `name` for `node` until `now + ttlMs`, in one
+   * conditional write: it succeeds when the row is missing, released,
+   * expired (`expires_at <= now`) or already `node`'s. A renewal of an
+   * unexpired hold keeps the fence; any other take raises it. Racing
+   * callers: exactly one holds the role afterwards. Returns the row as it
+   * is (the holder's when the take did not succeed).
+   */
+  leaderTake(params: { name: string; node: string; now: number; ttlMs: number }): Promise<
+    LeaderState
+  >;
+  /**
+   * Gives up the role `name` if `node` still holds it with `fence` (a clean
+   * stop), so another node takes it at once; returns whether it did.
+   */
+  leaderRelease(params: { name: string; node: string; fence: number }): Promise<boolean>;
 
   /** Reads a setting, or null. */
   settingGet(params: { key: string }): Promise<unknown>;

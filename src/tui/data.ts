@@ -30,7 +30,7 @@ import type { Job, JobState } from "../kernel/types.ts";
 import { loadSchedules } from "../schedule/config.ts";
 import { next } from "../schedule/occurrences.ts";
 import type { Occurrence, Schedule, ScheduleConfig } from "../schedule/types.ts";
-import { isPostgresLocation, openStore, type StoreMode } from "../store/open.ts";
+import { describeLocation, isPostgresLocation, openStore, type StoreMode } from "../store/open.ts";
 import type { JobFilter, JobMatch, Store } from "../store/store.ts";
 
 /** The throughput window of the overview: the last hour, by minute. */
@@ -162,6 +162,7 @@ export async function readView(
 
 /** Hands out the store, opening it when needed; rejects while it cannot be read. */
 export interface StoreSource {
+  /** Where the store is, as every screen shows it: credentials removed. */
   readonly location: string;
   get(): Promise<Store>;
   close(): Promise<void>;
@@ -209,7 +210,7 @@ export function storeAt(
   };
   const file = !isPostgresLocation(location) && location !== ":memory:";
   return {
-    location,
+    location: describeLocation(location),
     async get() {
       if (store && file && !(await exists(location))) await drop();
       if (store) return store;

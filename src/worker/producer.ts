@@ -66,7 +66,10 @@ const PREFETCH_HORIZON_MS = 20;
 const PREFETCH_PER_SLOT = 50;
 /** Results are written at the latest once this many wait... */
 const FLUSH_BATCH = 512;
-/** ...or once the oldest has waited this long (ms, monotonic time). */
+/**
+ * ...or once the oldest has waited this long (ms, monotonic time);
+ * {@linkcode PREFETCH_HORIZON_MS} while claimed jobs wait in the buffer.
+ */
 const FLUSH_DELAY_MS = 2;
 
 /** One queue's claim-run-record loop. */
@@ -207,9 +210,13 @@ export class Producer {
         ? target - inHand
         : 0;
       const results = this.#pending;
+      // While prefetched jobs wait to start, the claim that refills the
+      // buffer soon carries the results: a write of its own would hold
+      // those jobs back for a round trip (most of a batch on PostgreSQL).
+      const delayMs = this.#buffer.length > 0 ? PREFETCH_HORIZON_MS : FLUSH_DELAY_MS;
       const flush = results.length > 0 &&
         (want > 0 || results.length >= FLUSH_BATCH || inHand === 0 ||
-          performance.now() - this.#pendingSince >= FLUSH_DELAY_MS);
+          performance.now() - this.#pendingSince >= delayMs);
 
       if (want > 0 || flush) {
         this.#pending = [];
@@ -282,6 +289,12 @@ export class Producer {
       if (!running.abandoned) {
         if (this.#pending.length === 0) this.#pendingSince = performance.now();
         this.#pending.push(result);
+      }
+      // The freed slot takes the next prefetched job now, not when the loop
+      // comes round: the loop may be waiting for the store, and prefetched
+      // jobs are there to run meanwhile.
+      if (this.#fetching && !this.#halt.signal.aborted && this.#buffer.length > 0) {
+        this.#start(this.#buffer.shift()!);
       }
       this.#nudge();
     });

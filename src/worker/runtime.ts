@@ -1,8 +1,15 @@
 /**
  * The worker runtime: producers per queue plus the plugins (heartbeat,
- * stager, lifeline, pruner) on their timers, and the shutdown order of
- * ARCHITECTURE.md. The daemon runs one; a library user may run one in their
- * own process.
+ * stager, lifeline, pruner, planner) on their timers, and the shutdown order
+ * of ARCHITECTURE.md. The daemon runs one; a library user may run one in
+ * their own process.
+ *
+ * With `maintenance: "leader"` the stager, lifeline, pruner and planner
+ * pass only on the node that holds the maintenance role
+ * ({@linkcode Leadership}); the others keep their timers and skip, and a
+ * node that becomes leader passes at once. Heartbeats and producers run on
+ * every node. Every pass is atomic and idempotent either way: leadership
+ * removes contention, not a hazard.
  *
  * @module
  */
@@ -11,6 +18,7 @@ import type { Clock } from "../clock.ts";
 import type { Registry } from "../kernel/executor.ts";
 import type { Lease, Store } from "../store/store.ts";
 import { beat } from "./heartbeat.ts";
+import { Leadership } from "./leadership.ts";
 import { rescueOrphans } from "./lifeline.ts";
 import type { Logger } from "./logger.ts";
 import { LeaseLostError, Producer } from "./producer.ts";
@@ -66,6 +74,21 @@ export interface RuntimeOptions {
   planMs?: number;
   /** While the store fails, at most one `store.error` line per this many ms. @default 30_000 */
   outageLogEveryMs?: number;
+  /**
+   * Where the maintenance passes (stager, lifeline, pruner, planner) run:
+   * on every node (`everywhere`), or only on the node holding the
+   * maintenance role of the store (`leader`: several nodes on one
+   * PostgreSQL database then do not contend for the same rows).
+   * @default "everywhere"
+   */
+  maintenance?: "everywhere" | "leader";
+  /**
+   * With `maintenance: "leader"`, how long the role is held without
+   * renewal (renewed every third of it): a node that stops or hangs is
+   * replaced within this long.
+   * @default 15_000
+   */
+  leaderTtlMs?: number;
 }
 
 /** Dependencies chosen by the caller (main.ts or the library user). */
@@ -83,6 +106,8 @@ export class Runtime {
   /** What the producers and plugins saw of the store: degraded while any of them fails. */
   readonly health: StoreHealth;
   #deps: RuntimeDeps;
+  /** The maintenance role, with `maintenance: "leader"`; null when every node maintains. */
+  readonly leadership: Leadership | null;
   #options:
     & Required<Omit<RuntimeOptions, "pruner" | "schedules" | "environment">>
     & Pick<RuntimeOptions, "schedules" | "environment">
@@ -114,6 +139,8 @@ export class Runtime {
       nodeExpiryMs: 5 * 60_000,
       planMs: 1000,
       outageLogEveryMs: 30_000,
+      maintenance: "everywhere",
+      leaderTtlMs: 15_000,
       pruner: {},
       ...options,
     };
@@ -121,6 +148,18 @@ export class Runtime {
       { clock: deps.clock, logger: deps.logger },
       { logEveryMs: this.#options.outageLogEveryMs },
     );
+    const maintenance = this.#options.maintenance;
+    if (maintenance !== "everywhere" && maintenance !== "leader") {
+      throw new RangeError(
+        `maintenance must be "everywhere" or "leader", got ${JSON.stringify(maintenance)}`,
+      );
+    }
+    this.leadership = maintenance === "leader"
+      ? new Leadership(
+        { store: deps.store, clock: deps.clock, logger: deps.logger, health: this.health },
+        { node: this.node, ttlMs: this.#options.leaderTtlMs },
+      )
+      : null;
     // A lost store (its file deleted or replaced) takes no claim: stop asking.
     this.health.onLost(() => {
       for (const p of this.#producers.values()) p.stopFetching();
@@ -152,6 +191,14 @@ export class Runtime {
     return Object.fromEntries([...this.#producers].map(([q, p]) => [q, p.concurrency]));
   }
 
+  /**
+   * Whether this node runs the maintenance passes now: always with
+   * `maintenance: "everywhere"`, else while it holds the role.
+   */
+  get maintaining(): boolean {
+    return this.leadership?.isLeader ?? true;
+  }
+
   /** Jobs running on this node now. */
   get running(): number {
     let n = 0;
@@ -170,10 +217,11 @@ export class Runtime {
    * How far the planner is behind at `now`, in ms: since the oldest
    * occurrence that is due but not planned yet, or, before its first pass
    * (after start or a reload), since that began. 0 without schedules or
-   * when it is on time.
+   * when it is on time, or while another node plans (this one is not the
+   * leader).
    */
   plannerLagMs(now: number): number {
-    if (!this.#options.schedules) return 0;
+    if (!this.#options.schedules || !this.maintaining) return 0;
     let oldest = Infinity;
     for (const at of this.#due.values()) if (at <= now && at < oldest) oldest = at;
     if (oldest === Infinity && this.#due.size === 0) oldest = this.#plannedAt;
@@ -196,6 +244,10 @@ export class Runtime {
       await syncSchedules(store, clock.now(), this.#options.schedules());
     }
     this.#unsubscribe = store.onExternalChange(() => this.#wakeAll());
+    if (this.leadership) {
+      this.leadership.onChange((leader) => this.#leaderChanged(leader));
+      await this.leadership.start();
+    }
     for (const producer of this.#producers.values()) this.#producerLoops.push(producer.start());
     const signal = this.#stop.signal;
     this.#plugins.push(
@@ -207,6 +259,7 @@ export class Runtime {
       this.#stager(signal),
       this.#planner(signal),
       this.#every("lifeline", () => this.#options.rescueMs, async () => {
+        if (!this.maintaining) return;
         // After an outage the leases this node holds may have run out in the
         // store: renew them before rescuing, or this node would rescue (and
         // run again) jobs whose results only wait to be written.
@@ -215,8 +268,22 @@ export class Runtime {
         this.wake(report.queues);
         await store.nodesExpire({ before: clock.now() - this.#options.nodeExpiryMs });
       }),
-      this.#every("pruner", () => read(this.#options.pruneMs), () => this.#prune(signal)),
+      this.#every("pruner", () => read(this.#options.pruneMs), async () => {
+        if (this.maintaining) await this.#prune(signal);
+      }),
     );
+  }
+
+  /**
+   * A node that became leader passes at once (the planner from a clean
+   * slate, as after a reload); one that stopped being leader forgets what
+   * it knew of the schedules, which the next leader plans.
+   */
+  #leaderChanged(leader: boolean): void {
+    this.#due.clear();
+    this.#plannedAt = this.#deps.clock.now();
+    if (!leader) return;
+    for (const name of ["stager", "planner", "lifeline", "pruner"]) this.#wakes.get(name)?.();
   }
 
   /** Wakes the producers of `queues` (all when omitted): a job may be available. */
@@ -278,6 +345,8 @@ export class Runtime {
     this.#wakes.get("stager")?.();
     this.#wakes.get("planner")?.();
     await Promise.all(this.#plugins);
+    // After the last pass: another node takes the role at its next try.
+    await this.leadership?.stop();
     this.#unsubscribe?.();
     if (this.health.lost) return; // the node's row went with the file
     try {
@@ -356,6 +425,7 @@ export class Runtime {
   #stager(signal: AbortSignal): Promise<void> {
     const { store, clock } = this.#deps;
     return this.#dueLoop("stager", this.#options.stageMs, signal, async () => {
+      if (!this.maintaining) return null;
       const report = await stageJobs(store, clock.now());
       this.wake(report.queues);
       return report.nextAt;
@@ -367,6 +437,7 @@ export class Runtime {
     if (!schedules) return Promise.resolve();
     const { store, clock, logger } = this.#deps;
     return this.#dueLoop("planner", this.#options.planMs, signal, async () => {
+      if (!this.maintaining) return null;
       const report = await planSchedules(store, clock.now(), schedules(), this.#due);
       this.#plannedAt = clock.now();
       this.wake(report.queues);
@@ -405,12 +476,18 @@ export class Runtime {
     }
   }
 
-  /** Runs `step` every `interval()` ms until stopped; an error goes to the health, not fatal. */
+  /**
+   * Runs `step` every `interval()` ms until stopped, or at once when woken
+   * through `#wakes`; an error goes to the health, not fatal.
+   */
   async #every(name: string, interval: () => number, step: () => Promise<void>): Promise<void> {
     const { clock } = this.#deps;
     const signal = this.#stop.signal;
     while (!signal.aborted) {
-      await clock.sleep(interval(), signal);
+      const woken = new AbortController();
+      this.#wakes.set(name, () => woken.abort());
+      await clock.sleep(interval(), AbortSignal.any([signal, woken.signal]));
+      this.#wakes.delete(name);
       if (signal.aborted) break;
       try {
         await step();

@@ -16,11 +16,16 @@
  * the node stays degraded for good, and the listeners of
  * {@linkcode StoreHealth.onLost} (the runtime, the daemon) are told once.
  *
+ * Before there is a runtime, a daemon whose database server is away
+ * ({@linkcode isStoreUnreachable}: refused, reset, restarting) waits for it
+ * with {@linkcode openWhenReachable}: `store.waiting` once with the reason,
+ * then at the same bounded rate, and `store.reachable` once it opens.
+ *
  * @module
  */
 
 import type { Clock } from "../clock.ts";
-import { StoreLostError } from "../store/errors.ts";
+import { isStoreUnreachable, StoreLostError } from "../store/errors.ts";
 import type { Logger } from "./logger.ts";
 
 /** Settings of {@linkcode StoreHealth}. */
@@ -178,4 +183,95 @@ export class StoreHealth {
 function oneLine(error: unknown): string {
   const message = error instanceof Error ? error.message : String(error);
   return (message.split("\n", 1)[0] ?? "").trim();
+}
+
+/** Settings of {@linkcode openWhenReachable}. */
+export interface OpenWhenReachableOptions<T> {
+  clock: Clock;
+  logger: Logger;
+  /** Where the store is, credentials removed (it is logged). */
+  location: string;
+  /** Stops waiting (a stop signal): the result is then null. */
+  signal?: AbortSignal;
+  /** While waiting, at most one `store.waiting` line per this many ms of the clock. @default 30_000 */
+  logEveryMs?: number;
+  /** Jitter of the waits, in [0, 1). @default Math.random */
+  random?: () => number;
+  /** Closes what an attempt opened after the wait was stopped. */
+  dispose?: (value: T) => Promise<void>;
+}
+
+/** Waits between attempts to open an unreachable store, ms before jitter: 100 doubling to 5 s. */
+const OPEN_BACKOFF_MS = [100, 200, 400, 800, 1600, 3200, 5000];
+
+/**
+ * Calls `open` until it succeeds, and returns what it opened. While it
+ * fails because the store cannot be reached ({@linkcode isStoreUnreachable})
+ * it waits (100 ms doubling to 5 s, each jittered down by up to half) and
+ * tries again, logging `store.waiting` at the first failure and then at most
+ * once per `logEveryMs`; any other failure is thrown at once (a wrong
+ * password does not heal by waiting). Resolves null when `signal` aborts
+ * first, closing with `dispose` anything an attempt still under way opens.
+ */
+export async function openWhenReachable<T>(
+  open: () => Promise<T>,
+  options: OpenWhenReachableOptions<T>,
+): Promise<T | null> {
+  const { clock, logger, location, signal } = options;
+  const logEveryMs = options.logEveryMs ?? 30_000;
+  const random = options.random ?? Math.random;
+  const began = clock.now();
+  let attempts = 0;
+  let loggedAt = -Infinity;
+  let unlogged = 0;
+  while (!signal?.aborted) {
+    attempts++;
+    const attempt = open();
+    let outcome: { opened: T } | { failed: unknown } | null;
+    try {
+      outcome = await raceAbort(attempt.then((opened) => ({ opened })), signal);
+    } catch (error) {
+      outcome = { failed: error };
+    }
+    if (outcome === null) {
+      attempt.then((opened) => options.dispose?.(opened)).catch(() => {});
+      return null;
+    }
+    if ("opened" in outcome) {
+      if (attempts > 1) {
+        logger("store.reachable", { location, attempts, waitedMs: clock.now() - began });
+      }
+      return outcome.opened;
+    }
+    if (!isStoreUnreachable(outcome.failed)) throw outcome.failed;
+    const base = OPEN_BACKOFF_MS[Math.min(attempts - 1, OPEN_BACKOFF_MS.length - 1)]!;
+    const retryInMs = Math.round(base * (0.5 + random() / 2));
+    const now = clock.now();
+    unlogged++;
+    if (now - loggedAt >= logEveryMs) {
+      logger("store.waiting", {
+        location,
+        error: oneLine(outcome.failed),
+        attempts,
+        failures: unlogged,
+        waitingForMs: now - began,
+        retryInMs,
+      });
+      loggedAt = now;
+      unlogged = 0;
+    }
+    await clock.sleep(retryInMs, signal);
+  }
+  return null;
+}
+
+/** `work`'s outcome, or null as soon as `signal` aborts. */
+function raceAbort<T>(work: Promise<T>, signal: AbortSignal | undefined): Promise<T | null> {
+  if (!signal) return work;
+  if (signal.aborted) return Promise.resolve(null);
+  return new Promise<T | null>((resolve, reject) => {
+    const onAbort = () => resolve(null);
+    signal.addEventListener("abort", onAbort, { once: true });
+    work.then(resolve, reject).finally(() => signal.removeEventListener("abort", onAbort));
+  });
 }

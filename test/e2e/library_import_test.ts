@@ -6,6 +6,7 @@
  */
 
 import assert from "node:assert/strict";
+import { postgresLocation } from "../support/pg_schema.ts";
 import { tempDir } from "../support/stores.ts";
 
 const MOD = new URL("../../src/mod.ts", import.meta.url).href;
@@ -50,11 +51,61 @@ db.close();
 console.log(JSON.stringify({ signupId, ran, signups, queued }));
 `;
 
-Deno.test("the library imports by path from a project with no import map, and enqueues in the caller's transaction", async () => {
+/** The README's PostgreSQL transaction example at `url`: `tx.sql` where SQLite has `tx.db`. */
+function postgresProgram(url: string): string {
+  return `
+import { defineWorker, openJobs } from ${JSON.stringify(MOD)};
+
+const welcomed = Promise.withResolvers<number>();
+const welcome = defineWorker<{ signupId: number }>({
+  name: "welcome",
+  perform(args) {
+    welcomed.resolve(args.signupId);
+  },
+});
+
+const jobs = await openJobs(${JSON.stringify(url)}, { workers: [welcome] });
+await jobs.transaction(async (tx) => {
+  await tx.sql\`CREATE TABLE IF NOT EXISTS signups (id bigserial PRIMARY KEY, email text)\`;
+});
+const { signupId } = await jobs.transaction(async (tx) => {
+  const [row] = await tx.sql<{ id: string }[]>\`
+    INSERT INTO signups (email) VALUES (\${"ada@example.com"}) RETURNING id\`;
+  await jobs.enqueue(welcome, { signupId: Number(row.id) }, { tx });
+  return { signupId: Number(row.id) };
+});
+// Rolled back: neither the row nor its job exists afterwards.
+await jobs.transaction(async (tx) => {
+  await tx.sql\`INSERT INTO signups (email) VALUES (\${"grace@example.com"})\`;
+  await jobs.enqueue(welcome, { signupId: 99 }, { tx });
+  throw new Error("rollback");
+}).catch(() => {});
+
+jobs.start({ queues: { default: 1 } });
+const ran = await welcomed.promise;
+const counts = await jobs.transaction(async (tx) => {
+  const [row] = await tx.sql<{ signups: number; queued: number }[]>\`
+    SELECT (SELECT count(*)::int FROM signups) AS signups, (SELECT count(*)::int FROM jobs) AS queued\`;
+  return row;
+});
+await jobs.close({ grace: 1000 });
+console.log(JSON.stringify({ signupId, ran, ...counts }));
+`;
+}
+
+/**
+ * Writes `program` as main.ts of a folder with an empty deno.json,
+ * type-checks it, runs it with `permissions` (the README's, given the
+ * folder) and returns what its last line printed.
+ */
+async function runProgram(
+  program: string,
+  permissions: (dir: string) => string[],
+): Promise<unknown> {
   const dir = await tempDir();
   try {
     await Deno.writeTextFile(`${dir.path}/deno.json`, "{}\n");
-    await Deno.writeTextFile(`${dir.path}/main.ts`, PROGRAM);
+    await Deno.writeTextFile(`${dir.path}/main.ts`, program);
     const run = (args: string[]) =>
       new Deno.Command(Deno.execPath(), {
         args,
@@ -65,19 +116,34 @@ Deno.test("the library imports by path from a project with no import map, and en
       }).output();
     const checked = await run(["check", "main.ts"]);
     assert.equal(checked.code, 0, new TextDecoder().decode(checked.stderr));
-    // The permissions the README documents: read and write the database's folder.
-    const ran = await run([
-      "run",
-      `--allow-read=${dir.path}`,
-      `--allow-write=${dir.path}`,
-      "main.ts",
-    ]);
+    const ran = await run(["run", ...permissions(dir.path), "main.ts"]);
     const stderr = new TextDecoder().decode(ran.stderr);
     assert.equal(ran.code, 0, stderr);
     assert.doesNotMatch(stderr, /not a dependency|NotCapable|Requires .* access/);
     const lines = new TextDecoder().decode(ran.stdout).trim().split("\n");
-    assert.deepEqual(JSON.parse(lines.at(-1)!), { signupId: 1, ran: 1, signups: 1, queued: 1 });
+    return JSON.parse(lines.at(-1)!);
   } finally {
     await dir.cleanup();
   }
+}
+
+Deno.test("the library imports by path from a project with no import map, and enqueues in the caller's transaction", async () => {
+  // The permissions the README documents: read and write the database's folder.
+  const printed = await runProgram(
+    PROGRAM,
+    (dir) => [`--allow-read=${dir}`, `--allow-write=${dir}`],
+  );
+  assert.deepEqual(printed, { signupId: 1, ran: 1, signups: 1, queued: 1 });
+});
+
+Deno.test("the library on PostgreSQL imports from a project with no import map, and enqueues in the caller's transaction", async () => {
+  await using pg = postgresLocation();
+  const { hostname, port } = new URL(pg.url);
+  // The permissions the README documents: the server's address and the PG* variables
+  // postgres.js reads for what the URL leaves out; nothing on disk.
+  const printed = await runProgram(postgresProgram(pg.url), () => [
+    `--allow-net=${hostname}:${port || 5432}`,
+    "--allow-env=PG*",
+  ]);
+  assert.deepEqual(printed, { signupId: 1, ran: 1, signups: 1, queued: 1 });
 });

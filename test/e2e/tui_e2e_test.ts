@@ -15,16 +15,24 @@
  */
 
 import assert from "node:assert/strict";
-import type { Job, JobState } from "../../src/kernel/types.ts";
-import { openSqliteStore, type SqliteStore } from "../../src/store/sqlite/sqlite_store.ts";
-import { insertJob, tempDir } from "../support/stores.ts";
+import type { ClaimedJob, Job, JobResult, JobState } from "../../src/kernel/types.ts";
+import { describeLocation, openStore } from "../../src/store/open.ts";
+import type { Store } from "../../src/store/store.ts";
+import { newJob } from "../support/backends.ts";
 import { MAIN } from "../support/daemon_process.ts";
+import { postgresLocation } from "../support/pg_schema.ts";
+import { tempDir } from "../support/stores.ts";
 import { FIRST_FRAME_MS, frame, openTerminal, type Terminal } from "./tui_terminal.ts";
 
 /** When the fixture's jobs were made; the dashboard shows them as long ago. */
 const T0 = Date.UTC(2026, 0, 1);
 const ACTOR = "e2e-operator";
 const TITLE = "jobs-e2e-title";
+/**
+ * The password of the PostgreSQL test's location: PostgreSQL here trusts
+ * local connections, so it is accepted, ignored and must never be shown.
+ */
+const PASSWORD = "hunter2-s3cret";
 /** What sh prints before the dashboard, which must be back on screen after it. */
 const BEFORE = "BEFORE-TUI";
 
@@ -67,40 +75,39 @@ interface Fixture {
   states: Map<number, JobState>;
 }
 
+/** The lease of the fixture's executing job: it stays executing for the whole test. */
+const TEN_YEARS_MS = 10 * 365 * 24 * 3_600_000;
+
 /**
- * A store with a job in every state on queue `default`, then the discarded
- * one on queue `mail`, made the way a node makes it: claimed, then recorded
- * as discarded with `error`.
+ * A store at `db` (a SQLite path or a PostgreSQL location) with a job in
+ * every state on queue `default`, then the discarded one on queue `mail`,
+ * each made the way a node makes it: inserted, claimed by node-a and
+ * recorded; the schedules file in `dir`.
  */
-async function buildStore(dir: string, dead: { args: unknown; error: string }): Promise<Fixture> {
-  const db = `${dir}/jobs.db`;
+async function buildStore(
+  db: string,
+  dir: string,
+  dead: { args: unknown; error: string },
+): Promise<Fixture> {
   const config = `${dir}/schedules.yaml`;
   await Deno.writeTextFile(config, SCHEDULES);
-  const store = await openSqliteStore(db, { now: T0 });
+  const { store } = await openStore(db, { mode: "create", now: T0 });
   try {
     const at = (minutes: number) => T0 + minutes * 60_000;
-    await insertJob(store, { state: "scheduled", worker: "build-report", scheduledAt: at(600) });
-    await insertJob(store, { state: "available", worker: "build-report" });
-    await insertJob(store, {
-      state: "executing",
-      worker: "resize-image",
-      attempt: 1,
-      attemptedBy: "node-a",
-      attemptedAt: at(1),
-      leaseExpiresAt: at(60 * 24 * 365 * 10),
-    });
-    await insertJob(store, { state: "retryable", worker: "resize-image", attempt: 1 });
-    await insertJob(store, {
-      state: "completed",
-      worker: "sync-crm",
-      attempt: 1,
-      completedAt: at(2),
-    });
-    await insertJob(store, {
-      state: "cancelled",
-      worker: "sync-crm",
-      attempt: 1,
-      cancelledAt: at(3),
+    await made(store, "resize-image", at(1));
+    await made(store, "resize-image", at(1), (job) => ({
+      outcome: "retryable",
+      error: "image too large",
+      at: job.attemptedAt,
+    }));
+    await made(store, "sync-crm", at(2), () => ({ outcome: "completed" }));
+    await made(store, "sync-crm", at(3), () => ({ outcome: "cancelled", error: "not needed" }));
+    await store.jobsInsert({
+      jobs: [
+        newJob({ worker: "build-report", scheduledAt: at(600) }),
+        newJob({ worker: "build-report", scheduledAt: T0 }),
+      ],
+      now: T0,
     });
     const discarded = await discard(store, dead, at(4));
     const states = new Map((await store.jobsList({})).map((job) => [job.id, job.state]));
@@ -114,18 +121,59 @@ async function buildStore(dir: string, dead: { args: unknown; error: string }): 
   }
 }
 
+/**
+ * One `worker` job on queue `default`, claimed at `now` by node-a (the only
+ * available one: the others made before are claimed already), then ended
+ * with `end`'s result, or left executing without it.
+ */
+async function made(
+  store: Store,
+  worker: string,
+  now: number,
+  end?: (job: ClaimedJob) => DistributiveOmit<JobResult, "id" | "fence" | "attempt" | "startedAt">,
+): Promise<void> {
+  await store.jobsInsert({ jobs: [newJob({ worker, scheduledAt: now })], now });
+  const { jobs: [claimed] } = await store.jobsClaim({
+    queue: "default",
+    node: "node-a",
+    limit: 1,
+    now,
+    leaseMs: TEN_YEARS_MS,
+  });
+  assert.ok(claimed, `the fixture's ${worker} job was not claimed`);
+  if (end === undefined) return;
+  const report = await store.jobsRecord({
+    node: "node-a",
+    now: now + 250,
+    results: [{
+      id: claimed.id,
+      fence: claimed.fence,
+      attempt: claimed.attempt,
+      startedAt: claimed.attemptedAt,
+      ...end(claimed),
+    } as JobResult],
+  });
+  assert.deepEqual(report.recorded, [claimed.id]);
+}
+
+/** `Omit` of each member of a union (a plain `Omit` would merge the members). */
+type DistributiveOmit<T, K extends PropertyKey> = T extends unknown ? Omit<T, K> : never;
+
 /** One job on queue `mail`, claimed by a node and recorded as discarded with `error`. */
 async function discard(
-  store: SqliteStore,
+  store: Store,
   dead: { args: unknown; error: string },
   now: number,
 ): Promise<Job> {
-  await insertJob(store, {
-    queue: "mail",
-    worker: "send-mail",
-    args: dead.args,
-    maxAttempts: 1,
-    insertedAt: now,
+  await store.jobsInsert({
+    jobs: [newJob({
+      queue: "mail",
+      worker: "send-mail",
+      args: JSON.stringify(dead.args),
+      maxAttempts: 1,
+      scheduledAt: now,
+    })],
+    now,
   });
   const { jobs: [claimed] } = await store.jobsClaim({
     queue: "mail",
@@ -154,8 +202,8 @@ async function discard(
 }
 
 /** Opens the store at `db` for one read. */
-async function readStore<T>(db: string, fn: (store: SqliteStore) => Promise<T>): Promise<T> {
-  const store = await openSqliteStore(db);
+async function readStore<T>(db: string, fn: (store: Store) => Promise<T>): Promise<T> {
+  const { store } = await openStore(db, { mode: "read" });
   try {
     return await fn(store);
   } finally {
@@ -300,104 +348,132 @@ async function quitRestoresTheTerminal(terminal: Terminal): Promise<void> {
   assert.equal(await terminal.format("#{cursor_flag}"), "1", "the cursor is still hidden");
 }
 
-for (const size of [{ width: 100, height: 30 }, { width: 80, height: 24 }]) {
-  Deno.test(
-    `jobs tui at ${size.width}x${size.height}: walk to a discarded job, retry it, the store changes; q restores the terminal`,
-    async () => {
-      const dir = await tempDir();
-      try {
-        const fixture = await buildStore(dir.path, {
-          args: { to: "ops@example.com" },
-          error: "connection refused by smtp.example.com:25",
-        });
-        const id = fixture.discarded.id;
-        await using terminal = await openTui(dir.path, fixture, size);
-        await firstFrame(terminal, size);
+/**
+ * The operator's walk, the body of the tests below on each store: to the
+ * discarded job in the jobs list, its detail, `r` and `y` to retry it (the
+ * store changes, audited), a search edited with a shell's keys, then `q`.
+ * `db` is the store's location, `dir` holds the schedules file and tmux's.
+ */
+async function walkRetrySearchQuit(
+  db: string,
+  dir: string,
+  size: { width: number; height: number },
+): Promise<void> {
+  const fixture = await buildStore(db, dir, {
+    args: { to: "ops@example.com" },
+    error: "connection refused by smtp.example.com:25",
+  });
+  const id = fixture.discarded.id;
+  await using terminal = await openTui(dir, fixture, size);
+  await firstFrame(terminal, size);
+  // The tab bar names the store as every message does: without its password.
+  const tabs = rows(await terminal.screen())[0]!;
+  assert.ok(!tabs.includes(PASSWORD), `the password shown: ${tabs}`);
+  assert.ok(tabs.includes(describeLocation(db).slice(0, 20)), `the store not named: ${tabs}`);
 
-        // The jobs list, newest first; walk down with j to the dead letter.
-        await terminal.press("2");
-        let screen = await dashboard(
-          terminal,
-          "the jobs list with every job",
-          (s) =>
-            s.includes("[2 Jobs]") && s.includes("filter all jobs") &&
-            s.includes(`page 1 of 1 · ${fixture.states.size} jobs match`) && selectedId(s) !== null,
-        );
-        assert.equal(rows(screen)[1], "─".repeat(size.width), `the rule:\n${frame(screen)}`);
-        const listed = [...screen.matchAll(/^[> ] (\d+)\s+(\w+)/gm)].map((m) => Number(m[1]));
-        assert.equal(listed.length, fixture.states.size, `not every job listed:\n${frame(screen)}`);
-        const target = listed.indexOf(id);
-        assert.ok(target >= 0, `job ${id} is not listed:\n${frame(screen)}`);
-        for (let row = listed.indexOf(selectedId(screen)!); row < target; row++) {
-          await terminal.press("j");
-          await dashboard(
-            terminal,
-            `the cursor on job ${listed[row + 1]}`,
-            (s) => selectedId(s) === listed[row + 1],
-          );
-        }
-        screen = await terminal.screen();
-        assert.match(screen, new RegExp(`^> ${id}\\s+discarded\\s+mail\\s+send-mail`, "m"));
-
-        await terminal.press("Enter");
-        await dashboard(
-          terminal,
-          `the detail of job ${id}`,
-          (s) =>
-            new RegExp(`^job ${id} discarded`, "m").test(s) && s.includes("connection refused"),
-        );
-        await terminal.press("r");
-        await dashboard(
-          terminal,
-          `the confirmation to retry job ${id}`,
-          (s) => s.includes(`Retry job ${id}?`),
-        );
-        await terminal.press("y");
-        screen = await dashboard(
-          terminal,
-          `job ${id} retried and shown available`,
-          (s) =>
-            s.includes(`retried job ${id} (was discarded)`) &&
-            new RegExp(`^job ${id} available`, "m").test(s),
-        );
-        fitsThePane(screen, size);
-
-        // The store: the job is available again, audited; nothing else moved.
-        await readStore(fixture.db, async (store) => {
-          const job = await store.jobGet({ id });
-          assert.equal(job?.state, "available");
-          assert.equal(job?.maxAttempts, 2, "a used-up job gets one more attempt");
-          const audit = await store.auditList({ target: `job:${id}` });
-          assert.deepEqual(audit.map((row) => [row.action, row.actor]), [["job.retry", ACTOR]]);
-          const now = new Map((await store.jobsList({})).map((j) => [j.id, j.state]));
-          assert.deepEqual(now, new Map([...fixture.states, [id, "available"]]));
-        });
-
-        // Back to the list; `/` edits its search with the keys a shell has.
-        await terminal.press("Escape");
-        await dashboard(terminal, "the jobs list again", (s) => s.includes("/ search"));
-        await terminal.press("/");
-        await dashboard(terminal, "the search prompt", (s) => s.includes("Search jobs"));
-        await terminal.press("xx mail", "C-w");
-        await dashboard(terminal, "Ctrl-W deleting a word", (s) => /^> xx █/m.test(s));
-        await terminal.press("C-u", "mail", "Home", "queue:", "End", "BSpace", "l");
-        await dashboard(terminal, "the edited search", (s) => /^> queue:mail█/m.test(s));
-        await terminal.press("Enter");
-        screen = await dashboard(
-          terminal,
-          "the jobs of queue mail",
-          (s) => s.includes("filter queue:mail") && s.includes("page 1 of 1 · 1 job match"),
-        );
-        assert.match(screen, new RegExp(`^> ${id}\\s+available\\s+mail`, "m"));
-        fitsThePane(screen, size);
-
-        await quitRestoresTheTerminal(terminal);
-      } finally {
-        await dir.cleanup();
-      }
-    },
+  // The jobs list, newest first; walk down with j to the dead letter.
+  await terminal.press("2");
+  let screen = await dashboard(
+    terminal,
+    "the jobs list with every job",
+    (s) =>
+      s.includes("[2 Jobs]") && s.includes("filter all jobs") &&
+      s.includes(`page 1 of 1 · ${fixture.states.size} jobs match`) && selectedId(s) !== null,
   );
+  assert.equal(rows(screen)[1], "─".repeat(size.width), `the rule:\n${frame(screen)}`);
+  const listed = [...screen.matchAll(/^[> ] (\d+)\s+(\w+)/gm)].map((m) => Number(m[1]));
+  assert.equal(listed.length, fixture.states.size, `not every job listed:\n${frame(screen)}`);
+  const target = listed.indexOf(id);
+  assert.ok(target >= 0, `job ${id} is not listed:\n${frame(screen)}`);
+  for (let row = listed.indexOf(selectedId(screen)!); row < target; row++) {
+    await terminal.press("j");
+    await dashboard(
+      terminal,
+      `the cursor on job ${listed[row + 1]}`,
+      (s) => selectedId(s) === listed[row + 1],
+    );
+  }
+  screen = await terminal.screen();
+  assert.match(screen, new RegExp(`^> ${id}\\s+discarded\\s+mail\\s+send-mail`, "m"));
+
+  await terminal.press("Enter");
+  await dashboard(
+    terminal,
+    `the detail of job ${id}`,
+    (s) => new RegExp(`^job ${id} discarded`, "m").test(s) && s.includes("connection refused"),
+  );
+  await terminal.press("r");
+  await dashboard(
+    terminal,
+    `the confirmation to retry job ${id}`,
+    (s) => s.includes(`Retry job ${id}?`),
+  );
+  await terminal.press("y");
+  screen = await dashboard(
+    terminal,
+    `job ${id} retried and shown available`,
+    (s) =>
+      s.includes(`retried job ${id} (was discarded)`) &&
+      new RegExp(`^job ${id} available`, "m").test(s),
+  );
+  fitsThePane(screen, size);
+
+  // The store: the job is available again, audited; nothing else moved.
+  await readStore(fixture.db, async (store) => {
+    const job = await store.jobGet({ id });
+    assert.equal(job?.state, "available");
+    assert.equal(job?.maxAttempts, 2, "a used-up job gets one more attempt");
+    const audit = await store.auditList({ target: `job:${id}` });
+    assert.deepEqual(audit.map((row) => [row.action, row.actor]), [["job.retry", ACTOR]]);
+    const now = new Map((await store.jobsList({})).map((j) => [j.id, j.state]));
+    assert.deepEqual(now, new Map([...fixture.states, [id, "available"]]));
+  });
+
+  // Back to the list; `/` edits its search with the keys a shell has.
+  await terminal.press("Escape");
+  await dashboard(terminal, "the jobs list again", (s) => s.includes("/ search"));
+  await terminal.press("/");
+  await dashboard(terminal, "the search prompt", (s) => s.includes("Search jobs"));
+  await terminal.press("xx mail", "C-w");
+  await dashboard(terminal, "Ctrl-W deleting a word", (s) => /^> xx █/m.test(s));
+  await terminal.press("C-u", "mail", "Home", "queue:", "End", "BSpace", "l");
+  await dashboard(terminal, "the edited search", (s) => /^> queue:mail█/m.test(s));
+  await terminal.press("Enter");
+  screen = await dashboard(
+    terminal,
+    "the jobs of queue mail",
+    (s) => s.includes("filter queue:mail") && s.includes("page 1 of 1 · 1 job match"),
+  );
+  assert.match(screen, new RegExp(`^> ${id}\\s+available\\s+mail`, "m"));
+  fitsThePane(screen, size);
+
+  await quitRestoresTheTerminal(terminal);
 }
+
+const WALK = "walk to a discarded job, retry it, the store changes; q restores the terminal";
+
+for (const size of [{ width: 100, height: 30 }, { width: 80, height: 24 }]) {
+  Deno.test(`jobs tui at ${size.width}x${size.height}: ${WALK}`, async () => {
+    const dir = await tempDir();
+    try {
+      await walkRetrySearchQuit(`${dir.path}/jobs.db`, dir.path, size);
+    } finally {
+      await dir.cleanup();
+    }
+  });
+}
+
+Deno.test(`jobs tui on PostgreSQL at 100x30: ${WALK}`, async () => {
+  const dir = await tempDir();
+  try {
+    await using pg = postgresLocation();
+    const url = new URL(pg.url);
+    url.password = PASSWORD;
+    await walkRetrySearchQuit(url.toString(), dir.path, { width: 100, height: 30 });
+  } finally {
+    await dir.cleanup();
+  }
+});
 
 Deno.test("jobs tui shows stored escape sequences as text: no title, no clipboard, no clear", async () => {
   const size = { width: 100, height: 30 };
@@ -429,7 +505,10 @@ Deno.test("jobs tui shows stored escape sequences as text: no title, no clipboar
       );
     }
 
-    const fixture = await buildStore(dir.path, { args: { note: HOSTILE }, error: HOSTILE });
+    const fixture = await buildStore(`${dir.path}/jobs.db`, dir.path, {
+      args: { note: HOSTILE },
+      error: HOSTILE,
+    });
     const id = fixture.discarded.id;
     await using terminal = await openTui(dir.path, fixture, size);
     await firstFrame(terminal, size);

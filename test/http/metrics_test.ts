@@ -2,7 +2,7 @@
  * `/metrics` fed by a running runtime, wired as the daemon wires it: the
  * runtime's events pass through a MetricsRegistry, and the page shows what
  * happened (completions, failures, durations, outcomes, store health,
- * planner lag) next to what the store holds, as valid Prometheus text with
+ * planner lag, leadership) next to what the store holds, as valid Prometheus text with
  * no args or error text in it.
  */
 
@@ -13,6 +13,7 @@ import { MetricsRegistry, renderMetrics } from "../../src/http/metrics.ts";
 import { startHttpServer } from "../../src/http/server.ts";
 import { Jobs } from "../../src/jobs.ts";
 import { defineWorker } from "../../src/kernel/worker.ts";
+import { openSqliteStore } from "../../src/store/sqlite/sqlite_store.ts";
 import { waitUntil } from "../../src/testing.ts";
 import { silentLogger } from "../../src/worker/logger.ts";
 import { scheduleOf } from "../support/schedules.ts";
@@ -145,5 +146,37 @@ Deno.test("/metrics and /readyz show a failing store: errors by step, degraded, 
     assert.equal(degradedReason(runtime), null);
   } finally {
     await jobs.close({ grace: 0 });
+  }
+});
+
+Deno.test("/metrics shows jobs_leader 1 on the node holding the maintenance role, 0 on the others", async () => {
+  await using t = await tempStore();
+  const clock = new FakeClock(Date.UTC(2026, 0, 1));
+  const other = await openSqliteStore(t.path);
+  const registry = new MetricsRegistry();
+  const open = (store: typeof t.store) => new Jobs({ store, clock, logger: silentLogger });
+  const [first, second, plain] = [open(t.store), open(other), open(await openSqliteStore(t.path))];
+  try {
+    const lead = { queues: { default: 1 }, maintenance: "leader" } as const;
+    const a = await first.start({ ...lead, node: "a" });
+    const b = await second.start({ ...lead, node: "b" });
+    const c = await plain.start({ queues: { default: 1 }, node: "c" });
+    const leader = async (runtime: typeof a) => {
+      const page = await renderMetrics(t.store, snapshotOf(registry, runtime, clock.now()));
+      return value(parseProm(page), "jobs_leader", { node: runtime.node });
+    };
+    assert.deepEqual([await leader(a), await leader(b)], [1, 0]);
+    assert.equal(await leader(c), 1, "without leadership every node maintains");
+
+    await a.stop({ grace: 0 });
+    await waitUntil("b leads", async () => {
+      clock.advance(1000);
+      return (await leader(b)) === 1;
+    });
+    assert.equal(await leader(a), 0);
+  } finally {
+    await first.close({ grace: 0 });
+    await second.close({ grace: 0 });
+    await plain.close({ grace: 0 });
   }
 });

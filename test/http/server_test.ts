@@ -7,6 +7,7 @@ import assert from "node:assert/strict";
 import { FakeClock } from "../../src/clock.ts";
 import { escapeLabelValue, renderMetrics } from "../../src/http/metrics.ts";
 import { type HttpServerOptions, startHttpServer } from "../../src/http/server.ts";
+import { waitUntil } from "../../src/testing.ts";
 import type { Logger } from "../../src/worker/logger.ts";
 import { insertJob, tempStore } from "../support/stores.ts";
 import { parseProm, value } from "./prom.ts";
@@ -71,6 +72,35 @@ Deno.test("/readyz answers 200 on a migrated store and 503 with a reason once it
     assert.equal(ready.status, 503);
     assert.match(ready.body, /^store unreachable: .+\n$/);
     assert.equal((await get(server.addr!, "/healthz")).status, 200);
+  } finally {
+    await server.close();
+  }
+});
+
+Deno.test("/readyz past its deadline answers 503, and the store's late failure is not left unhandled", async () => {
+  await using t = await tempStore();
+  const clock = new FakeClock();
+  let fail: ((error: Error) => void) | null = null;
+  // A store whose count hangs until the test fails it, as a PostgreSQL read
+  // does while its session is being killed and the pool reconnects.
+  const store = new Proxy(t.store, {
+    get(target, key, receiver) {
+      if (key !== "jobsCount") return Reflect.get(target, key, receiver);
+      return () => new Promise((_, reject) => (fail = reject));
+    },
+  });
+  const server = await startHttpServer(options(store, { clock, readyTimeoutMs: 2000 }));
+  try {
+    const pending = get(server.addr!, "/readyz");
+    await waitUntil("the readiness read started", () => fail !== null);
+    clock.advance(2000);
+    const ready = await pending;
+    assert.equal(ready.status, 503);
+    assert.equal(ready.body, "store did not answer within 2000 ms\n");
+    // Failing after the answer was sent: without a handler this is an
+    // unhandled rejection, which ends a daemon (and fails this test).
+    fail!(new Error("terminating connection due to administrator command"));
+    await new Promise((resolve) => setTimeout(resolve, 0));
   } finally {
     await server.close();
   }

@@ -44,12 +44,18 @@ const items = (count: number, prefix = "item") =>
 
 /**
  * A store whose transactions are counted, whose inserted batches are kept
- * (as the items of their jobs), and whose `n`th transaction fails when
- * `failOn(n)` says so.
+ * (as the items of their jobs), whose `n`th transaction fails when
+ * `failOn(n)` says so, and whose `n`th setting write inside a transaction
+ * (a batch's cursor) fails when `failCursorOn(n)` says so.
  */
-function spied(store: SqliteStore, failOn: (call: number) => boolean = () => false) {
+function spied(
+  store: SqliteStore,
+  failOn: (call: number) => boolean = () => false,
+  failCursorOn: (call: number) => boolean = () => false,
+) {
   const batches: unknown[][] = [];
   let calls = 0;
+  let cursorWrites = 0;
   const proxy = new Proxy(store, {
     get(target, prop) {
       if (prop === "transaction") {
@@ -62,6 +68,12 @@ function spied(store: SqliteStore, failOn: (call: number) => boolean = () => fal
               jobsInsert: (params: Parameters<typeof tx.jobsInsert>[0]) => {
                 batches.push(params.jobs.map((j) => JSON.parse(j.meta).item));
                 return tx.jobsInsert(params);
+              },
+              settingSet: (params: Parameters<typeof tx.settingSet>[0]) => {
+                if (failCursorOn(++cursorWrites)) {
+                  return Promise.reject(new Error("cursor write failed (test)"));
+                }
+                return tx.settingSet(params);
               },
             })
           );
@@ -80,6 +92,7 @@ function spied(store: SqliteStore, failOn: (call: number) => boolean = () => fal
  */
 async function setup(options: {
   failOn?: (call: number) => boolean;
+  failCursorOn?: (call: number) => boolean;
   // deno-lint-ignore no-explicit-any
   extra?: any[];
   maxItems?: number;
@@ -93,7 +106,7 @@ async function setup(options: {
   });
   const env: Record<string, string> = { PATH: Deno.env.get("PATH") ?? "/usr/bin:/bin" };
   const t = await tempJobs([], {});
-  const spy = spied(t.store, options.failOn);
+  const spy = spied(t.store, options.failOn, options.failCursorOn);
   const fan = fanoutWorker({
     store: () => spy.store,
     workers: () => t.jobs.registry,
@@ -233,6 +246,48 @@ Deno.test("a fan-out whose 2nd batch fails resumes at the cursor on retry, witho
   assert.equal((await t.store.jobsList({ worker: "visit" })).length, 250);
   assert.deepEqual(sorted(t.visited), sorted(items(250)));
   // Kept while the run could be retried, deleted once the retry enqueued the rest.
+  assert.equal(settingsRows(t.store, cursorKey(occurrence)), 0);
+});
+
+Deno.test("a fan-out whose cursor write fails rolls its batch back with it; the retry enqueues each item once", async () => {
+  await using t = await setup({ failCursorOn: (call) => call === 2 });
+  const schedule = scheduleOf({
+    id: "fan",
+    every: "1h",
+    selection: { command: counting(250), shell: true },
+    batch_size: 100,
+    run: { worker: "visit" },
+  });
+  const occurrence = await t.plan(schedule);
+
+  await drainJobs(t.jobs);
+  let parent = await parentOf(t.store, occurrence);
+  assert.equal(parent.state, "retryable");
+  assert.match(parent.errors[0]!.error, /cursor write failed \(test\)/);
+  // The 2nd batch was inserted, then rolled back with its cursor: only the
+  // 1st batch's items exist, and the cursor says exactly that.
+  assert.equal((await t.store.jobsList({ worker: "visit" })).length, 100);
+  assert.equal(t.visited.length, 100);
+  assert.deepEqual(
+    { ...await t.store.settingGet({ key: cursorKey(occurrence) }) as object, digest: 0 },
+    { cursor: 100, total: 250, digest: 0 },
+  );
+
+  await drainJobs(t.jobs, { withScheduled: true });
+  parent = await parentOf(t.store, occurrence);
+  assert.equal(parent.state, "completed");
+  assert.deepEqual(t.batches.map((b) => [b.length, b[0]]), [
+    [100, "item-1"],
+    [100, "item-101"],
+    [100, "item-101"],
+    [50, "item-201"],
+  ]);
+  // Nothing of the rolled-back batch was left to find already enqueued.
+  const output = await lastOutput(t.store, parent.id);
+  assert.match(output, /resumed at item 100 of 250/);
+  assert.match(output, /enqueued 150 item jobs in 2 batches of up to 100$/);
+  assert.equal((await t.store.jobsList({ worker: "visit" })).length, 250);
+  assert.deepEqual(sorted(t.visited), sorted(items(250)));
   assert.equal(settingsRows(t.store, cursorKey(occurrence)), 0);
 });
 

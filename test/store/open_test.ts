@@ -8,6 +8,8 @@ import { describeLocation, openStore, parseLocation, storeSchema } from "../../s
 import { SchemaTooOldError, StoreMissingError } from "../../src/store/errors.ts";
 import { KNOWN_VERSION } from "../../src/store/sqlite/migrations.ts";
 import { openSqliteStore } from "../../src/store/sqlite/sqlite_store.ts";
+import type { PostgresStore } from "../../src/store/postgres/postgres_store.ts";
+import { newJob, POSTGRES_TEST_URL, testSchema } from "../support/backends.ts";
 import { tempDir } from "../support/stores.ts";
 
 const NOW = Date.UTC(2026, 2, 8, 12);
@@ -108,7 +110,7 @@ Deno.test("read and write modes refuse an older schema untouched; storeSchema() 
     assert.equal(schema.version, 1);
     assert.deepEqual(
       schema.pending.map((m) => m.version),
-      [2, 3, 4, 5, 6, 7].slice(0, KNOWN_VERSION - 1),
+      [2, 3, 4, 5, 6, 7, 8].slice(0, KNOWN_VERSION - 1),
     );
   } finally {
     await dir.cleanup();
@@ -142,5 +144,63 @@ Deno.test("a postgres location that cannot be reached fails without showing its 
         return true;
       },
     );
+  }
+});
+
+Deno.test("read mode opens a SQLite store while another connection holds the write lock: it writes nothing", async () => {
+  const dir = await tempDir();
+  try {
+    const path = `${dir.path}/busy.db`;
+    const writer = await openSqliteStore(path, { now: NOW });
+    await writer.jobsInsert({ jobs: [newJob({ scheduledAt: NOW })], now: NOW });
+    writer.db.exec("BEGIN IMMEDIATE");
+    try {
+      // Migrating (even with nothing pending) takes the write lock and would
+      // wait out the busy timeout, then fail.
+      const { store } = await openStore(path, { mode: "read", sqlite: { busyTimeoutMs: 50 } });
+      try {
+        assert.equal((await store.jobsList({})).length, 1);
+      } finally {
+        await store.close();
+      }
+    } finally {
+      writer.db.exec("ROLLBACK");
+      await writer.close();
+    }
+  } finally {
+    await dir.cleanup();
+  }
+});
+
+Deno.test("read mode opens a PostgreSQL schema as a role that may only read it", async () => {
+  const schema = testSchema();
+  const role = `${schema}_reader`;
+  const { store: owner } = await openStore(`${POSTGRES_TEST_URL}?schema=${schema}`, {
+    mode: "create",
+    now: NOW,
+  });
+  const admin = owner as PostgresStore;
+  try {
+    await owner.jobsInsert({ jobs: [newJob({ scheduledAt: NOW })], now: NOW });
+    await admin.transaction(async ({ sql }) => {
+      await sql`CREATE ROLE ${sql(role)} LOGIN`;
+      await sql`GRANT USAGE ON SCHEMA ${sql(schema)} TO ${sql(role)}`;
+      await sql`GRANT SELECT ON ALL TABLES IN SCHEMA ${sql(schema)} TO ${sql(role)}`;
+    });
+    const url = new URL(POSTGRES_TEST_URL);
+    url.username = role;
+    url.searchParams.set("schema", schema);
+    const { store } = await openStore(url.toString(), { mode: "read" });
+    try {
+      assert.equal((await store.jobsList({})).length, 1);
+    } finally {
+      await store.close();
+    }
+  } finally {
+    await admin.transaction(async ({ sql }) => {
+      await sql`DROP SCHEMA ${sql(schema)} CASCADE`;
+      await sql`DROP ROLE IF EXISTS ${sql(role)}`;
+    });
+    await owner.close();
   }
 });

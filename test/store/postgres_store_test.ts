@@ -14,6 +14,7 @@
 import assert from "node:assert/strict";
 import type { NewJob, PlanContext } from "../../src/kernel/types.ts";
 import {
+  isLostSessionStray,
   openPostgresStore,
   PostgresStore,
   redactLocation,
@@ -22,7 +23,13 @@ import { KNOWN_VERSION } from "../../src/store/postgres/migrations.ts";
 import { StoreOpenError } from "../../src/store/errors.ts";
 import { SchemaTooNewError } from "../../src/store/sqlite/sqlite_store.ts";
 import { waitUntil } from "../../src/testing.ts";
-import { newJob, openPostgresHarness, POSTGRES_TEST_URL, testSchema } from "../support/backends.ts";
+import {
+  type Harness,
+  newJob,
+  openPostgresHarness,
+  POSTGRES_TEST_URL,
+  testSchema,
+} from "../support/backends.ts";
 
 const T0 = Date.UTC(2026, 0, 1);
 const MINUTE = 60_000;
@@ -376,6 +383,97 @@ Deno.test("schedulePlan() of an occurrence a claimer holds does not wait for the
     });
     assert.deepEqual(planned.inserted, [{ ...first!, duplicate: true }]);
     assert.equal((await store.jobsList({})).length, 1);
+  } finally {
+    await h.close();
+  }
+});
+
+/**
+ * A store of one connection on the schema of `h`, whose sessions are named
+ * so a test can terminate them, and `terminate()`, which ends its session
+ * while it runs a statement (retrying until one runs).
+ */
+async function victimOf(h: Harness, schema: string, connectTimeoutS = 10) {
+  const name = `victim ${schema}`;
+  const victim = await openPostgresStore(`${POSTGRES_TEST_URL}?schema=${schema}`, {
+    migrate: false,
+    max: 1,
+    applicationName: name,
+    connectTimeoutS,
+  });
+  const admin = h.store as PostgresStore;
+  const terminate = () =>
+    waitUntil("a statement of the victim runs, and its session is terminated", async () => {
+      const [killed] = await admin.transaction((tx) =>
+        tx.sql`SELECT count(pg_terminate_backend(pid))::int AS n FROM pg_stat_activity
+          WHERE application_name = ${name} AND state = 'active'`
+      );
+      return Number(killed!.n) === 1;
+    });
+  return { victim, terminate };
+}
+
+Deno.test("a session terminated inside a transaction: the next statements reconnect at once", async () => {
+  const h = await openPostgresHarness(0);
+  try {
+    const schema = (h.store as PostgresStore).schema;
+    // postgres.js 3.4.9 as released kept the rollback it had queued for the
+    // dead session and never sent the next session's startup message: every
+    // statement then waited out the connect timeout (here 30 s) and failed.
+    const { victim, terminate } = await victimOf(h, schema, 30);
+    try {
+      for (let round = 1; round <= 3; round++) {
+        const running = victim.transaction((tx) => tx.sql`SELECT pg_sleep(30)`);
+        await terminate();
+        await assert.rejects(running);
+        const seen: string[] = [];
+        const jobs = await waitUntil(`round ${round}: the store answers again`, async () => {
+          try {
+            return await victim.jobsList({});
+          } catch (error) {
+            seen.push((error as { code?: string }).code ?? String(error));
+            return null;
+          }
+        }, { timeoutMs: 5_000 });
+        assert.deepEqual(jobs, []);
+        assert.ok(!seen.includes("CONNECT_TIMEOUT"), `round ${round}: ${seen.join(", ")}`);
+      }
+    } finally {
+      await victim.close();
+    }
+  } finally {
+    await h.close();
+  }
+});
+
+Deno.test("a lost session's stray rejection does not end the process; any other error still would", async () => {
+  const h = await openPostgresHarness(0);
+  try {
+    const { victim, terminate } = await victimOf(h, (h.store as PostgresStore).schema);
+    try {
+      // A statement whose session is terminated under it: the error postgres.js makes for it.
+      const running = victim.transaction((tx) => tx.sql`SELECT pg_sleep(30)`);
+      await terminate();
+      const lost = await running.then(() => null, (error: Error) => error);
+      assert.ok(lost instanceof Error, "the statement failed");
+      assert.equal(
+        isLostSessionStray(lost),
+        true,
+        `${lost.name} ${(lost as { code?: string }).code}`,
+      );
+      const syntax = await (h.store as PostgresStore).transaction((tx) => tx.sql`SELEC 1`)
+        .then(() => null, (error: Error) => error);
+      assert.ok(syntax instanceof Error);
+      assert.equal(isLostSessionStray(syntax), false, "a SQL error is no stray");
+      assert.equal(isLostSessionStray(new TypeError("x")), false);
+
+      // Unhandled, as postgres.js leaves one when nobody awaits its own
+      // promise: without the store's guard this fails the test as uncaught.
+      Promise.reject(lost);
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    } finally {
+      await victim.close();
+    }
   } finally {
     await h.close();
   }

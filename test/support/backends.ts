@@ -9,7 +9,11 @@
  * tests, in CI and here alike: it is never skipped.
  */
 
+import { FakeClock } from "../../src/clock.ts";
+import { Jobs } from "../../src/jobs.ts";
 import type { NewJob } from "../../src/kernel/types.ts";
+import type { Worker } from "../../src/kernel/worker.ts";
+import { silentLogger } from "../../src/worker/logger.ts";
 import { openPostgresStore } from "../../src/store/postgres/postgres_store.ts";
 import { openSqliteStore } from "../../src/store/sqlite/sqlite_store.ts";
 import type { Store } from "../../src/store/store.ts";
@@ -18,6 +22,8 @@ import { tempDir } from "./stores.ts";
 /** A fresh, migrated, empty database of one backend. */
 export interface Harness {
   store: Store;
+  /** The location another process opens it at (`openStore`, `--db`). */
+  location: string;
   /** Another connection to the same database (another node, in effect). */
   connect(): Promise<Store>;
   close(): Promise<void>;
@@ -46,6 +52,7 @@ export async function openPostgresHarness(now: number): Promise<Harness> {
   const others: Store[] = [];
   return {
     store,
+    location: url,
     connect: async () => {
       const other = await openPostgresStore(url, { now, migrate: false, max: 4 });
       others.push(other);
@@ -53,10 +60,13 @@ export async function openPostgresHarness(now: number): Promise<Harness> {
     },
     close: async () => {
       for (const other of others) await other.close();
+      await store.close();
+      // On a connection of its own: the test may have closed the store already.
+      const dropper = await openPostgresStore(url, { migrate: false, max: 1 });
       try {
-        await store.transaction((tx) => tx.sql`DROP SCHEMA ${tx.sql(schema)} CASCADE`);
+        await dropper.transaction((tx) => tx.sql`DROP SCHEMA ${tx.sql(schema)} CASCADE`);
       } finally {
-        await store.close();
+        await dropper.close();
       }
     },
   };
@@ -73,6 +83,7 @@ export const BACKENDS: Backend[] = [
       const others: Store[] = [];
       return {
         store,
+        location: path,
         connect: async () => {
           const other = await openSqliteStore(path, { now });
           others.push(other);
@@ -88,6 +99,51 @@ export const BACKENDS: Backend[] = [
   },
   { name: "postgres", open: openPostgresHarness },
 ];
+
+/** A {@linkcode Jobs} on a fresh database of one backend, with its FakeClock. */
+export interface BackendJobs {
+  jobs: Jobs;
+  store: Store;
+  clock: FakeClock;
+  /** Where another process opens the same database. */
+  location: string;
+  /** Another connection to the same database, closed with the rest. */
+  connect(): Promise<Store>;
+  [Symbol.asyncDispose](): Promise<void>;
+}
+
+/**
+ * A Jobs with `workers` on a fresh database of `backend`, on a FakeClock
+ * (the test's own when given), logging nothing: what `tempJobs` is for
+ * SQLite, for every backend.
+ */
+export async function backendJobs(
+  backend: Backend,
+  // deno-lint-ignore no-explicit-any
+  workers: Worker<any>[] = [],
+  options: { clock?: FakeClock; random?: () => number } = {},
+): Promise<BackendJobs> {
+  const clock = options.clock ?? new FakeClock();
+  const harness = await backend.open(clock.now());
+  const jobs = new Jobs({
+    store: harness.store,
+    workers,
+    clock,
+    logger: silentLogger,
+    random: options.random,
+  });
+  return {
+    jobs,
+    store: harness.store,
+    clock,
+    location: harness.location,
+    connect: harness.connect,
+    async [Symbol.asyncDispose]() {
+      await jobs.close({ grace: 0 });
+      await harness.close();
+    },
+  };
+}
 
 /** A job row to insert, with every field defaulted: a plain `noop` job due at `scheduledAt`. */
 export function newJob(fields: Partial<NewJob> & { scheduledAt: number }): NewJob {

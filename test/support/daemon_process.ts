@@ -9,6 +9,7 @@
  */
 
 import { fileURLToPath } from "node:url";
+import { isPostgresLocation, type OpenedStore, openStore } from "../../src/store/open.ts";
 import { openSqliteStore } from "../../src/store/sqlite/sqlite_store.ts";
 import { waitUntil } from "../../src/testing.ts";
 import { lines } from "./processes.ts";
@@ -183,8 +184,24 @@ export async function daemonDir(): Promise<
   };
 }
 
-/** Whether `node` has a row in `nodes` of the store at `db` (false while there is no file yet). */
+/**
+ * Whether `node` has a row in `nodes` of the store at `db` (false while there
+ * is no file yet, or for PostgreSQL no schema at the current version).
+ */
 async function registered(db: string, node: string): Promise<boolean> {
+  if (isPostgresLocation(db)) {
+    let opened: OpenedStore;
+    try {
+      opened = await openStore(db, { mode: "read" });
+    } catch {
+      return false;
+    }
+    try {
+      return (await opened.store.nodesList()).some((row) => row.node === node);
+    } finally {
+      await opened.store.close();
+    }
+  }
   try {
     await Deno.stat(db);
   } catch {

@@ -10,10 +10,10 @@ import assert from "node:assert/strict";
 import type { Job } from "../../src/kernel/types.ts";
 import { defineWorker } from "../../src/kernel/worker.ts";
 import type { Schedule } from "../../src/schedule/types.ts";
-import { openSqliteStore, type SqliteStore } from "../../src/store/sqlite/sqlite_store.ts";
+import type { Store } from "../../src/store/store.ts";
 import { drainQueue, waitUntil } from "../../src/testing.ts";
 import { definitionHash, planSchedules, syncSchedules } from "../../src/worker/planner.ts";
-import { tempJobs } from "../support/stores.ts";
+import { type Backend, backendJobs, BACKENDS } from "../support/backends.ts";
 import { scheduleOf } from "../support/schedules.ts";
 
 const T = Date.UTC(2026, 0, 1);
@@ -27,19 +27,33 @@ const schedule = scheduleOf;
 
 const iso = (instant: number) => new Date(instant).toISOString();
 
-async function jobsOf(store: SqliteStore, id: string): Promise<Job[]> {
+/** One test body, run on every backend of BACKENDS. */
+function test(name: string, fn: (backend: Backend) => Promise<void>): void {
+  for (const backend of BACKENDS) Deno.test(`[${backend.name}] ${name}`, () => fn(backend));
+}
+
+/** How many jobs each occurrence of schedule `id` has, by occurrence. */
+async function occurrenceCounts(store: Store, id: string): Promise<Map<string, number>> {
+  const counts = new Map<string, number>();
+  for (const job of await store.jobsList({ scheduleId: id, limit: 1_000_000 })) {
+    counts.set(job.occurrence!, (counts.get(job.occurrence!) ?? 0) + 1);
+  }
+  return counts;
+}
+
+async function jobsOf(store: Store, id: string): Promise<Job[]> {
   const all = await store.jobsList({ limit: 1_000_000 });
   return all.filter((j) => j.scheduleId === id).sort((a, b) => a.scheduledFor! - b.scheduledFor!);
 }
 
-async function row(store: SqliteStore, id: string) {
+async function row(store: Store, id: string) {
   const [found] = await store.schedulesList({ ids: [id] });
   assert.ok(found, `schedule row ${id}`);
   return found;
 }
 
 /** Syncs and plans once at the clock's now: the recovery point of a first start. */
-async function firstStart(store: SqliteStore, now: number, schedules: Schedule[]) {
+async function firstStart(store: Store, now: number, schedules: Schedule[]) {
   await syncSchedules(store, now, schedules);
   const report = await planSchedules(store, now, schedules);
   assert.equal(report.planned, 0);
@@ -47,9 +61,9 @@ async function firstStart(store: SqliteStore, now: number, schedules: Schedule[]
 
 // ------------------------------------------------------------------ misfire
 
-Deno.test("planSchedules() after 3 days down: a minute fire_once schedule makes exactly 1 job", async () => {
+test("planSchedules() after 3 days down: a minute fire_once schedule makes exactly 1 job", async (backend) => {
   for (const rhythm of [{ every: "1m" }, { cron: "* * * * *" }]) {
-    await using t = await tempJobs();
+    await using t = await backendJobs(backend);
     const s = schedule({ id: "minute", ...rhythm, misfire: "fire_once", grace: "10s" });
     await firstStart(t.store, t.clock.now(), [s]);
     t.clock.advance(GAP);
@@ -79,8 +93,8 @@ Deno.test("planSchedules() after 3 days down: a minute fire_once schedule makes 
   }
 });
 
-Deno.test("planSchedules() after 3 days down: an hourly catch_up schedule with limit 24 makes the 24 latest hours", async () => {
-  await using t = await tempJobs();
+test("planSchedules() after 3 days down: an hourly catch_up schedule with limit 24 makes the 24 latest hours", async (backend) => {
+  await using t = await backendJobs(backend);
   const s = schedule({
     id: "hourly",
     cron: "0 * * * *",
@@ -112,8 +126,8 @@ Deno.test("planSchedules() after 3 days down: an hourly catch_up schedule with l
   assert.equal((await row(t.store, "hourly")).misfires, 48);
 });
 
-Deno.test("planSchedules() after 3 days down: a daily skip schedule makes 0 jobs and counts 3 misfires", async () => {
-  await using t = await tempJobs();
+test("planSchedules() after 3 days down: a daily skip schedule makes 0 jobs and counts 3 misfires", async (backend) => {
+  await using t = await backendJobs(backend);
   const s = schedule({ id: "daily", cron: "0 0 * * *", misfire: "skip", grace: "10s" });
   await firstStart(t.store, t.clock.now(), [s]);
   t.clock.advance(GAP);
@@ -137,8 +151,8 @@ Deno.test("planSchedules() after 3 days down: a daily skip schedule makes 0 jobs
 
 // -------------------------------------------------------------- first start
 
-Deno.test("planSchedules() on first start inserts nothing for the past and sets last_planned_for = now", async () => {
-  await using t = await tempJobs();
+test("planSchedules() on first start inserts nothing for the past and sets last_planned_for = now", async (backend) => {
+  await using t = await backendJobs(backend);
   t.clock.advance(GAP);
   const s = schedule({ id: "fresh", every: "1m", misfire: "catch_up", start_at: iso(T - DAY) });
   await syncSchedules(t.store, t.clock.now(), [s]);
@@ -156,8 +170,8 @@ Deno.test("planSchedules() on first start inserts nothing for the past and sets 
   assert.equal((await planSchedules(t.store, t.clock.now(), [s])).planned, 1);
 });
 
-Deno.test("planSchedules() plans nothing for a schedule without a synced row", async () => {
-  await using t = await tempJobs();
+test("planSchedules() plans nothing for a schedule without a synced row", async (backend) => {
+  await using t = await backendJobs(backend);
   const s = schedule({ id: "unsynced", every: "1m" });
   t.clock.advance(5 * MINUTE);
   assert.equal((await planSchedules(t.store, t.clock.now(), [s])).planned, 0);
@@ -166,10 +180,10 @@ Deno.test("planSchedules() plans nothing for a schedule without a synced row", a
 
 // ------------------------------------------------------------------- racing
 
-Deno.test("planSchedules() on two connections racing over one gap makes each occurrence once and counts misfires once", async () => {
-  await using t = await tempJobs();
-  const other = await openSqliteStore(t.path);
-  try {
+test("planSchedules() on two connections racing over one gap makes each occurrence once and counts misfires once", async (backend) => {
+  await using t = await backendJobs(backend);
+  const other = await t.connect();
+  {
     const s = schedule({ id: "race", every: "1m", misfire: "catch_up", grace: "10s" });
     await firstStart(t.store, t.clock.now(), [s]);
     t.clock.advance(GAP);
@@ -182,44 +196,38 @@ Deno.test("planSchedules() on two connections racing over one gap makes each occ
     assert.equal(a.planned + b.planned, 100); // catch_up_limit defaults to 100
     assert.equal(a.misfires + b.misfires, (GAP / MINUTE | 0) - 100);
 
-    const counts = t.store.db.prepare(
-      `SELECT occurrence, count(*) AS n FROM jobs WHERE schedule_id = 'race' GROUP BY occurrence`,
-    ).all() as { occurrence: string; n: number }[];
-    assert.equal(counts.length, 100);
-    assert.ok(counts.every((c) => c.n === 1), "every occurrence exactly once");
+    const counts = await occurrenceCounts(t.store, "race");
+    assert.equal(counts.size, 100);
+    assert.ok([...counts.values()].every((n) => n === 1), "every occurrence exactly once");
     const latest = T + 3 * DAY + 30 * MINUTE;
     assert.deepEqual(
-      counts.map((c) => c.occurrence).sort(),
+      [...counts.keys()].sort(),
       Array.from({ length: 100 }, (_, i) => `race@${iso(latest - (99 - i) * MINUTE)}`),
     );
     const r = await row(t.store, "race");
     assert.equal(r.misfires, (GAP / MINUTE | 0) - 100);
     assert.equal(r.lastPlannedFor, now);
-  } finally {
-    await other.close();
   }
 });
 
-Deno.test("planSchedules() in two OS processes racing over one gap makes each occurrence once", async () => {
-  await using t = await tempJobs();
+test("planSchedules() in two OS processes racing over one gap makes each occurrence once", async (backend) => {
+  await using t = await backendJobs(backend);
   const s = schedule({ id: "procs", every: "1m", misfire: "catch_up", grace: "10s" });
   await firstStart(t.store, t.clock.now(), [s]);
   const now = t.clock.now() + GAP;
   const script = `
-    import { openSqliteStore } from ${
-    JSON.stringify(import.meta.resolve("../../src/store/sqlite/sqlite_store.ts"))
-  };
+    import { openStore } from ${JSON.stringify(import.meta.resolve("../../src/store/open.ts"))};
     import { planSchedules } from ${
     JSON.stringify(import.meta.resolve("../../src/worker/planner.ts"))
   };
-    const [path, schedule, now] = JSON.parse(Deno.args[0]);
-    const store = await openSqliteStore(path);
+    const [location, schedule, now] = JSON.parse(Deno.args[0]);
+    const { store } = await openStore(location, { mode: "write" });
     const report = await planSchedules(store, now, [schedule]);
     await store.close();
     console.log(JSON.stringify(report));
   `;
   const deno = Deno.execPath();
-  const arg = JSON.stringify([t.path, s, now]);
+  const arg = JSON.stringify([t.location, s, now]);
   const outputs = await Promise.all([1, 2].map(() =>
     new Deno.Command(deno, {
       args: ["eval", "--config", new URL("../../deno.json", import.meta.url).pathname, script, arg],
@@ -232,18 +240,16 @@ Deno.test("planSchedules() in two OS processes racing over one gap makes each oc
     return JSON.parse(new TextDecoder().decode(o.stdout).trim().split("\n").at(-1)!);
   });
   assert.equal(reports[0].planned + reports[1].planned, 100);
-  const counts = t.store.db.prepare(
-    `SELECT occurrence, count(*) AS n FROM jobs WHERE schedule_id = 'procs' GROUP BY occurrence`,
-  ).all() as { occurrence: string; n: number }[];
-  assert.equal(counts.length, 100);
-  assert.ok(counts.every((c) => c.n === 1));
+  const counts = await occurrenceCounts(t.store, "procs");
+  assert.equal(counts.size, 100);
+  assert.ok([...counts.values()].every((n) => n === 1));
   assert.equal((await row(t.store, "procs")).misfires, (GAP / MINUTE | 0) - 100);
 });
 
 // -------------------------------------------------------- disabled, removed
 
-Deno.test("planSchedules() for a disabled schedule plans nothing and keeps its recovery point; re-enabled, fire_once makes 1 job for the gap", async () => {
-  await using t = await tempJobs();
+test("planSchedules() for a disabled schedule plans nothing and keeps its recovery point; re-enabled, fire_once makes 1 job for the gap", async (backend) => {
+  await using t = await backendJobs(backend);
   const s = schedule({ id: "paused", every: "1m", misfire: "fire_once", grace: "10s" });
   await firstStart(t.store, t.clock.now(), [s]);
   assert.equal(
@@ -281,8 +287,8 @@ Deno.test("planSchedules() for a disabled schedule plans nothing and keeps its r
   assert.equal(r.misfires, (GAP / MINUTE | 0) - 1);
 });
 
-Deno.test("planSchedules() for a schedule declared enabled: false in the file plans nothing", async () => {
-  await using t = await tempJobs();
+test("planSchedules() for a schedule declared enabled: false in the file plans nothing", async (backend) => {
+  await using t = await backendJobs(backend);
   const s = schedule({ id: "off", every: "1m", enabled: false });
   await firstStart(t.store, t.clock.now(), [s]);
   t.clock.advance(5 * MINUTE);
@@ -290,8 +296,8 @@ Deno.test("planSchedules() for a schedule declared enabled: false in the file pl
   assert.deepEqual(await jobsOf(t.store, "off"), []);
 });
 
-Deno.test("planSchedules() stops planning a removed schedule; its rows and occurrences stay", async () => {
-  await using t = await tempJobs();
+test("planSchedules() stops planning a removed schedule; its rows and occurrences stay", async (backend) => {
+  await using t = await backendJobs(backend);
   const kept = schedule({ id: "kept", every: "1m" });
   const gone = schedule({ id: "gone", every: "1m" });
   await firstStart(t.store, t.clock.now(), [kept, gone]);
@@ -314,15 +320,15 @@ Deno.test("planSchedules() stops planning a removed schedule; its rows and occur
 
 // ------------------------------------------------------------------ overlap
 
-async function overlapSetup(policy: string) {
-  const t = await tempJobs();
+async function overlapSetup(backend: Backend, policy: string) {
+  const t = await backendJobs(backend);
   const s = schedule({ id: policy, every: "1m", grace: "1h", overlap_policy: policy });
   await firstStart(t.store, t.clock.now(), [s]);
   return { t, s };
 }
 
-Deno.test("planSchedules() with overlap skip records an occurrence as cancelled (overlap) while one waits or executes", async () => {
-  const { t, s } = await overlapSetup("skip");
+test("planSchedules() with overlap skip records an occurrence as cancelled (overlap) while one waits or executes", async (backend) => {
+  const { t, s } = await overlapSetup(backend, "skip");
   await using _ = t;
   t.clock.advance(MINUTE);
   assert.equal((await planSchedules(t.store, t.clock.now(), [s])).planned, 1);
@@ -358,8 +364,8 @@ Deno.test("planSchedules() with overlap skip records an occurrence as cancelled 
   }
 });
 
-Deno.test("planSchedules() with overlap queue_one keeps at most one occurrence waiting", async () => {
-  const { t, s } = await overlapSetup("queue_one");
+test("planSchedules() with overlap queue_one keeps at most one occurrence waiting", async (backend) => {
+  const { t, s } = await overlapSetup(backend, "queue_one");
   await using _ = t;
   t.clock.advance(5 * MINUTE);
   const first = await planSchedules(t.store, t.clock.now(), [s]);
@@ -390,8 +396,8 @@ Deno.test("planSchedules() with overlap queue_one keeps at most one occurrence w
   assert.ok(cancelled.every((j) => j.errors.at(-1)?.error === "overlap"));
 });
 
-Deno.test("planSchedules() with overlap allow plans every occurrence while others wait", async () => {
-  const { t, s } = await overlapSetup("allow");
+test("planSchedules() with overlap allow plans every occurrence while others wait", async (backend) => {
+  const { t, s } = await overlapSetup(backend, "allow");
   await using _ = t;
   t.clock.advance(5 * MINUTE);
   assert.equal((await planSchedules(t.store, t.clock.now(), [s])).planned, 5);
@@ -406,8 +412,8 @@ Deno.test("planSchedules() with overlap allow plans every occurrence while other
 
 // --------------------------------------------------------- occurrence rows
 
-Deno.test("an occurrence of a worker run is a job of that worker with its args, schedule id, instant and identity", async () => {
-  await using t = await tempJobs();
+test("an occurrence of a worker run is a job of that worker with its args, schedule id, instant and identity", async (backend) => {
+  await using t = await backendJobs(backend);
   const s = schedule({
     id: "build",
     every: "1m",
@@ -434,8 +440,8 @@ Deno.test("an occurrence of a worker run is a job of that worker with its args, 
   });
 });
 
-Deno.test("an occurrence of a command run is a jobs.command job with the run spec as args", async () => {
-  await using t = await tempJobs();
+test("an occurrence of a command run is a jobs.command job with the run spec as args", async (backend) => {
+  await using t = await backendJobs(backend);
   const s = schedule({
     id: "df",
     every: "1m",
@@ -456,8 +462,8 @@ Deno.test("an occurrence of a command run is a jobs.command job with the run spe
   });
 });
 
-Deno.test("a jittered occurrence is scheduled after scheduled_for; its identity uses the pre-jitter instant", async () => {
-  await using t = await tempJobs();
+test("a jittered occurrence is scheduled after scheduled_for; its identity uses the pre-jitter instant", async (backend) => {
+  await using t = await backendJobs(backend);
   const s = schedule({ id: "jit", every: "1m", jitter: "50s" });
   await firstStart(t.store, t.clock.now(), [s]);
   t.clock.advance(MINUTE);
@@ -475,13 +481,13 @@ Deno.test("a jittered occurrence is scheduled after scheduled_for; its identity 
 
 // -------------------------------------------------------- run bookkeeping
 
-Deno.test("last_started_at and last_completed_at are recorded as occurrences run", async () => {
+test("last_started_at and last_completed_at are recorded as occurrences run", async (backend) => {
   const clockRef: { advance(ms: number): void }[] = [];
   const tick = defineWorker({
     name: "tick",
     perform: () => clockRef[0]!.advance(5_000), // the run takes 5 s of fake time
   });
-  await using t = await tempJobs([tick]);
+  await using t = await backendJobs(backend, [tick]);
   clockRef.push(t.clock);
   const s = schedule({ id: "ticker", every: "1m", run: { worker: "tick" } });
   await firstStart(t.store, t.clock.now(), [s]);
@@ -508,13 +514,13 @@ Deno.test("last_started_at and last_completed_at are recorded as occurrences run
 
 // ----------------------------------------------------------------- runtime
 
-Deno.test("the runtime plans and runs an occurrence when the fake clock reaches it, and plans a reloaded schedule", async () => {
+test("the runtime plans and runs an occurrence when the fake clock reaches it, and plans a reloaded schedule", async (backend) => {
   const ran: { id: string | null; args: unknown }[] = [];
   const tick = defineWorker({
     name: "tick",
     perform: (args, ctx) => void ran.push({ id: ctx.job.occurrence, args }),
   });
-  await using t = await tempJobs([tick]);
+  await using t = await backendJobs(backend, [tick]);
   const a = schedule({ id: "a", every: "1m", run: { worker: "tick", args: { from: "a" } } });
   const b = schedule({ id: "b", every: "2m", run: { worker: "tick", args: { from: "b" } } });
   let current: Schedule[] = [a];

@@ -8,6 +8,7 @@
  */
 
 import init from "../../../migrations/postgres/0001_init.sql" with { type: "text" };
+import leadership from "../../../migrations/postgres/0002_leadership.sql" with { type: "text" };
 
 /** One numbered migration. */
 export interface Migration {
@@ -19,6 +20,7 @@ export interface Migration {
 /** Every migration this program knows, in order. */
 export const MIGRATIONS: readonly Migration[] = [
   { version: 1, name: "0001_init.sql", sql: init },
+  { version: 2, name: "0002_leadership.sql", sql: leadership },
 ];
 
 /** The migrations a database at schema `version` has not applied yet, in order. */

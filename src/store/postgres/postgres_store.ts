@@ -1,6 +1,6 @@
 /**
- * The PostgreSQL store: postgres.js (`npm:postgres`), one pool per store,
- * every table in one schema (`?schema=`, default `public`), and every SQL
+ * The PostgreSQL store: postgres.js (a patched 3.4.9, see `driver.ts`), one
+ * pool per store, every table in one schema (`?schema=`, default `public`), and every SQL
  * statement of the PostgreSQL backend, written as tagged templates so that
  * every value is a bound parameter. The one identifier ever spliced into a
  * statement is the schema's name, checked against a strict pattern first.
@@ -29,7 +29,7 @@
  * @module
  */
 
-import postgres from "npm:postgres@3.4.9";
+import postgres from "./driver.ts";
 import type {
   Attempt,
   ClaimedJob,
@@ -55,8 +55,15 @@ import type {
   ScheduleRow,
   Store,
   StoreTx,
+  StoreTxMethods,
 } from "../store.ts";
-import { SchemaTooNewError, StoreOpenError } from "../errors.ts";
+import { STORE_TX_METHODS } from "../store.ts";
+import {
+  isStoreUnreachable,
+  SchemaTooNewError,
+  SchemaTooOldError,
+  StoreOpenError,
+} from "../errors.ts";
 import { describeLocation } from "../location.ts";
 import { KNOWN_VERSION, pendingMigrations } from "./migrations.ts";
 import {
@@ -69,6 +76,7 @@ import {
   toJob,
   toScheduleRow,
 } from "./rows.ts";
+import { toLeaderState } from "../rows.ts";
 
 /** A postgres.js connection or transaction: anything that runs a tagged query. */
 type Sql = postgres.ISql;
@@ -169,8 +177,33 @@ export class PostgresStore implements Store<PostgresTx> {
   #listeners = new Set<() => void>();
   #listening: Promise<{ unlisten(): Promise<void> } | null> | null = null;
   #closed = false;
+  /**
+   * The open transaction this store is a view of (see `transaction`), else
+   * null: a view runs every statement on it, and its `#sql` is it.
+   */
+  readonly #tx: postgres.TransactionSql | null = null;
 
-  constructor(url: string, options: PostgresOptions = {}) {
+  /**
+   * Opens a pool at `url`. `within` is for this module alone: the view of
+   * `store` that {@linkcode transaction} runs the {@linkcode StoreTx}
+   * methods on, bound to the open transaction `sql` (no pool of its own).
+   */
+  constructor(
+    url: string,
+    options: PostgresOptions = {},
+    within?: { store: PostgresStore; sql: postgres.TransactionSql },
+  ) {
+    if (within) {
+      this.location = within.store.location;
+      this.schema = within.store.schema;
+      this.#channel = within.store.#channel;
+      this.#tx = within.sql;
+      // Only the methods of STORE_TX_METHODS are reached on a view; they
+      // begin through #begin, and none listens or ends: queries are all
+      // they ask of it.
+      this.#sql = within.sql as unknown as postgres.Sql;
+      return;
+    }
     this.location = redactLocation(url);
     let parsed: URL;
     try {
@@ -195,12 +228,14 @@ export class PostgresStore implements Store<PostgresTx> {
       application_name: options.applicationName ?? "jobs",
     };
     if (options.readOnly) connection.default_transaction_read_only = "on";
+    surviveLostSessionStrays();
     this.#sql = postgres(parsed.toString(), {
       max: options.max ?? 10,
       connect_timeout: options.connectTimeoutS ?? 10,
       connection,
       onnotice: () => {},
       transform: { undefined: null },
+      backoff: reconnectBackoffS,
     });
   }
 
@@ -249,6 +284,17 @@ export class PostgresStore implements Store<PostgresTx> {
     return this.#version(this.#sql);
   }
 
+  /**
+   * Checks the schema is this program's, writing nothing: postgres.js
+   * prepares each statement on its first use, so there is nothing else to
+   * ready (and a reader needs no CREATE privilege).
+   */
+  async prepare(): Promise<void> {
+    const version = await this.schemaVersion();
+    if (version > KNOWN_VERSION) throw new SchemaTooNewError(this.location, version, KNOWN_VERSION);
+    if (version < KNOWN_VERSION) throw new SchemaTooOldError(this.location, version, KNOWN_VERSION);
+  }
+
   /** The migrations this program knows that the database has not applied; reads only. */
   async pendingMigrations(): Promise<{ version: number; name: string }[]> {
     const version = await this.schemaVersion();
@@ -276,14 +322,45 @@ export class PostgresStore implements Store<PostgresTx> {
 
   // -------------------------------------------------------------- transactions
 
+  /**
+   * Runs `fn` in one transaction. `tx`'s methods are those of a view of
+   * this store bound to the transaction (see the constructor), so each
+   * runs its statements on it, its NOTIFYs included (delivered at commit).
+   * A call made once `fn` has settled is refused: the connection may be
+   * another caller's by then.
+   */
   async transaction<T>(fn: (tx: PostgresTx) => Promise<T>): Promise<T> {
     return await this.#sql.begin(async (sql) => {
+      let open = true;
+      const view = new PostgresStore(this.location, {}, { store: this, sql });
+      const ended = () =>
+        Promise.reject(new Error(`${this.location}: the transaction has ended; use the store`));
+      const methods = Object.fromEntries(STORE_TX_METHODS.map((name) => {
+        const method = view[name] as (params: unknown) => Promise<unknown>;
+        return [name, (params: unknown) => open ? method.call(view, params) : ended()];
+      })) as unknown as StoreTxMethods;
       const tx: PostgresTx = {
+        ...methods,
         sql,
-        jobsInsert: (params) => this.#insert(sql, params.jobs, params.now),
+        jobsInsert: (params) => open ? this.#insert(sql, params.jobs, params.now) : ended(),
       };
-      return await fn(tx);
+      try {
+        return await fn(tx);
+      } finally {
+        open = false;
+      }
     }) as T;
+  }
+
+  /**
+   * Runs `fn` in a transaction of its own; on a transaction's view, on that
+   * open transaction instead. PostgreSQL has no nested BEGIN, and needs no
+   * savepoint here: a statement that fails aborts the caller's transaction,
+   * so the call's other statements roll back with it.
+   */
+  async #begin<T>(fn: (tx: postgres.TransactionSql) => Promise<T>): Promise<T> {
+    if (this.#tx) return await fn(this.#tx);
+    return await this.#sql.begin(fn) as T;
   }
 
   /** Tells every listening store that jobs of `queues` became runnable. */
@@ -295,13 +372,19 @@ export class PostgresStore implements Store<PostgresTx> {
 
   // ------------------------------------------------------------------- inserts
 
+  /**
+   * One statement, its own transaction (one round trip for an enqueue): the
+   * rows and their queues' notifications commit together. Only the lookup
+   * of rows a unique conflict skipped comes after, and it writes nothing.
+   */
   async jobsInsert(params: { jobs: NewJob[]; now: number }): Promise<InsertResult[]> {
     if (params.jobs.length === 0) return [];
-    return await this.#sql.begin((tx) => this.#insert(tx, params.jobs, params.now));
+    return await this.#insert(this.#sql, params.jobs, params.now);
   }
 
   /**
-   * Inserts `jobs` in one statement. Each row takes its id from the
+   * Inserts `jobs` in one statement, which also notifies the queues that got
+   * a row. Each row takes its id from the
    * sequence before the insert, so the statement reports, per input row in
    * order, its id and whether it went in; a row skipped by a unique
    * conflict (with an older row or an earlier one of the batch) is then
@@ -343,8 +426,13 @@ export class PostgresStore implements Store<PostgresTx> {
           ${now}::bigint
         FROM input ORDER BY ord
         ON CONFLICT DO NOTHING
-        RETURNING id)
-      SELECT input.ord, input.id, ins.id IS NOT NULL AS fresh
+        RETURNING id, queue),
+      -- Each queue that got a row, told at commit; read below, so that it runs.
+      notified AS (
+        SELECT count(pg_notify(${this.#channel}, queue)) AS queues
+        FROM (SELECT DISTINCT queue FROM ins) AS q)
+      SELECT input.ord, input.id, ins.id IS NOT NULL AS fresh,
+        (SELECT queues FROM notified) AS notified
       FROM input LEFT JOIN ins ON ins.id = input.id ORDER BY input.ord`;
     const out: (InsertResult | null)[] = results.map((row) => {
       const job = jobs[Number(row.ord)]!;
@@ -368,9 +456,7 @@ export class PostgresStore implements Store<PostgresTx> {
         out[i] = toInsertResult(row, true);
       }
     }
-    const inserted = out as InsertResult[];
-    await this.#notify(q, inserted.filter((r) => !r.duplicate).map((r) => r.queue));
-    return inserted;
+    return out as InsertResult[];
   }
 
   /**
@@ -408,12 +494,17 @@ export class PostgresStore implements Store<PostgresTx> {
     results?: JobResult[];
     dueBy?: number;
   }): Promise<{ jobs: ClaimedJob[]; report: RecordReport }> {
+    const results = params.results ?? [];
+    if (results.every(isPlainCompletion)) return await this.#claimAfterCompletions(params, results);
     return await this.#sql.begin(async (tx) => {
       const report = params.results?.length
         ? await this.#record(tx, params.node, params.now, params.results)
         : { recorded: [], lost: [] };
       if (params.limit <= 0) return { jobs: [], report };
       const { queue, node, now } = params;
+      // The picked ids as an array, not a join: once the table has
+      // statistics, a join of a few hundred picked rows is planned as a hash
+      // join over a sequential scan of every job, which grows with the table.
       const rows = await tx`WITH picked AS (
           SELECT id FROM jobs
           WHERE state = 'available' AND queue = ${queue}
@@ -425,7 +516,7 @@ export class PostgresStore implements Store<PostgresTx> {
         UPDATE jobs SET state = 'executing', attempt = attempt + 1, fence = fence + 1,
           attempted_by = ${node}, attempted_at = ${now}::bigint,
           lease_expires_at = ${now + params.leaseMs}::bigint
-        FROM picked WHERE jobs.id = picked.id
+        WHERE jobs.id = ANY(ARRAY(SELECT id FROM picked))
         RETURNING jobs.id, queue, worker, args, meta, tags, occurrence, attempt, max_attempts,
           priority, fence, inserted_at, scheduled_at, attempted_at`;
       // RETURNING has no order of its own: hand them out in claim order.
@@ -442,10 +533,127 @@ export class PostgresStore implements Store<PostgresTx> {
     });
   }
 
+  /**
+   * The busy queue's batch in one statement, so one round trip and one
+   * commit of its own: completions of plain jobs (the results of no-op to
+   * ordinary workers, nearly every batch) and the next claim. Each CTE is a
+   * statement of {@linkcode jobsClaim}'s transaction, in its order: the
+   * completions fenced per row, their attempts, the claim `FOR UPDATE SKIP
+   * LOCKED`, and the claimed occurrences' schedules locked in id order.
+   * The claim and the completions touch disjoint rows (available,
+   * executing), so the one snapshot they share changes nothing; a row an
+   * operator changed meanwhile is re-checked against its newest version as
+   * in separate statements.
+   *
+   * No step joins two row sets: the completions are found by id and their
+   * values looked up in one JSON object ({@linkcode leaseMap}), the claimed
+   * rows updated by an array of ids. A join's plan follows the statistics:
+   * estimating one executing row for a node it has never seen, PostgreSQL
+   * joined each executing row to every result (500 x 500 comparisons, 100
+   * ms a batch), and once the table had statistics it joined the picked
+   * rows by a sequential scan of every job.
+   */
+  async #claimAfterCompletions(
+    params: {
+      queue: string;
+      node: string;
+      limit: number;
+      now: number;
+      leaseMs: number;
+      dueBy?: number;
+    },
+    results: JobResult[],
+  ): Promise<{ jobs: ClaimedJob[]; report: RecordReport }> {
+    const { queue, node, now } = params;
+    if (results.length === 0 && params.limit <= 0) {
+      return { jobs: [], report: { recorded: [], lost: [] } };
+    }
+    const q = this.#sql;
+    const { ids, leases } = leaseMap(results);
+    // Only the parts the call needs: each costs planning time (a claim on an
+    // idle queue is on the path from enqueue to start).
+    // MATERIALIZED: the JSON is parsed once, not once per row it is read for.
+    const finish = results.length > 0
+      ? q`input AS MATERIALIZED (SELECT ${leases}::text::jsonb AS m),
+        done AS (
+          UPDATE jobs SET state = 'completed', completed_at = ${now}::bigint,
+            lease_expires_at = NULL, ${clearUnique(q)}
+          FROM input
+          WHERE jobs.id = ANY(${ids}::bigint[]) AND jobs.state = 'executing'
+            AND jobs.attempted_by = ${node}
+            AND jobs.fence = (input.m -> jobs.id::text ->> 0)::bigint
+          RETURNING jobs.id, jobs.fence, input.m -> jobs.id::text AS v),
+        written AS (
+          INSERT INTO attempts (job_id, attempt, fence, node, kind, actor, reason,
+            started_at, finished_at, outcome, error, output, definition)
+          SELECT d.id, (d.v ->> 1)::integer, d.fence, ${node},
+            CASE WHEN p.job_id IS NOT NULL THEN 'replay'
+              WHEN (d.v ->> 1)::integer > 1 THEN 'retry' ELSE 'run' END,
+            p.actor, p.reason, (d.v ->> 2)::bigint, ${now}::bigint, 'completed', NULL,
+            d.v ->> 3, d.v ->> 4
+          FROM done AS d LEFT JOIN replays AS p ON p.job_id = d.id AND p.after < d.fence)`
+      : null;
+    const claim = params.limit > 0
+      ? q`picked AS (
+          SELECT id FROM jobs
+          WHERE state = 'available' AND queue = ${queue}
+            AND scheduled_at <= ${params.dueBy ?? now}::bigint
+            AND NOT EXISTS (SELECT 1 FROM queues WHERE name = ${queue} AND paused)
+          ORDER BY priority, scheduled_at, id
+          LIMIT ${params.limit}::bigint
+          FOR UPDATE SKIP LOCKED),
+        claimed AS (
+          UPDATE jobs SET state = 'executing', attempt = attempt + 1, fence = fence + 1,
+            attempted_by = ${node}, attempted_at = ${now}::bigint,
+            lease_expires_at = ${now + params.leaseMs}::bigint
+          WHERE jobs.id = ANY(ARRAY(SELECT id FROM picked))
+          RETURNING jobs.id, queue, worker, args, meta, tags, occurrence, attempt, max_attempts,
+            priority, fence, inserted_at, scheduled_at, attempted_at, schedule_id),
+        started AS (
+          UPDATE schedules
+          SET last_started_at = greatest(coalesce(last_started_at, 0), ${now}::bigint)
+          FROM (SELECT id FROM schedules
+            WHERE id IN (SELECT schedule_id FROM claimed WHERE occurrence IS NOT NULL)
+            ORDER BY id FOR UPDATE) AS s
+          WHERE schedules.id = s.id)`
+      : null;
+    const claimedRows = q`SELECT true AS claimed, id, queue, worker, args, meta, tags,
+        occurrence, attempt, max_attempts, priority, fence, inserted_at, scheduled_at,
+        attempted_at
+      FROM claimed`;
+    const rows = finish && claim
+      ? await q`WITH ${finish}, ${claim}
+        ${claimedRows}
+        UNION ALL SELECT false, id, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
+          NULL, NULL, NULL
+        FROM done`
+      : finish
+      ? await q`WITH ${finish} SELECT false AS claimed, id FROM done`
+      : await q`WITH ${claim!} ${claimedRows}`;
+    const jobs: ClaimedJob[] = [];
+    const written = new Set<number>();
+    for (const row of rows) {
+      if (row.claimed) jobs.push(toClaimed(row));
+      else written.add(Number(row.id));
+    }
+    // RETURNING has no order of its own: hand them out in claim order.
+    jobs.sort((a, b) => a.priority - b.priority || a.scheduledAt - b.scheduledAt || a.id - b.id);
+    const report: RecordReport = { recorded: [], lost: [] };
+    for (const r of results) (written.has(r.id) ? report.recorded : report.lost).push(r.id);
+    return { jobs, report };
+  }
+
   async jobsRecord(
     params: { node: string; now: number; results: JobResult[] },
   ): Promise<RecordReport> {
     if (params.results.length === 0) return { recorded: [], lost: [] };
+    if (params.results.every(isPlainCompletion)) {
+      const { report } = await this.#claimAfterCompletions(
+        { queue: "", node: params.node, limit: 0, now: params.now, leaseMs: 0 },
+        params.results,
+      );
+      return report;
+    }
     return await this.#sql.begin((tx) => this.#record(tx, params.node, params.now, params.results));
   }
 
@@ -722,7 +930,7 @@ export class PostgresStore implements Store<PostgresTx> {
   ): Promise<number[]> {
     if (params.ids.length === 0) return [];
     const { now, reason } = params;
-    return await this.#sql.begin(async (tx) => {
+    return await this.#begin(async (tx) => {
       const targets = await tx`SELECT id, state, attempt, fence, attempted_by, attempted_at
         FROM jobs WHERE id = ANY(${params.ids}::bigint[]) ORDER BY id FOR UPDATE`;
       const byId = new Map(targets.map((r) => [Number(r.id), r]));
@@ -757,7 +965,7 @@ export class PostgresStore implements Store<PostgresTx> {
     definitions?: ReadonlyMap<number, JobDefinition>;
   }): Promise<number[]> {
     if (params.ids.length === 0) return [];
-    return await this.#sql.begin(async (tx) => {
+    return await this.#begin(async (tx) => {
       const changed: number[] = [];
       const queues: string[] = [];
       for (const id of params.ids) {
@@ -784,7 +992,7 @@ export class PostgresStore implements Store<PostgresTx> {
     force: boolean;
     definition?: JobDefinition;
   }): Promise<{ replayed: boolean; was: JobState } | null> {
-    return await this.#sql.begin(async (tx) => {
+    return await this.#begin(async (tx) => {
       const [row] = await tx`SELECT id, state, queue, attempt, fence, attempted_by, attempted_at
         FROM jobs WHERE id = ${params.id}::bigint FOR UPDATE`;
       if (!row) return null;
@@ -975,7 +1183,7 @@ export class PostgresStore implements Store<PostgresTx> {
   // ------------------------------------------------------ queues, nodes, settings
 
   async queuePause(params: { name: string; paused: boolean; now: number }): Promise<void> {
-    await this.#sql.begin(async (tx) => {
+    await this.#begin(async (tx) => {
       await tx`INSERT INTO queues (name, paused, updated_at)
         VALUES (${params.name}, ${params.paused}::boolean, ${params.now}::bigint)
         ON CONFLICT (name) DO UPDATE SET paused = excluded.paused,
@@ -1163,6 +1371,45 @@ export class PostgresStore implements Store<PostgresTx> {
     return result.count !== 0;
   }
 
+  // ---------------------------------------------------------------- leadership
+
+  /**
+   * One statement takes or renews the role: the upsert's WHERE admits a
+   * missing, released, expired or own row. Under READ COMMITTED a racing
+   * taker waits for the row lock, then re-checks the WHERE against the row
+   * the winner committed, so only one of them gets a row back. A loser
+   * reads the holder afterwards, in a statement of its own so that it sees
+   * the winner's commit.
+   */
+  async leaderTake(params: { name: string; node: string; now: number; ttlMs: number }) {
+    const { name, node, now } = params;
+    const expiresAt = now + params.ttlMs;
+    const [taken] = await this.#sql`INSERT INTO leaders AS l
+        (name, node, fence, expires_at, acquired_at)
+      VALUES (${name}, ${node}, 1, ${expiresAt}::bigint, ${now}::bigint)
+      ON CONFLICT (name) DO UPDATE SET
+        fence = CASE WHEN l.node = excluded.node AND l.expires_at > ${now}::bigint
+          THEN l.fence ELSE l.fence + 1 END,
+        acquired_at = CASE WHEN l.node = excluded.node AND l.expires_at > ${now}::bigint
+          THEN l.acquired_at ELSE excluded.acquired_at END,
+        node = excluded.node,
+        expires_at = excluded.expires_at
+      WHERE l.node IS NULL OR l.node = excluded.node OR l.expires_at <= ${now}::bigint
+      RETURNING node, fence, expires_at`;
+    if (taken) return toLeaderState(taken, true);
+    const [holder] = await this.#sql`SELECT node, fence, expires_at FROM leaders
+      WHERE name = ${name}`;
+    return holder
+      ? toLeaderState(holder, false)
+      : { held: false, node: null, fence: 0, expiresAt: now };
+  }
+
+  async leaderRelease(params: { name: string; node: string; fence: number }): Promise<boolean> {
+    const result = await this.#sql`UPDATE leaders SET node = NULL
+      WHERE name = ${params.name} AND node = ${params.node} AND fence = ${params.fence}::bigint`;
+    return result.count !== 0;
+  }
+
   // ------------------------------------------------------------ change wake-ups
 
   /**
@@ -1174,11 +1421,17 @@ export class PostgresStore implements Store<PostgresTx> {
   onExternalChange(listener: () => void): () => void {
     this.#listeners.add(listener);
     if (this.#listening === null && !this.#closed) {
+      const wake = () => {
+        for (const l of this.#listeners) l();
+      };
+      // postgres.js LISTENs again whenever that connection drops (killed,
+      // the server restarted, the network gone), retrying with the
+      // store's reconnect backoff until the server answers; until then the
+      // producers' timers carry on. Each (re)listen wakes the listeners
+      // too: what was committed while not listening was never notified.
       this.#listening = this.#sql
-        .listen(this.#channel, () => {
-          for (const l of this.#listeners) l();
-        })
-        // Not listening (the database is away): the producers' timers still run.
+        .listen(this.#channel, wake, wake)
+        // The first LISTEN failed (the database is away): it is retried all the same.
         .catch(() => null);
     }
     return () => {
@@ -1190,6 +1443,54 @@ export class PostgresStore implements Store<PostgresTx> {
     };
   }
 }
+
+/**
+ * How long postgres.js waits before connecting again after its connection
+ * to the server failed `retries` times in a row, in seconds: at once after
+ * a clean close (a session terminated, the first retry), then 100 ms
+ * doubling up to 5 s, each jittered down by up to half so that the nodes of
+ * a restarted server do not all come back in step. It paces the LISTEN
+ * connection's reconnects and the pool's alike. (Real time in the driver:
+ * it only paces retries and decides nothing stored.)
+ */
+export function reconnectBackoffS(retries: number): number {
+  if (retries <= 0) return 0;
+  return Math.min(0.1 * 2 ** (retries - 1), 5) * (0.5 + Math.random() / 2);
+}
+
+let straysGuarded = false;
+
+/**
+ * Keeps the process alive through a stray of postgres.js: a session the
+ * server terminates (57P01, a restart) can reject a promise postgres.js
+ * itself holds and never awaits, an unhandled rejection that ends a Deno
+ * process (a daemon died so while its sessions were being killed). The
+ * callers' own statements are rejected as well, and those are what the
+ * runtime sees and rides out; so an unhandled rejection is let go only when
+ * it is an error postgres.js's connection code made for a lost session
+ * ({@linkcode isLostSessionStray}). Any other still ends the process.
+ * (The write-after-close crash of 3.4.9 is fixed in the driver itself; see
+ * `driver.ts`.)
+ */
+function surviveLostSessionStrays(): void {
+  if (straysGuarded) return;
+  straysGuarded = true;
+  globalThis.addEventListener("unhandledrejection", (event) => {
+    if (isLostSessionStray(event.reason)) event.preventDefault();
+  });
+}
+
+/**
+ * Whether `reason` is an error postgres.js's connection code made for a
+ * lost session (CONNECTION_CLOSED, or the server's 57P01 and the like).
+ */
+export function isLostSessionStray(reason: unknown): boolean {
+  if (!(reason instanceof Error)) return false;
+  return isStoreUnreachable(reason) && DRIVER_CONNECTION.test(reason.stack ?? "");
+}
+
+/** postgres.js's connection module in a stack: the vendored copy or a registry one. */
+const DRIVER_CONNECTION = /\/postgres(?:-[\d.]+)?\/(?:[\d.]+\/)?src\/connection\.js/;
 
 /**
  * How many of the newest discarded jobs `jobsDeadLetters` groups: a bound on
@@ -1220,6 +1521,30 @@ function schedulesOf(q: Sql, ids: number[]): Fragment {
   return q`(SELECT id FROM schedules
     WHERE id IN (SELECT schedule_id FROM jobs WHERE id = ANY(${ids}::bigint[]))
     ORDER BY id FOR UPDATE) AS s`;
+}
+
+/**
+ * A completion of a job that is not a schedule's occurrence: what
+ * {@linkcode PostgresStore.jobsClaim} writes in its one-statement form (an
+ * occurrence's completion also moves its schedule's recovery point).
+ */
+function isPlainCompletion(result: JobResult): boolean {
+  return result.outcome === "completed" && !result.occurrence;
+}
+
+/**
+ * Completions as the one-statement claim binds them: their ids in order (as
+ * an operator's cancel or discard locks rows), and one JSON object from id
+ * to `[fence, attempt, started_at, output, definition]`, which PostgreSQL
+ * reads per row by key (a JSON object's keys are sorted, so a binary search).
+ */
+function leaseMap(results: JobResult[]): { ids: number[]; leases: string } {
+  const ids = results.map((r) => r.id).sort((a, b) => a - b);
+  const leases: Record<number, [number, number, number, string | null, string | null]> = {};
+  for (const r of results) {
+    leases[r.id] = [r.fence, r.attempt, r.startedAt, r.output ?? null, r.definition ?? null];
+  }
+  return { ids, leases: JSON.stringify(leases) };
 }
 
 /** The lease filter of every result write: (id, executing, node, fence). */

@@ -21,6 +21,7 @@ import attemptDefinition from "../../../migrations/sqlite/0006_attempt_definitio
 import nodeEnvironment from "../../../migrations/sqlite/0007_node_environment.sql" with {
   type: "text",
 };
+import leadership from "../../../migrations/sqlite/0008_leadership.sql" with { type: "text" };
 
 /** One numbered migration. */
 export interface Migration {
@@ -38,6 +39,7 @@ export const MIGRATIONS: readonly Migration[] = [
   { version: 5, name: "0005_dashboard_indexes.sql", sql: dashboardIndexes },
   { version: 6, name: "0006_attempt_definition.sql", sql: attemptDefinition },
   { version: 7, name: "0007_node_environment.sql", sql: nodeEnvironment },
+  { version: 8, name: "0008_leadership.sql", sql: leadership },
 ];
 
 /** The migrations a database at schema `version` has not applied yet, in order. */

@@ -209,6 +209,21 @@ export const SQL = {
   nodeRemove: `DELETE FROM nodes WHERE node = :node`,
   nodesExpire: `DELETE FROM nodes WHERE heartbeat_at < :before`,
   nodesList: `SELECT * FROM nodes ORDER BY node`,
+  // Takes or renews a role in one conditional write (see Store.leaderTake).
+  leaderTake: `INSERT INTO leaders AS l (name, node, fence, expires_at, acquired_at)
+    VALUES (:name, :node, 1, :expiresAt, :now)
+    ON CONFLICT (name) DO UPDATE SET
+      fence = CASE WHEN l.node = excluded.node AND l.expires_at > :now
+        THEN l.fence ELSE l.fence + 1 END,
+      acquired_at = CASE WHEN l.node = excluded.node AND l.expires_at > :now
+        THEN l.acquired_at ELSE excluded.acquired_at END,
+      node = excluded.node,
+      expires_at = excluded.expires_at
+    WHERE l.node IS NULL OR l.node = excluded.node OR l.expires_at <= :now
+    RETURNING node, fence, expires_at`,
+  leaderGet: `SELECT node, fence, expires_at FROM leaders WHERE name = :name`,
+  leaderRelease: `UPDATE leaders SET node = NULL
+    WHERE name = :name AND node = :node AND fence = :fence`,
   settingGet: `SELECT value FROM settings WHERE key = :key`,
   settingDelete: `DELETE FROM settings WHERE key = :key`,
   settingSet: `INSERT INTO settings (key, value, updated_at) VALUES (:key, :value, :now)

@@ -40,6 +40,7 @@ import type {
   AuditRow,
   JobFilter,
   JobMatch,
+  LeaderState,
   Lease,
   MigrationInfo,
   MigrationReport,
@@ -48,8 +49,16 @@ import type {
   ScheduleRow,
   Store,
   StoreTx,
+  StoreTxMethod,
 } from "../store.ts";
-import { type FileIdentity, SchemaTooNewError, StoreLostError, StoreOpenError } from "../errors.ts";
+import { STORE_TX_METHODS } from "../store.ts";
+import {
+  type FileIdentity,
+  SchemaTooNewError,
+  SchemaTooOldError,
+  StoreLostError,
+  StoreOpenError,
+} from "../errors.ts";
 
 export { SchemaTooNewError };
 import { fileIdentity, notAFile, openProblem } from "./file_check.ts";
@@ -67,6 +76,7 @@ import {
   toScheduleRow,
   unique,
 } from "./rows.ts";
+import { toLeaderState } from "../rows.ts";
 import {
   checkState,
   COUNT_ALL,
@@ -206,6 +216,9 @@ export class SqliteStore implements Store<SqliteTx> {
   // A caller's transaction that spans awaits holds the connection; every other
   // call waits for it so nothing else runs inside the caller's transaction.
   #held: Promise<void> | null = null;
+  // True only while a call on a caller's transaction runs its (synchronous)
+  // statements: they go on the open transaction instead of waiting for it.
+  #inTx = false;
   #listeners = new Set<() => void>();
   #poll: ReturnType<typeof setInterval> | null = null;
   #dataVersion = 0;
@@ -262,6 +275,25 @@ export class SqliteStore implements Store<SqliteTx> {
       });
       this.#prepare();
       return { applied, version: this.#schemaVersion() };
+    });
+  }
+
+  /**
+   * Readies a store at the current schema without a write transaction:
+   * connection settings and prepared statements. The WAL journal mode is
+   * set only if the file is not in it already (setting it writes).
+   */
+  prepare(): Promise<void> {
+    return this.#exclusive(() => {
+      const version = this.#schemaVersion();
+      if (version > KNOWN_VERSION) {
+        throw new SchemaTooNewError(this.location, version, KNOWN_VERSION);
+      }
+      if (version < KNOWN_VERSION) {
+        throw new SchemaTooOldError(this.location, version, KNOWN_VERSION);
+      }
+      this.#configure();
+      this.#prepare();
     });
   }
 
@@ -398,6 +430,14 @@ export class SqliteStore implements Store<SqliteTx> {
   #exclusive<T>(fn: () => T): Promise<T> {
     // Nothing goes into a file nobody can reach any more, as if it mattered.
     if (this.#lost) return Promise.reject(this.#lost);
+    if (this.#inTx) {
+      // The caller's transaction holds the write lock already: nothing to wait for.
+      try {
+        return Promise.resolve(fn());
+      } catch (error) {
+        return Promise.reject(error);
+      }
+    }
     if (this.#held === null) {
       try {
         return Promise.resolve(fn());
@@ -425,8 +465,28 @@ export class SqliteStore implements Store<SqliteTx> {
     }
   }
 
-  /** One synchronous write transaction, holding the write lock from its start. */
+  /**
+   * One synchronous write transaction, holding the write lock from its
+   * start. Inside a caller's transaction it is a savepoint of it instead
+   * (SQLite cannot nest BEGIN), so a call of several statements still
+   * writes all of them or none.
+   */
   #write<T>(fn: () => T): T {
+    if (this.#inTx) {
+      this.db.exec("SAVEPOINT store_call");
+      try {
+        const result = fn();
+        this.db.exec("RELEASE store_call");
+        return result;
+      } catch (error) {
+        // Some errors (a full disk) end the whole transaction, savepoint and all.
+        if (this.db.isTransaction) {
+          this.db.exec("ROLLBACK TO store_call");
+          this.db.exec("RELEASE store_call");
+        }
+        throw error;
+      }
+    }
     this.db.exec("BEGIN IMMEDIATE");
     try {
       const result = fn();
@@ -442,12 +502,16 @@ export class SqliteStore implements Store<SqliteTx> {
     while (this.#held) await this.#held;
     if (this.#lost) throw this.#lost;
     let release!: () => void;
-    this.#held = new Promise((resolve) => (release = resolve));
+    const own = this.#held = new Promise((resolve) => (release = resolve));
     try {
-      await this.#retryableBegin(this.#held);
+      await this.#retryableBegin(own);
       const tx: SqliteTx = {
+        ...this.#txMethods(own),
         db: this.db,
-        jobsInsert: (params) => Promise.resolve(this.#insert(params.jobs, params.now)),
+        jobsInsert: (params) =>
+          this.#held === own
+            ? Promise.resolve(this.#insert(params.jobs, params.now))
+            : Promise.reject(this.#ended()),
       };
       try {
         const result = await fn(tx);
@@ -461,6 +525,31 @@ export class SqliteStore implements Store<SqliteTx> {
       this.#held = null;
       release();
     }
+  }
+
+  /**
+   * The {@linkcode STORE_TX_METHODS} of the caller's transaction holding the
+   * connection as `own`: each runs the store's method of that name with
+   * `#inTx` set, so its statements go on the open transaction. Every one
+   * of those methods reaches `#exclusive` synchronously, within the call.
+   */
+  #txMethods(own: Promise<void>): Omit<StoreTx, "jobsInsert"> {
+    const call = (name: StoreTxMethod) => (params: unknown) => {
+      if (this.#held !== own) return Promise.reject(this.#ended());
+      this.#inTx = true;
+      try {
+        return (this[name] as (params: unknown) => Promise<unknown>).call(this, params);
+      } finally {
+        this.#inTx = false;
+      }
+    };
+    return Object.fromEntries(
+      STORE_TX_METHODS.filter((name) => name !== "jobsInsert").map((name) => [name, call(name)]),
+    ) as unknown as Omit<StoreTx, "jobsInsert">;
+  }
+
+  #ended(): Error {
+    return new Error(`${this.location}: the transaction has ended; use the store instead`);
   }
 
   #retryableBegin(own: Promise<void>): Promise<void> {
@@ -1068,6 +1157,35 @@ export class SqliteStore implements Store<SqliteTx> {
         environment: r.environment == null ? null : String(r.environment),
       }))
     );
+  }
+
+  /**
+   * The take is one conditional write; in the same write transaction a
+   * caller that did not get the role reads who holds it.
+   */
+  leaderTake(params: { name: string; node: string; now: number; ttlMs: number }): Promise<
+    LeaderState
+  > {
+    const { name, node, now } = params;
+    return this.#exclusive(() =>
+      this.#write(() => {
+        const taken = this.#s.leaderTake.get({
+          name,
+          node,
+          now,
+          expiresAt: now + params.ttlMs,
+        }) as Row | undefined;
+        if (taken) return toLeaderState(taken, true);
+        const holder = this.#s.leaderGet.get({ name }) as Row | undefined;
+        return holder
+          ? toLeaderState(holder, false)
+          : { held: false, node: null, fence: 0, expiresAt: now };
+      })
+    );
+  }
+
+  leaderRelease(params: { name: string; node: string; fence: number }): Promise<boolean> {
+    return this.#exclusive(() => this.#s.leaderRelease.run(params).changes !== 0);
   }
 
   settingGet(params: { key: string }): Promise<unknown> {
