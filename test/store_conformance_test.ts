@@ -9,7 +9,7 @@
 import assert from "node:assert/strict";
 import type { ClaimedJob, JobResult, JobState, NewJob } from "../src/kernel/types.ts";
 import type { JobMatch, Store, StoreTx } from "../src/store/store.ts";
-import { BACKENDS, type Harness, newJob as makeJob } from "./support/backends.ts";
+import { BACKENDS, harnessTest, newJob as makeJob } from "./support/backends.ts";
 
 const T0 = Date.UTC(2026, 0, 1);
 const LEASE_MS = 30_000;
@@ -152,15 +152,7 @@ async function txSnapshot(store: Store, f: TxFixture) {
 }
 
 for (const backend of BACKENDS) {
-  const test = (name: string, fn: (h: Harness) => Promise<void>) =>
-    Deno.test(`${backend.name}: ${name}`, async () => {
-      const h = await backend.open(T0);
-      try {
-        await fn(h);
-      } finally {
-        await h.close();
-      }
-    });
+  const test = harnessTest(backend, T0);
 
   // ------------------------------------------------------------------ insert
 

@@ -17,7 +17,7 @@ import {
 } from "../../src/admin/actions.ts";
 import type { Job } from "../../src/kernel/types.ts";
 import type { Store, StoreTx } from "../../src/store/store.ts";
-import { BACKENDS, type Harness, newJob } from "../support/backends.ts";
+import { BACKENDS, harnessTest, newJob } from "../support/backends.ts";
 import { scheduleOf } from "../support/schedules.ts";
 
 const T0 = Date.UTC(2026, 0, 1);
@@ -54,15 +54,7 @@ async function jobs(store: Store, ids: number[]): Promise<Job[]> {
 }
 
 for (const backend of BACKENDS) {
-  const test = (name: string, fn: (h: Harness) => Promise<void>) =>
-    Deno.test(`${backend.name}: ${name}`, async () => {
-      const h = await backend.open(T0);
-      try {
-        await fn(h);
-      } finally {
-        await h.close();
-      }
-    });
+  const test = harnessTest(backend, T0);
 
   test("a cancel, discard or retry whose audit write fails changes no job", async ({ store }) => {
     const broken = auditFails(store);

@@ -64,7 +64,7 @@ const welcome = defineWorker<{ signupId: number }>({
   },
 });
 
-const jobs = await openJobs(${JSON.stringify(url)}, { workers: [welcome] });
+const jobs = await openJobs({ db: ${JSON.stringify(url)}, workers: [welcome] });
 await jobs.transaction(async (tx) => {
   await tx.sql\`CREATE TABLE IF NOT EXISTS signups (id bigserial PRIMARY KEY, email text)\`;
 });

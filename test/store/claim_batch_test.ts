@@ -9,7 +9,7 @@
 
 import assert from "node:assert/strict";
 import type { ClaimedJob, JobResult } from "../../src/kernel/types.ts";
-import { BACKENDS, type Harness, newJob } from "../support/backends.ts";
+import { BACKENDS, harnessTest, newJob } from "../support/backends.ts";
 
 const T0 = Date.UTC(2026, 0, 1);
 const LEASE_MS = 30_000;
@@ -26,15 +26,7 @@ function completed(job: ClaimedJob, fields: Partial<JobResult> = {}): JobResult 
 }
 
 for (const backend of BACKENDS) {
-  const test = (name: string, fn: (h: Harness) => Promise<void>) =>
-    Deno.test(`${backend.name}: ${name}`, async () => {
-      const h = await backend.open(T0);
-      try {
-        await fn(h);
-      } finally {
-        await h.close();
-      }
-    });
+  const test = harnessTest(backend, T0);
 
   test("jobsClaim() writes 300 completions, fenced per row, and claims the next 300", async ({ store }) => {
     const jobs = Array.from({ length: 600 }, (_, i) =>

@@ -100,6 +100,25 @@ export const BACKENDS: Backend[] = [
   { name: "postgres", open: openPostgresHarness },
 ];
 
+/**
+ * The `test` of a suite run on `backend`: each body gets a fresh database
+ * opened at `now` and closed after, in a test named `<backend>: <name>`.
+ */
+export function harnessTest(
+  backend: Backend,
+  now: number,
+): (name: string, fn: (h: Harness) => Promise<void>) => void {
+  return (name, fn) =>
+    Deno.test(`${backend.name}: ${name}`, async () => {
+      const h = await backend.open(now);
+      try {
+        await fn(h);
+      } finally {
+        await h.close();
+      }
+    });
+}
+
 /** A {@linkcode Jobs} on a fresh database of one backend, with its FakeClock. */
 export interface BackendJobs {
   jobs: Jobs;

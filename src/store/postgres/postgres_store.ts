@@ -501,21 +501,12 @@ export class PostgresStore implements Store<PostgresTx> {
         ? await this.#record(tx, params.node, params.now, params.results)
         : { recorded: [], lost: [] };
       if (params.limit <= 0) return { jobs: [], report };
-      const { queue, node, now } = params;
+      const { node, now } = params;
       // The picked ids as an array, not a join: once the table has
       // statistics, a join of a few hundred picked rows is planned as a hash
       // join over a sequential scan of every job, which grows with the table.
-      const rows = await tx`WITH picked AS (
-          SELECT id FROM jobs
-          WHERE state = 'available' AND queue = ${queue}
-            AND scheduled_at <= ${params.dueBy ?? now}::bigint
-            AND NOT EXISTS (SELECT 1 FROM queues WHERE name = ${queue} AND paused)
-          ORDER BY priority, scheduled_at, id
-          LIMIT ${params.limit}::bigint
-          FOR UPDATE SKIP LOCKED)
-        UPDATE jobs SET state = 'executing', attempt = attempt + 1, fence = fence + 1,
-          attempted_by = ${node}, attempted_at = ${now}::bigint,
-          lease_expires_at = ${now + params.leaseMs}::bigint
+      const rows = await tx`WITH picked AS (${pickRunnable(tx, params)})
+        UPDATE jobs SET ${takeLease(tx, { node, now, leaseMs: params.leaseMs })}
         WHERE jobs.id = ANY(ARRAY(SELECT id FROM picked))
         RETURNING jobs.id, queue, worker, args, meta, tags, occurrence, attempt, max_attempts,
           priority, fence, inserted_at, scheduled_at, attempted_at`;
@@ -564,7 +555,7 @@ export class PostgresStore implements Store<PostgresTx> {
     },
     results: JobResult[],
   ): Promise<{ jobs: ClaimedJob[]; report: RecordReport }> {
-    const { queue, node, now } = params;
+    const { node, now } = params;
     if (results.length === 0 && params.limit <= 0) {
       return { jobs: [], report: { recorded: [], lost: [] } };
     }
@@ -594,18 +585,9 @@ export class PostgresStore implements Store<PostgresTx> {
           FROM done AS d LEFT JOIN replays AS p ON p.job_id = d.id AND p.after < d.fence)`
       : null;
     const claim = params.limit > 0
-      ? q`picked AS (
-          SELECT id FROM jobs
-          WHERE state = 'available' AND queue = ${queue}
-            AND scheduled_at <= ${params.dueBy ?? now}::bigint
-            AND NOT EXISTS (SELECT 1 FROM queues WHERE name = ${queue} AND paused)
-          ORDER BY priority, scheduled_at, id
-          LIMIT ${params.limit}::bigint
-          FOR UPDATE SKIP LOCKED),
+      ? q`picked AS (${pickRunnable(q, params)}),
         claimed AS (
-          UPDATE jobs SET state = 'executing', attempt = attempt + 1, fence = fence + 1,
-            attempted_by = ${node}, attempted_at = ${now}::bigint,
-            lease_expires_at = ${now + params.leaseMs}::bigint
+          UPDATE jobs SET ${takeLease(q, { node, now, leaseMs: params.leaseMs })}
           WHERE jobs.id = ANY(ARRAY(SELECT id FROM picked))
           RETURNING jobs.id, queue, worker, args, meta, tags, occurrence, attempt, max_attempts,
             priority, fence, inserted_at, scheduled_at, attempted_at, schedule_id),
@@ -1548,6 +1530,32 @@ function leaseMap(results: JobResult[]): { ids: number[]; leases: string } {
 }
 
 /** The lease filter of every result write: (id, executing, node, fence). */
+/**
+ * The ids a claim takes: up to `limit` runnable jobs of `queue` due by
+ * `dueBy` (else `now`) in claim order, locked, skipping rows another
+ * claimer holds; none while the queue is paused.
+ */
+function pickRunnable(
+  q: Sql,
+  params: { queue: string; now: number; limit: number; dueBy?: number },
+): Fragment {
+  const { queue } = params;
+  return q`SELECT id FROM jobs
+    WHERE state = 'available' AND queue = ${queue}
+      AND scheduled_at <= ${params.dueBy ?? params.now}::bigint
+      AND NOT EXISTS (SELECT 1 FROM queues WHERE name = ${queue} AND paused)
+    ORDER BY priority, scheduled_at, id
+    LIMIT ${params.limit}::bigint
+    FOR UPDATE SKIP LOCKED`;
+}
+
+/** The SET list of a claim: executing for `node` until `now + leaseMs`, one more attempt and fence. */
+function takeLease(q: Sql, lease: { node: string; now: number; leaseMs: number }): Fragment {
+  return q`state = 'executing', attempt = attempt + 1, fence = fence + 1,
+    attempted_by = ${lease.node}, attempted_at = ${lease.now}::bigint,
+    lease_expires_at = ${lease.now + lease.leaseMs}::bigint`;
+}
+
 function leaseHeld(q: Sql, lease: { id: number; node: string; fence: number }): Fragment {
   return q`id = ${lease.id}::bigint AND state = 'executing' AND attempted_by = ${lease.node}
     AND fence = ${lease.fence}::bigint`;
