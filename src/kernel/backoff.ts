@@ -17,6 +17,13 @@ export const defaultBackoff: Backoff = (attempt, random) => {
 };
 
 /**
+ * How long to wait before trying an unreachable store again, after a number of
+ * failures in a row: 100 ms doubling to 5 s, each jittered down by up to
+ * half (opening the daemon's store, reconnecting PostgreSQL sessions).
+ */
+export const reconnectBackoff: Backoff = exponentialBackoff(100, 5_000);
+
+/**
  * Exponential backoff with full jitter, capped: for workers that want a
  * different curve than the default.
  *

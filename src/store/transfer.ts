@@ -30,6 +30,7 @@ import type { DatabaseSync, SQLInputValue } from "node:sqlite";
 import type postgres from "./postgres/driver.ts";
 import type { PostgresStore, PostgresTx } from "./postgres/postgres_store.ts";
 import { json, num, type Row } from "./rows.ts";
+import { canonicalJson } from "../kernel/unique.ts";
 import type { SqliteTx } from "./sqlite/sqlite_store.ts";
 import type { Store } from "./store.ts";
 
@@ -395,17 +396,6 @@ function canonical(spec: TableSpec, row: Row): Canonical {
         return json(value);
     }
   });
-}
-
-/** JSON with every object's keys sorted: `jsonb` keeps its own key order, SQLite text the writer's. */
-function canonicalJson(value: unknown): string {
-  return JSON.stringify(
-    value,
-    (_key, v) =>
-      v !== null && typeof v === "object" && !Array.isArray(v)
-        ? Object.fromEntries(Object.entries(v).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)))
-        : v,
-  );
 }
 
 /**

@@ -26,6 +26,7 @@
 
 import type { Clock } from "../clock.ts";
 import { isStoreUnreachable, StoreLostError } from "../store/errors.ts";
+import { reconnectBackoff } from "../kernel/backoff.ts";
 import type { Logger } from "./logger.ts";
 
 /** Settings of {@linkcode StoreHealth}. */
@@ -201,9 +202,6 @@ export interface OpenWhenReachableOptions<T> {
   dispose?: (value: T) => Promise<void>;
 }
 
-/** Waits between attempts to open an unreachable store, ms before jitter: 100 doubling to 5 s. */
-const OPEN_BACKOFF_MS = [100, 200, 400, 800, 1600, 3200, 5000];
-
 /**
  * Calls `open` until it succeeds, and returns what it opened. While it
  * fails because the store cannot be reached ({@linkcode isStoreUnreachable})
@@ -244,8 +242,7 @@ export async function openWhenReachable<T>(
       return outcome.opened;
     }
     if (!isStoreUnreachable(outcome.failed)) throw outcome.failed;
-    const base = OPEN_BACKOFF_MS[Math.min(attempts - 1, OPEN_BACKOFF_MS.length - 1)]!;
-    const retryInMs = Math.round(base * (0.5 + random() / 2));
+    const retryInMs = reconnectBackoff(attempts, random);
     const now = clock.now();
     unlogged++;
     if (now - loggedAt >= logEveryMs) {

@@ -13,7 +13,7 @@ import { isStoreUnreachable, StoreOpenError } from "../../src/store/errors.ts";
 import { openPostgresStore } from "../../src/store/postgres/postgres_store.ts";
 import { openWhenReachable } from "../../src/worker/store_health.ts";
 import { waitUntil } from "../../src/testing.ts";
-import { POSTGRES_TEST_URL, testSchema } from "../support/backends.ts";
+import { dropTestSchema, POSTGRES_TEST_URL, testSchema } from "../support/backends.ts";
 import { spawnDaemon } from "../support/daemon_process.ts";
 import { tempDir } from "../support/stores.ts";
 import { startTcpProxy } from "../support/tcp_proxy.ts";
@@ -35,16 +35,6 @@ function daemonUrl(port: number, schema: string): string {
   url.password = PASSWORD;
   url.searchParams.set("schema", schema);
   return url.toString();
-}
-
-/** Drops `schema` of the shared database (the daemon created it once it could). */
-async function dropSchema(schema: string): Promise<void> {
-  const store = await openPostgresStore(POSTGRES_TEST_URL, { migrate: false, max: 1 });
-  try {
-    await store.transaction((tx) => tx.sql`DROP SCHEMA IF EXISTS ${tx.sql(schema)} CASCADE`);
-  } finally {
-    await store.close();
-  }
 }
 
 Deno.test({
@@ -106,7 +96,7 @@ Deno.test({
       assert.doesNotMatch(daemon.log(), new RegExp(PASSWORD), "the password is never printed");
     } finally {
       await proxy.close();
-      await dropSchema(schema);
+      await dropTestSchema(schema);
       await dir.cleanup();
     }
   },
@@ -143,7 +133,7 @@ Deno.test({
       assert.equal(daemon.events.some((e) => e.event === "daemon.started"), false);
     } finally {
       await proxy.close();
-      await dropSchema(schema);
+      await dropTestSchema(schema);
       await dir.cleanup();
     }
   },

@@ -24,6 +24,7 @@ import { StoreOpenError } from "../../src/store/errors.ts";
 import { SchemaTooNewError } from "../../src/store/sqlite/sqlite_store.ts";
 import { waitUntil } from "../../src/testing.ts";
 import {
+  dropTestSchema,
   type Harness,
   newJob,
   openPostgresHarness,
@@ -41,14 +42,7 @@ function freshSchema(): { url: string; schema: string; drop(): Promise<void> } {
   return {
     url,
     schema,
-    drop: async () => {
-      const admin = await openPostgresStore(POSTGRES_TEST_URL, { migrate: false, max: 1 });
-      try {
-        await admin.transaction((tx) => tx.sql`DROP SCHEMA IF EXISTS ${tx.sql(schema)} CASCADE`);
-      } finally {
-        await admin.close();
-      }
-    },
+    drop: () => dropTestSchema(schema),
   };
 }
 

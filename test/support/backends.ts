@@ -44,6 +44,20 @@ export function testSchema(): string {
   return `jobs_test_${crypto.randomUUID().replaceAll("-", "").slice(0, 16)}`;
 }
 
+/**
+ * Drops `schema` of the test database, if it is there, on a connection of
+ * its own to `public` (the schema's own store may be closed, or may never
+ * have created it).
+ */
+export async function dropTestSchema(schema: string): Promise<void> {
+  const store = await openPostgresStore(POSTGRES_TEST_URL, { migrate: false, max: 1 });
+  try {
+    await store.transaction((tx) => tx.sql`DROP SCHEMA IF EXISTS ${tx.sql(schema)} CASCADE`);
+  } finally {
+    await store.close();
+  }
+}
+
 /** A fresh PostgreSQL schema, migrated at `now`; `close()` drops it. */
 export async function openPostgresHarness(now: number): Promise<Harness> {
   const schema = testSchema();
@@ -61,13 +75,7 @@ export async function openPostgresHarness(now: number): Promise<Harness> {
     close: async () => {
       for (const other of others) await other.close();
       await store.close();
-      // On a connection of its own: the test may have closed the store already.
-      const dropper = await openPostgresStore(url, { migrate: false, max: 1 });
-      try {
-        await dropper.transaction((tx) => tx.sql`DROP SCHEMA ${tx.sql(schema)} CASCADE`);
-      } finally {
-        await dropper.close();
-      }
+      await dropTestSchema(schema);
     },
   };
 }

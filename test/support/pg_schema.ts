@@ -5,8 +5,7 @@
  * or not anything created it.
  */
 
-import { openPostgresStore } from "../../src/store/postgres/postgres_store.ts";
-import { POSTGRES_TEST_URL, testSchema } from "./backends.ts";
+import { dropTestSchema, POSTGRES_TEST_URL, testSchema } from "./backends.ts";
 
 /** A fresh schema of the test database, as a location; dropped on dispose. */
 export interface PostgresLocation {
@@ -23,14 +22,6 @@ export function postgresLocation(): PostgresLocation {
   return {
     url,
     schema,
-    async [Symbol.asyncDispose]() {
-      // `public`, which exists: the store's own schema may never have been created.
-      const store = await openPostgresStore(POSTGRES_TEST_URL, { migrate: false, max: 1 });
-      try {
-        await store.transaction((tx) => tx.sql`DROP SCHEMA IF EXISTS ${tx.sql(schema)} CASCADE`);
-      } finally {
-        await store.close();
-      }
-    },
+    [Symbol.asyncDispose]: () => dropTestSchema(schema),
   };
 }

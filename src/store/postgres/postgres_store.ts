@@ -30,6 +30,7 @@
  */
 
 import postgres from "./driver.ts";
+import { reconnectBackoff } from "../../kernel/backoff.ts";
 import type {
   Attempt,
   ClaimedJob,
@@ -339,11 +340,7 @@ export class PostgresStore implements Store<PostgresTx> {
         const method = view[name] as (params: unknown) => Promise<unknown>;
         return [name, (params: unknown) => open ? method.call(view, params) : ended()];
       })) as unknown as StoreTxMethods;
-      const tx: PostgresTx = {
-        ...methods,
-        sql,
-        jobsInsert: (params) => open ? this.#insert(sql, params.jobs, params.now) : ended(),
-      };
+      const tx: PostgresTx = { ...methods, sql };
       try {
         return await fn(tx);
       } finally {
@@ -1436,8 +1433,7 @@ export class PostgresStore implements Store<PostgresTx> {
  * it only paces retries and decides nothing stored.)
  */
 export function reconnectBackoffS(retries: number): number {
-  if (retries <= 0) return 0;
-  return Math.min(0.1 * 2 ** (retries - 1), 5) * (0.5 + Math.random() / 2);
+  return retries <= 0 ? 0 : reconnectBackoff(retries, Math.random) / 1000;
 }
 
 let straysGuarded = false;

@@ -50,6 +50,7 @@ import type {
   Store,
   StoreTx,
   StoreTxMethod,
+  StoreTxMethods,
 } from "../store.ts";
 import { STORE_TX_METHODS } from "../store.ts";
 import {
@@ -505,14 +506,7 @@ export class SqliteStore implements Store<SqliteTx> {
     const own = this.#held = new Promise((resolve) => (release = resolve));
     try {
       await this.#retryableBegin(own);
-      const tx: SqliteTx = {
-        ...this.#txMethods(own),
-        db: this.db,
-        jobsInsert: (params) =>
-          this.#held === own
-            ? Promise.resolve(this.#insert(params.jobs, params.now))
-            : Promise.reject(this.#ended()),
-      };
+      const tx: SqliteTx = { ...this.#txMethods(own), db: this.db };
       try {
         const result = await fn(tx);
         this.db.exec("COMMIT");
@@ -533,7 +527,7 @@ export class SqliteStore implements Store<SqliteTx> {
    * `#inTx` set, so its statements go on the open transaction. Every one
    * of those methods reaches `#exclusive` synchronously, within the call.
    */
-  #txMethods(own: Promise<void>): Omit<StoreTx, "jobsInsert"> {
+  #txMethods(own: Promise<void>): StoreTxMethods {
     const call = (name: StoreTxMethod) => (params: unknown) => {
       if (this.#held !== own) return Promise.reject(this.#ended());
       this.#inTx = true;
@@ -544,8 +538,8 @@ export class SqliteStore implements Store<SqliteTx> {
       }
     };
     return Object.fromEntries(
-      STORE_TX_METHODS.filter((name) => name !== "jobsInsert").map((name) => [name, call(name)]),
-    ) as unknown as Omit<StoreTx, "jobsInsert">;
+      STORE_TX_METHODS.map((name) => [name, call(name)]),
+    ) as unknown as StoreTxMethods;
   }
 
   #ended(): Error {
