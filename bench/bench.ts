@@ -11,6 +11,7 @@
  * PHASES=process1,process3 deno task bench     # 3 processes on one store against 1
  * PHASES=tui deno task bench                   # the dashboard's reads at 100,000 jobs
  * PHASES=prune RUNS=1 deno task bench          # the pruner on 1,000,000 final jobs
+ * PHASES=workflow deno task bench              # a workflow step against a plain job
  * BENCH_DB=postgres://postgres@127.0.0.1:5432/test deno task bench   # the same on PostgreSQL
  * ```
  *
@@ -30,6 +31,7 @@ import { completedOf, CONCURRENCY, epochNow, NOOP, readLines } from "./shared.ts
 import { phasePrune } from "./prune.ts";
 import { benchDb, storeKind, withFreshStore } from "./stores.ts";
 import { phaseTui } from "./tui.ts";
+import { phaseWorkflow } from "./workflow.ts";
 
 const ALL_PHASES = [
   "bulk",
@@ -41,6 +43,7 @@ const ALL_PHASES = [
   "cross",
   "tui",
   "prune",
+  "workflow",
 ] as const;
 type Phase = typeof ALL_PHASES[number];
 
@@ -73,6 +76,13 @@ const CFG = {
   pruneN: env("PRUNE_N", 1_000_000),
   /** Rows per transaction of the pruner in the prune phase (the daemon's default). */
   pruneBatch: env("PRUNE_BATCH", 1000),
+  /** Plain no-op jobs the workflow phase sets its steps against. */
+  wfJobs: env("WF_JOBS", 10_000),
+  /** Runs of the 3-step linear workflow in the workflow phase. */
+  wfLinearRuns: env("WF_LINEAR_RUNS", 2000),
+  /** Runs of the fan-out workflow (list -> WF_FANOUT_ITEMS items -> fan-in). */
+  wfFanoutRuns: env("WF_FANOUT_RUNS", 60),
+  wfFanoutItems: env("WF_FANOUT_ITEMS", 100),
   pollMs: 5,
   timeoutMs: env("TIMEOUT_MS", 60_000),
 };
@@ -459,7 +469,7 @@ async function clockOffset(child: Child): Promise<number> {
 interface Row {
   key: string;
   label: string;
-  unit: "jobs/s" | "rows/s" | "ms" | "s";
+  unit: "jobs/s" | "rows/s" | "steps/s" | "runs/s" | "ms" | "s" | "x";
   values: number[];
 }
 
@@ -472,7 +482,8 @@ function record(key: string, label: string, unit: Row["unit"], value: number): v
   row.values.push(value);
 }
 
-const perSecond = (unit: Row["unit"]) => unit === "jobs/s" || unit === "rows/s";
+const perSecond = (unit: Row["unit"]) =>
+  unit === "jobs/s" || unit === "rows/s" || unit === "steps/s" || unit === "runs/s";
 
 const fmt = (unit: Row["unit"], v: number) =>
   perSecond(unit)
@@ -480,6 +491,10 @@ const fmt = (unit: Row["unit"], v: number) =>
     : unit === "s"
     ? v.toFixed(1)
     : v.toFixed(2);
+
+/** Rounds a median for the JSON line: whole numbers per second, else 3 decimals. */
+const rounded = (unit: Row["unit"], v: number) =>
+  perSecond(unit) ? Math.round(v) : Math.round(v * 1000) / 1000;
 
 async function runPhase(phase: Phase, run: number): Promise<void> {
   const started = performance.now();
@@ -590,6 +605,48 @@ async function runPhase(phase: Phase, run: number): Promise<void> {
       );
       break;
     }
+    case "workflow": {
+      const v = await phaseWorkflow(DB, {
+        jobs: CFG.wfJobs,
+        linearRuns: CFG.wfLinearRuns,
+        fanoutRuns: CFG.wfFanoutRuns,
+        fanoutItems: CFG.wfFanoutItems,
+        timeoutMs: CFG.timeoutMs,
+      }, log);
+      const items = CFG.wfFanoutItems;
+      record("workflow_jobs_per_s", "workflow: plain no-op jobs", "jobs/s", v.jobsPerS);
+      record(
+        "workflow_linear_steps_per_s",
+        "workflow: 3-step linear",
+        "steps/s",
+        v.linearStepsPerS,
+      );
+      record(
+        "workflow_fanout_steps_per_s",
+        `workflow: fan-out ${items} + fan-in`,
+        "steps/s",
+        v.fanoutStepsPerS,
+      );
+      record(
+        "workflow_starts_per_s",
+        "workflow: starts, 500 a transaction",
+        "runs/s",
+        v.startsPerS,
+      );
+      record("workflow_linear_step_vs_job", "workflow: linear step / job cost", "x", v.linearVsJob);
+      record(
+        "workflow_fanout_step_vs_job",
+        "workflow: fan-out step / job cost",
+        "x",
+        v.fanoutVsJob,
+      );
+      log(
+        `run ${run} workflow: linear ${fmt("steps/s", v.linearStepsPerS)} steps/s, fan-out ${
+          fmt("steps/s", v.fanoutStepsPerS)
+        } steps/s, jobs ${fmt("jobs/s", v.jobsPerS)} jobs/s`,
+      );
+      break;
+    }
   }
   log(`  (${((performance.now() - started) / 1000).toFixed(1)} s)`);
 }
@@ -665,6 +722,12 @@ const KEYS = [
   "prune_rows_per_s",
   "prune_claims_per_s",
   "prune_claim_wait_max_ms",
+  "workflow_jobs_per_s",
+  "workflow_linear_steps_per_s",
+  "workflow_fanout_steps_per_s",
+  "workflow_starts_per_s",
+  "workflow_linear_step_vs_job",
+  "workflow_fanout_step_vs_job",
 ];
 for (const key of KEYS) {
   const row = rows.get(key);
@@ -672,8 +735,7 @@ for (const key of KEYS) {
     result[key] = null;
     continue;
   }
-  const m = median(row.values);
-  result[key] = perSecond(row.unit) ? Math.round(m) : Math.round(m * 1000) / 1000;
+  result[key] = rounded(row.unit, median(row.values));
 }
 const process1 = rows.get("process1_per_s");
 const process3 = rows.get("process3_per_s");
@@ -683,6 +745,12 @@ result.process3_vs_1 = process1 && process3
     median(process3.values.map((v, i) => v / (process1.values[i] ?? NaN))) * 100,
   ) / 100
   : null;
+// The worse of the two shapes, each the median of its per-run ratios (the aim is <= 2).
+const stepVsJob = ["workflow_linear_step_vs_job", "workflow_fanout_step_vs_job"]
+  .map((key) => rows.get(key))
+  .filter((row) => row !== undefined)
+  .map((row) => median(row.values));
+result.step_vs_job = stepVsJob.length > 0 ? rounded("x", Math.max(...stepVsJob)) : null;
 Object.assign(result, {
   store: STORE,
   runs: CFG.runs,

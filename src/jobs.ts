@@ -8,7 +8,12 @@
 import { AsyncLocalStorage } from "node:async_hooks";
 import { hostname } from "node:os";
 import { type Clock, SystemClock } from "./clock.ts";
-import { buildJob, DEFAULT_ARGS_LIMIT, type EnqueueOptions } from "./kernel/enqueue.ts";
+import {
+  buildJob,
+  DEFAULT_ARGS_LIMIT,
+  type EnqueueOptions,
+  serializeArgs,
+} from "./kernel/enqueue.ts";
 import type { Registry } from "./kernel/executor.ts";
 import type { InsertResult, NewJob } from "./kernel/types.ts";
 import type { Worker } from "./kernel/worker.ts";
@@ -24,6 +29,12 @@ import {
 } from "./store/open.ts";
 import { jsonLogger, type Logger } from "./worker/logger.ts";
 import { Runtime, type RuntimeOptions } from "./worker/runtime.ts";
+import {
+  compileWorkflow,
+  type WorkflowDefinition,
+  type WorkflowOptions,
+} from "./workflow/definition.ts";
+import type { CompiledWorkflow } from "./workflow/types.ts";
 
 /** Options for {@linkcode Jobs}. */
 export interface JobsOptions<Tx extends StoreTx> {
@@ -39,6 +50,18 @@ export interface JobsOptions<Tx extends StoreTx> {
   argsLimit?: number;
   /** Random in [0, 1), for backoff jitter. @default Math.random */
   random?: () => number;
+  /** Workflows this process starts (registered after `workers`, whose defaults they take). */
+  workflows?: (WorkflowDefinition | WorkflowOptions)[];
+}
+
+/** Options of {@linkcode Jobs.startWorkflow}. */
+export interface StartWorkflowOptions<Tx> {
+  /** Start inside this transaction (from {@linkcode Jobs.transaction}). */
+  tx?: Tx;
+  /** Idempotency key: a second start with the same key returns the first run. */
+  key?: string;
+  /** The tenant the run and its step jobs belong to. */
+  tenant?: string;
 }
 
 /** Options of {@linkcode Jobs.enqueue} inside a transaction. */
@@ -71,6 +94,7 @@ export class Jobs<Tx extends StoreTx = StoreTx> {
   #runtimes = new Set<Runtime>();
   #txWakes = new WeakMap<Tx, { queues: Set<string>; scheduled: boolean }>();
   #openTx = new AsyncLocalStorage<Tx>();
+  #workflows = new Map<string, CompiledWorkflow>();
 
   constructor(options: JobsOptions<Tx>) {
     this.store = options.store;
@@ -79,6 +103,67 @@ export class Jobs<Tx extends StoreTx = StoreTx> {
     this.#argsLimit = options.argsLimit ?? DEFAULT_ARGS_LIMIT;
     this.random = options.random ?? Math.random;
     for (const worker of options.workers ?? []) this.register(worker);
+    for (const workflow of options.workflows ?? []) this.registerWorkflow(workflow);
+  }
+
+  /** The workflows this process starts, by id, compiled. */
+  get workflows(): ReadonlyMap<string, CompiledWorkflow> {
+    return this.#workflows;
+  }
+
+  /**
+   * Adds a workflow: checked against the record rules (a saga with a step
+   * mapped to no use case is refused with `behavior-unrecorded`, and so on;
+   * see `workflow/definition.ts`) and compiled with the workers registered
+   * so far, whose queues and attempts its steps take. A second workflow
+   * with the same id is refused.
+   */
+  registerWorkflow(definition: WorkflowDefinition | WorkflowOptions): CompiledWorkflow {
+    if (this.#workflows.has(definition.id)) {
+      throw new Error(`workflow "${definition.id}" is already registered`);
+    }
+    const compiled = compileWorkflow(definition, { workers: this.#registry });
+    this.#workflows.set(compiled.id, compiled);
+    return compiled;
+  }
+
+  /**
+   * Starts a run of a registered workflow (by id or definition) with
+   * `input`: the run's row and its first steps' jobs commit together, inside
+   * `tx` when given. Returns the run's id.
+   */
+  async startWorkflow(
+    workflow: string | WorkflowDefinition | WorkflowOptions,
+    input: unknown = {},
+    options: StartWorkflowOptions<Tx> = {},
+  ): Promise<{ id: number; duplicate: boolean }> {
+    const id = typeof workflow === "string" ? workflow : workflow.id;
+    const definition = this.#workflows.get(id) ??
+      (typeof workflow === "string" ? undefined : this.registerWorkflow(workflow));
+    if (!definition) {
+      const known = [...this.#workflows.keys()];
+      throw new Error(
+        `no workflow "${id}" is registered${known.length ? ` (known: ${known.join(", ")})` : ""}`,
+      );
+    }
+    const params = {
+      definition,
+      input: serializeArgs(input, `workflow "${id}" input`, this.#argsLimit),
+      tenant: options.tenant ?? null,
+      key: options.key ?? null,
+      now: this.clock.now(),
+      argsLimit: this.#argsLimit,
+    };
+    const tx = options.tx ?? this.#openTx.getStore();
+    if (tx) {
+      const started = await tx.workflowStart(params);
+      const wakes = this.#txWakes.get(tx);
+      for (const q of started.queues) wakes?.queues.add(q);
+      return { id: started.id, duplicate: started.duplicate };
+    }
+    const started = await this.store.workflowStart(params);
+    this.#wake({ queues: new Set(started.queues), scheduled: false });
+    return { id: started.id, duplicate: started.duplicate };
   }
 
   /** The workers this process knows, by name. */

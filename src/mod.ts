@@ -28,6 +28,7 @@ export {
   type OpenJobsOptions,
   type PostgresLocation,
   type StartOptions,
+  type StartWorkflowOptions,
   type TxFor,
   type TxOption,
 } from "./jobs.ts";
@@ -50,9 +51,34 @@ export {
   defineWorker,
   type JobContext,
   type Outcome,
+  type StepContext,
+  type StepCursor,
   type Worker,
   type WorkerOptions,
 } from "./kernel/worker.ts";
+export {
+  checkWorkflow,
+  type CompensationOptions,
+  compileWorkflow,
+  defineWorkflow,
+  type UseCaseRun,
+  type WorkflowDefinition,
+  WorkflowDefinitionError,
+  type WorkflowOptions,
+  type WorkflowProblem,
+  type WorkflowProblemCode,
+  type WorkflowStepOptions,
+} from "./workflow/definition.ts";
+export {
+  type CompiledWorkflow,
+  FINAL_RUN_STATES,
+  RUN_STATES,
+  type RunState,
+  type StepState,
+  type WorkflowRun,
+  type WorkflowRunDetail,
+  type WorkflowStepRow,
+} from "./workflow/types.ts";
 export type { JobFilter, Store, StoreTx } from "./store/store.ts";
 export {
   describeLocation,

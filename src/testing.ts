@@ -99,6 +99,7 @@ export async function drainJobs<Tx extends StoreTx>(
               registry: jobs.registry,
               clock: jobs.clock,
               random: jobs.random,
+              cursors: jobs.store,
             }),
           );
         }

@@ -19,11 +19,12 @@
  * cannot be recorded: each is logged as `job.unrecorded`), and exits 1
  * saying the last writes are lost; it creates no new file itself.
  *
- * Besides the command and HTTP runners it registers the fan-out runner and
- * the TypeScript workers of the module the file names (`workers:`). A job
- * started by `jobs run` for a manual schedule carries the schedule's
- * `runs_where`; a daemon whose `--environment` differs discards it rather
- * than touch the wrong environment.
+ * Besides the command and HTTP runners it registers the fan-out runner, the
+ * workflow start (`jobs.workflow`, a schedule's occurrence that starts a
+ * workflow run) and the TypeScript workers of the module the file names
+ * (`workers:`). A job started by `jobs run` for a manual schedule carries
+ * the schedule's `runs_where`; a daemon whose `--environment` differs
+ * discards it rather than touch the wrong environment.
  *
  * @module
  */
@@ -34,6 +35,7 @@ import { commandWorker } from "../runners/command.ts";
 import { reapOrphans } from "../runners/process_group.ts";
 import { httpWorker } from "../runners/http.ts";
 import { fanoutWorker } from "../runners/fanout.ts";
+import { workflowStartWorker } from "../runners/workflow_start.ts";
 import { loadWorkersModule } from "../runners/workers_module.ts";
 import { defineWorker, type Worker } from "../kernel/worker.ts";
 import type { Schedule } from "../schedule/types.ts";
@@ -238,6 +240,12 @@ export async function runDaemon(options: DaemonOptions, deps: DaemonDeps): Promi
           clock,
           onEnqueued: (queues) => wake.queues(queues),
           groupsDir,
+        }),
+        // A schedule whose run is a workflow: each occurrence starts one run.
+        workflowStartWorker({
+          store: () => jobs.store,
+          clock,
+          onEnqueued: (queues) => wake.queues(queues),
         }),
         ...moduleWorkers,
       ].map((worker) => guardEnvironment(worker, options.environment)),

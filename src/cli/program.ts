@@ -31,6 +31,7 @@ import { registerSchedulesCommands } from "./schedules.ts";
 import { commandLine, echo, ECHO_MAX } from "./text.ts";
 import { registerTuiCommand } from "./tui.ts";
 import { registerVersionCommand, versionLine } from "./version.ts";
+import { registerWorkflowCommands } from "./workflows.ts";
 
 export { type CliDeps, CommandFailed } from "./common.ts";
 
@@ -75,7 +76,8 @@ export function buildProgram(deps: CliDeps): Command {
     program.command("help")
       .description("print the help of a command, or of the program")
       .argument("[command]", "the command")
-      .action((name: string | undefined) => {
+      .argument("[subcommand]", "one of its commands (jobs help workflow show)")
+      .action((name: string | undefined, sub: string | undefined) => {
         if (name === undefined) return program.outputHelp();
         const command = program.commands.find((c) => c.name() === name);
         if (!command) {
@@ -87,7 +89,19 @@ export function buildProgram(deps: CliDeps): Command {
             2,
           );
         }
-        command.outputHelp();
+        if (sub === undefined) return command.outputHelp();
+        const inner = command.commands.find((c) => c.name() === sub);
+        if (!inner) {
+          const names = command.commands.map((c) => c.name());
+          throw new CommandFailed(
+            `jobs help: "${echo(name)}" has no command "${echo(sub)}" ` +
+              `(${commandLine(deps.program, ["help", name])} lists ${
+                names.length > 0 ? "them" : "its options"
+              })` + echo(didYouMean(sub, names)),
+            2,
+          );
+        }
+        inner.outputHelp();
       }),
     deps,
     "help",
@@ -106,6 +120,7 @@ export function buildProgram(deps: CliDeps): Command {
   registerMigrateCommand(program, deps);
   registerMigrateStoreCommand(program, deps);
   registerTuiCommand(program, deps);
+  registerWorkflowCommands(program, deps);
   return program;
 }
 
@@ -118,10 +133,15 @@ function usageLine(
   error: CommanderError & { command?: string },
   invocation: string,
 ): string {
-  const command = program.commands.find((c) => c.name() === error.command) ?? program;
+  // A subcommand's name is its path (`workflow show`): its help is `help workflow show`.
+  const path = error.command ? error.command.split(" ") : [];
+  const command = path.reduce<Command | undefined>(
+    (parent, name) => parent?.commands.find((c) => c.name() === name),
+    program,
+  ) ?? program;
   const where = error.command ? `jobs ${error.command}` : "jobs";
-  const help = commandLine(invocation, error.command ? ["help", error.command] : ["help"]);
-  return `${where}: ${usageText(error)}${echo(suggestion(program, command, error))} ` +
+  const help = commandLine(invocation, ["help", ...path]);
+  return `${where}: ${usageText(error)}${echo(suggestion(command, error))} ` +
     `(run "${help}" for the ${error.command ? "options" : "commands"})`;
 }
 
@@ -165,11 +185,11 @@ function escapeLine(message: string): string {
 }
 
 /** The nearest command or option to the unknown one `error` names, as `; did you mean ...?`. */
-function suggestion(program: Command, command: Command, error: CommanderError): string {
+function suggestion(command: Command, error: CommanderError): string {
   const named = /'([\s\S]*)'/.exec(error.message)?.[1];
   if (named === undefined) return "";
   if (error.code === "commander.unknownCommand") {
-    return didYouMean(named, program.commands.map((c) => c.name()));
+    return didYouMean(named, command.commands.map((c) => c.name()));
   }
   if (error.code === "commander.unknownOption") {
     const flag = named.split("=")[0]!;

@@ -1,11 +1,13 @@
 /**
- * `jobs runbook [<schedule-id>]`: the operator procedures of each schedule
- * of the live configuration, with the commands to paste. Every command is
- * printed with the program's own invocation (`CliDeps.program`, such as
- * `jobsctl`) and its words shell-quoted, so it pastes as printed.
+ * `jobs runbook [<schedule-or-workflow-id>]`: the operator procedures of
+ * each schedule and each workflow of the live configuration, with the
+ * commands to paste. Every command is printed with the program's own
+ * invocation (`CliDeps.program`, such as `jobsctl`) and its words
+ * shell-quoted, so it pastes as printed.
  *
- * The store is read (never created or migrated) for the latest occurrence
- * and the stored state; without it the procedures are printed alone.
+ * The store is read (never created or migrated) for the latest occurrence,
+ * a workflow's latest runs and the stored state; without it the procedures
+ * are printed alone.
  *
  * @module
  */
@@ -14,7 +16,15 @@ import type { Command } from "commander";
 import { latestOccurrence, type ScheduleStatus, scheduleStatus } from "../admin/views.ts";
 import type { Job, JobState } from "../kernel/types.ts";
 import { formatDuration } from "../schedule/durations.ts";
-import type { Schedule } from "../schedule/types.ts";
+import type { Schedule, ScheduleConfig } from "../schedule/types.ts";
+import type { Store, WorkflowFilter } from "../store/store.ts";
+import {
+  type CompiledWorkflow,
+  FINAL_RUN_STATES,
+  RUN_STATES,
+  type RunState,
+  type WorkflowRun,
+} from "../workflow/types.ts";
 import { misfireText, rhythmText } from "../schedule/describe.ts";
 import { type CliDeps, CommandFailed, configPath, dbPath, globalOptions, quiet } from "./common.ts";
 import { requireConfig } from "./config.ts";
@@ -66,11 +76,13 @@ export function registerRunbookCommand(program: Command, deps: CliDeps): void {
   quiet(
     globalOptions(
       program.command("runbook")
-        .description("the operator procedures of each schedule, with the commands to paste")
-        .argument("[schedule-id]", "only this schedule"),
+        .description(
+          "the operator procedures of each schedule and workflow, with the commands to paste",
+        )
+        .argument("[id]", "only this schedule or workflow"),
       {
         db: { mode: "read" },
-        config: { for: "whose schedules it describes" },
+        config: { for: "whose schedules and workflows it describes" },
         json: true,
         audit: { not: "it only reads: nothing to audit" },
       },
@@ -92,7 +104,7 @@ export function registerRunbookCommand(program: Command, deps: CliDeps): void {
   );
 }
 
-/** `jobs runbook [<schedule-id>]`: exit 1 for an invalid file or an unknown id. */
+/** `jobs runbook [<id>]`: exit 1 for an invalid file or an unknown id. */
 export async function runbookCommand(
   options: {
     id: string | undefined;
@@ -105,16 +117,21 @@ export async function runbookCommand(
 ): Promise<void> {
   const now = deps.clock.now();
   const { config } = await requireConfig("runbook", options.config, deps);
+  const declared = workflowsOf(config);
   const schedules = options.id === undefined
     ? config.schedules
     : config.schedules.filter((s) => s.id === options.id);
-  if (schedules.length === 0) {
-    const ids = config.schedules.map((s) => s.id);
+  const workflows = options.id === undefined
+    ? declared
+    : declared.filter((w) => w.id === options.id);
+  if (schedules.length === 0 && workflows.length === 0) {
+    const ids = [...config.schedules.map((s) => s.id), ...declared.map((w) => w.id)];
     const known = ids.map((id) => `"${echo(id)}"`).join(", ");
+    const what = declared.length > 0 ? "schedule or workflow" : "schedule";
     throw new CommandFailed(
       options.id === undefined
-        ? `jobs runbook: ${echo(options.config)} declares no schedule`
-        : `jobs runbook: no schedule "${echo(options.id)}" in ${echo(options.config)}` +
+        ? `jobs runbook: ${echo(options.config)} declares no ${what}`
+        : `jobs runbook: no ${what} "${echo(options.id)}" in ${echo(options.config)}` +
           `${echo(didYouMean(options.id, ids))} (it has ${known || "none"})`,
     );
   }
@@ -131,16 +148,31 @@ export async function runbookCommand(
       const state = scheduleStatus(schedule, rows.get(schedule.id), now);
       books.push(runbookOf(schedule, state, latest, options.given, deps.program));
     }
+    const counts = store ? await store.workflowsCount() : null;
+    const flows: WorkflowRunbook[] = [];
+    for (const workflow of workflows) {
+      const runs = store ? await workflowRunsOf(store, workflow.id) : null;
+      const byState = counts === null ? null : Object.fromEntries(
+        RUN_STATES.map((state) => [
+          state,
+          counts.filter((c) => c.workflow === workflow.id && c.state === state)
+            .reduce((n, c) => n + c.count, 0),
+        ]),
+      ) as Record<RunState, number>;
+      flows.push(workflowRunbookOf(workflow, byState, runs, options.given, deps.program));
+    }
     if (options.json) {
       deps.out(safeJson({
         store: opened.ok ? null : opened.problem,
         schedules: books.map((b) => ({ ...b, state: scheduleJson(b.state) })),
+        workflows: flows,
       }));
       return;
     }
     const lines = [`runbook: ${cell(options.config)}, store ${cell(describeLocation(options.db))}`];
     if (!opened.ok) lines.push(`(store: ${opened.problem}; no stored state shown)`);
     for (const book of books) lines.push("", ...runbookText(book, now));
+    for (const flow of flows) lines.push("", ...workflowRunbookText(flow));
     for (const line of lines) deps.out(line);
   } finally {
     if (opened.ok) await opened.store.close();
@@ -247,6 +279,166 @@ export function runbookOf(
     latest: latest === null ? null : { id: latest.id, occurrence, state: latest.state },
     procedures: [inspect, replay, toggle, trigger, pause],
   };
+}
+
+// ---------------------------------------------------------------- workflows
+
+/** One workflow's runbook. */
+export interface WorkflowRunbook {
+  id: string;
+  /** `carried_by: workflow`: a failed step runs the compensations of those that completed. */
+  saga: boolean;
+  steps: {
+    id: string;
+    dependsOn: string[];
+    useCase: string | null;
+    /** `undo: <use case>`, `no undo: <reason>`, or null for a plain step. */
+    compensation: string | null;
+  }[];
+  /** Its runs in the store by state, or null without a store. */
+  runs: Record<RunState, number> | null;
+  /** Its newest run, newest run still going, and newest failed run, when the store has them. */
+  latest: { id: number; state: RunState } | null;
+  active: { id: number; state: RunState } | null;
+  failed: { id: number; state: RunState } | null;
+  procedures: Procedure[];
+}
+
+/** The runs of one workflow a runbook points at (null entries: none in the store). */
+interface RunsOf {
+  latest: WorkflowRun | null;
+  active: WorkflowRun | null;
+  failed: WorkflowRun | null;
+}
+
+async function workflowRunsOf(store: Store, workflow: string): Promise<RunsOf> {
+  const first = async (filter: WorkflowFilter) =>
+    (await store.workflowsList({ ...filter, workflow, limit: 1, desc: true }))[0] ?? null;
+  return {
+    latest: await first({}),
+    active: await first({ state: RUN_STATES.filter((s) => !FINAL_RUN_STATES.includes(s)) }),
+    failed: await first({ state: "failed" }),
+  };
+}
+
+/** The compiled workflows of the file (none before the file knew of them). */
+function workflowsOf(config: ScheduleConfig): readonly CompiledWorkflow[] {
+  return (config as { workflows?: CompiledWorkflow[] }).workflows ?? [];
+}
+
+/**
+ * The procedures of one workflow, every command ready to paste (see
+ * {@linkcode runbookOf}); a command on a run names a real run of the store,
+ * and is left out (with a note) when there is none.
+ */
+export function workflowRunbookOf(
+  workflow: CompiledWorkflow,
+  runs: Record<RunState, number> | null,
+  found: RunsOf | null,
+  given: { db?: string; config?: string },
+  program: string,
+): WorkflowRunbook {
+  const db = given.db === undefined ? [] : ["--db", describeLocation(given.db)];
+  const config = given.config === undefined ? [] : ["--config", given.config];
+  const paste = (...words: (string | typeof REASON)[]) =>
+    words.reduce<string>(
+      (line, word) => `${line} ${word === REASON ? `--reason "..."` : shellQuote(word)}`,
+      program,
+    );
+  const ref = (run: WorkflowRun | null | undefined) =>
+    run ? { id: run.id, state: run.state } : null;
+  const latest = found?.latest ?? null;
+  const active = found?.active ?? null;
+  const failed = found?.failed ?? null;
+  const start: Procedure = {
+    title: "Start a run",
+    notes: [
+      "The input is any JSON value; each step gets it with its dependencies' results. " +
+      "--key makes the start idempotent: a second start with the same key starts nothing.",
+      "It prints the run id.",
+    ],
+    commands: [paste("start", workflow.id, "--input", "{}", ...db, ...config)],
+  };
+  const inspect: Procedure = {
+    title: "Inspect",
+    notes: latest === null
+      ? ["No run in the store yet."]
+      : [`Latest run: ${latest.id} (${latest.state}).`],
+    commands: [
+      paste("workflows", "--workflow", workflow.id, ...db),
+      paste("workflows", "--workflow", workflow.id, "--state", "failed", ...db),
+      ...(latest === null ? [] : [paste("workflow", "show", String(latest.id), ...db)]),
+    ],
+  };
+  const cancel: Procedure = {
+    title: "Cancel a run",
+    notes: [
+      workflow.saga
+        ? "Cancels its waiting steps, lets the running ones finish, then runs the " +
+          "compensations of the steps that completed, newest first; the run ends cancelled."
+        : "Cancels its waiting steps and lets the running ones finish; the run ends cancelled.",
+      ...(active === null ? ["Nothing to cancel: no run of it is going."] : [
+        `Newest run still going: ${active.id} (${active.state}).`,
+      ]),
+    ],
+    commands: active === null
+      ? []
+      : [paste("workflow", "cancel", String(active.id), REASON, ...db)],
+  };
+  const retry: Procedure = {
+    title: "Retry a failed run",
+    notes: [
+      "A failed run is a dead letter: a step was discarded with nothing to undo, or a " +
+      "compensation was discarded. A retry runs that step (or compensation) again and the " +
+      "run resumes; the steps cancelled because of it wait for it again.",
+      ...(failed === null ? ["Nothing to retry: no failed run."] : [
+        `Newest failed run: ${failed.id}.`,
+      ]),
+    ],
+    commands: failed === null ? [] : [paste("workflow", "retry", String(failed.id), REASON, ...db)],
+  };
+  return {
+    id: workflow.id,
+    saga: workflow.saga,
+    steps: workflow.steps.map((s) => ({
+      id: s.id,
+      dependsOn: [...s.dependsOn],
+      useCase: s.useCase,
+      compensation: s.compensation === null
+        ? null
+        : s.compensation.mode === "use-case"
+        ? `undo: ${s.compensation.useCase}`
+        : `no undo: ${s.compensation.reason}`,
+    })),
+    runs,
+    latest: ref(latest),
+    active: ref(active),
+    failed: ref(failed),
+    procedures: [start, inspect, cancel, retry],
+  };
+}
+
+function workflowRunbookText(book: WorkflowRunbook): string[] {
+  const lines = [`## workflow ${cell(book.id)}${book.saga ? " (saga)" : ""}`, ""];
+  lines.push("  steps");
+  for (const s of book.steps) {
+    const notes = [
+      ...(s.dependsOn.length > 0 ? [`after ${s.dependsOn.map(cell).join(", ")}`] : []),
+      ...(s.useCase !== null && s.useCase !== s.id ? [cell(s.useCase)] : []),
+      ...(s.compensation === null ? [] : [cell(s.compensation)]),
+    ];
+    lines.push(`    ${cell(s.id)}${notes.length > 0 ? `  (${notes.join("; ")})` : ""}`);
+  }
+  if (book.runs !== null) {
+    const counts = RUN_STATES.filter((s) => book.runs![s] > 0).map((s) => `${s} ${book.runs![s]}`);
+    lines.push(`  runs     ${counts.join(", ") || "none in the store"}`);
+  }
+  for (const p of book.procedures) {
+    lines.push("", `### ${p.title}`);
+    for (const note of p.notes) lines.push(`  ${cell(note)}`);
+    for (const command of p.commands) lines.push(`    ${command}`);
+  }
+  return lines;
 }
 
 function timingOf(s: Schedule, state: ScheduleStatus): RunbookTiming {

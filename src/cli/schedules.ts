@@ -118,6 +118,10 @@ export async function checkCommand(
   const queues = Object.keys(config.queues).length;
   // A `pruner:` section is shown as the pruner runs it, defaults filled in.
   const pruner = config.pruner && prunerSettings(config.pruner);
+  // Workflows and use cases are counted only in a file that has them, so older output stays as it was.
+  const useCases = Object.keys(config.useCases).length;
+  const workflows = config.workflows.length;
+  const sagas = config.workflows.filter((w) => w.saga).length;
   if (options.json) {
     deps.out(JSON.stringify(
       {
@@ -125,6 +129,8 @@ export async function checkCommand(
         file: options.config,
         schedules: config.schedules.length,
         queues,
+        ...(workflows > 0 ? { workflows, sagas } : {}),
+        ...(useCases > 0 ? { useCases } : {}),
         ...(pruner ? { pruner } : {}),
       },
       null,
@@ -132,9 +138,13 @@ export async function checkCommand(
     ));
     return;
   }
+  const flows = [
+    workflows > 0 ? `, ${plural(workflows, "workflow")} (${plural(sagas, "saga")})` : "",
+    useCases > 0 ? `, ${plural(useCases, "use case")}` : "",
+  ].join("");
   deps.out(
     `${cell(options.config)}: valid, ${plural(config.schedules.length, "schedule")}, ` +
-      plural(queues, "queue") + (pruner ? `; ${prunerText(pruner)}` : ""),
+      plural(queues, "queue") + flows + (pruner ? `; ${prunerText(pruner)}` : ""),
   );
 }
 

@@ -4,8 +4,13 @@
  * (a {@linkcode MetricsSnapshot}, fed by a {@linkcode MetricsRegistry} that
  * counts the runtime's events).
  *
- * Labels carry only names an operator chose (queue, worker, schedule id):
- * never job args, error text or anything else a job or a failure supplies,
+ * Workflows add the runs by definition and state and the compensations by
+ * definition and state (gauges read from the store), and how long each step
+ * ran (a histogram by definition and step, fed by the `job.stop` events of
+ * step jobs, which name them).
+ *
+ * Labels carry only names an operator chose (queue, worker, schedule id,
+ * workflow and step id): never job args, error text or anything else a job or a failure supplies,
  * which could leak secrets and would grow the series without bound.
  *
  * @module
@@ -13,6 +18,7 @@
 
 import { JOB_STATES, type JobState } from "../kernel/types.ts";
 import type { Store } from "../store/store.ts";
+import { RUN_STATES } from "../workflow/types.ts";
 import type { Logger } from "../worker/logger.ts";
 
 /** The labels a daemon counter may carry: names, never args or error text. */
@@ -38,6 +44,17 @@ export interface HistogramSample {
   count: number;
 }
 
+/** One series of the step duration histogram, as {@linkcode HistogramSample} by workflow and step. */
+export interface StepHistogramSample extends Omit<HistogramSample, "labels"> {
+  labels: StepLabels;
+}
+
+/** The labels of a workflow step's series: the definition's id and the step's. */
+export interface StepLabels {
+  workflow: string;
+  step: string;
+}
+
 /** One series of a counter by queue and how attempts ended. */
 export interface OutcomeSample {
   labels: { queue: string; outcome: string };
@@ -52,6 +69,8 @@ export interface MetricsSnapshot {
   failures?: CounterSample[];
   /** How long attempts ran: `jobs_attempt_duration_seconds`. */
   durations?: HistogramSample[];
+  /** How long the attempts of workflow steps ran: `jobs_workflow_step_duration_seconds`. */
+  stepDurations?: StepHistogramSample[];
   /** Attempts finished on this node, by queue and outcome: `jobs_attempts_total`. */
   attempts?: OutcomeSample[];
   /** Leases this node lost (operator cancel, rescued elsewhere): `jobs_leases_lost_total`. */
@@ -94,16 +113,48 @@ export const DURATION_BUCKETS: readonly number[] = [
 /** Outcomes that count as a failure: the attempt threw or timed out. */
 const FAILED = new Set(["retryable", "discarded"]);
 
+/** The states a compensation row may be in, each shown for every workflow that has any. */
+const COMPENSATION_STATES: readonly string[] = ["running", "completed", "discarded", "cancelled"];
+
+/** Observations in cumulative buckets of {@linkcode DURATION_BUCKETS}; the last slot is +Inf. */
+class Histogram<L> {
+  readonly counts: number[] = new Array(DURATION_BUCKETS.length + 1).fill(0);
+  sum = 0;
+  constructor(readonly labels: L) {}
+
+  observe(seconds: number): void {
+    for (let i = 0; i < DURATION_BUCKETS.length; i++) {
+      if (seconds <= DURATION_BUCKETS[i]!) this.counts[i]!++;
+    }
+    this.counts[DURATION_BUCKETS.length]!++;
+    this.sum += seconds;
+  }
+
+  sample(): { labels: L; buckets: { le: number; count: number }[]; sum: number; count: number } {
+    return {
+      labels: { ...this.labels },
+      buckets: DURATION_BUCKETS.map((le, i) => ({ le, count: this.counts[i]! })),
+      sum: this.sum,
+      count: this.counts.at(-1)!,
+    };
+  }
+}
+
 /**
- * Counters and the duration histogram the daemon keeps in memory, fed by
+ * Counters and the duration histograms the daemon keeps in memory, fed by
  * the runtime's events (`job.stop`, `job.lease_lost`): put {@linkcode tap}
  * between the runtime and its logger. Only names become labels (queue,
- * worker, outcome), never args or error text.
+ * worker, outcome, workflow and step), never args or error text.
+ *
+ * A `job.stop` of a workflow step names its definition (`workflow`, a
+ * string) and its step (`step`); a compensation's also says
+ * `stepKind: "compensation"` and is not counted as a step's duration.
  */
 export class MetricsRegistry {
   #completions = new Map<string, CounterSample>();
   #failures = new Map<string, CounterSample>();
-  #durations = new Map<string, { labels: CounterLabels; counts: number[]; sum: number }>();
+  #durations = new Map<string, Histogram<CounterLabels>>();
+  #stepDurations = new Map<string, Histogram<StepLabels>>();
   #attempts = new Map<string, OutcomeSample>();
   #leasesLost = new Map<string, number>();
 
@@ -132,12 +183,8 @@ export class MetricsRegistry {
       completions: copy(this.#completions),
       failures: copy(this.#failures),
       attempts: copy(this.#attempts),
-      durations: [...this.#durations.values()].map((h) => ({
-        labels: { ...h.labels },
-        buckets: DURATION_BUCKETS.map((le, i) => ({ le, count: h.counts[i]! })),
-        sum: h.sum,
-        count: h.counts.at(-1)!,
-      })),
+      durations: [...this.#durations.values()].map((h) => h.sample()),
+      stepDurations: [...this.#stepDurations.values()].map((h) => h.sample()),
       leasesLost: [...this.#leasesLost].map(([queue, value]) => ({ queue, value })),
     };
   }
@@ -153,18 +200,20 @@ export class MetricsRegistry {
     const ms = Number(fields.durationMs);
     if (!Number.isFinite(ms) || outcome === "abandoned") return;
     const seconds = ms / 1000;
-    let h = this.#durations.get(key);
-    if (!h) {
-      h = { labels, counts: new Array(DURATION_BUCKETS.length + 1).fill(0), sum: 0 };
-      this.#durations.set(key, h);
+    observe(this.#durations, key, labels, seconds);
+    const { workflow, step, stepKind } = fields;
+    // Read defensively: only a step job's event names both, as strings.
+    if (typeof workflow === "string" && typeof step === "string" && stepKind !== "compensation") {
+      observe(this.#stepDurations, `${workflow}\0${step}`, { workflow, step }, seconds);
     }
-    // Cumulative buckets; the last slot is the total (+Inf).
-    for (let i = 0; i < DURATION_BUCKETS.length; i++) {
-      if (seconds <= DURATION_BUCKETS[i]!) h.counts[i]!++;
-    }
-    h.counts[DURATION_BUCKETS.length]!++;
-    h.sum += seconds;
   }
+}
+
+/** Adds `seconds` to the histogram `key` of `map`, which starts with `labels` the first time. */
+function observe<L>(map: Map<string, Histogram<L>>, key: string, labels: L, seconds: number): void {
+  let h = map.get(key);
+  if (!h) map.set(key, h = new Histogram(labels));
+  h.observe(seconds);
 }
 
 /** Adds one to the series `key` of `map`, which starts with `labels` the first time. */
@@ -222,11 +271,13 @@ class Page {
  * store (reads only), then the optional snapshot. Throws when the store does.
  */
 export async function renderMetrics(store: Store, snapshot?: MetricsSnapshot): Promise<string> {
-  const [counts, queues, nodes, schedules] = await Promise.all([
+  const [counts, queues, nodes, schedules, runs, compensations] = await Promise.all([
     store.jobsCount({}),
     store.queuesList(),
     store.nodesList(),
     store.schedulesList({}),
+    store.workflowsCount(),
+    store.workflowCompensationsCount(),
   ]);
   const page = new Page();
 
@@ -269,6 +320,21 @@ export async function renderMetrics(store: Store, snapshot?: MetricsSnapshot): P
     page.sample("jobs_schedule_last_planned_seconds", { schedule: s.id }, s.lastPlannedFor / 1000);
   }
 
+  byWorkflowAndState(
+    page,
+    "jobs_workflow_runs",
+    "Workflow runs in the store by definition and state.",
+    RUN_STATES,
+    runs,
+  );
+  byWorkflowAndState(
+    page,
+    "jobs_workflow_compensations",
+    "Compensations of saga steps in the store by definition and state.",
+    COMPENSATION_STATES,
+    compensations,
+  );
+
   counter(page, "jobs_completions_total", "Attempts completed since the daemon started.", {
     samples: snapshot?.completions,
     labels: pick,
@@ -277,21 +343,65 @@ export async function renderMetrics(store: Store, snapshot?: MetricsSnapshot): P
     samples: snapshot?.failures,
     labels: pick,
   });
-  if (snapshot?.durations) {
-    const name = "jobs_attempt_duration_seconds";
-    page.family(name, "histogram", "How long attempts ran, in seconds.");
-    for (const h of snapshot.durations) {
-      const labels = pick(h);
-      for (const b of h.buckets) {
-        page.sample(`${name}_bucket`, { ...labels, le: formatValue(b.le) }, b.count);
-      }
-      page.sample(`${name}_bucket`, { ...labels, le: "+Inf" }, h.count);
-      page.sample(`${name}_sum`, labels, h.sum);
-      page.sample(`${name}_count`, labels, h.count);
-    }
-  }
+  histogram(page, "jobs_attempt_duration_seconds", "How long attempts ran, in seconds.", {
+    samples: snapshot?.durations,
+    labels: pick,
+  });
+  histogram(
+    page,
+    "jobs_workflow_step_duration_seconds",
+    "How long the attempts of workflow steps ran, in seconds, by definition and step.",
+    {
+      samples: snapshot?.stepDurations,
+      labels: (h) => ({ workflow: String(h.labels.workflow), step: String(h.labels.step) }),
+    },
+  );
   renderRuntime(page, snapshot ?? {});
   return page.toString();
+}
+
+/**
+ * A gauge by workflow and state: every workflow the store counts gets every
+ * one of `states`, zeros included, so a series does not vanish when a state
+ * empties (as `jobs_jobs` does by queue).
+ */
+function byWorkflowAndState(
+  page: Page,
+  name: string,
+  help: string,
+  states: readonly string[],
+  counts: readonly { workflow: string; state: string; count: number }[],
+): void {
+  const byWorkflow = new Map<string, Map<string, number>>();
+  for (const c of counts) {
+    let row = byWorkflow.get(c.workflow);
+    if (!row) byWorkflow.set(c.workflow, row = new Map(states.map((s) => [s, 0])));
+    row.set(c.state, (row.get(c.state) ?? 0) + c.count);
+  }
+  page.family(name, "gauge", help);
+  for (const [workflow, row] of [...byWorkflow].sort(([a], [b]) => a < b ? -1 : a > b ? 1 : 0)) {
+    for (const [state, count] of row) page.sample(name, { workflow, state }, count);
+  }
+}
+
+/** A histogram family; nothing when the snapshot has no such field. */
+function histogram<T extends Omit<HistogramSample, "labels">>(
+  page: Page,
+  name: string,
+  help: string,
+  series: { samples: readonly T[] | undefined; labels: (sample: T) => Record<string, string> },
+): void {
+  if (!series.samples) return;
+  page.family(name, "histogram", help);
+  for (const h of series.samples) {
+    const labels = series.labels(h);
+    for (const b of h.buckets) {
+      page.sample(`${name}_bucket`, { ...labels, le: formatValue(b.le) }, b.count);
+    }
+    page.sample(`${name}_bucket`, { ...labels, le: "+Inf" }, h.count);
+    page.sample(`${name}_sum`, labels, h.sum);
+    page.sample(`${name}_count`, labels, h.count);
+  }
 }
 
 /** The runtime's own series: outcomes, lost leases, store health, planner lag, leadership. */

@@ -13,7 +13,15 @@ import { JobFailure } from "./error_text.ts";
 import { capTailBytes, describeError, redact } from "./redact.ts";
 import { type BackoffSpec, type RunSettings, runSettingsOf } from "./run_settings.ts";
 import type { ClaimedJob, JobResult } from "./types.ts";
-import type { JobContext, Outcome, Worker } from "./worker.ts";
+import { EnqueueError, serializeArgs } from "./enqueue.ts";
+import type {
+  CursorWriter,
+  JobContext,
+  Outcome,
+  StepContext,
+  StepCursor,
+  Worker,
+} from "./worker.ts";
 
 /** The workers a process knows, by name. */
 // deno-lint-ignore no-explicit-any
@@ -25,6 +33,15 @@ export interface ExecuteDeps {
   clock: Clock;
   /** Random in [0, 1) for backoff jitter. @default Math.random */
   random?: () => number;
+  /** Where workflow steps' cursors are kept (the store). @default none: a step's cursor rejects */
+  cursors?: CursorStore;
+  /** Largest serialized step result, in bytes. @default 256 KiB */
+  resultLimit?: number;
+}
+
+/** The store's cursor methods, as the executor needs them. */
+export interface CursorStore extends CursorWriter {
+  workflowCursorGet(params: { jobId: number }): Promise<string | null>;
 }
 
 /** Raised into `ctx.signal` when the worker's timeout passes; stored as its message alone. */
@@ -54,6 +71,11 @@ export async function execute(
   const meta = metaOf(job.meta);
   const settings = meta === EMPTY ? NO_SETTINGS : runSettingsOf(meta);
   if (settings.definition !== undefined) base.definition = settings.definition;
+  const step = meta === EMPTY ? null : stepMetaOf(meta);
+  if (step !== null) {
+    base.workflow = step.run;
+    base.step = { workflow: step.workflow, step: step.step, kind: step.kind };
+  }
   const worker = deps.registry.get(job.worker);
   if (!worker) {
     return { ...base, outcome: "discarded", error: `unknown worker "${job.worker}"` };
@@ -71,12 +93,22 @@ export async function execute(
     control.signal,
     settings,
     settings.timeoutMs ?? worker.timeout,
+    step === null ? null : stepContext(step, args),
+    deps,
   );
   try {
     const outcome = ctx.timeoutMs === undefined || worker.selfTimed
       ? await worker.perform(args, ctx)
       : await withTimeout(worker, args, ctx, control, deps.clock, ctx.timeoutMs);
     if (ctx.kept !== null) base.output = capTailBytes(redact(ctx.kept));
+    if (outcome != null && typeof outcome === "object" && "result" in outcome && step !== null) {
+      try {
+        base.value = serializeArgs(outcome.result, `step "${step.step}" result`, deps.resultLimit);
+      } catch (error) {
+        if (!(error instanceof EnqueueError)) throw error;
+        return { ...base, outcome: "discarded", error: describeError(error) };
+      }
+    }
     return resultOf(outcome, base, deps.clock);
   } catch (error) {
     if (ctx.kept !== null) base.output = capTailBytes(redact(ctx.kept));
@@ -118,19 +150,63 @@ function metaOf(text: string): Record<string, unknown> {
   }
 }
 
+/** What a step job's meta says of its run (see `workflow/types.ts`, `StepMeta`). */
+interface StepMetaView {
+  run: number;
+  workflow: string;
+  step: string;
+  item: number;
+  kind: "step" | "compensation";
+  useCase: string | null;
+  payload?: { input?: unknown; results?: Record<string, unknown>; item?: unknown };
+}
+
+function stepMetaOf(meta: Record<string, unknown>): StepMetaView | null {
+  const w = meta.workflow as Partial<StepMetaView> | undefined;
+  if (w === null || typeof w !== "object" || typeof w.run !== "number") return null;
+  if (typeof w.step !== "string" || typeof w.workflow !== "string") return null;
+  return w as StepMetaView;
+}
+
+/** A command or HTTP step carries its payload in meta; a worker step gets it as its args. */
+function stepContext(step: StepMetaView, args: unknown): StepContext {
+  const payload = (step.payload ?? args ?? {}) as {
+    input?: unknown;
+    results?: Record<string, unknown>;
+    item?: unknown;
+    compensates?: { step: string; result: unknown };
+  };
+  return Object.freeze({
+    run: step.run,
+    workflow: step.workflow,
+    step: step.step,
+    kind: step.kind === "compensation" ? "compensation" : "step",
+    useCase: step.useCase ?? null,
+    input: payload.input ?? null,
+    results: Object.freeze({ ...payload.results }),
+    index: step.item >= 0 ? step.item : null,
+    item: step.item >= 0 ? payload.item : undefined,
+    compensates: payload.compensates ?? null,
+  });
+}
+
 /** The context of one attempt; tags are parsed only if read. */
 class Context implements JobContext {
   readonly job: JobView;
   /** What `output()` kept, raw. */
   kept: string | null = null;
+  readonly cursor: StepCursor;
   constructor(
     claimed: ClaimedJob,
     meta: Record<string, unknown>,
     readonly signal: AbortSignal,
     readonly settings: RunSettings,
     readonly timeoutMs: number | undefined,
+    readonly workflow: StepContext | null,
+    deps: ExecuteDeps,
   ) {
     this.job = new JobView(claimed, meta);
+    this.cursor = workflow === null ? NO_CURSOR : new Cursor(claimed, deps);
   }
   get attempt(): number {
     return this.job.claimed.attempt;
@@ -145,6 +221,38 @@ class Context implements JobContext {
     this.kept = String(text);
   }
 }
+
+/** A step's cursor, kept by the store and fenced by the attempt's lease. */
+class Cursor implements StepCursor {
+  constructor(readonly claimed: ClaimedJob, readonly deps: ExecuteDeps) {}
+  async get<T>(): Promise<T | null> {
+    const store = this.#store();
+    const text = await store.workflowCursorGet({ jobId: this.claimed.id });
+    return text === null ? null : JSON.parse(text) as T;
+  }
+  async set(value: unknown, options: { tx?: CursorWriter } = {}): Promise<void> {
+    const writer = options.tx ?? this.#store();
+    const text = serializeArgs(value, `job ${this.claimed.id} cursor`);
+    const held = await writer.workflowCursorSet({
+      jobId: this.claimed.id,
+      fence: this.claimed.fence,
+      value: text,
+      now: this.deps.clock.now(),
+    });
+    if (!held) {
+      throw new JobFailure(`cursor not written: job ${this.claimed.id} no longer holds its lease`);
+    }
+  }
+  #store(): CursorStore {
+    if (!this.deps.cursors) throw new TypeError(`no store to keep job ${this.claimed.id}'s cursor`);
+    return this.deps.cursors;
+  }
+}
+
+const NO_CURSOR: StepCursor = Object.freeze({
+  get: () => Promise.reject(new TypeError("only a workflow step has a cursor")),
+  set: () => Promise.reject(new TypeError("only a workflow step has a cursor")),
+});
 
 class JobView {
   #meta: Record<string, unknown> | undefined;
@@ -187,7 +295,16 @@ class JobView {
 
 type Base = Pick<
   JobResult,
-  "id" | "fence" | "attempt" | "startedAt" | "occurrence" | "output" | "definition"
+  | "id"
+  | "fence"
+  | "attempt"
+  | "startedAt"
+  | "occurrence"
+  | "output"
+  | "definition"
+  | "workflow"
+  | "value"
+  | "step"
 >;
 
 /** Maps what `perform` returned to one result. */

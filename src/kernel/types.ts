@@ -177,6 +177,12 @@ export type JobResult =
     output?: string;
     /** The hash of the schedule definition the attempt ran, when the job carries one. */
     definition?: string;
+    /** The workflow run the job is a step of: the store advances it in the same transaction. */
+    workflow?: number;
+    /** A step's result, as JSON text (already size-checked), when it completed with one. */
+    value?: string;
+    /** For a step's job: its definition, step and kind, for logs and metrics. */
+    step?: { workflow: string; step: string; kind: "step" | "compensation" };
   }
   & (
     | { outcome: "completed" }
@@ -190,6 +196,8 @@ export type JobResult =
 export interface RecordReport {
   recorded: number[];
   lost: number[];
+  /** Queues that got available jobs from the record (the next steps of workflow runs). */
+  queues?: string[];
 }
 
 /** What a planner sees of one schedule, inside the transaction that plans it. */

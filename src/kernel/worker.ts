@@ -37,6 +37,18 @@ export interface JobContext {
    * the worker's `timeout`; undefined when neither sets one.
    */
   readonly timeoutMs: number | undefined;
+  /**
+   * A workflow step's place in its run and what it got (the run's input,
+   * its dependencies' results, its item), or null for a job that is not a
+   * step of a workflow run.
+   */
+  readonly workflow: StepContext | null;
+  /**
+   * A step's resume position, stored beside its run's state: after a crash
+   * or a failed attempt, the retried step reads where it got to and goes on
+   * from there. Only a workflow step has one; elsewhere both methods reject.
+   */
+  readonly cursor: StepCursor;
   /** The job's row as claimed. */
   readonly job: {
     readonly id: number;
@@ -52,6 +64,49 @@ export interface JobContext {
   };
 }
 
+/** What a workflow step knows of its run (see `src/workflow/`). */
+export interface StepContext {
+  /** The run's id. */
+  readonly run: number;
+  /** The definition's id. */
+  readonly workflow: string;
+  /** The step's id (for a compensation, the step it undoes). */
+  readonly step: string;
+  /** A step run or the compensation of one. */
+  readonly kind: "step" | "compensation";
+  /** The use case the job runs (a compensation's own), or null. */
+  readonly useCase: string | null;
+  /** The run's input. */
+  readonly input: unknown;
+  /** The results of the steps it depends on, by step id (a compensation: of every completed step). */
+  readonly results: Readonly<Record<string, unknown>>;
+  /** For an item of a fanned-out step: its index and the item; else null and undefined. */
+  readonly index: number | null;
+  readonly item: unknown;
+  /** For a compensation: the step it undoes and what that step returned. */
+  readonly compensates: { readonly step: string; readonly result: unknown } | null;
+}
+
+/** Anything that writes a step's cursor inside a transaction: a store transaction does. */
+export interface CursorWriter {
+  workflowCursorSet(params: { jobId: number; fence: number; value: string; now: number }): Promise<
+    boolean
+  >;
+}
+
+/** A workflow step's resume position (see {@linkcode JobContext.cursor}). */
+export interface StepCursor {
+  /** The position the step last wrote (in any attempt), or null when it never wrote one. */
+  get<T = unknown>(): Promise<T | null>;
+  /**
+   * Writes the position (JSON), fenced by this attempt's lease: when the
+   * lease is gone it writes nothing and rejects. With `tx` (a store
+   * transaction), it commits with what else that transaction writes, so the
+   * position never runs ahead of (or lags behind) the progress it marks.
+   */
+  set(value: unknown, options?: { tx?: CursorWriter }): Promise<void>;
+}
+
 /**
  * What `perform` may return instead of finishing normally. Throwing an error
  * means "retry with backoff while attempts remain".
@@ -61,7 +116,9 @@ export type Outcome =
   | undefined
   | { snooze: number }
   | { cancel: string }
-  | { discard: string };
+  | { discard: string }
+  /** Done, with a result: a workflow step's result is stored and handed to its dependants. */
+  | { result: unknown };
 
 /** Anything with zod's `parse`: validates and narrows the args. */
 export interface ArgsSchema<A> {

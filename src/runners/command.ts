@@ -16,14 +16,41 @@
  *   `JOBS_OCCURRENCE` (the occurrence identity, empty for a plain job),
  *   `JOBS_IDEMPOTENCY_KEY`, `JOBS_ATTEMPT`, `JOBS_FENCE` and
  *   `JOBS_SCHEDULED_FOR` (the occurrence's ISO instant before jitter, also
- *   for a fan-out's item job, or the job's scheduled time for a plain job). A `${NAME}` that is not set
- *   discards the job, naming the variable: retrying cannot help.
+ *   for a fan-out's item job, or the job's scheduled time for a plain job
+ *   and a workflow step). A `${NAME}` that is not set discards the job,
+ *   naming the variable: retrying cannot help.
  * - stdin is `/dev/null`; stdout and stderr are read as they arrive,
  *   interleaved, into a rolling tail of `outputBytes` kept as the attempt's
  *   output (values filled from `${NAME}` are masked in it).
  * - The child is spawned `detached`, which on Unix makes it the leader of a
  *   new session and so of a new process group whose id is its pid; every
  *   signal below goes to the whole group.
+ *
+ * A step of a workflow run (a job whose `ctx.workflow` is set) also gets,
+ * beside those:
+ *
+ * | variable            | value                                                       |
+ * | ------------------- | ----------------------------------------------------------- |
+ * | `JOBS_WORKFLOW_RUN` | the run's id                                                |
+ * | `JOBS_WORKFLOW`     | the definition's id                                         |
+ * | `JOBS_STEP`         | the step's id (for a compensation, the step it undoes)      |
+ * | `JOBS_USE_CASE`     | the use case the job runs, empty when none                  |
+ * | `JOBS_STEP_INPUT`   | a JSON file: the step document (step_document.ts)           |
+ * | `JOBS_STEP_RESULT`  | a path the command may write its result to, as JSON         |
+ *
+ * The step document holds the run's input, the results of the steps it
+ * depends on, the item of a fanned-out step, for a compensation the step it
+ * undoes and its result, and the cursor an earlier attempt wrote:
+ * `{ run, workflow, step, kind, use_case, input, results, index, item,
+ * compensates, cursor }`. `JOBS_IDEMPOTENCY_KEY` is the step's identity
+ * (`<run>/<step>`, `<run>/<step>#<item>`, `<run>/<step>:compensate`), the
+ * same in every attempt. When the command exits 0 and has written the
+ * result file, its JSON is the step's result, handed to the steps that
+ * depend on it; no file means no result (null). A result file that is not
+ * JSON discards the job, naming the file. Both files live in a directory of
+ * their own (mode 0700) created before the command starts and removed once
+ * the attempt has ended, so nothing of one attempt reaches the next. A plain
+ * job gets none of these.
  *
  * How a run ends:
  *
@@ -69,11 +96,19 @@
 
 import type { Clock } from "../clock.ts";
 import { JobFailure } from "../kernel/error_text.ts";
-import { type ArgsSchema, defineWorker, type JobContext, type Worker } from "../kernel/worker.ts";
+import {
+  type ArgsSchema,
+  defineWorker,
+  type JobContext,
+  type Outcome,
+  type StepContext,
+  type Worker,
+} from "../kernel/worker.ts";
 import { occurrenceInstant } from "../schedule/occurrences.ts";
 import type { RunSpec } from "../schedule/types.ts";
 import { expandVariables, maskValues, MissingVariableError, referencedVariables } from "./env.ts";
 import { ProcessGroup } from "./process_group.ts";
+import { stepDocument } from "./step_document.ts";
 import { escapeControl } from "../text/escape.ts";
 
 /** The args of a `jobs.command` job: the `command` variant of a run spec. */
@@ -184,8 +219,11 @@ export const commandRunSchema: ArgsSchema<CommandRun> = {
   },
 };
 
-/** One attempt: environment, spawn, wait, stop the group, map the exit. */
-async function runCommand(run: CommandRun, ctx: JobContext, settings: Settings) {
+/**
+ * One attempt: environment, (for a workflow step) its files, spawn, wait,
+ * stop the group, map the exit.
+ */
+async function runCommand(run: CommandRun, ctx: JobContext, settings: Settings): Promise<Outcome> {
   const label = labelOf(run);
   let env: Record<string, string>;
   try {
@@ -195,6 +233,23 @@ async function runCommand(run: CommandRun, ctx: JobContext, settings: Settings) 
     throw error;
   }
   if (ctx.signal.aborted) throw stoppedError(label, ctx.signal.reason);
+  if (ctx.workflow === null) return await spawnAndWait(run, ctx, settings, env, label, null);
+  const files = await StepFiles.create(ctx.workflow, ctx);
+  try {
+    return await spawnAndWait(run, ctx, settings, { ...env, ...files.env }, label, files);
+  } finally {
+    await files.remove();
+  }
+}
+
+async function spawnAndWait(
+  run: CommandRun,
+  ctx: JobContext,
+  settings: Settings,
+  env: Record<string, string>,
+  label: string,
+  files: StepFiles | null,
+): Promise<Outcome> {
   const output = new OutputTail(settings.outputBytes);
   const lastLine = new OutputTail(LAST_LINE_BYTES);
   const stderr = new OutputTail(ERROR_STDERR_BYTES);
@@ -220,9 +275,75 @@ async function runCommand(run: CommandRun, ctx: JobContext, settings: Settings) 
     if (ended.kind === "timeout") {
       throw new JobFailure(said(`${label} timed out after ${ended.ms} ms`));
     }
-    return outcomeOf(ended.status, lastLine.text(), label, said);
+    const outcome = outcomeOf(ended.status, lastLine.text(), label, said);
+    return outcome === undefined && files !== null ? await files.result(label) : outcome;
   } finally {
     group.release();
+  }
+}
+
+/** Largest result file read; the executor then holds the result to its own, smaller limit. */
+export const MAX_RESULT_FILE_BYTES = 16 * 1024 * 1024;
+
+/**
+ * A step attempt's private directory: the step document the command reads
+ * (`JOBS_STEP_INPUT`) and the path it may write its result to
+ * (`JOBS_STEP_RESULT`).
+ */
+class StepFiles {
+  private constructor(
+    readonly dir: string,
+    readonly input: string,
+    readonly output: string,
+    readonly env: Record<string, string>,
+  ) {}
+
+  /** Makes the directory (0700, the temp dir's default) and writes the step document in it. */
+  static async create(step: StepContext, ctx: JobContext): Promise<StepFiles> {
+    const document = await stepDocument(step, ctx);
+    const dir = await Deno.makeTempDir({ prefix: "jobs-step-" });
+    const input = `${dir}/input.json`;
+    const output = `${dir}/result.json`;
+    try {
+      await Deno.writeTextFile(input, JSON.stringify(document), { mode: 0o600 });
+    } catch (error) {
+      await Deno.remove(dir, { recursive: true }).catch(() => {});
+      throw error;
+    }
+    return new StepFiles(dir, input, output, {
+      JOBS_WORKFLOW_RUN: String(step.run),
+      JOBS_WORKFLOW: step.workflow,
+      JOBS_STEP: step.step,
+      JOBS_USE_CASE: step.useCase ?? "",
+      JOBS_STEP_INPUT: input,
+      JOBS_STEP_RESULT: output,
+    });
+  }
+
+  /** What a command that exited 0 returns: its result file's JSON, if it wrote one. */
+  async result(label: string): Promise<Outcome> {
+    let size: number;
+    try {
+      size = (await Deno.stat(this.output)).size;
+    } catch (error) {
+      if (error instanceof Deno.errors.NotFound) return undefined;
+      throw error;
+    }
+    const where = `${label} result file "${escapeControl(this.output)}"`;
+    if (size > MAX_RESULT_FILE_BYTES) {
+      return { discard: `${where} has ${size} bytes, over ${MAX_RESULT_FILE_BYTES}` };
+    }
+    const text = await Deno.readTextFile(this.output);
+    try {
+      return { result: JSON.parse(text) };
+    } catch (error) {
+      return { discard: `${where} is not JSON: ${(error as Error).message}` };
+    }
+  }
+
+  /** Removes the directory, whatever the command left in it. */
+  async remove(): Promise<void> {
+    await Deno.remove(this.dir, { recursive: true }).catch(() => {});
   }
 }
 
@@ -277,7 +398,8 @@ export function childEnv(
  */
 function scheduledFor(ctx: JobContext): number {
   const occurrence = ctx.job.occurrence;
-  if (occurrence === null) return ctx.job.scheduledAt;
+  // A step's identity (`12/3`) is no occurrence, though Date.parse may read it as a date.
+  if (occurrence === null || ctx.workflow !== null) return ctx.job.scheduledAt;
   const instant = occurrenceInstant({
     at: ctx.job.scheduledAt,
     occurrence: occurrence.replace(/#[^#@]*$/, ""),

@@ -17,6 +17,22 @@
  * and no stack: `POST https://host/path answered 503`, `GET … timed out
  * after 30000 ms`, `GET … failed: <the network error>`.
  *
+ * A step of a workflow run (a job whose `ctx.workflow` is set) also sends
+ * `Jobs-Workflow-Run` (the run's id), `Jobs-Step` (the step's id; for a
+ * compensation, the step it undoes) and `Jobs-Use-Case` (the use case it
+ * runs; absent when none), and its `Idempotency-Key` is the step's identity
+ * (`<run>/<step>`, `<run>/<step>#<item>`, `<run>/<step>:compensate`). When
+ * the run sets no body and the method takes one (any but GET and HEAD), the
+ * body is the step document (step_document.ts: `{ run, workflow, step,
+ * kind, use_case, input, results, index, item, compensates, cursor }`) as
+ * JSON, with `Content-Type: application/json` unless the run sets its own.
+ * A 2xx whose `Content-Type` is JSON (`application/json`, or a `+json`
+ * type) is read whole, up to `resultBytes`, and its body is the step's
+ * result, handed to the steps that depend on it; another 2xx completes the
+ * step with no result. A JSON body that does not parse, or is longer than
+ * `resultBytes`, discards the job naming the request; one cut short (a
+ * timeout or a broken connection after the status) is retried.
+ *
  * Secrets: expanded header values are never logged or kept. Messages name the
  * URL as the run spells it (references unexpanded, then {@linkcode redact}ed),
  * and the values of referenced variables are masked in the excerpt and in
@@ -28,9 +44,11 @@
 import type { Clock } from "../clock.ts";
 import { JobFailure } from "../kernel/error_text.ts";
 import { redact } from "../kernel/redact.ts";
+import { DEFAULT_ARGS_LIMIT } from "../kernel/enqueue.ts";
 import { defineWorker, type JobContext, type Outcome, type Worker } from "../kernel/worker.ts";
 import type { RunSpec } from "../schedule/types.ts";
 import { expandVariables, maskValues, MissingVariableError } from "./env.ts";
+import { stepDocument } from "./step_document.ts";
 
 /** The args of a `jobs.http` job: the schedule's `http` run spec. */
 export type HttpRun = Extract<RunSpec, { kind: "http" }>;
@@ -41,6 +59,8 @@ export const HTTP_WORKER = "jobs.http";
 export const DEFAULT_HTTP_TIMEOUT_MS = 30_000;
 /** Bytes of the response body kept as the attempt's output. */
 export const DEFAULT_EXCERPT_BYTES = 4096;
+/** Most bytes of a step's JSON response read as its result: a step result's limit. */
+export const DEFAULT_HTTP_RESULT_BYTES = DEFAULT_ARGS_LIMIT;
 
 /** Options of {@linkcode httpWorker}. */
 export interface HttpWorkerOptions {
@@ -52,6 +72,11 @@ export interface HttpWorkerOptions {
   fetch?: typeof fetch;
   /** How much of the response body is kept as output; the rest is not read. @default 4096 */
   excerptBytes?: number;
+  /**
+   * Most bytes of a workflow step's JSON response read as its result; a
+   * longer one discards the job. @default 262144 (a step result's limit)
+   */
+  resultBytes?: number;
 }
 
 /** Raised into the request's signal when its timeout passes. */
@@ -75,12 +100,17 @@ export function httpWorker(options: HttpWorkerOptions): Worker<HttpRun> {
   if (!Number.isInteger(excerptBytes) || excerptBytes < 0) {
     throw new RangeError(`httpWorker: excerptBytes must be an integer >= 0, got ${excerptBytes}`);
   }
+  const resultBytes = options.resultBytes ?? DEFAULT_HTTP_RESULT_BYTES;
+  if (!Number.isInteger(resultBytes) || resultBytes < 1) {
+    throw new RangeError(`httpWorker: resultBytes must be an integer >= 1, got ${resultBytes}`);
+  }
   const deps: Deps = {
     env: options.env,
     clock: options.clock,
     // Called unbound, the global fetch would lose its receiver.
     fetch: options.fetch ?? ((input, init) => globalThis.fetch(input, init)),
     excerptBytes,
+    resultBytes,
   };
   return defineWorker<HttpRun>({
     name: HTTP_WORKER,
@@ -96,11 +126,13 @@ interface Deps {
   clock: Clock;
   fetch: typeof fetch;
   excerptBytes: number;
+  resultBytes: number;
 }
 
 async function performHttp(run: HttpRun, ctx: JobContext, deps: Deps): Promise<Outcome> {
   const prepared = prepare(run, ctx, deps.env);
   if ("discard" in prepared) return prepared;
+  if (ctx.workflow !== null) await addStep(prepared, run, ctx);
   const answer = await exchange(prepared, timeoutOf(run, ctx), deps, ctx.signal);
   ctx.output(`HTTP ${answer.status}\n${answer.excerpt}`);
   return outcomeOf(answer, prepared, deps.clock.now());
@@ -191,6 +223,8 @@ interface Prepared {
   shown: string;
   /** Values of the referenced variables, masked wherever the runner writes text. */
   secrets: string[];
+  /** A workflow step's request: a JSON response of a 2xx is its result. */
+  step: boolean;
 }
 
 function prepare(
@@ -236,7 +270,24 @@ function prepare(
   headers.set("Idempotency-Key", headerSafe(ctx.idempotencyKey));
   headers.set("X-Jobs-Fence", String(ctx.fence));
   headers.set("X-Jobs-Attempt", String(ctx.attempt));
-  return { method: run.method, url, headers, body: run.body, shown, secrets };
+  return { method: run.method, url, headers, body: run.body, shown, secrets, step: false };
+}
+
+/** Methods that take no body: a step's document is not sent with them. */
+const BODILESS = new Set(["GET", "HEAD"]);
+
+/** A workflow step's headers, and its document as the body when the run sets none. */
+async function addStep(prepared: Prepared, run: HttpRun, ctx: JobContext): Promise<void> {
+  const step = ctx.workflow!;
+  prepared.step = true;
+  prepared.headers.set("Jobs-Workflow-Run", String(step.run));
+  prepared.headers.set("Jobs-Step", headerSafe(step.step));
+  if (step.useCase !== null) prepared.headers.set("Jobs-Use-Case", headerSafe(step.useCase));
+  if (run.body !== undefined || BODILESS.has(prepared.method)) return;
+  prepared.body = JSON.stringify(await stepDocument(step, ctx));
+  if (!prepared.headers.has("Content-Type")) {
+    prepared.headers.set("Content-Type", "application/json");
+  }
 }
 
 const REFERENCE = /\$\{[A-Za-z_][A-Za-z0-9_]*\}/g;
@@ -272,6 +323,11 @@ interface Answer {
   status: number;
   retryAfter: string | null;
   excerpt: string;
+  /**
+   * A step's 2xx JSON response: its whole body (`cut` null), or what was
+   * read before the body was cut (`"more"` past `limit` bytes, else why).
+   */
+  json?: { text: string; cut: unknown; limit: number };
 }
 
 /**
@@ -321,19 +377,38 @@ async function exchange(
       if (timedOut) throw new JobFailure(`${what} timed out after ${timeoutMs} ms`);
       throw new JobFailure(`${what} failed: ${mask(messageOf(error), prepared)}`);
     }
-    const { text, cut } = await readExcerpt(response.body, deps.excerptBytes, signal);
+    const result = prepared.step && response.status >= 200 && response.status < 300 &&
+      isJson(response.headers.get("Content-Type"));
+    const limit = result ? Math.max(deps.resultBytes, deps.excerptBytes) : deps.excerptBytes;
+    const read = await readBody(response.body, limit, signal);
     if (jobSignal.aborted) throw jobSignal.reason;
+    // Past the excerpt, bytes read for the result are cut from the output as unread ones are.
+    const shortened = read.bytes.length > deps.excerptBytes;
+    const text = decode(read.bytes.subarray(0, deps.excerptBytes), shortened || read.cut !== null);
     let excerpt = mask(text, prepared);
-    if (cut === "more") excerpt += `\n… [cut after ${deps.excerptBytes} bytes]`;
-    else if (cut !== null) {
-      const why = timedOut ? `timed out after ${timeoutMs} ms` : mask(messageOf(cut), prepared);
+    if (read.cut === "more" || shortened) {
+      excerpt += `\n… [cut after ${deps.excerptBytes} bytes]`;
+    } else if (read.cut !== null) {
+      const why = timedOut
+        ? `timed out after ${timeoutMs} ms`
+        : mask(messageOf(read.cut), prepared);
       excerpt += `\n… [body cut short: ${why}]`;
     }
-    return {
+    const answer: Answer = {
       status: response.status,
       retryAfter: response.headers.get("Retry-After"),
       excerpt,
     };
+    if (result) {
+      // Read as far as the excerpt too, but held to resultBytes.
+      const over = read.cut === "more" || read.bytes.length > deps.resultBytes;
+      answer.json = {
+        text: new TextDecoder().decode(read.bytes),
+        cut: over ? "more" : read.cut,
+        limit: deps.resultBytes,
+      };
+    }
+    return answer;
   } finally {
     stopTimer.abort();
     jobSignal.removeEventListener("abort", onJobAbort);
@@ -350,18 +425,24 @@ function abortable<T>(promise: Promise<T>, signal: AbortSignal): Promise<T> {
   });
 }
 
+/** A JSON media type: `application/json`, or any `+json` type, whatever its parameters. */
+function isJson(contentType: string | null): boolean {
+  const type = (contentType ?? "").split(";")[0]!.trim().toLowerCase();
+  return type === "application/json" || (type.startsWith("application/") && type.endsWith("+json"));
+}
+
 /**
  * Reads at most `limit` bytes of `body` (one chunk more, to know whether
  * there is more), then cancels the stream so an endless body is never
  * buffered. `cut` is "more" when bytes were left unread, the error when
  * reading stopped early, null when the whole body was read.
  */
-async function readExcerpt(
+async function readBody(
   body: ReadableStream<Uint8Array> | null,
   limit: number,
   signal: AbortSignal,
-): Promise<{ text: string; cut: unknown }> {
-  if (body === null) return { text: "", cut: null };
+): Promise<{ bytes: Uint8Array; cut: unknown }> {
+  if (body === null) return { bytes: new Uint8Array(0), cut: null };
   const reader = body.getReader();
   const chunks: Uint8Array[] = [];
   let size = 0;
@@ -391,10 +472,14 @@ async function readExcerpt(
     bytes.set(chunk, at);
     at += chunk.length;
   }
-  let text = new TextDecoder().decode(bytes);
+  return { bytes, cut };
+}
+
+/** `bytes` as text; when `cut` (the bytes stop early), a character cut in two is dropped. */
+function decode(bytes: Uint8Array, cut: boolean): string {
+  const text = new TextDecoder().decode(bytes);
   // A cut inside a character decodes to U+FFFD: drop it.
-  if (cut !== null) text = text.replace(/\uFFFD+$/, "");
-  return { text, cut };
+  return cut ? text.replace(/\uFFFD+$/, "") : text;
 }
 
 function messageOf(error: unknown): string {
@@ -407,7 +492,7 @@ function messageOf(error: unknown): string {
 /** Maps the status; see the module doc's table. */
 function outcomeOf(answer: Answer, prepared: Prepared, now: number): Outcome {
   const { status } = answer;
-  if (status >= 200 && status < 300) return undefined;
+  if (status >= 200 && status < 300) return answer.json ? resultOf(answer, prepared) : undefined;
   // The status alone: the reason phrase is the server's text and adds nothing to the code.
   const text = `${prepared.method} ${prepared.shown} answered ${status}`;
   if (status === 429 || status === 503) {
@@ -417,6 +502,24 @@ function outcomeOf(answer: Answer, prepared: Prepared, now: number): Outcome {
   }
   if (status >= 500) throw new JobFailure(text);
   return { discard: text };
+}
+
+/** A step's 2xx JSON response as its result; see the module doc. */
+function resultOf(answer: Answer, prepared: Prepared): Outcome {
+  const { text, cut, limit } = answer.json!;
+  const what = `${prepared.method} ${prepared.shown} answered ${answer.status}`;
+  if (cut === "more") return { discard: `${what} with a JSON body over ${limit} bytes` };
+  if (cut !== null) {
+    throw new JobFailure(
+      `${what} but its JSON body was cut short: ${mask(messageOf(cut), prepared)}`,
+    );
+  }
+  try {
+    return { result: JSON.parse(text) };
+  } catch (error) {
+    // The parser quotes the body: masked like the excerpt.
+    return { discard: `${what} with a body that is not JSON: ${mask(messageOf(error), prepared)}` };
+  }
 }
 
 /**

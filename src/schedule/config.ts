@@ -51,6 +51,23 @@
  * allowed on manual schedules too: a run started by an operator fans out the
  * same way.
  *
+ * Workflows: `use_cases:` maps a use-case id to what runs it, one of
+ * `command` (with `shell`, `cwd`, `env`), `worker` or `http`, as a `run`
+ * takes them, with an optional `queue` and `priority` for the jobs that run
+ * it. `workflows:` lists definitions: `id`, `carried_by: workflow` for a
+ * saga, `queue`, and `steps`, each with `id`, `depends_on`, `for_each`,
+ * `optional`, `use_case` or (a plain workflow only) `run`, `compensation`
+ * (`{ mode: use-case, use_case }` or `{ mode: none, reason }`),
+ * `max_attempts`, `timeout`, `backoff` (not in a saga), `queue`, `priority`
+ * and `tags`. Each is held to `checkWorkflow`'s rules (`config/workflows.ts`):
+ * a broken rule is an error with the rule's code (`behavior-unrecorded`,
+ * `use-case-shared`, `compensation-missing`, `engine-config-in-record`...)
+ * at the node it names, and a valid file's workflows are compiled onto
+ * {@linkcode ScheduleConfig.workflows}. A schedule with `run: { workflow:
+ * <id>, input: {...} }` starts one run per occurrence: a `jobs.workflow` job
+ * carrying the compiled definition (`input` defaults to `{}`; an unknown id
+ * is `workflow-unknown`; a selection cannot fan it out).
+ *
  * Pure except {@linkcode loadSchedules}, which reads the file. The `yaml`
  * package reads the environment variables `LOG_TOKENS` and `LOG_STREAM`, so
  * a program that parses needs `--allow-env` (or at least those two names).

@@ -6,6 +6,8 @@
  * @module
  */
 
+import type { CompiledWorkflow, StepRun } from "../workflow/types.ts";
+
 /** What to do with a local time that does not exist (spring forward). */
 export type GapPolicy = "skip" | "shift";
 /** Which instant(s) run for a local time that happens twice (fall back). */
@@ -162,6 +164,14 @@ export interface Schedule extends Timing {
   runsWhere?: string;
   /** Set when the schedule has a `selection`: each run lists items and runs `run` once per item. */
   fanOut?: FanOut;
+  /**
+   * Set when the schedule starts a workflow (`run: { workflow, input }`):
+   * the workflow's id. Its `run` is then a worker run of `jobs.workflow`
+   * whose args are a `WorkflowStartRun` carrying the compiled definition, so
+   * each occurrence starts one run and the schedule's definition hash
+   * changes with the workflow's.
+   */
+  workflow?: string;
 }
 
 /**
@@ -188,6 +198,13 @@ export interface ScheduleConfig {
   schedules: Schedule[];
   /** The `pruner:` section, when the file has one. */
   pruner?: PrunerConfig;
+  /** The `use_cases:` section: use-case id -> what runs it, in file order; empty when none. */
+  useCases: Record<string, StepRun>;
+  /**
+   * The `workflows:` section, each checked against the record rules and
+   * compiled (use cases resolved), in file order; empty when none.
+   */
+  workflows: CompiledWorkflow[];
   /**
    * The `workers:` module, resolved against the schedules file's folder
    * (relative when the file's path is): its exported workers run the

@@ -10,6 +10,12 @@
 
 import type { Attempt, InsertResult, Job, JobState } from "../kernel/types.ts";
 import type { LeaderState, ScheduleRow } from "./store.ts";
+import {
+  RUN_STATES,
+  type RunState,
+  type WorkflowRun,
+  type WorkflowStepRow,
+} from "../workflow/types.ts";
 
 /** A row as a driver returns it. */
 export type Row = Record<string, unknown>;
@@ -115,4 +121,60 @@ export function toLeaderState(row: Row, held: boolean): LeaderState {
     fence: Number(row.fence),
     expiresAt: Number(row.expires_at),
   };
+}
+
+/** A row of `workflow_runs` (input as stored: JSON text, or `jsonb` already parsed). */
+export function toWorkflowRun(row: Row): WorkflowRun {
+  return {
+    id: Number(row.id),
+    workflow: String(row.workflow),
+    hash: String(row.hash),
+    state: row.state as RunState,
+    input: json(row.input),
+    tenant: (row.tenant as string | null) ?? null,
+    key: (row.key as string | null) ?? null,
+    error: (row.error as string | null) ?? null,
+    cancelReason: (row.cancel_reason as string | null) ?? null,
+    startedAt: Number(row.started_at),
+    finishedAt: num(row.finished_at),
+    updatedAt: Number(row.updated_at),
+  };
+}
+
+/** A row of `workflow_steps`; result and cursor stay JSON text. */
+export function toWorkflowStepRow(row: Row): WorkflowStepRow {
+  return {
+    runId: Number(row.run_id),
+    kind: row.kind as WorkflowStepRow["kind"],
+    step: String(row.step),
+    item: Number(row.item),
+    jobId: num(row.job_id),
+    state: row.state as WorkflowStepRow["state"],
+    result: jsonText(row.result),
+    cursor: jsonText(row.cursor),
+    seq: num(row.seq),
+    error: (row.error as string | null) ?? null,
+    items: num(row.items),
+    remaining: num(row.remaining),
+    createdAt: Number(row.created_at),
+    finishedAt: num(row.finished_at),
+  };
+}
+
+/** A JSON column as text: SQLite stores text, PostgreSQL's `jsonb` arrives parsed. */
+export function jsonText(value: unknown): string | null {
+  if (value == null) return null;
+  return typeof value === "string" ? value : JSON.stringify(value);
+}
+
+/** Refuses run states that are not one of {@linkcode RUN_STATES}. */
+export function checkRunStates(state: RunState | RunState[] | undefined): RunState[] | null {
+  if (state === undefined) return null;
+  const states = Array.isArray(state) ? state : [state];
+  for (const s of states) {
+    if (!RUN_STATES.includes(s)) {
+      throw new RangeError(`unknown run state "${s}": one of ${RUN_STATES.join(", ")}`);
+    }
+  }
+  return states;
 }

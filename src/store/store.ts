@@ -22,6 +22,12 @@ import type {
   PlanDecision,
   RecordReport,
 } from "../kernel/types.ts";
+import type {
+  CompiledWorkflow,
+  RunState,
+  WorkflowRun,
+  WorkflowRunDetail,
+} from "../workflow/types.ts";
 
 /** What `migrate()` did. */
 export interface MigrationReport {
@@ -62,6 +68,11 @@ export const STORE_TX_METHODS = [
   "settingSet",
   "settingDelete",
   "auditRecord",
+  "workflowStart",
+  "workflowGet",
+  "workflowCancel",
+  "workflowRetry",
+  "workflowCursorSet",
 ] as const;
 
 /** The name of one method of {@linkcode STORE_TX_METHODS}. */
@@ -172,6 +183,45 @@ export interface ScheduleRow {
   lastMisfireFor: number | null;
   createdAt: number;
   updatedAt: number;
+}
+
+/** What {@linkcode Store.workflowStart} takes. */
+export interface WorkflowStartParams {
+  /** The compiled definition; the run keeps it, so it advances without the configuration. */
+  definition: CompiledWorkflow;
+  /** The run's input, as JSON text (already serialized and size-checked). */
+  input: string;
+  tenant: string | null;
+  /**
+   * The start's idempotency key (a schedule occurrence's identity, or the
+   * caller's): a second start with the same key returns the first run.
+   */
+  key: string | null;
+  now: number;
+  /** Largest serialized args of a step's job. @default 256 KiB */
+  argsLimit?: number;
+}
+
+/** Filters of {@linkcode Store.workflowsList}. */
+export interface WorkflowFilter {
+  state?: RunState | RunState[];
+  workflow?: string;
+  /** @default 100 */
+  limit?: number;
+  /** Newest first unless false. @default true */
+  desc?: boolean;
+  /** Keyset paging: runs past this id in the listing order. */
+  after?: number;
+}
+
+/** What an operator's cancel or retry of a run did. */
+export interface WorkflowActionResult {
+  /** The run's state before the action. */
+  was: RunState;
+  /** The run's state after it. */
+  state: RunState;
+  /** The jobs the action cancelled or made runnable again. */
+  jobs: number[];
 }
 
 /** A lease a node holds on an executing job. */
@@ -514,6 +564,63 @@ export interface Store<Tx extends StoreTx = StoreTx> {
     actor: string | null;
     now: number;
   }): Promise<boolean>;
+
+  /**
+   * Starts a run of `definition`: its row and the jobs of its first steps
+   * (those with no dependencies), in one transaction. With a `key` already
+   * used, returns that run (`duplicate`) and writes nothing. `queues` are
+   * those that got an available job.
+   */
+  workflowStart(params: WorkflowStartParams): Promise<{
+    id: number;
+    duplicate: boolean;
+    queues: string[];
+  }>;
+  /** One run with its definition and step rows (steps, items, compensations), or null. */
+  workflowGet(params: { id: number }): Promise<WorkflowRunDetail | null>;
+  /** Runs matching a filter, newest first; an unknown state is a RangeError naming it. */
+  workflowsList(params: WorkflowFilter): Promise<WorkflowRun[]>;
+  /** Runs counted by definition and state (for `/metrics`). */
+  workflowsCount(): Promise<{ workflow: string; state: RunState; count: number }[]>;
+  /** Compensation rows counted by definition and state (for `/metrics`). */
+  workflowCompensationsCount(): Promise<{ workflow: string; state: string; count: number }[]>;
+  /**
+   * An operator's cancel: the run's waiting step jobs are cancelled; a plain
+   * run ends `cancelled` once its executing steps finish, a saga runs its
+   * compensations. Null when no such run; a final run is left as it is
+   * (`was` = `state`).
+   */
+  workflowCancel(params: { id: number; now: number; reason: string }): Promise<
+    WorkflowActionResult | null
+  >;
+  /**
+   * An operator's retry of a `failed` run: its discarded or cancelled steps
+   * (or the compensation that was discarded) run again, and the run
+   * resumes (`running`, or `compensating`). Steps cancelled because of them
+   * wait for them again. Null when no such run; a run that is not `failed`
+   * is left as it is (`jobs` empty).
+   */
+  workflowRetry(params: { id: number; now: number }): Promise<WorkflowActionResult | null>;
+  /**
+   * Deletes up to `limit` final runs (and their step rows) that finished
+   * before the cutoff of their kind of end: `completed` runs by the
+   * completed cutoff, `compensated` and `cancelled` ones by the cancelled
+   * cutoff, `failed` ones (dead letters) by the discarded cutoff. A missing
+   * cutoff keeps them. Returns how many runs it deleted.
+   */
+  workflowsPrune(params: {
+    before: Partial<Record<"completed" | "cancelled" | "discarded", number>>;
+    limit: number;
+  }): Promise<number>;
+  /** The resume position a step's job last wrote (JSON text), or null. */
+  workflowCursorGet(params: { jobId: number }): Promise<string | null>;
+  /**
+   * Writes a step's resume position (JSON text) if the job's lease (id,
+   * executing, fence) still holds; returns whether it did.
+   */
+  workflowCursorSet(params: { jobId: number; fence: number; value: string; now: number }): Promise<
+    boolean
+  >;
 
   /**
    * Calls `listener` soon after another connection or process commits a

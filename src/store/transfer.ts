@@ -62,6 +62,8 @@ export const TRANSFER_TABLES = [
   "queues",
   "settings",
   "audit",
+  "workflow_runs",
+  "workflow_steps",
 ] as const;
 
 /** A table {@linkcode storeTransfer} copies. */
@@ -182,6 +184,50 @@ const SPECS: readonly TableSpec[] = [
     key: ["id"],
     paged: true,
     sequence: true,
+  },
+  {
+    name: "workflow_runs",
+    columns: [
+      ["id", int],
+      ["workflow", text],
+      ["hash", text],
+      ["definition", text],
+      ["state", text],
+      ["input", text],
+      ["tenant", text],
+      ["key", text],
+      ["error", text],
+      ["cancel_reason", text],
+      ["started_at", int],
+      ["finished_at", int],
+      ["updated_at", int],
+    ],
+    key: ["id"],
+    paged: true,
+    sequence: true,
+  },
+  {
+    name: "workflow_steps",
+    columns: [
+      ["run_id", int],
+      ["kind", text],
+      ["step", text],
+      ["item", int],
+      ["job_id", int],
+      ["state", text],
+      ["result", text],
+      ["cursor", text],
+      ["seq", int],
+      ["error", text],
+      ["items", int],
+      ["remaining", int],
+      ["created_at", int],
+      ["finished_at", int],
+    ],
+    // A key of numbers and texts: read whole, in key order.
+    key: ["run_id", "kind", "step", "item"],
+    paged: false,
+    sequence: false,
   },
 ];
 
@@ -545,9 +591,12 @@ function postgresSide(sql: postgres.TransactionSql, schema: string): Side {
   return {
     page: async (spec, after, limit) => {
       if (!spec.paged) {
-        // Byte order, as SQLite's BINARY, whatever the database's collation.
-        return await sql`SELECT ${cols(spec)} FROM ${table(spec)}
-          ORDER BY ${sql(spec.key[0]!)} COLLATE "C"`;
+        // Texts in byte order, as SQLite's BINARY, whatever the database's collation.
+        const kinds = new Map(spec.columns);
+        const order = spec.key
+          .map((k) => kinds.get(k) === "text" ? sql`${sql(k)} COLLATE "C"` : sql`${sql(k)}`)
+          .reduce((list, k) => sql`${list}, ${k}`);
+        return await sql`SELECT ${cols(spec)} FROM ${table(spec)} ORDER BY ${order}`;
       }
       const key = sql([...spec.key]);
       if (after === null) {

@@ -1,7 +1,7 @@
 /**
  * What the dashboard can do, as one interface ({@linkcode DashboardActions})
- * whose store-backed implementation calls only `src/admin/actions.ts`: the
- * same functions the runbook commands call, so every action is audited the
+ * whose store-backed implementation calls only `src/admin/actions.ts` and
+ * `src/admin/workflows.ts`: the same functions the runbook commands call, so every action is audited the
  * same way, with the operator's name and the clock's now.
  *
  * @module
@@ -20,9 +20,15 @@ import {
   type Skipped,
 } from "../admin/actions.ts";
 import type { DefinitionChoice } from "../admin/definitions.ts";
+import {
+  cancelWorkflowRun,
+  retryWorkflowRun,
+  type WorkflowActionDone,
+} from "../admin/workflows.ts";
 import type { Clock } from "../clock.ts";
 import type { InsertResult, Job } from "../kernel/types.ts";
 import { definitionHash } from "../worker/planner.ts";
+import type { RunState } from "../workflow/types.ts";
 import type { LoadedConfig, StoreSource } from "./data.ts";
 
 /** The operator actions of the dashboard; each rejects with a message a person can read. */
@@ -49,6 +55,21 @@ export interface DashboardActions {
     queue: string,
     paused: boolean,
   ): Promise<{ queue: string; paused: boolean; was: boolean }>;
+  /**
+   * Retries a failed workflow run or cancels a live one, with a reason; a run
+   * that no longer qualifies is refused (the admin function's message).
+   */
+  workflowRun(action: RunAction, id: number, reason: string): Promise<WorkflowActionDone>;
+}
+
+/** What the dashboard does to a workflow run. */
+export type RunAction = "retry" | "cancel";
+
+/** The run an action targets, as read when it was asked for. */
+export interface RunTarget {
+  id: number;
+  workflow: string;
+  state: RunState;
 }
 
 /** One operator action, as the reducer asks for it (a plain value). */
@@ -57,7 +78,8 @@ export type ActRequest =
   | { kind: "replay"; job: Job; reason: string }
   | { kind: "run"; id: string; reason: string | null }
   | { kind: "schedule"; id: string; enabled: boolean; reason: string }
-  | { kind: "queue"; queue: string; paused: boolean };
+  | { kind: "queue"; queue: string; paused: boolean }
+  | { kind: "workflow"; action: RunAction; run: RunTarget; reason: string };
 
 /** What each kind of {@linkcode ActRequest} answers. */
 export interface ActResults {
@@ -66,6 +88,7 @@ export interface ActResults {
   run: InsertResult & { occurrence: string };
   schedule: { id: string; enabled: boolean; was: boolean };
   queue: { queue: string; paused: boolean; was: boolean };
+  workflow: WorkflowActionDone;
 }
 
 /** An action done: its request with its answer (the event the reducer receives). */
@@ -105,6 +128,12 @@ export async function runAction(actions: DashboardActions, request: ActRequest):
         kind: "acted",
         request,
         result: await actions.setQueuePaused(request.queue, request.paused),
+      };
+    case "workflow":
+      return {
+        kind: "acted",
+        request,
+        result: await actions.workflowRun(request.action, request.run.id, request.reason),
       };
   }
 }
@@ -173,6 +202,10 @@ export function storeActions(params: {
     },
     async setQueuePaused(queue, paused) {
       return await setQueuePaused(await source.get(), queue, paused, who(null));
+    },
+    async workflowRun(action, id, reason) {
+      const act = action === "retry" ? retryWorkflowRun : cancelWorkflowRun;
+      return await act(await source.get(), { id, reason, actor, now: clock.now() });
     },
   };
 }

@@ -2,8 +2,9 @@
  * What the dashboard reads, as one interface ({@linkcode DashboardData})
  * with a store-backed implementation: the views of `src/admin/views.ts`
  * assembled for each screen, a page of jobs at a time (keyset paging, so a
- * page costs the same at any depth of a large table), and the schedules
- * file reloaded when it changes.
+ * page costs the same at any depth of a large table), workflow runs through
+ * `src/admin/workflows.ts` (a page of runs with their step counts, one run
+ * as its view), and the schedules file reloaded when it changes.
  *
  * The store is opened lazily and never created: a missing file is an
  * error the dashboard shows, and the next refresh tries again.
@@ -25,6 +26,12 @@ import {
   type StoreCheck,
   storeCheck,
 } from "../admin/views.ts";
+import {
+  listWorkflowRuns,
+  type WorkflowRunSummary,
+  type WorkflowRunView,
+  workflowRunView,
+} from "../admin/workflows.ts";
 import type { Clock } from "../clock.ts";
 import type { Job, JobState } from "../kernel/types.ts";
 import { loadSchedules } from "../schedule/config.ts";
@@ -32,6 +39,7 @@ import { next } from "../schedule/occurrences.ts";
 import type { Occurrence, Schedule, ScheduleConfig } from "../schedule/types.ts";
 import { describeLocation, isPostgresLocation, openStore, type StoreMode } from "../store/open.ts";
 import type { JobFilter, JobMatch, Store } from "../store/store.ts";
+import { RUN_STATES, type RunState } from "../workflow/types.ts";
 
 /** The throughput window of the overview: the last hour, by minute. */
 export const THROUGHPUT_BUCKET_MS = 60_000;
@@ -100,6 +108,22 @@ export interface DeadLetterGroup {
   latestAt: number;
 }
 
+/** One page of the workflow runs list, newest first. */
+export interface RunsQuery {
+  /** Runs in this state only; null for any. */
+  state: RunState | null;
+  /** Keyset paging: the last id of the previous page. */
+  after?: number;
+  limit: number;
+}
+
+/** A page of workflow runs, with how many runs the store holds in each state. */
+export interface RunsPage {
+  runs: WorkflowRunSummary[];
+  /** Every run counted by state (all definitions), each state present. */
+  counts: Record<RunState, number>;
+}
+
 /** What the dashboard reads. Every method may reject: the dashboard shows why and keeps the last data. */
 export interface DashboardData {
   /** Where the data comes from, for the title bar. */
@@ -115,6 +139,10 @@ export interface DashboardData {
   job(id: number): Promise<JobDetail | null>;
   schedules(now: number): Promise<ScheduleInfo[]>;
   deadLetters(limit: number): Promise<DeadLetterGroup[]>;
+  /** One page of workflow runs with their step counts, and the runs counted by state. */
+  workflowRuns(query: RunsQuery): Promise<RunsPage>;
+  /** One run with its steps (in definition order) and compensation trail, or null. */
+  workflowRun(id: number): Promise<WorkflowRunView | null>;
 }
 
 /** One read of a screen, as the reducer asks for it. */
@@ -123,7 +151,9 @@ export type ReadRequest =
   | { view: "jobs"; query: JobsQuery }
   | { view: "detail"; id: number }
   | { view: "schedules" }
-  | { view: "dead"; limit: number };
+  | { view: "dead"; limit: number }
+  | { view: "workflows"; query: RunsQuery }
+  | { view: "workflow"; id: number };
 
 /** The answer to a {@linkcode ReadRequest}. */
 export type ReadResult =
@@ -131,7 +161,9 @@ export type ReadResult =
   | { view: "jobs"; jobs: Job[]; total: number }
   | { view: "detail"; id: number; detail: JobDetail | null }
   | { view: "schedules"; schedules: ScheduleInfo[] }
-  | { view: "dead"; groups: DeadLetterGroup[] };
+  | { view: "dead"; groups: DeadLetterGroup[] }
+  | { view: "workflows"; page: RunsPage }
+  | { view: "workflow"; id: number; run: WorkflowRunView | null };
 
 /** Makes the read `request` asks for, as of `now`. */
 export async function readView(
@@ -155,6 +187,10 @@ export async function readView(
       return { view: "schedules", schedules: await data.schedules(now) };
     case "dead":
       return { view: "dead", groups: await data.deadLetters(request.limit) };
+    case "workflows":
+      return { view: "workflows", page: await data.workflowRuns(request.query) };
+    case "workflow":
+      return { view: "workflow", id: request.id, run: await data.workflowRun(request.id) };
   }
 }
 
@@ -348,7 +384,28 @@ export function storeData(params: {
     async deadLetters(limit) {
       return await (await source.get()).jobsDeadLetters({ limit });
     },
+    async workflowRuns(query) {
+      const store = await source.get();
+      const runs = await listWorkflowRuns(store, {
+        ...(query.state === null ? {} : { state: query.state }),
+        ...(query.after === undefined ? {} : { after: query.after }),
+        limit: query.limit,
+      });
+      return { runs, counts: runCounts(await store.workflowsCount()) };
+    },
+    async workflowRun(id) {
+      return await workflowRunView(await source.get(), id);
+    },
   };
+}
+
+/** Runs by state over every definition, from the store's counts by definition and state. */
+export function runCounts(
+  rows: readonly { state: RunState; count: number }[],
+): Record<RunState, number> {
+  const counts = Object.fromEntries(RUN_STATES.map((s) => [s, 0])) as Record<RunState, number>;
+  for (const row of rows) counts[row.state] = (counts[row.state] ?? 0) + row.count;
+  return counts;
 }
 
 /** The store's filter for the jobs list's: no states given is any state. */

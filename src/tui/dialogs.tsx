@@ -20,7 +20,7 @@ export type { ConfirmDialog, MenuDialog, Overlay, PickerDialog, PromptDialog } f
 
 /** The key bindings, as the help shows them. */
 export const HELP: [string, string][] = [
-  ["1 2 3 4, tab", "overview, jobs, schedules, dead letters"],
+  ["1 2 3 4 5, tab", "overview, jobs, schedules, dead letters, workflows"],
   ["j k, ↓ ↑", "move (in a list) or scroll (in a detail or preview)"],
   ["n b, PgDn PgUp", "next and previous page of jobs (g: first page)"],
   ["⏎", "open: a queue's, schedule's or group's jobs; a job's detail"],
@@ -33,9 +33,9 @@ export const HELP: [string, string][] = [
   ["B", "bulk retry or discard the filtered jobs (preview of each, then confirm)"],
   ["P", "pause or resume the selected queue (overview)"],
   ["R, x", "run the selected schedule now; disable or enable it (asks a reason)"],
+  ["5: ⏎ r c f", "open a run, retry it (failed), cancel it; f: runs by state"],
   ["y n", "answer a confirmation"],
-  ["?", "this help"],
-  ["q", "quit"],
+  ["?, q", "this help; quit"],
 ];
 
 /** Props of {@linkcode OverlayView}. */

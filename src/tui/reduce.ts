@@ -10,7 +10,7 @@
  * fails the last data stays (the banner says why) and the next tick tries
  * again. In read-only mode every action is refused before it asks anything.
  * A status message belongs to the view it was said in: it clears when the
- * tab changes or a job's detail opens or closes.
+ * tab changes or a job's (or a workflow run's) detail opens or closes.
  *
  * @module
  */
@@ -19,7 +19,8 @@ import { type JobAction, planJobAction } from "../admin/actions.ts";
 import { definitionText } from "../admin/definitions.ts";
 import { type Job, JOB_STATES } from "../kernel/types.ts";
 import { commandLine, shellQuote } from "../text/shell.ts";
-import type { Acted, ActRequest, ActResults } from "./actions.ts";
+import { FINAL_RUN_STATES, RUN_STATES, type RunState } from "../workflow/types.ts";
+import type { Acted, ActRequest, ActResults, RunAction, RunTarget } from "./actions.ts";
 import type { JobsFilter, ReadResult } from "./data.ts";
 import type { Key } from "./keys.ts";
 import { editLine, lineOf } from "./line_edit.ts";
@@ -41,13 +42,16 @@ import {
   type PromptDialog,
   type PromptPurpose,
   readOf,
+  runsPageSize,
   selectedJob,
+  selectedRun,
   selectedSchedule,
   shownJob,
+  shownRun,
   TABS,
   viewOf,
 } from "./state.ts";
-import { clean, fit, plural, STATE_COLOR } from "./text.ts";
+import { clean, fit, plural, RUN_STATE_COLOR, STATE_COLOR } from "./text.ts";
 
 /** The next state and what the shell should do. */
 export interface Step {
@@ -93,7 +97,11 @@ function handle(state: DashboardState, event: DashboardEvent, ctx: Context): Das
       const next = { ...state, columns: event.columns, rows: event.rows };
       // A page read for another height is not this height's page: paging
       // from it would skip or repeat jobs, so it goes until the new one comes.
-      return pageSize(next) === pageSize(state) ? next : { ...next, jobs: null };
+      return {
+        ...next,
+        ...(pageSize(next) === pageSize(state) ? {} : { jobs: null }),
+        ...(runsPageSize(next) === runsPageSize(state) ? {} : { runs: null }),
+      };
     }
     case "read":
     case "readFailed": {
@@ -149,6 +157,12 @@ function applyRead(state: DashboardState, result: ReadResult): DashboardState {
       return { ...state, schedules: result.schedules };
     case "dead":
       return { ...state, dead: result.groups };
+    case "workflows":
+      return { ...state, runs: result.page.runs, runCounts: result.page.counts };
+    case "workflow":
+      return state.run?.id === result.id
+        ? { ...state, run: { ...state.run, data: result.run } }
+        : state;
   }
 }
 
@@ -192,6 +206,8 @@ function onKey(state: DashboardState, key: Key, ctx: Context): DashboardState {
     if (key.return && info) return showJobs(state, { scheduleId: info.status.id });
     return state;
   }
+  if (state.tab === "workflows" && state.run !== null) return runKey(state, key, down, up);
+  if (state.tab === "workflows") return runsKey(state, key, down, up);
   const count = state.dead?.length ?? 0;
   if (down) return { ...state, deadCursor: clamp(state.deadCursor + 1, count) };
   if (up) return { ...state, deadCursor: clamp(state.deadCursor - 1, count) };
@@ -276,6 +292,103 @@ function jobsKey(
   if (key.input === "p") return replay(state, job);
   if (key.input === "B") return bulk(state);
   return state;
+}
+
+// -------------------------------------------------------------- workflows
+
+/** Keys of the workflow runs list. */
+function runsKey(state: DashboardState, key: Key, down: boolean, up: boolean): DashboardState {
+  const count = state.runs?.length ?? 0;
+  if (down) return { ...state, runCursor: clamp(state.runCursor + 1, count) };
+  if (up) return { ...state, runCursor: clamp(state.runCursor - 1, count) };
+  if (key.input === "n" || key.pageDown) return nextRunsPage(state) ?? state;
+  if (key.input === "b" || key.pageUp) {
+    if (state.runPages.length <= 1) return state;
+    return { ...state, runPages: state.runPages.slice(0, -1), runCursor: 0, runs: null };
+  }
+  if (key.input === "g" || key.home) {
+    return {
+      ...state,
+      runPages: [null],
+      runCursor: 0,
+      runs: state.runPages.length > 1 ? null : state.runs,
+    };
+  }
+  const run = selectedRun(state);
+  if (key.return && run) return { ...state, run: { id: run.id, data: null, scroll: 0 } };
+  if (key.input === "f") return showRuns(state, nextRunState(state.runState));
+  if (key.escape && state.runState !== null) {
+    return { ...showRuns(state, null), status: { text: "state filter cleared", tone: "info" } };
+  }
+  if (key.input === "r") return runAction(state, "retry", shownRun(state));
+  if (key.input === "c") return runAction(state, "cancel", shownRun(state));
+  return state;
+}
+
+/** Keys of an open run: scroll, back, retry, cancel. */
+function runKey(state: DashboardState, key: Key, down: boolean, up: boolean): DashboardState {
+  const run = state.run!;
+  const page = contentHeight(state) - 1;
+  const scroll = (to: number) => ({ ...state, run: { ...run, scroll: Math.max(0, to) } });
+  if (down) return scroll(run.scroll + 1);
+  if (up) return scroll(run.scroll - 1);
+  if (key.pageDown || key.input === " ") return scroll(run.scroll + page);
+  if (key.pageUp) return scroll(run.scroll - page);
+  if (key.home || key.input === "g") return scroll(0);
+  if (key.escape || key.backspace || key.leftArrow) return { ...state, run: null };
+  if (key.input === "r") return runAction(state, "retry", shownRun(state));
+  if (key.input === "c") return runAction(state, "cancel", shownRun(state));
+  return state;
+}
+
+/** The run state `f` moves to after `current`: any, then each state in turn, then any again. */
+export function nextRunState(current: RunState | null): RunState | null {
+  if (current === null) return RUN_STATES[0]!;
+  return RUN_STATES[RUN_STATES.indexOf(current) + 1] ?? null;
+}
+
+/** The runs list of `runState`, from the first page. */
+function showRuns(state: DashboardState, runState: RunState | null): DashboardState {
+  return { ...state, runState, runPages: [null], runCursor: 0, runs: null, run: null };
+}
+
+function nextRunsPage(state: DashboardState): DashboardState | null {
+  const last = state.runs?.at(-1);
+  const full = (state.runs?.length ?? 0) >= runsPageSize(state);
+  if (!full || !last || state.runPages.at(-1) === last.id) return null;
+  return { ...state, runPages: [...state.runPages, last.id], runCursor: 0, runs: null };
+}
+
+const RUN_EXPLAIN: Record<RunAction, string[]> = {
+  retry: [
+    "Its discarded or cancelled steps (or the compensation that failed) run again,",
+    "and the run resumes where it stopped.",
+  ],
+  cancel: [
+    "Its waiting steps are cancelled and running ones let finish; a plain run then ends",
+    "cancelled, a saga first runs the compensations of its completed steps.",
+  ],
+};
+
+const RUN_PAST: Record<RunAction, string> = { retry: "retried", cancel: "cancelled" };
+
+/** Asks the reason for retrying or cancelling `target`, or says why there is nothing to do. */
+function runAction(state: DashboardState, action: RunAction, target: RunTarget | null) {
+  if (!target) return state;
+  const no = refused(state, `${action} of a workflow run`);
+  if (no) return no;
+  const name = `workflow run ${target.id} (${clean(target.workflow)})`;
+  if (action === "retry" && target.state !== "failed") {
+    return info(state, `${name} is ${target.state}, not failed: nothing to retry`);
+  }
+  if (action === "cancel" && FINAL_RUN_STATES.includes(target.state)) {
+    return info(state, `${name} is already ${target.state}: nothing to cancel`);
+  }
+  return prompt(state, `Reason to ${action} ${name} (required):`, {
+    kind: "workflow",
+    action,
+    run: target,
+  });
 }
 
 /** The next page (keyset: after the last row shown), or null when this one is not full. */
@@ -446,6 +559,21 @@ function submit(state: DashboardState, purpose: PromptPurpose, text: string): Da
           : []),
         [seg(`reason: ${reason}`)],
       ], { kind: "act", request: { kind: "schedule", id, enabled: enable, reason } });
+    }
+    case "workflow": {
+      const { action, run } = purpose;
+      if (reason === "") return error(`${action} needs a reason; nothing changed`);
+      return confirm(state, `${capital(action)} workflow run ${run.id}?`, [
+        [
+          seg(`  run ${fit(String(run.id), 7)}`),
+          seg(fit(clean(run.workflow), 24)),
+          seg(" "),
+          seg(run.state, { color: RUN_STATE_COLOR[run.state] }),
+        ],
+        [],
+        ...RUN_EXPLAIN[action].map((line) => [seg(line)]),
+        [seg(`reason: ${reason}`)],
+      ], { kind: "act", request: { kind: "workflow", action, run, reason } });
     }
   }
 }
@@ -693,6 +821,8 @@ export function labelOf(request: ActRequest): string {
       return request.enabled ? "enable" : "disable";
     case "queue":
       return request.paused ? "pause" : "resume";
+    case "workflow":
+      return `${request.action} run`;
   }
 }
 
@@ -741,6 +871,15 @@ function actedText(event: Acted): string {
       return r.was === r.paused
         ? `queue ${r.queue} was already ${r.paused ? "paused" : "running"}; recorded`
         : `queue ${r.queue} ${r.paused ? "paused" : "resumed"} for every process on the store`;
+    }
+    case "workflow": {
+      const { action, run } = event.request;
+      const r = event.result as ActResults["workflow"];
+      const jobs = action === "retry"
+        ? `${plural(r.jobs.length, "job")} to run again`
+        : `${plural(r.jobs.length, "waiting job")} cancelled`;
+      return `${RUN_PAST[action]} workflow run ${run.id} (${clean(run.workflow)}): ` +
+        `${r.was} -> ${r.state}; ${jobs}`;
     }
   }
 }

@@ -14,6 +14,7 @@ import { JobDetailPane, JobsList } from "./jobs_view.tsx";
 import { ColorContext, Line, type Seg, seg } from "./line.tsx";
 import { OverviewView } from "./overview.tsx";
 import { DeadLettersView, SchedulesView } from "./schedules_view.tsx";
+import { WorkflowRunPane, WorkflowsList } from "./workflows_view.tsx";
 import { rule } from "./seg.ts";
 import {
   CHROME_LINES,
@@ -47,7 +48,7 @@ export function DashboardView(props: DashboardViewProps): ReactNode {
   return (
     <ColorContext.Provider value={props.color ?? true}>
       <Box flexDirection="column" width={width} height={height + CHROME_LINES}>
-        <Line segs={tabBar(state.tab, state.readOnly, props.location)} width={width} />
+        <Line segs={tabBar(state.tab, state.readOnly, props.location, width)} width={width} />
         <Line segs={banner(state, now, width)} width={width} />
         <Box flexDirection="column" height={height}>{screen(state, now, width, height)}</Box>
         <Line segs={statusLine(state.status)} width={width} />
@@ -119,6 +120,33 @@ function screen(state: DashboardState, now: number, width: number, height: numbe
       />
     );
   }
+  if (state.tab === "workflows" && state.run !== null) {
+    const { id, data, scroll } = state.run;
+    return (
+      <WorkflowRunPane
+        view={data?.run.id === id ? data : null}
+        id={id}
+        scroll={scroll}
+        width={width}
+        height={height}
+        now={now}
+      />
+    );
+  }
+  if (state.tab === "workflows") {
+    return (
+      <WorkflowsList
+        runs={state.runs}
+        counts={state.runCounts}
+        runState={state.runState}
+        page={state.runPages.length}
+        cursor={clamp(state.runCursor, state.runs?.length ?? 0)}
+        width={width}
+        height={height}
+        now={now}
+      />
+    );
+  }
   return (
     <DeadLettersView
       groups={state.dead}
@@ -144,13 +172,26 @@ export function banner(state: DashboardState, now: number, width: number): Seg[]
   ];
 }
 
-/** The tab bar: the program, each screen (the active one bracketed), read-only, the location. */
-export function tabBar(active: Tab, readOnly: boolean, location: string): Seg[] {
+/**
+ * The tab bar: the program, each screen (the active one bracketed),
+ * read-only, the location. When the full labels would leave the location
+ * less than 30 columns of `width`, the other screens go by short labels:
+ * which store is open matters more than the spelled-out tab names.
+ */
+export function tabBar(
+  active: Tab,
+  readOnly: boolean,
+  location: string,
+  width = Infinity,
+): Seg[] {
+  const full = 5 + TABS.reduce((n, t) => n + t.label.length + 4, 0) + (readOnly ? 11 : 0);
+  const short = width - full < Math.min(30, location.length + 2);
   const segs: Seg[] = [seg("jobs ", { bold: true })];
   for (const t of TABS) {
     const on = t.id === active;
+    const label = on || !short ? t.label : t.short;
     segs.push(
-      seg(on ? `[${t.key} ${t.label}]` : ` ${t.key} ${t.label} `, {
+      seg(on ? `[${t.key} ${label}]` : ` ${t.key} ${label} `, {
         bold: on,
         color: on ? "cyan" : undefined,
       }),
@@ -176,7 +217,7 @@ export function footer(state: DashboardState): string {
   if (overlay?.kind === "picker") return "j/k move · space choose · ⏎ list them · esc/q cancel";
   if (overlay?.kind === "help") return "any key closes the help";
   if (state.tab === "overview") {
-    return "j/k queue · ⏎ its jobs · P pause/resume · 1-4 views · ? help · q quit";
+    return "j/k queue · ⏎ its jobs · P pause/resume · 1-5 views · ? help · q quit";
   }
   if (state.tab === "jobs" && state.detail !== null) {
     return "j/k scroll · r retry · c cancel · d discard · p replay · esc back · ? · q";
@@ -185,7 +226,13 @@ export function footer(state: DashboardState): string {
     return "j/k ⏎ · / search · f filter · o order · n/b page · r c d p · B bulk · ? · q";
   }
   if (state.tab === "schedules") {
-    return "j/k · ⏎ its jobs · R run now · x disable/enable · 1-4 views · ? help · q quit";
+    return "j/k · ⏎ its jobs · R run now · x disable/enable · 1-5 views · ? help · q quit";
   }
-  return "j/k · ⏎ the group's jobs · 1-4 views · ? help · q quit";
+  if (state.tab === "workflows" && state.run !== null) {
+    return "j/k scroll · r retry · c cancel · esc back · 1-5 views · ? help · q quit";
+  }
+  if (state.tab === "workflows") {
+    return "j/k · ⏎ open run · r retry · c cancel · f state · n/b page · 1-5 · ? · q";
+  }
+  return "j/k · ⏎ the group's jobs · 1-5 views · ? help · q quit";
 }

@@ -10,8 +10,10 @@
 
 import type { JobAction } from "../admin/actions.ts";
 import type { JobDetail } from "../admin/views.ts";
+import type { WorkflowRunSummary, WorkflowRunView } from "../admin/workflows.ts";
 import { type Job, JOB_STATES, type JobState } from "../kernel/types.ts";
-import type { Acted, ActRequest } from "./actions.ts";
+import type { RunState } from "../workflow/types.ts";
+import type { Acted, ActRequest, RunAction, RunTarget } from "./actions.ts";
 import type {
   DeadLetterGroup,
   JobsFilter,
@@ -19,6 +21,7 @@ import type {
   Overview,
   ReadRequest,
   ReadResult,
+  RunsQuery,
   ScheduleInfo,
 } from "./data.ts";
 import type { Key } from "./keys.ts";
@@ -27,10 +30,11 @@ import type { Seg } from "./seg.ts";
 
 /** The screens, in tab order. */
 export const TABS = [
-  { id: "overview", key: "1", label: "Overview" },
-  { id: "jobs", key: "2", label: "Jobs" },
-  { id: "schedules", key: "3", label: "Schedules" },
-  { id: "dead", key: "4", label: "Dead letters" },
+  { id: "overview", key: "1", label: "Overview", short: "Overview" },
+  { id: "jobs", key: "2", label: "Jobs", short: "Jobs" },
+  { id: "schedules", key: "3", label: "Schedules", short: "Sched" },
+  { id: "dead", key: "4", label: "Dead letters", short: "Dead" },
+  { id: "workflows", key: "5", label: "Workflows", short: "Flows" },
 ] as const;
 
 /** One of the screens. */
@@ -44,6 +48,8 @@ export const DEAD_LETTER_GROUPS = 200;
 export const CHROME_LINES = 4;
 /** Lines above the rows of the jobs list (the filter line and the column header). */
 export const JOBS_HEADER_LINES = 2;
+/** Lines above the rows of the workflow runs list (the counts line and the column header). */
+export const RUNS_HEADER_LINES = 2;
 
 /** A line of the status bar. */
 export interface Status {
@@ -61,7 +67,8 @@ export type PromptPurpose =
   | { kind: "search" }
   | { kind: "replay"; job: Job }
   | { kind: "run"; id: string; manual: boolean; queue: string }
-  | { kind: "toggle"; id: string; enable: boolean; disabledInFile: boolean };
+  | { kind: "toggle"; id: string; enable: boolean; disabledInFile: boolean }
+  | { kind: "workflow"; action: RunAction; run: RunTarget };
 
 /** A question with its preview; `then` runs on `y`. */
 export interface ConfirmDialog {
@@ -132,6 +139,15 @@ export interface DetailState {
   scroll: number;
 }
 
+/** The open workflow run's view. */
+export interface RunDetailState {
+  id: number;
+  /** As read; null until the read arrives (or when the run is gone). */
+  data: WorkflowRunView | null;
+  /** The first line shown. */
+  scroll: number;
+}
+
 /** The reads of the active screen: which one was asked for last, and which is running. */
 export interface ReadState {
   /** Numbers each read; only the answer to the latest counts. */
@@ -180,6 +196,18 @@ export interface DashboardState {
   scheduleCursor: number;
   dead: DeadLetterGroup[] | null;
   deadCursor: number;
+
+  /** One page of workflow runs, newest first; null until read. */
+  runs: WorkflowRunSummary[] | null;
+  /** Every run counted by state, or null until read. */
+  runCounts: Record<RunState, number> | null;
+  runCursor: number;
+  /** The runs listed: those in this state, or null for any. */
+  runState: RunState | null;
+  /** Keyset paging of the runs, as `pages` is of the jobs. */
+  runPages: (number | null)[];
+  /** The open run, or null for the list. */
+  run: RunDetailState | null;
 
   read: ReadState;
 }
@@ -253,6 +281,12 @@ export function initialState(options: InitialOptions): DashboardState {
     scheduleCursor: 0,
     dead: null,
     deadCursor: 0,
+    runs: null,
+    runCounts: null,
+    runCursor: 0,
+    runState: null,
+    runPages: [null],
+    run: null,
     read: { seq: 0, key: null, inFlight: null },
   };
 }
@@ -274,6 +308,11 @@ export function pageSize(state: DashboardState): number {
   return Math.max(1, contentHeight(state) - JOBS_HEADER_LINES);
 }
 
+/** How many runs a page of the workflow runs list holds at this terminal's height. */
+export function runsPageSize(state: DashboardState): number {
+  return Math.max(1, contentHeight(state) - RUNS_HEADER_LINES);
+}
+
 /** `index` kept within `count` items (0 when there are none). */
 export function clamp(index: number, count: number): number {
   return Math.max(0, Math.min(index, count - 1));
@@ -292,6 +331,23 @@ export function shownJob(state: DashboardState): Job | null {
 /** The selected schedule, or null. */
 export function selectedSchedule(state: DashboardState): ScheduleInfo | null {
   return state.schedules?.[clamp(state.scheduleCursor, state.schedules.length)] ?? null;
+}
+
+/** The selected run of the workflow runs list, or null. */
+export function selectedRun(state: DashboardState): WorkflowRunSummary | null {
+  return state.runs?.[clamp(state.runCursor, state.runs.length)] ?? null;
+}
+
+/** The run an action on the workflows screen targets: the open one once read, else the selected one. */
+export function shownRun(state: DashboardState): RunTarget | null {
+  if (state.run !== null) {
+    const run = state.run.data?.run;
+    return run && run.id === state.run.id
+      ? { id: run.id, workflow: run.workflow, state: run.state }
+      : null;
+  }
+  const run = selectedRun(state);
+  return run ? { id: run.id, workflow: run.workflow, state: run.state } : null;
 }
 
 /** The active screen's read: a key naming it (same key, same read) and what to ask for. */
@@ -315,10 +371,28 @@ export function readOf(state: DashboardState): { key: string; request: ReadReque
     };
   }
   if (state.tab === "schedules") return { key: "schedules", request: { view: "schedules" } };
+  if (state.tab === "workflows" && state.run !== null) {
+    return { key: `run:${state.run.id}`, request: { view: "workflow", id: state.run.id } };
+  }
+  if (state.tab === "workflows") {
+    const after = state.runPages.at(-1) ?? null;
+    const limit = runsPageSize(state);
+    const query: RunsQuery = {
+      state: state.runState,
+      limit,
+      ...(after === null ? {} : { after }),
+    };
+    return {
+      key: `workflows:${JSON.stringify([state.runState, after, limit])}`,
+      request: { view: "workflows", query },
+    };
+  }
   return { key: "dead", request: { view: "dead", limit: DEAD_LETTER_GROUPS } };
 }
 
-/** Which view is showing: a tab, or a job's detail. Status messages belong to one. */
+/** Which view is showing: a tab, a job's detail or a run's. Status messages belong to one. */
 export function viewOf(state: DashboardState): string {
-  return state.tab === "jobs" && state.detail !== null ? `detail:${state.detail.id}` : state.tab;
+  if (state.tab === "jobs" && state.detail !== null) return `detail:${state.detail.id}`;
+  if (state.tab === "workflows" && state.run !== null) return `run:${state.run.id}`;
+  return state.tab;
 }

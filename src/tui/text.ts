@@ -8,6 +8,7 @@
 
 import { escapeControl } from "../text/escape.ts";
 import type { JobState } from "../kernel/types.ts";
+import type { RunState, StepState } from "../workflow/types.ts";
 
 /**
  * Stored text for one cell of one line: control characters (escape and
@@ -95,6 +96,28 @@ export const STATE_COLOR: Record<JobState, string> = {
   completed: "green",
   cancelled: "gray",
   discarded: "red",
+};
+
+/** The colour of each workflow run's state (the state is always written too). */
+export const RUN_STATE_COLOR: Record<RunState, string> = {
+  running: "yellow",
+  compensating: "magenta",
+  completed: "green",
+  compensated: "blue",
+  failed: "red",
+  cancelled: "gray",
+};
+
+/**
+ * The colour of each step's state; a waiting step has none and is drawn
+ * dim instead: nothing has happened to it yet.
+ */
+export const STEP_STATE_COLOR: Record<StepState, string | undefined> = {
+  waiting: undefined,
+  running: "yellow",
+  completed: "green",
+  discarded: "red",
+  cancelled: "gray",
 };
 
 /** Short state names for narrow columns. */

@@ -9,7 +9,7 @@
  */
 
 import type { Clock } from "../clock.ts";
-import { execute, type Registry } from "../kernel/executor.ts";
+import { type CursorStore, execute, type Registry } from "../kernel/executor.ts";
 import type { ClaimedJob, JobResult } from "../kernel/types.ts";
 import type { Lease, Store } from "../store/store.ts";
 import { setImmediate } from "node:timers";
@@ -43,6 +43,10 @@ export interface ProducerDeps {
   random: () => number;
   /** Told of every claim-and-record that failed or succeeded; logs outages at a bounded rate. */
   health: StoreHealth;
+  /** Where workflow steps keep their cursors (the store). */
+  cursors?: CursorStore;
+  /** Told the queues a record gave new available jobs (the next steps of workflow runs). */
+  onEnqueued?: (queues: string[]) => void;
 }
 
 interface Running {
@@ -234,6 +238,7 @@ export class Producer {
           for (const id of report.lost) {
             logger("job.lease_lost", { queue: this.queue, job: id, node });
           }
+          if (report.queues) this.#deps.onEnqueued?.(report.queues);
           if (want > 0 && jobs.length < want) this.#maybeMore = false;
           for (const job of jobs) this.#buffer.push(job);
         } catch (error) {
@@ -279,6 +284,9 @@ export class Producer {
         outcome,
         durationMs: Math.round(ms * 100) / 100,
         ...occurrence,
+        ...(result.step
+          ? { workflow: result.step.workflow, step: result.step.step, stepKind: result.step.kind }
+          : {}),
         ...(result.output ? { output: result.output.slice(-200) } : {}),
       });
       if ((outcome === "retryable" || outcome === "discarded") && "error" in result) {

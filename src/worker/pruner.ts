@@ -131,3 +131,36 @@ export async function pruneJobs(
 function yieldToOthers(): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, 0));
 }
+
+/**
+ * One pass over workflow runs: deletes the final runs (and their step rows)
+ * past the retention of their kind of end, `batch` runs per transaction
+ * (see `Store.workflowsPrune`): completed runs as completed jobs,
+ * compensated and cancelled runs as cancelled jobs, failed runs (dead
+ * letters) as discarded jobs. Returns how many runs it deleted.
+ */
+export async function pruneWorkflowRuns(
+  store: Store,
+  now: number,
+  options: Omit<PrunerOptions, "schedules"> = {},
+): Promise<{ runs: number }> {
+  const batch = options.batch ?? DEFAULT_PRUNE_BATCH;
+  if (!Number.isSafeInteger(batch) || batch < 1) {
+    throw new RangeError(`pruner batch must be an integer >= 1, got ${batch}`);
+  }
+  const retention = { ...DEFAULT_RETENTION, ...options.retention };
+  const before = {
+    completed: now - retention.completed,
+    cancelled: now - retention.cancelled,
+    discarded: now - retention.discarded,
+  };
+  let batches = options.maxBatches ?? Infinity;
+  let runs = 0;
+  while (batches-- > 0 && !options.signal?.aborted) {
+    const n = await store.workflowsPrune({ before, limit: batch });
+    runs += n;
+    if (n < batch) break;
+    await yieldToOthers();
+  }
+  return { runs };
+}

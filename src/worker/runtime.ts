@@ -22,7 +22,12 @@ import { Leadership } from "./leadership.ts";
 import { rescueOrphans } from "./lifeline.ts";
 import type { Logger } from "./logger.ts";
 import { LeaseLostError, Producer } from "./producer.ts";
-import { DEFAULT_PRUNE_EVERY_MS, pruneJobs, type PrunerOptions } from "./pruner.ts";
+import {
+  DEFAULT_PRUNE_EVERY_MS,
+  pruneJobs,
+  type PrunerOptions,
+  pruneWorkflowRuns,
+} from "./pruner.ts";
 import { planSchedules, syncSchedules } from "./planner.ts";
 import { stageJobs } from "./stager.ts";
 import { StoreHealth } from "./store_health.ts";
@@ -181,6 +186,8 @@ export class Runtime {
           logger: deps.logger,
           random: deps.random ?? Math.random,
           health: this.health,
+          cursors: deps.store,
+          onEnqueued: (queues) => this.wake(queues),
         }),
       );
     }
@@ -420,6 +427,8 @@ export class Runtime {
       .map((s) => ({ id: s.id, retentionMs: s.retentionMs! }));
     const { deleted } = await pruneJobs(store, clock.now(), { ...options, schedules, signal });
     if (deleted > 0) logger("pruner.deleted", { node: this.node, deleted });
+    const { runs } = await pruneWorkflowRuns(store, clock.now(), { ...options, signal });
+    if (runs > 0) logger("pruner.workflow_runs_deleted", { node: this.node, runs });
   }
 
   #stager(signal: AbortSignal): Promise<void> {

@@ -46,7 +46,7 @@ Deno.test("jobs help <command> prints that command's help, jobs help the program
   assert.equal(typo.code, 2);
   assert.equal(
     typo.err,
-    `jobs help: unknown command "stauts" (jobsctl help lists them); did you mean "status"?`,
+    `jobs help: unknown command "stauts" (jobsctl help lists them); did you mean "status" or "start"?`,
   );
 });
 
@@ -55,7 +55,7 @@ Deno.test("an unknown command or option names the nearest one and the help to re
   assert.equal(command.code, 2);
   assert.equal(
     command.err,
-    `jobs: unknown command "stauts"; did you mean "status"? (run "jobsctl help" for the commands)`,
+    `jobs: unknown command "stauts"; did you mean "status" or "start"? (run "jobsctl help" for the commands)`,
   );
   const option = await jobs(["ls", "--stat", "x"]);
   assert.equal(option.code, 2);

@@ -10,9 +10,10 @@ import {
 } from "../../src/runners/command.ts";
 import { ERROR_CAP_BYTES } from "../../src/kernel/redact.ts";
 import { groupAlive } from "../../src/runners/process_group.ts";
-import { drainQueue, performJob, waitUntil } from "../../src/testing.ts";
+import { drainAllJobs, drainQueue, performJob, waitUntil } from "../../src/testing.ts";
 import { tempDir, tempJobs } from "../support/stores.ts";
 import { alive, driven, readPid } from "./processes.ts";
+import { CHARGE_FEE, performStep } from "./steps.ts";
 
 const VARS: Record<string, string> = { API_TOKEN: "tok-5f2e9a", REGION: "eu-west" };
 
@@ -412,3 +413,217 @@ async function tempDirectory() {
   const dir = await tempDir();
   return { path: dir.path, [Symbol.asyncDispose]: dir.cleanup };
 }
+
+// ---------------------------------------------------------------------------
+// Workflow steps
+
+/** Writes an executable sh script into `dir` and returns its path. */
+async function script(dir: string, name: string, body: string): Promise<string> {
+  const path = `${dir}/${name}`;
+  await Deno.writeTextFile(path, `#!/bin/sh\n${body}\n`, { mode: 0o755 });
+  return path;
+}
+
+Deno.test("a command step gets JOBS_WORKFLOW_RUN, JOBS_STEP, JOBS_USE_CASE and its step document, and its result file is the step's result", async () => {
+  await using dir = await tempDirectory();
+  const program = await script(
+    dir.path,
+    "charge-fee",
+    [
+      `env | grep '^JOBS_' | sort > "${dir.path}/env"`,
+      `cp "$JOBS_STEP_INPUT" "${dir.path}/input.json"`,
+      `printf '{"charge":"ch-1","amount":250}' > "$JOBS_STEP_RESULT"`,
+    ].join("\n"),
+  );
+  const clock = new FakeClock(Date.UTC(2026, 4, 1, 9, 0, 0));
+  const result = await performStep(worker(clock), run([program]), {
+    clock,
+    attempt: 2,
+    cursor: { at: 600 },
+  });
+  assert.equal(result.outcome, "completed");
+  assert.equal(result.value, '{"charge":"ch-1","amount":250}');
+  assert.equal(result.workflow, 12);
+
+  const env = Object.fromEntries(
+    (await Deno.readTextFile(`${dir.path}/env`)).trim().split("\n").map((line) => {
+      const at = line.indexOf("=");
+      return [line.slice(0, at), line.slice(at + 1)];
+    }),
+  );
+  const { JOBS_STEP_INPUT: input, JOBS_STEP_RESULT: output, ...rest } = env;
+  assert.deepEqual(rest, {
+    JOBS_ATTEMPT: "2",
+    JOBS_FENCE: "2",
+    JOBS_IDEMPOTENCY_KEY: "12/charge-fee",
+    JOBS_OCCURRENCE: "12/charge-fee",
+    JOBS_SCHEDULED_FOR: "2026-05-01T09:00:00.000Z",
+    JOBS_STEP: "charge-fee",
+    JOBS_USE_CASE: "use-case/billing.charge-fee",
+    JOBS_WORKFLOW: "lend-copy",
+    JOBS_WORKFLOW_RUN: "12",
+  });
+  assert.match(input!, /^\/.+\/input\.json$/);
+  assert.match(output!, /^\/.+\/result\.json$/);
+  const folder = input!.slice(0, input!.lastIndexOf("/"));
+  assert.equal(output!.slice(0, output!.lastIndexOf("/")), folder);
+
+  assert.deepEqual(JSON.parse(await Deno.readTextFile(`${dir.path}/input.json`)), {
+    run: 12,
+    workflow: "lend-copy",
+    step: "charge-fee",
+    kind: "step",
+    use_case: "use-case/billing.charge-fee",
+    input: CHARGE_FEE.payload.input,
+    results: CHARGE_FEE.payload.results,
+    index: null,
+    item: null,
+    compensates: null,
+    cursor: { at: 600 },
+  });
+  // The attempt's files went with it.
+  assert.equal(await exists(folder), false);
+});
+
+Deno.test("a command step's directory is private to its user", async () => {
+  await using dir = await tempDirectory();
+  const program = await script(
+    dir.path,
+    "modes",
+    `stat -c %a "$(dirname "$JOBS_STEP_INPUT")" "$JOBS_STEP_INPUT"`,
+  );
+  const result = await performStep(worker(), run([program]));
+  assert.equal(result.outcome, "completed");
+  assert.equal(result.output, "700\n600\n");
+});
+
+Deno.test("a compensation and an item of a fanned-out step read what they undo and their item", async () => {
+  const print = run(["/bin/sh", "-c", `cat "$JOBS_STEP_INPUT"; echo; echo "use=$JOBS_USE_CASE"`]);
+  const compensation = await performStep(worker(), print, {
+    step: "place-hold",
+    kind: "compensation",
+    useCase: "use-case/lending.cancel-hold",
+    payload: {
+      input: { copy: "c-1" },
+      results: { "place-hold": { hold: "h-9" } },
+      compensates: { step: "place-hold", result: { hold: "h-9" } },
+    },
+  });
+  assert.equal(compensation.outcome, "completed");
+  const [doc, use] = compensation.output!.trim().split("\n");
+  assert.deepEqual(JSON.parse(doc!), {
+    run: 12,
+    workflow: "lend-copy",
+    step: "place-hold",
+    kind: "compensation",
+    use_case: "use-case/lending.cancel-hold",
+    input: { copy: "c-1" },
+    results: { "place-hold": { hold: "h-9" } },
+    index: null,
+    item: null,
+    compensates: { step: "place-hold", result: { hold: "h-9" } },
+    cursor: null,
+  });
+  assert.equal(use, "use=use-case/lending.cancel-hold");
+
+  const item = await performStep(worker(), print, {
+    workflow: "import",
+    step: "load",
+    item: 3,
+    useCase: null,
+    payload: { input: null, results: { list: ["a", "b", "c", "d"] }, item: "d" },
+  });
+  const [itemDoc, noUse] = item.output!.trim().split("\n");
+  assert.deepEqual(
+    { ...JSON.parse(itemDoc!), results: undefined },
+    {
+      run: 12,
+      workflow: "import",
+      step: "load",
+      kind: "step",
+      use_case: null,
+      input: null,
+      results: undefined,
+      index: 3,
+      item: "d",
+      compensates: null,
+      cursor: null,
+    },
+  );
+  assert.equal(noUse, "use=");
+});
+
+Deno.test("a command step that writes no result file completes with no result", async () => {
+  const result = await performStep(worker(), run(["/bin/sh", "-c", "echo done"]));
+  assert.equal(result.outcome, "completed");
+  assert.equal(result.value, undefined);
+});
+
+Deno.test("a result file that is not JSON discards the step, naming the file", async () => {
+  const result = await performStep(
+    worker(),
+    run(["/bin/sh", "-c", `echo 'charged, I think' > "$JOBS_STEP_RESULT"`]),
+  );
+  assert.equal(result.outcome, "discarded");
+  assert.match(
+    result.error!,
+    /^command "\/bin\/sh" result file "\/.+\/result\.json" is not JSON: /,
+  );
+});
+
+Deno.test("a command step that fails keeps no result, even with a result file written", async () => {
+  const result = await performStep(
+    worker(),
+    run(["/bin/sh", "-c", `echo '{"half":true}' > "$JOBS_STEP_RESULT"; exit 3`]),
+  );
+  assert.equal(result.outcome, "retryable");
+  assert.equal(result.value, undefined);
+  assert.match(result.error!, /exited with code 3/);
+});
+
+Deno.test("a command step's result is handed on through the kernel's size limit", async () => {
+  const big = run([
+    "/bin/sh",
+    "-c",
+    `head -c 300000 /dev/zero | tr '\\0' a | sed 's/.*/"&"/' > "$JOBS_STEP_RESULT"`,
+  ]);
+  const result = await performStep(worker(), big);
+  assert.equal(result.outcome, "discarded");
+  assert.match(result.error!, /step "charge-fee" result/);
+});
+
+Deno.test("a command step's result reaches the step that depends on it through the store", async () => {
+  await using t = await tempJobs([worker()]);
+  t.jobs.registerWorkflow({
+    id: "pipe",
+    steps: [
+      {
+        id: "one",
+        run: run(["/bin/sh", "-c", `echo '{"rows":41}' > "$JOBS_STEP_RESULT"`]),
+      },
+      {
+        id: "two",
+        dependsOn: ["one"],
+        run: run(["/bin/sh", "-c", `cp "$JOBS_STEP_INPUT" "$JOBS_STEP_RESULT"`]),
+      },
+    ],
+  });
+  const { id } = await t.jobs.startWorkflow("pipe", { day: "2026-05-01" });
+  await drainAllJobs(t.jobs);
+  const detail = await t.store.workflowGet({ id });
+  assert.equal(detail?.run.state, "completed");
+  const two = detail!.steps.find((s) => s.step === "two")!;
+  assert.deepEqual(JSON.parse(two.result!), {
+    run: id,
+    workflow: "pipe",
+    step: "two",
+    kind: "step",
+    use_case: null,
+    input: { day: "2026-05-01" },
+    results: { one: { rows: 41 } },
+    index: null,
+    item: null,
+    compensates: null,
+    cursor: null,
+  });
+});

@@ -9,6 +9,7 @@ import {
 } from "../../src/runners/http.ts";
 import { drainQueue, performJob, waitUntil } from "../../src/testing.ts";
 import { tempJobs } from "../support/stores.ts";
+import { CHARGE_FEE, performStep } from "./steps.ts";
 
 /** What the server saw of a request, copied while it was open. */
 interface Seen {
@@ -336,4 +337,171 @@ Deno.test("a URL that is not http(s) after expansion is discarded", async () => 
   const result = await performJob(worker({ env: (name) => env[name] }), get("${BASE}/x"));
   assert.equal(result.outcome, "discarded");
   assert.equal(result.error, 'url ${BASE}/x must be http or https, got "ftp:"');
+});
+
+// ---------------------------------------------------------------------------
+// Workflow steps
+
+function json(value: unknown, init: ResponseInit = {}): Response {
+  return new Response(JSON.stringify(value), {
+    ...init,
+    headers: { "Content-Type": "application/json; charset=utf-8", ...init.headers },
+  });
+}
+
+Deno.test("an http step sends Jobs-Workflow-Run, Jobs-Step, Jobs-Use-Case and its step document, and its JSON answer is the result", async () => {
+  let body = "";
+  await using server = serve(async (request) => {
+    body = await request.text();
+    return json({ sent: "n-1" }, { status: 201 });
+  });
+  const result = await performStep(
+    worker(),
+    { kind: "http", method: "POST", url: `${server.url}/v1/send` },
+    { cursor: { page: 2 } },
+  );
+  assert.equal(result.outcome, "completed");
+  assert.equal(result.value, '{"sent":"n-1"}');
+  assert.equal(result.workflow, 12);
+  const [seen] = server.requests;
+  assert.equal(seen!.headers.get("jobs-workflow-run"), "12");
+  assert.equal(seen!.headers.get("jobs-step"), "charge-fee");
+  assert.equal(seen!.headers.get("jobs-use-case"), "use-case/billing.charge-fee");
+  assert.equal(seen!.headers.get("idempotency-key"), "12/charge-fee");
+  assert.equal(seen!.headers.get("content-type"), "application/json");
+  assert.deepEqual(JSON.parse(body), {
+    run: 12,
+    workflow: "lend-copy",
+    step: "charge-fee",
+    kind: "step",
+    use_case: "use-case/billing.charge-fee",
+    input: CHARGE_FEE.payload.input,
+    results: CHARGE_FEE.payload.results,
+    index: null,
+    item: null,
+    compensates: null,
+    cursor: { page: 2 },
+  });
+});
+
+Deno.test("an http step keeps the run's own body, sends none with GET, and omits Jobs-Use-Case when it has none", async () => {
+  const bodies: string[] = [];
+  await using server = serve(async (request) => {
+    bodies.push(await request.text());
+    return new Response("ok");
+  });
+  const own = await performStep(
+    worker(),
+    post(server.url, { body: "a,b", headers: { "Content-Type": "text/csv" } }),
+  );
+  assert.equal(own.outcome, "completed");
+  const plain = await performStep(worker(), get(server.url), { useCase: null });
+  assert.equal(plain.outcome, "completed");
+  assert.deepEqual(bodies, ["a,b", ""]);
+  assert.equal(server.requests[0]!.headers.get("content-type"), "text/csv");
+  assert.equal(server.requests[1]!.headers.get("jobs-use-case"), null);
+  assert.equal(server.requests[1]!.headers.get("jobs-step"), "charge-fee");
+});
+
+Deno.test("an http step's document keeps the run's Content-Type when it sets one", async () => {
+  await using server = serve(() => new Response("ok"));
+  await performStep(
+    worker(),
+    {
+      kind: "http",
+      method: "PUT",
+      url: server.url,
+      headers: { "content-type": "application/vnd.x+json" },
+    },
+  );
+  assert.equal(server.requests[0]!.headers.get("content-type"), "application/vnd.x+json");
+});
+
+Deno.test("a step's 2xx that is not JSON completes with no result; a JSON one of a plain job keeps none", async () => {
+  await using server = serve((request) =>
+    new URL(request.url).pathname === "/text" ? new Response('{"a":1}') : json({ a: 1 })
+  );
+  const text = await performStep(worker(), get(`${server.url}/text`));
+  assert.equal(text.outcome, "completed");
+  assert.equal(text.value, undefined);
+  const plain = await performJob(worker(), get(`${server.url}/json`));
+  assert.equal(plain.outcome, "completed");
+  assert.equal(plain.value, undefined);
+  const problem = await performStep(
+    worker(),
+    get(`${server.url}/json`),
+  );
+  assert.equal(problem.value, '{"a":1}');
+});
+
+Deno.test("a step's JSON answer is read whole past the excerpt, and the output stays an excerpt", async () => {
+  const list = Array.from({ length: 2000 }, (_, i) => i);
+  await using server = serve(() => json(list));
+  const result = await performStep(worker({ excerptBytes: 50 }), get(server.url));
+  assert.equal(result.outcome, "completed");
+  assert.deepEqual(JSON.parse(result.value!), list);
+  assert.equal(
+    result.output,
+    `HTTP 200\n${JSON.stringify(list).slice(0, 50)}\n… [cut after 50 bytes]`,
+  );
+});
+
+Deno.test("a step's JSON answer that does not parse, or is over resultBytes, discards the step naming the request", async () => {
+  await using server = serve((request) =>
+    new URL(request.url).pathname === "/broken"
+      ? new Response("{not json", { headers: { "Content-Type": "application/json" } })
+      : json("x".repeat(500))
+  );
+  const broken = await performStep(worker(), get(`${server.url}/broken`));
+  assert.equal(broken.outcome, "discarded");
+  assert.match(
+    broken.error!,
+    new RegExp(`^GET ${server.url}/broken answered 200 with a body that is not JSON: `),
+  );
+  // Over the limit within the excerpt, and past both.
+  for (const excerptBytes of [4096, 10]) {
+    const big = await performStep(
+      worker({ resultBytes: 100, excerptBytes }),
+      get(`${server.url}/big`),
+    );
+    assert.equal(big.outcome, "discarded");
+    assert.equal(big.error, `GET ${server.url}/big answered 200 with a JSON body over 100 bytes`);
+  }
+  const fits = await performStep(worker({ resultBytes: 502 }), get(`${server.url}/big`));
+  assert.equal(fits.value, JSON.stringify("x".repeat(500)));
+});
+
+Deno.test("a step's JSON answer cut short by the timeout is retried, naming the request", async () => {
+  const sentHead = Promise.withResolvers<void>();
+  await using server = serve((_request, closing) =>
+    new Response(
+      new ReadableStream<Uint8Array>({
+        async start(controller) {
+          controller.enqueue(new TextEncoder().encode('{"items":[1,2,'));
+          sentHead.resolve();
+          await closing;
+          controller.close();
+        },
+      }),
+      { headers: { "Content-Type": "application/json" } },
+    )
+  );
+  const clock = new FakeClock();
+  let answered = false;
+  const fetch: typeof globalThis.fetch = (input, init) =>
+    globalThis.fetch(input, init).then((response) => {
+      answered = true;
+      return response;
+    });
+  const running = performStep(worker({ clock, fetch }), get(`${server.url}/slow`), { clock });
+  await sentHead.promise;
+  // The status is in before the timeout fires: what is cut is the body.
+  await waitUntil("the status reached the runner", () => answered);
+  clock.advance(DEFAULT_HTTP_TIMEOUT_MS);
+  const result = await running;
+  assert.equal(result.outcome, "retryable");
+  assert.equal(
+    result.error,
+    `GET ${server.url}/slow answered 200 but its JSON body was cut short: timed out after 30000 ms`,
+  );
 });

@@ -11,6 +11,7 @@
 
 import assert from "node:assert/strict";
 import { FakeClock } from "../../src/clock.ts";
+import { compileWorkflow } from "../../src/workflow/definition.ts";
 import { openPostgresStore } from "../../src/store/postgres/postgres_store.ts";
 import { openSqliteStore, type SqliteStore } from "../../src/store/sqlite/sqlite_store.ts";
 import type { Store } from "../../src/store/store.ts";
@@ -147,6 +148,13 @@ async function seed(store: SqliteStore): Promise<{ prunedId: number }> {
       details: { i, nested: { b: 1, a: [true, null] } },
     });
   }
+  // A workflow run: its row, its first step's row and job.
+  const definition = compileWorkflow({
+    id: "flow",
+    queue: "flows",
+    steps: [{ id: "a", worker: "noop" }, { id: "b", worker: "noop", dependsOn: ["a"] }],
+  });
+  await store.workflowStart({ definition, input: '{"order":1}', tenant: "acme", key: "k1", now });
   // An old node (a daemon killed long ago): not live, and not copied.
   await store.nodeBeat({ node: "old-node", queues: { default: 2 }, now: T0 - 2 * HOUR });
   // The highest job, pruned: its id must never be handed out again.
@@ -173,6 +181,9 @@ async function snapshot(store: Store) {
       limits: await store.settingGet({ key: "limits" }),
     },
     audit,
+    workflows: await Promise.all(
+      (await store.workflowsList({})).map((r) => store.workflowGet({ id: r.id })),
+    ),
   };
 }
 

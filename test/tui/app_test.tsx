@@ -177,6 +177,40 @@ Deno.test("number keys switch screens: jobs, schedules with DST notes, dead lett
   d.r.unmount();
 });
 
+Deno.test("5 lists the workflow runs at 80x24; Enter draws a run's steps as a tree; r retries it after a reason and y", async () => {
+  const d = dashboard();
+  await d.frame("host-a:100");
+  d.press("5");
+  let frame = await d.frame("[5 Workflows]", "> 3");
+  assertFits(frame, 80, 24);
+  assert.match(frame, /runs any state · page 1 · 1 completed · 1 compensated · 1 failed/);
+  assert.match(frame, /> 3\s+lend-copy\s+compensated\s+2\/3 ✗1/);
+  assert.match(frame, /⏎ open run · r retry · c cancel/);
+  d.press("j", ENTER);
+  frame = await d.frame("run 2 import-file", "steps (5)");
+  assertFits(frame, 80, 24);
+  assert.match(frame, /│ {2}└─ load\s+discarded\s+items 200\/200\s+attempt 3\/3/);
+  assert.match(frame, /└─ report\s+waiting/);
+  assert.match(frame, /j\/k scroll · r retry · c cancel · esc back/);
+  d.press("r");
+  await d.frame("Reason to retry workflow run 2 (import-file) (required):");
+  d.press(..."bad dates fixed");
+  d.press(ENTER);
+  frame = await d.frame("Retry workflow run 2?", "reason: bad dates fixed", "y yes");
+  assert.match(frame, /run 2\s+import-file\s+failed/);
+  d.press("y");
+  await d.frame("retried workflow run 2 (import-file): failed -> running; 1 job to run again");
+  assert.deepEqual(d.calls, [
+    { kind: "workflow", action: "retry", id: 2, reason: "bad dates fixed" },
+  ]);
+  d.press(ESC);
+  await d.frame("> 2 ");
+  d.press("k", "r");
+  await d.frame("workflow run 3 (lend-copy) is compensated, not failed: nothing to retry");
+  assert.equal(d.calls.length, 1);
+  d.r.unmount();
+});
+
 Deno.test("j/k move the cursor and Enter opens a job's detail with attempts and audit trail", async () => {
   const state = fixtureState();
   state.attempts[29] = [{
@@ -496,6 +530,10 @@ function hostileState(): FixtureState {
   state.schedules[1]!.status.id = `s${evil}`;
   state.deadLetters[0]!.worker = `w${evil}`;
   state.deadLetters[0]!.error = `e${evil}`;
+  const run = state.runs[1]!;
+  run.run.workflow = `w${evil}`;
+  run.run.error = `e${evil}`;
+  run.steps[2] = { ...run.steps[2]!, id: `s${evil}`, error: `x${evil}` };
   return state;
 }
 
@@ -522,6 +560,10 @@ for (const color of [false, true]) {
     screens.push(await d.frame("disabled by"));
     d.press("4");
     screens.push(await d.frame("[4 Dead letters]", "\\x1b[2J"));
+    d.press("5");
+    screens.push(await d.frame("[5 Workflows]", "> 3"));
+    d.press("j", ENTER);
+    screens.push(await d.frame("run 2 w\\x1b", "steps (5)"));
     for (const frame of [...screens, ...d.r.frames]) {
       const text = withoutColour(frame);
       assert.ok(!text.includes("\x1b"), `an ESC reached the terminal: ${JSON.stringify(text)}`);

@@ -8,19 +8,29 @@
 import type { JobAction } from "../../src/admin/actions.ts";
 import { planJobAction } from "../../src/admin/actions.ts";
 import type { JobDetail, ScheduleStatus, StoreCheck } from "../../src/admin/views.ts";
+import type {
+  StepCounts,
+  WorkflowActionDone,
+  WorkflowRunSummary,
+  WorkflowRunView,
+  WorkflowStepView,
+} from "../../src/admin/workflows.ts";
 import { type Attempt, type Job, JOB_STATES, type JobState } from "../../src/kernel/types.ts";
 import type { Schedule } from "../../src/schedule/types.ts";
 import type { AuditRow } from "../../src/store/store.ts";
-import type { DashboardActions } from "../../src/tui/actions.ts";
-import type {
-  DashboardData,
+import type { DashboardActions, RunAction } from "../../src/tui/actions.ts";
+import {
+  type DashboardData,
   DeadLetterGroup,
   JobsFilter,
   JobsQuery,
   Overview,
   QueueOverview,
+  runCounts,
+  type RunsQuery,
   ScheduleInfo,
 } from "../../src/tui/data.ts";
+import { FINAL_RUN_STATES, type RunState } from "../../src/workflow/types.ts";
 import { scheduleOf } from "../support/schedules.ts";
 
 /** 2026-03-08T12:00:00Z, the fixtures' now. */
@@ -137,6 +147,204 @@ export const HEALTHY: StoreCheck = {
   error: null,
 };
 
+/** A step of a run's view: completed after one attempt of three unless `overrides` say. */
+export function fixtureStep(
+  overrides: Partial<WorkflowStepView> & { id: string },
+): WorkflowStepView {
+  return {
+    state: "completed",
+    jobId: null,
+    attempts: 1,
+    maxAttempts: 3,
+    resultBytes: 12,
+    error: null,
+    items: null,
+    dependsOn: [],
+    forEach: null,
+    optional: false,
+    useCase: null,
+    worker: "jobs.command",
+    compensation: null,
+    createdAt: NOW - 120_000,
+    finishedAt: NOW - 100_000,
+    ...overrides,
+  };
+}
+
+/** A run as `workflowRunView` shows it: `overrides` win, `steps` default to none. */
+export function fixtureRun(
+  run: { id: number; workflow: string; state: RunState } & Partial<WorkflowRunView["run"]>,
+  view: Partial<Omit<WorkflowRunView, "run">> = {},
+): WorkflowRunView {
+  return {
+    run: {
+      hash: "5f2c0a9e41b7d3c8",
+      input: { copy: 42 },
+      tenant: null,
+      key: null,
+      error: null,
+      cancelReason: null,
+      startedAt: NOW - 150_000,
+      finishedAt: FINAL_RUN_STATES.includes(run.state) ? NOW - 60_000 : null,
+      updatedAt: NOW - 60_000,
+      ...run,
+    },
+    saga: false,
+    hash: "5f2c0a9e41b7d3c8",
+    steps: [],
+    compensations: [],
+    ...view,
+  };
+}
+
+/** The listing's line of `view`: its steps counted by state. */
+export function summaryOf(view: WorkflowRunView): WorkflowRunSummary {
+  const steps: StepCounts = {
+    total: view.steps.length,
+    completed: 0,
+    running: 0,
+    failed: 0,
+    cancelled: 0,
+    waiting: 0,
+  };
+  for (const s of view.steps) {
+    if (s.state === "discarded") steps.failed++;
+    else steps[s.state]++;
+  }
+  const { run } = view;
+  return {
+    id: run.id,
+    workflow: run.workflow,
+    state: run.state,
+    tenant: run.tenant,
+    key: run.key,
+    startedAt: run.startedAt,
+    finishedAt: run.finishedAt,
+    error: run.error,
+    steps,
+  };
+}
+
+/**
+ * Three runs, newest first: a saga whose charge failed and was compensated,
+ * an import whose fan-out failed (its fan-in cancelled), and a completed
+ * saga.
+ */
+export function fixtureRuns(): WorkflowRunView[] {
+  const lend = (id: number) => [
+    fixtureStep({
+      id: "place-hold",
+      jobId: id * 10 + 1,
+      useCase: "use-case/lending.place-hold",
+      compensation: { mode: "use-case", useCase: "use-case/lending.cancel-hold" },
+    }),
+    fixtureStep({
+      id: "charge-fee",
+      jobId: id * 10 + 2,
+      dependsOn: ["place-hold"],
+      useCase: "use-case/billing.charge-fee",
+      compensation: { mode: "use-case", useCase: "use-case/billing.refund-fee" },
+    }),
+    fixtureStep({
+      id: "notify",
+      jobId: id * 10 + 3,
+      dependsOn: ["charge-fee"],
+      resultBytes: 2048,
+      useCase: "use-case/lending.notify",
+      compensation: { mode: "none", reason: "a sent notice cannot be recalled" },
+    }),
+  ];
+  const compensatedSteps = lend(3);
+  compensatedSteps[2] = {
+    ...compensatedSteps[2]!,
+    state: "discarded",
+    attempts: 3,
+    resultBytes: null,
+    error: "notify.internal answered 503",
+  };
+  return [
+    fixtureRun({
+      id: 3,
+      workflow: "lend-copy",
+      state: "compensated",
+      error: 'step "notify" discarded: notify.internal answered 503',
+    }, {
+      saga: true,
+      steps: compensatedSteps,
+      compensations: [
+        {
+          step: "charge-fee",
+          useCase: "use-case/billing.refund-fee",
+          state: "completed",
+          jobId: 34,
+          attempts: 1,
+          maxAttempts: 3,
+          error: null,
+          createdAt: NOW - 70_000,
+          finishedAt: NOW - 65_000,
+        },
+        {
+          step: "place-hold",
+          useCase: "use-case/lending.cancel-hold",
+          state: "completed",
+          jobId: 35,
+          attempts: 2,
+          maxAttempts: 3,
+          error: null,
+          createdAt: NOW - 65_000,
+          finishedAt: NOW - 60_000,
+        },
+      ],
+    }),
+    fixtureRun({
+      id: 2,
+      workflow: "import-file",
+      state: "failed",
+      startedAt: NOW - 3_600_000,
+      error: 'step "load" discarded: row 600: bad date',
+    }, {
+      steps: [
+        fixtureStep({ id: "fetch", jobId: 21, resultBytes: 300 }),
+        fixtureStep({ id: "split", jobId: 22, dependsOn: ["fetch"], resultBytes: 1200 }),
+        fixtureStep({
+          id: "load",
+          state: "discarded",
+          dependsOn: ["split"],
+          forEach: "split",
+          items: { done: 200, total: 200 },
+          attempts: 3,
+          resultBytes: null,
+          error: "row 600: bad date",
+        }),
+        fixtureStep({
+          id: "reconcile",
+          state: "cancelled",
+          dependsOn: ["load", "fetch"],
+          attempts: 0,
+          maxAttempts: null,
+          resultBytes: null,
+          error: "upstream failed",
+        }),
+        fixtureStep({
+          id: "report",
+          state: "waiting",
+          dependsOn: ["fetch"],
+          optional: true,
+          attempts: 0,
+          maxAttempts: null,
+          resultBytes: null,
+          createdAt: null,
+          finishedAt: null,
+        }),
+      ],
+    }),
+    fixtureRun({ id: 1, workflow: "lend-copy", state: "completed", key: "lend@2026-03-08" }, {
+      saga: true,
+      steps: lend(1),
+    }),
+  ];
+}
+
 /** What a fixture data source holds; tests change it between refreshes. */
 export interface FixtureState {
   jobs: Job[];
@@ -145,6 +353,8 @@ export interface FixtureState {
   deadLetters: DeadLetterGroup[];
   attempts: Record<number, Attempt[]>;
   audit: Record<number, AuditRow[]>;
+  /** Workflow runs as their views, newest first. */
+  runs: WorkflowRunView[];
   /** When set, every read rejects with this message (a locked or missing store). */
   failWith: string | null;
 }
@@ -214,6 +424,7 @@ export function fixtureState(jobs: Job[] = manyJobs(30)): FixtureState {
     }],
     attempts: {},
     audit: {},
+    runs: fixtureRuns(),
     failWith: null,
   };
 }
@@ -221,6 +432,7 @@ export function fixtureState(jobs: Job[] = manyJobs(30)): FixtureState {
 /** A data source over `state`, recording the job queries and counts it answers. */
 export function fixtureData(state: FixtureState) {
   const queries: JobsQuery[] = [];
+  const runQueries: RunsQuery[] = [];
   const counts: JobsFilter[] = [];
   const check = () => {
     if (state.failWith !== null) throw new Error(state.failWith);
@@ -261,8 +473,27 @@ export function fixtureData(state: FixtureState) {
       check();
       return Promise.resolve(state.deadLetters);
     },
+    workflowRuns(query) {
+      check();
+      runQueries.push(query);
+      const runs = state.runs
+        .filter((v) => query.state === null || v.run.state === query.state)
+        .filter((v) => query.after === undefined || v.run.id < query.after)
+        .slice(0, query.limit)
+        .map(summaryOf);
+      const byState = new Map<RunState, number>();
+      for (const v of state.runs) byState.set(v.run.state, (byState.get(v.run.state) ?? 0) + 1);
+      return Promise.resolve({
+        runs,
+        counts: runCounts([...byState].map(([s, count]) => ({ state: s, count }))),
+      });
+    },
+    workflowRun(id) {
+      check();
+      return Promise.resolve(state.runs.find((v) => v.run.id === id) ?? null);
+    },
   };
-  return { data, queries, counts };
+  return { data, queries, counts, runQueries };
 }
 
 /** Filters and pages as the store's jobsList does (search: worker, args, tags, errors). */
@@ -289,7 +520,8 @@ export type ActionCall =
   | { kind: "replay"; id: number; reason: string }
   | { kind: "run"; id: string; reason: string | null }
   | { kind: "schedule"; id: string; enabled: boolean; reason: string }
-  | { kind: "queue"; queue: string; paused: boolean };
+  | { kind: "queue"; queue: string; paused: boolean }
+  | { kind: "workflow"; action: RunAction; id: number; reason: string };
 
 /** Actions that record each call and answer as the admin functions would, changing nothing. */
 export function recordingActions() {
@@ -326,6 +558,17 @@ export function recordingActions() {
     setQueuePaused(queue, paused) {
       calls.push({ kind: "queue", queue, paused });
       return Promise.resolve({ queue, paused, was: !paused });
+    },
+    workflowRun(action, id, reason) {
+      calls.push({ kind: "workflow", action, id, reason });
+      const done: WorkflowActionDone = {
+        id,
+        workflow: "import-file",
+        was: action === "retry" ? "failed" : "running",
+        state: action === "retry" ? "running" : "cancelled",
+        jobs: [201],
+      };
+      return Promise.resolve(done);
     },
   };
   return { actions, calls };

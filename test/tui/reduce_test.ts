@@ -10,18 +10,20 @@ import assert from "node:assert/strict";
 import { type ActRequest, runAction } from "../../src/tui/actions.ts";
 import { readView } from "../../src/tui/data.ts";
 import { type Key, key, named } from "../../src/tui/keys.ts";
-import { reduce } from "../../src/tui/reduce.ts";
+import { nextRunState, reduce } from "../../src/tui/reduce.ts";
 import {
   type DashboardEvent,
   type DashboardState,
   type Effect,
   initialState,
+  type Overlay,
   pageSize,
   type Tab,
 } from "../../src/tui/state.ts";
 import {
   fixtureData,
   fixtureJob,
+  fixtureRun,
   type FixtureState,
   fixtureState,
   manyJobs,
@@ -34,7 +36,7 @@ function driver(
   options: { state?: FixtureState; tab?: Tab; program?: string; readOnly?: boolean } = {},
 ) {
   const fixture = options.state ?? fixtureState();
-  const { data, queries, counts } = fixtureData(fixture);
+  const { data, queries, counts, runQueries } = fixtureData(fixture);
   const { actions, calls } = recordingActions();
   let state: DashboardState = initialState({
     program: options.program ?? "jobsctl",
@@ -73,6 +75,7 @@ function driver(
     fixture,
     queries,
     counts,
+    runQueries,
     calls,
     get state() {
       return state;
@@ -327,4 +330,186 @@ Deno.test("bulk says how many of the matches it looks at when there are more tha
     /^Discard \d+ jobs \(the oldest 1000 of 1050 matching\)\? Every affected job:$/,
   );
   assert.equal(pageSize(d.state), 18);
+});
+
+// -------------------------------------------------------------- workflows
+
+/** The open dialog, read afresh (an earlier assertion does not narrow it). */
+function overlayOf(state: DashboardState): Overlay | null {
+  return state.overlay;
+}
+
+Deno.test("5 reads a page of runs; Enter opens the selected run and reads it; Esc goes back to the list", async () => {
+  const d = await started();
+  const [read] = d.press("5");
+  assert.deepEqual(read, {
+    kind: "read",
+    seq: d.state.read.seq,
+    request: { view: "workflows", query: { state: null, limit: 18 } },
+  });
+  await d.settle();
+  assert.deepEqual(d.state.runs?.map((r) => [r.id, r.state]), [
+    [3, "compensated"],
+    [2, "failed"],
+    [1, "completed"],
+  ]);
+  assert.equal(d.state.runCounts?.failed, 1);
+  const [open] = d.press("j", named("return"));
+  assert.deepEqual(open, {
+    kind: "read",
+    seq: d.state.read.seq,
+    request: { view: "workflow", id: 2 },
+  });
+  assert.deepEqual({ ...d.state.run }, { id: 2, data: null, scroll: 0 });
+  await d.settle();
+  assert.equal(d.state.run?.data?.run.workflow, "import-file");
+  d.press("j", "j");
+  assert.equal(d.state.run?.scroll, 2);
+  // A tick reads the open run again, not the list.
+  assert.deepEqual(d.send({ kind: "tick" }).map((e) => e.kind === "read" && e.request), [
+    { view: "workflow", id: 2 },
+  ]);
+  await d.settle();
+  d.press(named("escape"));
+  assert.equal(d.state.run, null);
+  assert.equal(d.state.runCursor, 1, "the list keeps its cursor");
+});
+
+Deno.test("r on a failed run asks a reason, then confirms; y retries it through the actions and says what changed", async () => {
+  const d = await started({ tab: "workflows" });
+  d.press("j", "r");
+  const prompt = d.state.overlay;
+  assert.equal(prompt?.kind, "prompt");
+  assert.equal(
+    prompt.kind === "prompt" && prompt.label,
+    "Reason to retry workflow run 2 (import-file) (required):",
+  );
+  d.press(named("return"));
+  assert.deepEqual(d.state.status, {
+    text: "retry needs a reason; nothing changed",
+    tone: "error",
+  });
+  assert.equal(d.state.overlay, null);
+  d.press("r", "dates fixed upstream", named("return"));
+  const confirm = overlayOf(d.state);
+  assert.equal(confirm?.kind === "confirm" && confirm.title, "Retry workflow run 2?");
+  assert.match(
+    confirm?.kind === "confirm"
+      ? confirm.lines.map((l) => l.map((s) => s.text).join("")).join("\n")
+      : "",
+    /run 2 +import-file +failed\n\nIts discarded or cancelled steps .*\n.*resumes.*\nreason: dates fixed upstream/,
+  );
+  d.press("n");
+  assert.deepEqual(d.calls, []);
+  d.press("r", "dates fixed upstream", named("return"), "y");
+  assert.equal(d.state.busy, true);
+  await d.settle();
+  assert.deepEqual(d.calls, [
+    { kind: "workflow", action: "retry", id: 2, reason: "dates fixed upstream" },
+  ]);
+  assert.deepEqual(d.state.status, {
+    text: "retried workflow run 2 (import-file): failed -> running; 1 job to run again",
+    tone: "ok",
+  });
+  assert.equal(d.state.busy, false);
+  assert.equal(d.runQueries.length, 2, "the list is read again after the action");
+});
+
+Deno.test("retry of a run that is not failed, or cancel of a final one, says why and asks nothing", async () => {
+  const d = await started({ tab: "workflows" });
+  d.press("r");
+  assert.deepEqual(d.state.status, {
+    text: "workflow run 3 (lend-copy) is compensated, not failed: nothing to retry",
+    tone: "info",
+  });
+  d.press("c");
+  assert.deepEqual(d.state.status, {
+    text: "workflow run 3 (lend-copy) is already compensated: nothing to cancel",
+    tone: "info",
+  });
+  assert.equal(d.state.overlay, null);
+  assert.deepEqual(d.calls, []);
+});
+
+Deno.test("c in an open running run cancels it after a reason and a confirmation", async () => {
+  const fixture = fixtureState();
+  fixture.runs.unshift(fixtureRun({ id: 4, workflow: "lend-copy", state: "running" }));
+  const d = await started({ state: fixture, tab: "workflows" });
+  d.press(named("return"));
+  d.press("c"); // before the run is read, there is nothing to act on
+  assert.equal(d.state.overlay, null);
+  await d.settle();
+  d.press("c", "customer left", named("return"));
+  const confirm = overlayOf(d.state);
+  assert.equal(confirm?.kind === "confirm" && confirm.title, "Cancel workflow run 4?");
+  d.press("y");
+  await d.settle();
+  assert.deepEqual(d.calls, [{
+    kind: "workflow",
+    action: "cancel",
+    id: 4,
+    reason: "customer left",
+  }]);
+  assert.match(
+    d.state.status?.text ?? "",
+    /^cancelled workflow run 4 \(lend-copy\): running -> cancelled; 1 waiting job cancelled$/,
+  );
+  assert.equal(d.state.run?.id, 4, "still in the run, read again");
+  assert.deepEqual(d.pending, []);
+});
+
+Deno.test("read-only mode refuses a run's retry and cancel before asking anything", async () => {
+  const d = await started({ tab: "workflows", readOnly: true });
+  d.press("j", "r");
+  assert.deepEqual(d.state.status, {
+    text: "read-only mode: retry of a workflow run refused; nothing changed",
+    tone: "error",
+  });
+  d.press("c");
+  assert.equal(d.state.overlay, null);
+  assert.deepEqual(d.calls, []);
+});
+
+Deno.test("f lists the runs of each state in turn and Esc lists any state again", async () => {
+  assert.equal(nextRunState(null), "running");
+  assert.equal(nextRunState("running"), "compensating");
+  assert.equal(nextRunState("cancelled"), null);
+  const d = await started({ tab: "workflows" });
+  for (const expected of ["running", "compensating", "completed", "compensated", "failed"]) {
+    d.press("f");
+    await d.settle();
+    assert.equal(d.state.runState, expected);
+    assert.equal(d.runQueries.at(-1)?.state, expected);
+    assert.ok(d.state.runs!.every((r) => r.state === expected));
+  }
+  assert.deepEqual(d.state.runs?.map((r) => r.id), [2]);
+  d.press(named("escape"));
+  await d.settle();
+  assert.equal(d.state.runState, null);
+  assert.deepEqual(d.state.status, { text: "state filter cleared", tone: "info" });
+  assert.equal(d.state.runs?.length, 3);
+});
+
+Deno.test("the runs list pages with keyset after: n asks for the runs older than the last shown", async () => {
+  const fixture = fixtureState();
+  fixture.runs = Array.from(
+    { length: 40 },
+    (_, i) => fixtureRun({ id: 40 - i, workflow: "nightly-import", state: "completed" }),
+  );
+  const d = await started({ state: fixture, tab: "workflows" });
+  assert.equal(d.state.runs?.length, 18);
+  d.press("n");
+  await d.settle();
+  assert.deepEqual(d.runQueries.at(-1), { state: null, limit: 18, after: 23 });
+  assert.equal(d.state.runs?.[0]?.id, 22);
+  d.press("n", "n");
+  await d.settle();
+  assert.deepEqual(d.state.runs?.map((r) => r.id), [4, 3, 2, 1]);
+  assert.deepEqual(d.press("n"), [], "a page that is not full is the last");
+  d.press("b");
+  await d.settle();
+  assert.equal(d.state.runs?.[0]?.id, 22);
+  d.press("g");
+  await d.settle();
+  assert.equal(d.state.runs?.[0]?.id, 40);
 });

@@ -2,20 +2,24 @@
  * The dashboard on a real SQLite store: the store-backed data (pages with
  * keyset paging, redacted args, throughput, schedules with DST notes) and
  * actions that go through `src/admin` and leave an audit row, driven once
- * from the keyboard end to end.
+ * from the keyboard end to end; and the workflows screen over real runs, a
+ * failed one retried from the keyboard until it completes.
  */
 
 import assert from "node:assert/strict";
 import { render } from "ink-testing-library";
 import { FakeClock } from "../../src/clock.ts";
-import { waitUntil } from "../../src/testing.ts";
 import { occurrenceJob } from "../../src/schedule/plan.ts";
 import { storeActions } from "../../src/tui/actions.ts";
 import { App } from "../../src/tui/app.tsx";
 import { configFile, fixedStore, storeAt, storeData } from "../../src/tui/data.ts";
 import { openFailure } from "../../src/cli/open_store.ts";
 import { openSqliteStore } from "../../src/store/sqlite/sqlite_store.ts";
-import { insertJob, tempStore } from "../support/stores.ts";
+import { insertJob, tempJobs, tempStore } from "../support/stores.ts";
+import { startWorkflowRun } from "../../src/admin/workflows.ts";
+import { defineWorker } from "../../src/kernel/worker.ts";
+import { drainAllJobs, waitUntil } from "../../src/testing.ts";
+import { compileWorkflow } from "../../src/workflow/definition.ts";
 
 const NOW = Date.UTC(2026, 2, 6, 12, 0, 30);
 const noConfig = () => Promise.resolve({ config: null, problems: [] });
@@ -255,4 +259,157 @@ Deno.test("a replay or retry from the dashboard runs the schedule's live definit
   const again = (await temp.store.jobGet({ id: row!.id }))!;
   await assert.rejects(actions.jobs("retry", [again]), /live definitions cannot be read/);
   assert.equal((await temp.store.jobGet({ id: row!.id }))?.state, "discarded", "nothing changed");
+});
+
+/**
+ * A store holding two runs driven through the real claim -> perform ->
+ * record path: `greet` completed, and `ingest` failed at its `load` step
+ * (one attempt, while `loadFails` says so), its `report` cancelled.
+ */
+async function workflowStore(clock: FakeClock) {
+  const state = { loadFails: true };
+  const workers = [
+    defineWorker({ name: "fetch", maxAttempts: 1, perform: () => ({ result: { rows: 3 } }) }),
+    defineWorker({
+      name: "load",
+      maxAttempts: 1,
+      perform: () => {
+        if (state.loadFails) throw new Error("row 2: bad date");
+        return { result: "loaded" };
+      },
+    }),
+    defineWorker({ name: "report", maxAttempts: 1, perform: () => ({ result: "sent" }) }),
+  ];
+  const t = await tempJobs(workers, { clock });
+  const registry = { workers: new Map(workers.map((w) => [w.name, w])) };
+  const greet = compileWorkflow({
+    id: "greet",
+    steps: [{ id: "fetch", worker: "fetch" }, {
+      id: "report",
+      worker: "report",
+      dependsOn: ["fetch"],
+    }],
+  }, registry);
+  const ingest = compileWorkflow({
+    id: "ingest",
+    steps: [
+      { id: "fetch", worker: "fetch" },
+      { id: "load", worker: "load", dependsOn: ["fetch"] },
+      { id: "report", worker: "report", dependsOn: ["load", "fetch"] },
+    ],
+  }, registry);
+  const who = { actor: "ops", now: clock.now() };
+  const completed = await startWorkflowRun(t.store, { definition: greet, input: {}, ...who });
+  const failed = await startWorkflowRun(t.store, {
+    definition: ingest,
+    input: { file: "march.csv" },
+    ...who,
+  });
+  await drainAllJobs(t.jobs);
+  return { ...t, state, completed: completed.id, failed: failed.id };
+}
+
+Deno.test("the workflows screen on a real store: a failed run's tree, retried from the keyboard, audited, then completed", async () => {
+  const clock = new FakeClock(NOW);
+  await using t = await workflowStore(clock);
+  const source = fixedStore(t.store);
+  const r = render(
+    <App
+      data={storeData({ source, config: noConfig, clock })}
+      actions={storeActions({ source, config: noConfig, clock, actor: "bob", environment: null })}
+      clock={clock}
+      program="jobsctl"
+      color={false}
+      initialTab="workflows"
+    />,
+  );
+  const frame = (...texts: string[]) =>
+    waitUntil(`a frame with ${texts.map((t) => JSON.stringify(t)).join(", ")}`, () => {
+      const last = r.lastFrame() ?? "";
+      return texts.every((t) => last.includes(t)) ? last : null;
+    });
+  let shown = await frame(`> ${t.failed}`, "1 completed · 1 failed");
+  assert.match(shown, new RegExp(`> ${t.failed}\\s+ingest\\s+failed\\s+1/3 ✗1`));
+  assert.match(shown, new RegExp(`  ${t.completed}\\s+greet\\s+completed\\s+2/2`));
+  r.stdin.write("\r");
+  shown = await frame(`run ${t.failed} ingest`, "steps (3)");
+  assert.match(shown, /^ {2}fetch +completed +attempt 1\/1 +result 10 B/m);
+  assert.match(shown, /^ {2}└─ load +discarded +attempt 1\/1/m);
+  assert.match(shown, /error: row 2: bad date/);
+  assert.match(shown, /└─ report +cancelled/);
+  r.stdin.write("r");
+  await frame(`Reason to retry workflow run ${t.failed} (ingest)`);
+  r.stdin.write("dates fixed");
+  await frame("> dates fixed");
+  r.stdin.write("\r");
+  await frame(`Retry workflow run ${t.failed}?`);
+  r.stdin.write("y");
+  await frame(`retried workflow run ${t.failed} (ingest): failed -> running`);
+  assert.equal((await t.store.workflowGet({ id: t.failed }))?.run.state, "running");
+  const audit = await t.store.auditList({ target: `workflow:${t.failed}` });
+  assert.deepEqual(
+    audit.filter((a) => a.action !== "workflow.start").map((a) => [a.action, a.actor, a.reason]),
+    [["workflow.retry", "bob", "dates fixed"]],
+  );
+  // The load now succeeds; the next refresh of the clock shows the run completed.
+  t.state.loadFails = false;
+  await drainAllJobs(t.jobs);
+  assert.equal((await t.store.workflowGet({ id: t.failed }))?.run.state, "completed");
+  clock.advance(1000);
+  shown = await frame(`run ${t.failed} ingest  completed`);
+  assert.match(shown, /└─ report +completed/);
+  // A completed run cannot be cancelled: said without asking.
+  r.stdin.write("c");
+  await frame(`workflow run ${t.failed} (ingest) is already completed: nothing to cancel`);
+  r.unmount();
+});
+
+Deno.test("the store-backed workflows data pages runs with their step counts and counts every run by state", async () => {
+  const clock = new FakeClock(NOW);
+  await using t = await workflowStore(clock);
+  const source = fixedStore(t.store);
+  const data = storeData({ source, config: noConfig, clock });
+  const page = await data.workflowRuns({ state: null, limit: 10 });
+  assert.deepEqual(page.runs.map((run) => [run.id, run.workflow, run.state]), [
+    [t.failed, "ingest", "failed"],
+    [t.completed, "greet", "completed"],
+  ]);
+  assert.deepEqual(page.runs[0]?.steps, {
+    total: 3,
+    completed: 1,
+    running: 0,
+    failed: 1,
+    cancelled: 1,
+    waiting: 0,
+  });
+  assert.equal(page.counts.failed, 1);
+  assert.equal(page.counts.completed, 1);
+  assert.equal(page.counts.running, 0);
+  const older = await data.workflowRuns({ state: null, limit: 1, after: t.failed });
+  assert.deepEqual(older.runs.map((run) => run.id), [t.completed]);
+  const failedOnly = await data.workflowRuns({ state: "failed", limit: 10 });
+  assert.deepEqual(failedOnly.runs.map((run) => run.id), [t.failed]);
+  const view = await data.workflowRun(t.failed);
+  assert.deepEqual(view?.steps.map((s) => [s.id, s.state]), [
+    ["fetch", "completed"],
+    ["load", "discarded"],
+    ["report", "cancelled"],
+  ]);
+  assert.equal(await data.workflowRun(t.failed + 100), null);
+  // An action the run no longer qualifies for is refused with the admin function's words.
+  const actions = storeActions({
+    source,
+    config: noConfig,
+    clock,
+    actor: "bob",
+    environment: null,
+  });
+  await assert.rejects(
+    actions.workflowRun("retry", t.completed, "again"),
+    /workflow run \d+ \(greet\) is completed, not failed: only a failed run can be retried/,
+  );
+  await assert.rejects(
+    actions.workflowRun("cancel", t.completed, "stop"),
+    /workflow run \d+ \(greet\) is already completed: nothing to cancel/,
+  );
 });

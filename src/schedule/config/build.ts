@@ -11,8 +11,18 @@
  * @module
  */
 
+import { createHash } from "node:crypto";
 import { dirname, isAbsolute, join } from "node:path";
-import { DEFAULT_MAX_ATTEMPTS, DEFAULT_QUEUE } from "../../kernel/worker.ts";
+import { canonicalJson } from "../../kernel/unique.ts";
+import { clampPriority, DEFAULT_MAX_ATTEMPTS, DEFAULT_QUEUE } from "../../kernel/worker.ts";
+import { compileWorkflow, type WorkflowOptions } from "../../workflow/definition.ts";
+import {
+  type CompiledWorkflow,
+  type JobTemplate,
+  type StepRun,
+  WORKFLOW_START_WORKER,
+  type WorkflowStartRun,
+} from "../../workflow/types.ts";
 import type {
   LocalTimePolicy,
   PrunerConfig,
@@ -20,8 +30,17 @@ import type {
   Schedule,
   ScheduleConfig,
   Selection,
+  Timing,
 } from "../types.ts";
-import { fileSchema, isUtc, type RawDefaults, type RawSchedule } from "./schema.ts";
+import {
+  fileSchema,
+  isUtc,
+  type RawDefaults,
+  type RawSchedule,
+  type RawUseCase,
+  type RawWorkflow,
+} from "./schema.ts";
+import { workflowOptions } from "./workflows.ts";
 
 /** The built-in defaults, used where neither a schedule nor `defaults:` sets a value. */
 export const SCHEDULE_DEFAULTS = Object.freeze({
@@ -62,6 +81,13 @@ export const DEFAULT_BATCH_SIZE = 100;
 export function build(raw: unknown, path: string): ScheduleConfig {
   const file = fileSchema.parse(raw);
   const defaults = file.defaults ?? {};
+  const useCases: Record<string, StepRun> = Object.fromEntries(
+    Object.entries(file.use_cases ?? {}).map(([id, useCase]) => [id, toStepRun(useCase)]),
+  );
+  const workflows = (file.workflows ?? []).map((workflow) =>
+    toWorkflow(workflow, useCases, file.use_cases ?? {})
+  );
+  const byId = new Map(workflows.map((workflow) => [workflow.id, workflow]));
   return compact<ScheduleConfig>({
     version: 1,
     queues: Object.fromEntries(
@@ -70,7 +96,7 @@ export function build(raw: unknown, path: string): ScheduleConfig {
         paused: queue.paused ?? false,
       }]),
     ),
-    schedules: (file.schedules ?? []).map((schedule) => toSchedule(schedule, defaults)),
+    schedules: (file.schedules ?? []).map((schedule) => toSchedule(schedule, defaults, byId)),
     pruner: file.pruner && compact<PrunerConfig>({
       everyMs: file.pruner.every,
       batch: file.pruner.batch,
@@ -81,11 +107,13 @@ export function build(raw: unknown, path: string): ScheduleConfig {
       : isAbsolute(file.workers)
       ? file.workers
       : join(dirname(path), file.workers),
+    useCases,
+    workflows,
   });
 }
 
-/** One schedule with `defaults:` and the built-in defaults applied. */
-export function toSchedule(s: RawSchedule, d: RawDefaults): Schedule {
+/** When one schedule fires, with `defaults:` and the built-in defaults applied. */
+export function toTiming(s: RawSchedule, d: RawDefaults): Timing {
   const timezone = s.timezone ?? d.timezone ?? SCHEDULE_DEFAULTS.timezone;
   const rhythm: Schedule["rhythm"] = s.cron !== undefined
     ? { kind: "cron", expression: s.cron }
@@ -95,8 +123,7 @@ export function toSchedule(s: RawSchedule, d: RawDefaults): Schedule {
   const localTime: LocalTimePolicy | undefined = isUtc(timezone)
     ? undefined
     : s.local_time ?? d.local_time;
-  const backoff = s.backoff ?? d.backoff;
-  return compact<Schedule>({
+  return compact<Timing>({
     id: s.id,
     rhythm,
     timezone,
@@ -104,13 +131,30 @@ export function toSchedule(s: RawSchedule, d: RawDefaults): Schedule {
     startAt: s.start_at,
     endAt: s.end_at,
     jitterMs: s.jitter ?? d.jitter,
+  });
+}
+
+/**
+ * One schedule with `defaults:` and the built-in defaults applied.
+ *
+ * @param workflows the file's compiled workflows by id, for a `run.workflow`
+ */
+export function toSchedule(
+  s: RawSchedule,
+  d: RawDefaults,
+  workflows: ReadonlyMap<string, CompiledWorkflow> = new Map(),
+): Schedule {
+  const backoff = s.backoff ?? d.backoff;
+  return compact<Schedule>({
+    ...toTiming(s, d),
     misfire: {
       policy: s.misfire ?? d.misfire ?? SCHEDULE_DEFAULTS.misfire,
       catchUpLimit: s.catch_up_limit ?? d.catch_up_limit ?? SCHEDULE_DEFAULTS.catchUpLimit,
       graceMs: s.grace ?? d.grace ?? SCHEDULE_DEFAULTS.graceMs,
     },
     overlapPolicy: s.overlap_policy ?? d.overlap_policy ?? SCHEDULE_DEFAULTS.overlapPolicy,
-    run: toRun(s.run),
+    run: s.run.workflow === undefined ? toRun(s.run) : workflowRun(s, workflows),
+    workflow: s.run.workflow,
     queue: s.queue ?? d.queue ?? SCHEDULE_DEFAULTS.queue,
     priority: s.priority ?? d.priority ?? SCHEDULE_DEFAULTS.priority,
     maxAttempts: s.max_attempts ?? d.max_attempts ?? SCHEDULE_DEFAULTS.maxAttempts,
@@ -131,6 +175,76 @@ export function toSchedule(s: RawSchedule, d: RawDefaults): Schedule {
       batchSize: s.batch_size ?? DEFAULT_BATCH_SIZE,
     },
   });
+}
+
+/**
+ * The run of a schedule that starts a workflow: a `jobs.workflow` job whose
+ * args carry the compiled definition and the input, so an occurrence starts
+ * the workflow as the file defined it when the occurrence was planned, and
+ * the schedule's definition hash changes with the workflow's.
+ */
+function workflowRun(s: RawSchedule, workflows: ReadonlyMap<string, CompiledWorkflow>): RunSpec {
+  const definition = workflows.get(s.run.workflow!);
+  // The checks refuse an unknown workflow before anything is built.
+  if (!definition) throw new TypeError(`schedule "${s.id}": no workflow "${s.run.workflow}"`);
+  const args: WorkflowStartRun = { kind: "workflow", definition, input: s.run.input ?? {} };
+  return { kind: "worker", worker: WORKFLOW_START_WORKER, args };
+}
+
+/**
+ * One workflow of the file, compiled against the file's use cases. A use
+ * case's `queue` and `priority` apply to the jobs that run it (a step's own
+ * win), its compensations' included.
+ */
+function toWorkflow(
+  raw: RawWorkflow,
+  useCases: Record<string, StepRun>,
+  settings: Record<string, RawUseCase>,
+): CompiledWorkflow {
+  const options = workflowOptions(raw, (run) => toStepRun(run as RawUseCase));
+  const compiled = compileWorkflow(options, { useCases });
+  return withUseCaseSettings(compiled, options, settings);
+}
+
+/** `compiled` with each use case's queue and priority on the jobs that run it, hashed again. */
+function withUseCaseSettings(
+  compiled: CompiledWorkflow,
+  options: WorkflowOptions,
+  settings: Record<string, RawUseCase>,
+): CompiledWorkflow {
+  const apply = (
+    job: JobTemplate,
+    useCase: string | null,
+    own?: { queue?: string; priority?: number },
+  ) => {
+    const setting = useCase === null ? undefined : settings[useCase];
+    return {
+      ...job,
+      queue: own?.queue ?? setting?.queue ?? job.queue,
+      priority: own?.priority ??
+        (setting?.priority !== undefined ? clampPriority(setting.priority) : job.priority),
+    };
+  };
+  const steps = compiled.steps.map((step) => {
+    const own = options.steps.find((s) => s.id === step.id);
+    const compensation = step.compensation?.mode === "use-case"
+      ? {
+        ...step.compensation,
+        job: apply(step.compensation.job, step.compensation.useCase),
+      }
+      : step.compensation;
+    return { ...step, job: apply(step.job, step.useCase, own), compensation };
+  });
+  // Hashed as `compileWorkflow` hashes, so the hash covers the settings applied here.
+  const body = { id: compiled.id, saga: compiled.saga, steps };
+  const hash = createHash("sha256").update(canonicalJson(body)).digest("base64url");
+  return { ...body, hash };
+}
+
+/** What a use case or a step's `run:` runs. */
+function toStepRun(run: RawUseCase): StepRun {
+  if (run.worker !== undefined) return { kind: "worker", worker: run.worker };
+  return toRun(run) as StepRun;
 }
 
 function toSelection(selection: NonNullable<RawSchedule["selection"]>): Selection {

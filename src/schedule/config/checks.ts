@@ -3,7 +3,9 @@
  * fields that apply only with another (`anchor` with `every`, `shell` with
  * `command`, `guard` with `manual`), local-time policies, duplicate ids,
  * fan-out runs, backoff bounds, worker names against the workers module,
- * and schedules that never fire. Each check reads the parsed YAML as it is,
+ * use cases (one runner each), the workflow rules (`workflows.ts`), a
+ * `run.workflow` that names a workflow of the file, and schedules that
+ * never fire. Each check reads the parsed YAML as it is,
  * so that it still runs, and still names the field, where the schema found
  * something else wrong in the same schedule.
  *
@@ -14,7 +16,8 @@ import { didYouMean } from "../../text/suggest.ts";
 import { tryParseDuration } from "../durations.ts";
 import { neverFires } from "../occurrences.ts";
 import { ITEM_PLACEHOLDER, type Timing } from "../types.ts";
-import { SCHEDULE_DEFAULTS, toSchedule } from "./build.ts";
+import { WORKFLOW_ID } from "../../workflow/definition.ts";
+import { SCHEDULE_DEFAULTS, toTiming } from "./build.ts";
 import { type Path, quote, render, type Reporter, valueAt } from "./report.ts";
 import {
   defaultsSchema,
@@ -27,6 +30,7 @@ import {
   scheduleSchema,
   zoneId,
 } from "./schema.ts";
+import { checkWorkflows } from "./workflows.ts";
 
 /**
  * The names of the workers the `workers:` module exports, to check each
@@ -43,8 +47,15 @@ export type WorkerNames = { names: readonly string[] } | { error: string };
  */
 export function validate(report: Reporter, workers?: WorkerNames): void {
   const result = fileSchema.safeParse(report.raw);
+  // Where the schema found something wrong: the workflow rules say nothing more there.
+  const reported: Path[] = [];
   if (!result.success) {
-    for (const issue of result.error.issues) report.addIssue(issue, knownKeys);
+    for (const issue of result.error.issues) {
+      report.addIssue(issue, knownKeys);
+      if (issue.code === "unrecognized_keys") {
+        for (const key of issue.keys) reported.push([...issue.path, key]);
+      } else reported.push(issue.path);
+    }
   }
 
   const root = fields(report.raw);
@@ -60,6 +71,20 @@ export function validate(report: Reporter, workers?: WorkerNames): void {
       );
     }
   }
+  checkUseCases(report, fields(root?.use_cases) ?? {});
+  const workflowList = Array.isArray(root?.workflows) ? root.workflows as unknown[] : [];
+  for (const [index, workflow] of workflowList.entries()) {
+    const steps = fields(workflow)?.steps;
+    for (const [i, step] of (Array.isArray(steps) ? steps : []).entries()) {
+      const path = ["workflows", index, "steps", i];
+      const run = fields(fields(step)?.run);
+      if (run) checkRun(report, [...path, "run"], run, "run", RUNNERS);
+      checkBackoff(report, path, fields(step) ?? {});
+    }
+  }
+  checkWorkflows(report, reported);
+  const workflowIds = workflowList.map((w) => fields(w)?.id).filter((id) => typeof id === "string");
+
   const list = Array.isArray(root?.schedules) ? root.schedules as unknown[] : [];
   const firstLine = new Map<string, number>();
   for (const [index, item] of list.entries()) {
@@ -78,10 +103,10 @@ export function validate(report: Reporter, workers?: WorkerNames): void {
         );
       }
     }
-    checkSchedule(report, path, schedule, defaults);
+    checkSchedule(report, path, schedule, defaults, workflowIds);
   }
   if (workers && typeof root?.workers === "string") {
-    checkWorkers(report, root.workers, list, workers);
+    checkWorkers(report, root.workers, workerFields(root), workers);
   }
 
   // Whether a schedule ever fires is only asked of schedules without other errors.
@@ -111,7 +136,40 @@ function present(value: Fields, keys: readonly string[]): string[] {
   return keys.filter((key) => value[key] !== undefined);
 }
 
-function checkSchedule(report: Reporter, path: Path, schedule: Fields, defaults: Fields): void {
+/** A field of a run as a message names it: `run.shell`; a use case's (label ""), `shell`. */
+function dotted(label: string, key: string): string {
+  return label === "" ? key : `${label}.${key}`;
+}
+
+/** What a run, a use case and a step's `run:` choose from. */
+const RUNNERS = ["command", "http", "worker"] as const;
+
+/** Use-case ids follow the workflow ids' rule; each use case has one runner, as a run does. */
+function checkUseCases(report: Reporter, useCases: Fields): void {
+  for (const [id, useCase] of Object.entries(useCases)) {
+    if (!WORKFLOW_ID.test(id)) {
+      report.add(
+        "schedule-invalid",
+        ["use_cases"],
+        `id must be 1-128 letters, digits or ._/-, starting with a letter or digit, got ${
+          quote(id)
+        }`,
+        id,
+      );
+    }
+    const run = fields(useCase);
+    // The message's prefix names the use case: `use case "x": needs one of ...`.
+    if (run) checkRun(report, ["use_cases", id], run, "", RUNNERS);
+  }
+}
+
+function checkSchedule(
+  report: Reporter,
+  path: Path,
+  schedule: Fields,
+  defaults: Fields,
+  workflows: readonly string[],
+): void {
   const rhythms = present(schedule, ["cron", "every", "manual"]);
   if (rhythms.length === 0) {
     report.add("schedule-invalid", path, "needs a rhythm: cron, every or manual: true");
@@ -163,10 +221,13 @@ function checkSchedule(report: Reporter, path: Path, schedule: Fields, defaults:
   }
 
   const run = fields(schedule.run);
-  if (run) checkRun(report, [...path, "run"], run);
+  if (run) {
+    checkRun(report, [...path, "run"], run, "run", [...RUNNERS, "workflow"]);
+    checkWorkflowRun(report, [...path, "run"], run, workflows);
+  }
   const selection = fields(schedule.selection);
   if (selection) {
-    checkRun(report, [...path, "selection"], selection, "selection");
+    checkRun(report, [...path, "selection"], selection, "selection", ["command", "worker"]);
     if (run) checkFanOutRun(report, [...path, "run"], run);
   }
   if (schedule.batch_size !== undefined && schedule.selection === undefined) {
@@ -185,30 +246,48 @@ function checkSchedule(report: Reporter, path: Path, schedule: Fields, defaults:
   }
 }
 
-/** A `run` (command, http or worker) or a `selection` (command or worker). */
-function checkRun(report: Reporter, path: Path, run: Fields, label = "run"): void {
-  const choices = label === "run" ? ["command", "http", "worker"] : ["command", "worker"];
+/**
+ * A `run` (command, http, worker or workflow), a `selection` (command or
+ * worker), a use case or a step's `run:` (command, http or worker).
+ */
+function checkRun(
+  report: Reporter,
+  path: Path,
+  run: Fields,
+  label: string,
+  choices: readonly string[],
+): void {
   const kinds = present(run, choices);
   if (kinds.length === 0) {
     report.add(
       "schedule-invalid",
       path,
-      `${label} needs one of ${choices.slice(0, -1).join(", ")} or ${choices.at(-1)}`,
+      `${label}${label ? " " : ""}needs one of ${choices.slice(0, -1).join(", ")} or ${
+        choices.at(-1)
+      }`,
     );
   } else if (kinds.length > 1) {
     report.add(
       "schedule-invalid",
       [...path, kinds[1]!],
-      `${label} has both ${kinds[0]} and ${kinds[1]}, choose one`,
+      `${label}${label ? " " : ""}has both ${kinds[0]} and ${kinds[1]}, choose one`,
     );
   }
   for (const key of ["shell", "cwd", "env"]) {
     if (run[key] !== undefined && run.command === undefined && kinds.length > 0) {
-      report.add("schedule-invalid", path, `${label}.${key} applies only to command`, key);
+      report.add("schedule-invalid", path, `${dotted(label, key)} applies only to command`, key);
     }
   }
   if (run.args !== undefined && run.worker === undefined && kinds.length > 0) {
-    report.add("schedule-invalid", path, `${label}.args applies only to worker`, "args");
+    report.add("schedule-invalid", path, `${dotted(label, "args")} applies only to worker`, "args");
+  }
+  if (run.input !== undefined && run.workflow === undefined && kinds.length > 0) {
+    report.add(
+      "schedule-invalid",
+      path,
+      `${dotted(label, "input")} applies only to workflow`,
+      "input",
+    );
   }
   const command = run.command;
   const shell = run.shell === true;
@@ -216,7 +295,7 @@ function checkRun(report: Reporter, path: Path, run: Fields, label = "run"): voi
     report.add(
       "schedule-invalid",
       [...path, "command"],
-      `${label}.command must be a list of strings, or one string with shell: true, got ${
+      `${dotted(label, "command")} must be a list of strings, or one string with shell: true, got ${
         quote(command)
       }`,
     );
@@ -224,13 +303,43 @@ function checkRun(report: Reporter, path: Path, run: Fields, label = "run"): voi
     report.add(
       "schedule-invalid",
       [...path, "command"],
-      `${label}.command must be one string with shell: true, got a list of ${command.length}`,
+      `${
+        dotted(label, "command")
+      } must be one string with shell: true, got a list of ${command.length}`,
     );
   }
 }
 
+/** A `run.workflow` names a workflow of the file. */
+function checkWorkflowRun(
+  report: Reporter,
+  path: Path,
+  run: Fields,
+  workflows: readonly string[],
+): void {
+  const id = run.workflow;
+  if (typeof id !== "string" || id.trim() === "" || workflows.includes(id)) return;
+  const known = workflows.length === 0
+    ? "the file has none"
+    : `it has ${workflows.slice(0, 10).map(quote).join(", ")}`;
+  const hint = didYouMean(id, workflows);
+  report.add(
+    "workflow-unknown",
+    [...path, "workflow"],
+    `run.workflow ${quote(id)} is not a workflow of the file${hint ? hint : `; ${known}`}`,
+  );
+}
+
 /** What a fan-out's `run` may not do with its item. */
 function checkFanOutRun(report: Reporter, path: Path, run: Fields): void {
+  if (run.workflow !== undefined) {
+    report.add(
+      "schedule-invalid",
+      [...path, "workflow"],
+      "run.workflow cannot be fanned out by a selection: a workflow's step may use for_each",
+    );
+    return;
+  }
   const script = Array.isArray(run.command) ? run.command[0] : run.command;
   if (run.shell === true && typeof script === "string" && script.includes(ITEM_PLACEHOLDER)) {
     report.add(
@@ -260,11 +369,47 @@ function checkFanOutRun(report: Reporter, path: Path, run: Fields): void {
 }
 
 /**
- * Every `run.worker` and `selection.worker` must be a worker of the
- * `workers:` module. The message lists what the module exports and ends
- * with the nearest names, when some are close enough to be a typo.
+ * Where the file names a worker: each schedule's `run` and `selection`,
+ * each use case, each workflow step's `run:`. The path of the mapping that
+ * holds `worker`, and how the message names that mapping.
  */
-function checkWorkers(report: Reporter, module: string, list: unknown[], workers: WorkerNames) {
+function workerFields(root: Fields): Array<{ path: Path; label: string; value: unknown }> {
+  const found: Array<{ path: Path; label: string; value: unknown }> = [];
+  const schedules = Array.isArray(root.schedules) ? root.schedules as unknown[] : [];
+  for (const [index, item] of schedules.entries()) {
+    for (const key of ["run", "selection"]) {
+      found.push({ path: ["schedules", index, key], label: key, value: fields(item)?.[key] });
+    }
+  }
+  for (const [id, useCase] of Object.entries(fields(root.use_cases) ?? {})) {
+    found.push({ path: ["use_cases", id], label: "", value: useCase });
+  }
+  const workflows = Array.isArray(root.workflows) ? root.workflows as unknown[] : [];
+  for (const [index, workflow] of workflows.entries()) {
+    const steps = fields(workflow)?.steps;
+    for (const [i, step] of (Array.isArray(steps) ? steps : []).entries()) {
+      found.push({
+        path: ["workflows", index, "steps", i, "run"],
+        label: "run",
+        value: fields(step)?.run,
+      });
+    }
+  }
+  return found;
+}
+
+/**
+ * Every worker the file names (see {@linkcode workerFields}) must be a
+ * worker of the `workers:` module. The message lists what the module
+ * exports and ends with the nearest names, when some are close enough to
+ * be a typo.
+ */
+function checkWorkers(
+  report: Reporter,
+  module: string,
+  named: Array<{ path: Path; label: string; value: unknown }>,
+  workers: WorkerNames,
+) {
   if ("error" in workers) {
     report.add(
       "workers-invalid",
@@ -278,18 +423,18 @@ function checkWorkers(report: Reporter, module: string, list: unknown[], workers
   const exports = names.size === 0
     ? "it exports no worker"
     : `it exports ${shown}${names.size > 10 ? `, and ${names.size - 10} more` : ""}`;
-  for (const [index, item] of list.entries()) {
-    for (const key of ["run", "selection"]) {
-      const worker = fields(fields(item)?.[key])?.worker;
-      if (typeof worker !== "string" || names.has(worker)) continue;
-      const hint = didYouMean(worker, names);
-      const unknown = `${key}.worker ${quote(worker)} is not a worker of ${quote(module)}`;
-      report.add(
-        "worker-unknown",
-        ["schedules", index, key, "worker"],
-        hint ? `${unknown} (${exports})${hint}` : `${unknown}; ${exports}`,
-      );
-    }
+  for (const { path, label, value } of named) {
+    const worker = fields(value)?.worker;
+    if (typeof worker !== "string" || names.has(worker)) continue;
+    const hint = didYouMean(worker, names);
+    const unknown = `${dotted(label, "worker")} ${quote(worker)} is not a worker of ${
+      quote(module)
+    }`;
+    report.add(
+      "worker-unknown",
+      [...path, "worker"],
+      hint ? `${unknown} (${exports})${hint}` : `${unknown}; ${exports}`,
+    );
   }
 }
 
@@ -319,7 +464,7 @@ function checkBackoff(report: Reporter, path: Path, owner: Fields): void {
 }
 
 function checkFires(report: Reporter, path: Path, schedule: RawSchedule, defaults: RawDefaults) {
-  const timing = toSchedule(schedule, defaults);
+  const timing = toTiming(schedule, defaults);
   if (timing.rhythm.kind === "manual") return;
   const unbounded: Timing = { ...timing, startAt: undefined, endAt: undefined };
   if (neverFires(unbounded, 0)) {

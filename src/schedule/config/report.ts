@@ -14,6 +14,7 @@ import { isMap, isNode, isScalar, isSeq } from "npm:yaml@2.9.1";
 import type { Document } from "npm:yaml@2.9.1";
 import type { core } from "npm:zod@4.6.7";
 import { didYouMean, nearest } from "../../text/suggest.ts";
+import type { WorkflowProblemCode } from "../../workflow/definition.ts";
 
 /** What kind of problem a {@linkcode ConfigError} is. */
 export type ConfigErrorCode =
@@ -35,8 +36,16 @@ export type ConfigErrorCode =
   | "file-unreadable"
   /** The `workers:` module cannot be imported, or exports something other than workers. */
   | "workers-invalid"
-  /** A `run.worker` or `selection.worker` that the `workers:` module does not export. */
-  | "worker-unknown";
+  /** A `worker` (of a run, selection, use case or step) that the `workers:` module does not export. */
+  | "worker-unknown"
+  /** A schedule's `run.workflow` that names no workflow of the file. */
+  | "workflow-unknown"
+  /**
+   * A workflow that breaks a rule of `checkWorkflow` (the record rules of a
+   * saga among them), with that rule's code: `behavior-unrecorded`,
+   * `use-case-shared`, `compensation-missing`, `engine-config-in-record`...
+   */
+  | WorkflowProblemCode;
 
 /** One problem in a schedules file. */
 export interface ConfigError {
@@ -281,13 +290,27 @@ export class Reporter {
     return isNode(node) && node.range ? node.range[0] : offset;
   }
 
-  /** `schedule "nightly"`, `defaults`, `queue "fast"` or nothing; the rest of the path; the schedule's index. */
+  /**
+   * `schedule "nightly"`, `defaults`, `queue "fast"`, `workflow "lend-copy"`,
+   * `use case "use-case/billing.charge-fee"` or nothing; the rest of the
+   * path; the schedule's index.
+   */
   where(path: Path): [where: string, field: Path, index?: number] {
     const [first, second] = path;
     if (first === "schedules" && typeof second === "number") {
       const id = scheduleIdAt(this.raw, second);
       const where = id === undefined ? `schedule #${second + 1}` : `schedule ${quote(id)}`;
       return [where, path.slice(2), second];
+    }
+    if (first === "workflows" && typeof second === "number") {
+      const id = valueAt(this.raw, [...path.slice(0, 2), "id"]);
+      const where = typeof id === "string" && id !== ""
+        ? `workflow ${quote(id)}`
+        : `workflow #${second + 1}`;
+      return [where, path.slice(2)];
+    }
+    if (first === "use_cases" && second !== undefined) {
+      return [`use case ${quote(String(second))}`, path.slice(2)];
     }
     if (first === "defaults") return ["defaults", path.slice(1)];
     if (first === "queues" && second !== undefined) {

@@ -3,7 +3,10 @@
  * the checks one field can make alone (a duration, an instant, a known time
  * zone, a valid cron expression, a slug). Checks that span fields (one
  * rhythm, one runner, local-time policies, guards) are in `checks.ts`; the
- * schema's output becomes a `ScheduleConfig` in `build.ts`.
+ * schema's output becomes a `ScheduleConfig` in `build.ts`. Of a workflow,
+ * the schema checks types only: ids, dependencies, compensation modes and
+ * the record rules are `checkWorkflow`'s (`workflows.ts`), which name them
+ * by their own codes.
  *
  * Every mapping is strict, so an unknown key is an error;
  * {@linkcode knownKeys} lists the keys a mapping takes, for the nearest one
@@ -194,14 +197,22 @@ const command = z.unknown().superRefine((value, ctx) => {
   }
 });
 
-const run = z.strictObject({
+/** What runs: a command, an HTTP request or a worker; shared by runs, use cases and steps. */
+const runner = {
   command: command.optional(),
   shell: z.boolean().optional(),
   cwd: nonEmpty.optional(),
   env: stringMap.optional(),
   http: http.optional(),
   worker: name.optional(),
+};
+
+const run = z.strictObject({
+  ...runner,
   args: z.unknown().optional(),
+  /** Starts a run of this workflow of the file instead (`input` is its input). */
+  workflow: nonEmpty.optional(),
+  input: z.unknown().optional(),
 });
 
 const selection = z.strictObject({
@@ -262,6 +273,58 @@ export const scheduleSchema = z.strictObject({
   ...defaultable,
 });
 
+/** One entry of `use_cases:`: what runs the use case, and where its jobs go. */
+export const useCaseSchema = z.strictObject({
+  ...runner,
+  queue: name.optional(),
+  priority: whole().min(0).max(9).optional(),
+});
+
+/**
+ * A step's `use_case`: one id, or a list (refused by the record rules as
+ * `use-case-ambiguous`, so the schema lets it through to be named so).
+ */
+const stepUseCase = z.unknown().superRefine((value, ctx) => {
+  const ok = typeof value === "string" ||
+    (Array.isArray(value) && value.every((v) => typeof v === "string"));
+  if (!ok) issue(ctx, "must be a use-case id");
+});
+
+/**
+ * A step's `compensation`. `mode` and what it needs are the record rules'
+ * (`compensation-invalid`), not the schema's: only the types are here.
+ */
+const compensation = z.strictObject({
+  mode: z.string().optional(),
+  use_case: z.string().optional(),
+  reason: z.string().optional(),
+});
+
+/** One entry of a workflow's `steps:`; ids, dependencies and the record are checked by `checkWorkflow`. */
+export const stepSchema = z.strictObject({
+  id: z.string(),
+  depends_on: z.array(z.string()).optional(),
+  for_each: z.string().optional(),
+  optional: z.boolean().optional(),
+  use_case: stepUseCase.optional(),
+  run: z.strictObject(runner).optional(),
+  compensation: compensation.optional(),
+  max_attempts: whole().min(1).optional(),
+  timeout: duration.optional(),
+  backoff: backoff.optional(),
+  queue: name.optional(),
+  priority: whole().min(0).max(9).optional(),
+  tags: z.array(nonEmpty).optional(),
+});
+
+/** One entry of `workflows:`. */
+export const workflowSchema = z.strictObject({
+  id: z.string(),
+  carried_by: z.literal("workflow").optional(),
+  queue: name.optional(),
+  steps: z.array(stepSchema),
+});
+
 const queueSchema = z.strictObject({
   concurrency: whole().min(1).optional(),
   paused: z.boolean().optional(),
@@ -285,6 +348,8 @@ export const fileSchema = z.strictObject({
   defaults: defaultsSchema.optional(),
   queues: z.record(z.string(), queueSchema).optional(),
   pruner: prunerSchema.optional(),
+  use_cases: z.record(z.string(), useCaseSchema).optional(),
+  workflows: z.array(workflowSchema).optional(),
   schedules: z.array(scheduleSchema).optional(),
 });
 
@@ -292,6 +357,10 @@ export const fileSchema = z.strictObject({
 export type RawSchedule = z.output<typeof scheduleSchema>;
 /** `defaults:` as the schema outputs it. */
 export type RawDefaults = z.output<typeof defaultsSchema>;
+/** A use case as the schema outputs it. */
+export type RawUseCase = z.output<typeof useCaseSchema>;
+/** A workflow as the schema outputs it: durations in milliseconds. */
+export type RawWorkflow = z.output<typeof workflowSchema>;
 /** `pruner:` as the schema outputs it: durations in milliseconds, nothing defaulted. */
 export type RawPruner = z.output<typeof prunerSchema>;
 

@@ -57,6 +57,9 @@ import type {
   Store,
   StoreTx,
   StoreTxMethods,
+  WorkflowActionResult,
+  WorkflowFilter,
+  WorkflowStartParams,
 } from "../store.ts";
 import { STORE_TX_METHODS } from "../store.ts";
 import {
@@ -78,11 +81,17 @@ import {
   toScheduleRow,
 } from "./rows.ts";
 import { toLeaderState } from "../rows.ts";
-
-/** A postgres.js connection or transaction: anything that runs a tagged query. */
-type Sql = postgres.ISql;
-/** A piece of a statement, with its own bound values. */
-type Fragment = postgres.PendingQuery<postgres.Row[]>;
+import { appendError, clearUnique, type Fragment, runAgain, type Sql } from "./fragments.ts";
+import * as workflows from "./workflows.ts";
+import {
+  cancelRun,
+  jobEnded,
+  type Ops,
+  retryRun,
+  runOpsAsync,
+  startRun,
+} from "../../workflow/bookkeeping.ts";
+import type { RunState, WorkflowRun, WorkflowRunDetail } from "../../workflow/types.ts";
 
 /** Options for {@linkcode openPostgresStore}. */
 export interface PostgresOptions {
@@ -638,6 +647,9 @@ export class PostgresStore implements Store<PostgresTx> {
 
   async #record(q: Sql, node: string, now: number, results: JobResult[]): Promise<RecordReport> {
     const recorded: JobResult[] = [];
+    const steps = results.filter((r) => r.workflow !== undefined);
+    // Runs before jobs, in id order: batches that end steps of the same runs cannot deadlock.
+    if (steps.length > 0) await workflows.lockRuns(q, steps.map((r) => r.workflow!));
     const done = results.filter((r) => r.outcome === "completed");
     if (done.length > 0) {
       // In id order, as an operator's cancel or discard locks them.
@@ -713,11 +725,29 @@ export class PostgresStore implements Store<PostgresTx> {
         SET last_completed_at = greatest(coalesce(last_completed_at, 0), ${now}::bigint)
         FROM ${schedulesOf(q, completedOccurrences)} WHERE schedules.id = s.id`;
     }
+    let queues: Set<string> | null = null;
+    for (const r of recorded) {
+      if (r.workflow === undefined) continue;
+      if (r.outcome === "snoozed" || r.outcome === "retryable") continue;
+      const ended = await this.#ops(
+        q,
+        jobEnded({
+          jobId: r.id,
+          state: r.outcome,
+          value: r.value ?? null,
+          error: "error" in r ? r.error : null,
+          now,
+        }),
+      );
+      for (const name of ended.queues) (queues ??= new Set()).add(name);
+    }
     const kept = new Set(recorded.map((r) => r.id));
-    return {
+    const report: RecordReport = {
       recorded: recorded.map((r) => r.id),
       lost: results.filter((r) => !kept.has(r.id)).map((r) => r.id),
     };
+    if (queues !== null) report.queues = [...queues];
+    return report;
   }
 
   async jobsRelease(params: { node: string; leases: Lease[] }): Promise<Lease[]> {
@@ -811,7 +841,20 @@ export class PostgresStore implements Store<PostgresTx> {
         if (result.state === "available") {
           rescued++;
           queues.add(String(row.queue));
-        } else discarded++;
+        } else {
+          discarded++;
+          const ended = await this.#ops(
+            tx,
+            jobEnded({
+              jobId: Number(row.id),
+              state: "discarded",
+              value: null,
+              error,
+              now: params.now,
+            }),
+          );
+          for (const name of ended.queues) queues.add(name);
+        }
       }
       await this.#notify(tx, queues);
       return { rescued, discarded, queues: [...queues] };
@@ -910,6 +953,8 @@ export class PostgresStore implements Store<PostgresTx> {
     if (params.ids.length === 0) return [];
     const { now, reason } = params;
     return await this.#begin(async (tx) => {
+      // Runs before jobs, as the record path locks them.
+      await workflows.lockRuns(tx, await workflows.runsOfJobs(tx, params.ids));
       const targets = await tx`SELECT id, state, attempt, fence, attempted_by, attempted_at
         FROM jobs WHERE id = ANY(${params.ids}::bigint[]) ORDER BY id FOR UPDATE`;
       const byId = new Map(targets.map((r) => [Number(r.id), r]));
@@ -933,6 +978,10 @@ export class PostgresStore implements Store<PostgresTx> {
           // A second id of the same job in the list finds it final now.
           row.state = outcome;
         }
+        await this.#ops(
+          tx,
+          jobEnded({ jobId: id, state: outcome, value: null, error: reason, now }),
+        );
       }
       return stopped;
     });
@@ -1397,6 +1446,81 @@ export class PostgresStore implements Store<PostgresTx> {
    * schema notifies it when jobs become runnable: inserts, retries,
    * replays, staging, rescues, releases and resumed queues.
    */
+  // ------------------------------------------------------------------ workflows
+
+  /** Runs the bookkeeping's ops on `q`, an open transaction. */
+  #ops<R>(q: Sql, ops: Ops<R>): Promise<R> {
+    const parts: workflows.StoreParts = {
+      insert: (sql, jobs, now) => this.#insert(sql, jobs, now),
+      notify: (sql, queues) => this.#notify(sql, queues),
+    };
+    return runOpsAsync(ops, (op) => workflows.answerOp(q, op, parts));
+  }
+
+  async workflowStart(params: WorkflowStartParams): Promise<{
+    id: number;
+    duplicate: boolean;
+    queues: string[];
+  }> {
+    return await this.#begin(async (tx) => {
+      if (params.key !== null) {
+        // Starts with one key wait for each other here, so the second finds the first's run.
+        await tx`SELECT pg_advisory_xact_lock(hashtext('jobs.workflow_start'), hashtext(${params.key}))`;
+      }
+      const started = await this.#ops(tx, startRun(params));
+      return { id: started.id, duplicate: started.duplicate, queues: started.queues };
+    });
+  }
+
+  async workflowGet(params: { id: number }): Promise<WorkflowRunDetail | null> {
+    return await workflows.workflowGet(this.#tx ?? this.#sql, params.id);
+  }
+
+  async workflowsList(params: WorkflowFilter): Promise<WorkflowRun[]> {
+    return await workflows.workflowsList(this.#tx ?? this.#sql, params);
+  }
+
+  async workflowsCount(): Promise<{ workflow: string; state: RunState; count: number }[]> {
+    return await workflows.workflowsCount(this.#sql);
+  }
+
+  async workflowCompensationsCount(): Promise<
+    { workflow: string; state: string; count: number }[]
+  > {
+    return await workflows.workflowCompensationsCount(this.#sql);
+  }
+
+  async workflowCancel(params: { id: number; now: number; reason: string }): Promise<
+    WorkflowActionResult | null
+  > {
+    return await this.#begin(async (tx) =>
+      actionResult(await this.#ops(tx, cancelRun(params.id, params.reason, params.now)))
+    );
+  }
+
+  async workflowRetry(params: { id: number; now: number }): Promise<WorkflowActionResult | null> {
+    return await this.#begin(async (tx) =>
+      actionResult(await this.#ops(tx, retryRun(params.id, params.now)))
+    );
+  }
+
+  async workflowsPrune(params: {
+    before: Partial<Record<"completed" | "cancelled" | "discarded", number>>;
+    limit: number;
+  }): Promise<number> {
+    return await this.#sql.begin((tx) => workflows.workflowsPrune(tx, params));
+  }
+
+  async workflowCursorGet(params: { jobId: number }): Promise<string | null> {
+    return await workflows.cursorGet(this.#tx ?? this.#sql, params.jobId);
+  }
+
+  async workflowCursorSet(
+    params: { jobId: number; fence: number; value: string; now: number },
+  ): Promise<boolean> {
+    return await workflows.cursorSet(this.#tx ?? this.#sql, params);
+  }
+
   onExternalChange(listener: () => void): () => void {
     this.#listeners.add(listener);
     if (this.#listening === null && !this.#closed) {
@@ -1563,28 +1687,9 @@ function leaseSet(q: Sql, leases: Lease[]): Fragment {
   return q`jsonb_to_recordset(${rows}::text::jsonb) AS l(id bigint, fence bigint)`;
 }
 
-/** Appends one error entry ({at, attempt, error}) and keeps the last 20. */
-function appendError(q: Sql, now: number, error: string): Fragment {
-  return q`errors = CASE WHEN jsonb_array_length(errors) >= 20 THEN errors - 0 ELSE errors END
-    || jsonb_build_array(jsonb_build_object('at', ${now}::bigint, 'attempt', attempt,
-      'error', ${error}::text))`;
-}
-
-/** A final state clears the unique key unless uniqueness covers all states. */
-function clearUnique(q: Sql): Fragment {
-  return q`unique_key = CASE WHEN unique_states = 'all' THEN unique_key END`;
-}
-
 /** The states an operator may still stop (cancel, discard). */
 function notFinal(q: Sql): Fragment {
   return q`('scheduled', 'available', 'executing', 'retryable')`;
-}
-
-/** An operator's retry or replay: runnable now, one more attempt if they are used up. */
-function runAgain(q: Sql, now: number): Fragment {
-  return q`state = 'available', scheduled_at = ${now}::bigint, lease_expires_at = NULL,
-    max_attempts = greatest(max_attempts, attempt + 1),
-    completed_at = NULL, cancelled_at = NULL, discarded_at = NULL`;
 }
 
 /** The filters of a listing, each a fixed text with its value bound. */
@@ -1634,4 +1739,12 @@ function checkState(state: string): asserts state is JobState {
 
 function compare(a: string, b: string): number {
   return a < b ? -1 : a > b ? 1 : 0;
+}
+
+/** What a workflow action tells its caller: null when there is no such run. */
+function actionResult(
+  outcome: { was: RunState | null; state: RunState | null; jobs: number[] },
+): WorkflowActionResult | null {
+  if (outcome.was === null || outcome.state === null) return null;
+  return { was: outcome.was, state: outcome.state, jobs: outcome.jobs };
 }

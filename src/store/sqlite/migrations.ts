@@ -22,6 +22,7 @@ import nodeEnvironment from "../../../migrations/sqlite/0007_node_environment.sq
   type: "text",
 };
 import leadership from "../../../migrations/sqlite/0008_leadership.sql" with { type: "text" };
+import workflows from "../../../migrations/sqlite/0009_workflows.sql" with { type: "text" };
 
 /** One numbered migration. */
 export interface Migration {
@@ -40,6 +41,7 @@ export const MIGRATIONS: readonly Migration[] = [
   { version: 6, name: "0006_attempt_definition.sql", sql: attemptDefinition },
   { version: 7, name: "0007_node_environment.sql", sql: nodeEnvironment },
   { version: 8, name: "0008_leadership.sql", sql: leadership },
+  { version: 9, name: "0009_workflows.sql", sql: workflows },
 ];
 
 /** The migrations a database at schema `version` has not applied yet, in order. */

@@ -9,14 +9,14 @@
 import { JOB_STATES, type JobState } from "../../kernel/types.ts";
 
 // Appends one error entry ({at, attempt, error}) and keeps the last 20.
-const APPEND_ERROR = `errors = CASE WHEN json_array_length(errors) >= 20
+export const APPEND_ERROR = `errors = CASE WHEN json_array_length(errors) >= 20
     THEN json_insert(json_remove(errors, '$[0]'), '$[#]',
       json_object('at', :now, 'attempt', attempt, 'error', :error))
     ELSE json_insert(errors, '$[#]', json_object('at', :now, 'attempt', attempt, 'error', :error))
   END`;
 
 // A final state clears the unique key unless uniqueness covers all states.
-const CLEAR_UNIQUE = `unique_key = CASE WHEN unique_states = 'all' THEN unique_key END`;
+export const CLEAR_UNIQUE = `unique_key = CASE WHEN unique_states = 'all' THEN unique_key END`;
 
 const INSERT_JOBS = `INSERT INTO jobs (queue, worker, args, meta, tags, tenant, priority,
       max_attempts, scheduled_at, unique_key, unique_states, occurrence, schedule_id,
@@ -38,7 +38,7 @@ const NOT_FINAL = `('scheduled', 'available', 'executing', 'retryable')`;
 
 // An operator's retry or replay: runnable now, one more attempt allowed if
 // they are used up, no longer final.
-const RUN_AGAIN = `state = 'available', scheduled_at = :now, lease_expires_at = NULL,
+export const RUN_AGAIN = `state = 'available', scheduled_at = :now, lease_expires_at = NULL,
       max_attempts = max(max_attempts, attempt + 1),
       completed_at = NULL, cancelled_at = NULL, discarded_at = NULL`;
 

@@ -51,6 +51,9 @@ import type {
   StoreTx,
   StoreTxMethod,
   StoreTxMethods,
+  WorkflowActionResult,
+  WorkflowFilter,
+  WorkflowStartParams,
 } from "../store.ts";
 import { STORE_TX_METHODS } from "../store.ts";
 import {
@@ -63,6 +66,16 @@ import {
 
 export { SchemaTooNewError };
 import { fileIdentity, notAFile, openProblem } from "./file_check.ts";
+import { SqliteWorkflows } from "./workflows.ts";
+import {
+  cancelRun,
+  jobEnded,
+  type Ops,
+  retryRun,
+  runOps,
+  startRun,
+} from "../../workflow/bookkeeping.ts";
+import type { RunState, WorkflowRun, WorkflowRunDetail } from "../../workflow/types.ts";
 import { KNOWN_VERSION, pendingMigrations as pendingAfter } from "./migrations.ts";
 import {
   escapeLike,
@@ -228,9 +241,14 @@ export class SqliteStore implements Store<SqliteTx> {
   readonly #identity: FileIdentity | null;
   #fileCheckedAt = 0;
   #lost: StoreLostError | null = null;
+  readonly #wf: SqliteWorkflows;
 
   constructor(path: string, options: SqliteOptions = {}) {
     this.location = path;
+    this.#wf = new SqliteWorkflows(
+      () => this.db,
+      (jobs, now) => this.#insert(jobs, now),
+    );
     this.#options = {
       busyTimeoutMs: options.busyTimeoutMs ?? 5000,
       synchronous: options.synchronous ?? "normal",
@@ -414,6 +432,7 @@ export class SqliteStore implements Store<SqliteTx> {
     this.#stopPolling();
     this.#listeners.clear();
     this.#statements = null;
+    this.#wf.reset();
     this.db.close();
     return Promise.resolve();
   }
@@ -697,14 +716,27 @@ export class SqliteStore implements Store<SqliteTx> {
       ]));
       s.attemptsInsert.run({ node, now, rows });
     }
+    let queues: Set<string> | null = null;
     for (const r of recorded) {
       if (r.occurrence && r.outcome === "completed") s.scheduleCompleted.run({ job: r.id, now });
+      if (r.workflow === undefined) continue;
+      if (r.outcome === "snoozed" || r.outcome === "retryable") continue;
+      const ended = this.#ops(jobEnded({
+        jobId: r.id,
+        state: r.outcome,
+        value: r.value ?? null,
+        error: "error" in r ? r.error : null,
+        now,
+      }));
+      for (const q of ended.queues) (queues ??= new Set()).add(q);
     }
     const kept = new Set(recorded.map((r) => r.id));
-    return {
+    const report: RecordReport = {
       recorded: recorded.map((r) => r.id),
       lost: results.filter((r) => !kept.has(r.id)).map((r) => r.id),
     };
+    if (queues !== null) report.queues = [...queues];
+    return report;
   }
 
   jobsRelease(params: { node: string; leases: Lease[] }): Promise<Lease[]> {
@@ -786,7 +818,17 @@ export class SqliteStore implements Store<SqliteTx> {
           if (result.state === "available") {
             rescued++;
             queues.add(String(row.queue));
-          } else discarded++;
+          } else {
+            discarded++;
+            const ended = this.#ops(jobEnded({
+              jobId: lease.id,
+              state: "discarded",
+              value: null,
+              error,
+              now: params.now,
+            }));
+            for (const q of ended.queues) queues.add(q);
+          }
         }
         return { rescued, discarded, queues: [...queues] };
       })
@@ -880,6 +922,13 @@ export class SqliteStore implements Store<SqliteTx> {
           if (row?.state === "executing") {
             this.#endAttempt(row, { now: params.now, outcome, error: params.reason });
           }
+          this.#ops(jobEnded({
+            jobId: id,
+            state: outcome,
+            value: null,
+            error: params.reason,
+            now: params.now,
+          }));
         }
         return stopped;
       })
@@ -1315,6 +1364,73 @@ export class SqliteStore implements Store<SqliteTx> {
 
   // ------------------------------------------------------------ change wake-ups
 
+  // ------------------------------------------------------------------ workflows
+
+  /** Runs the bookkeeping's ops on this connection, inside the open write transaction. */
+  #ops<R>(ops: Ops<R>): R {
+    return runOps(ops, (op) => this.#wf.answer(op));
+  }
+
+  workflowStart(params: WorkflowStartParams): Promise<{
+    id: number;
+    duplicate: boolean;
+    queues: string[];
+  }> {
+    return this.#exclusive(() =>
+      this.#write(() => {
+        const started = this.#ops(startRun(params));
+        return { id: started.id, duplicate: started.duplicate, queues: started.queues };
+      })
+    );
+  }
+
+  workflowGet(params: { id: number }): Promise<WorkflowRunDetail | null> {
+    return this.#exclusive(() => this.#wf.get(params.id));
+  }
+
+  workflowsList(params: WorkflowFilter): Promise<WorkflowRun[]> {
+    return this.#exclusive(() => this.#wf.list(params));
+  }
+
+  workflowsCount(): Promise<{ workflow: string; state: RunState; count: number }[]> {
+    return this.#exclusive(() => this.#wf.count());
+  }
+
+  workflowCompensationsCount(): Promise<{ workflow: string; state: string; count: number }[]> {
+    return this.#exclusive(() => this.#wf.compensations());
+  }
+
+  workflowCancel(params: { id: number; now: number; reason: string }): Promise<
+    WorkflowActionResult | null
+  > {
+    return this.#exclusive(() =>
+      this.#write(() => actionResult(this.#ops(cancelRun(params.id, params.reason, params.now))))
+    );
+  }
+
+  workflowRetry(params: { id: number; now: number }): Promise<WorkflowActionResult | null> {
+    return this.#exclusive(() =>
+      this.#write(() => actionResult(this.#ops(retryRun(params.id, params.now))))
+    );
+  }
+
+  workflowsPrune(params: {
+    before: Partial<Record<"completed" | "cancelled" | "discarded", number>>;
+    limit: number;
+  }): Promise<number> {
+    return this.#exclusive(() => this.#write(() => this.#wf.prune(params)));
+  }
+
+  workflowCursorGet(params: { jobId: number }): Promise<string | null> {
+    return this.#exclusive(() => this.#wf.cursorGet(params.jobId));
+  }
+
+  workflowCursorSet(params: { jobId: number; fence: number; value: string; now: number }): Promise<
+    boolean
+  > {
+    return this.#exclusive(() => this.#write(() => this.#wf.cursorSet(params)));
+  }
+
   onExternalChange(listener: () => void): () => void {
     this.#listeners.add(listener);
     if (this.#poll === null && !this.#closed && this.location !== ":memory:") {
@@ -1367,6 +1483,14 @@ export class SqliteStore implements Store<SqliteTx> {
  * looking at the file opens and closes it, which would drop this process's
  * locks on it.
  */
+/** What a workflow action tells its caller: null when there is no such run. */
+function actionResult(
+  outcome: { was: RunState | null; state: RunState | null; jobs: number[] },
+): WorkflowActionResult | null {
+  if (outcome.was === null || outcome.state === null) return null;
+  return { was: outcome.was, state: outcome.state, jobs: outcome.jobs };
+}
+
 export function explainOpenFailure(
   path: string,
   error: unknown,

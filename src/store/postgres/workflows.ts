@@ -1,0 +1,320 @@
+/**
+ * The PostgreSQL side of workflow runs: the statements that answer the
+ * bookkeeping's {@linkcode Op}s (`src/workflow/bookkeeping.ts`), awaited
+ * one by one inside the store's transaction, and the reads of the views.
+ * The order of reads and writes is the bookkeeping's, shared with SQLite.
+ *
+ * Locking: the run's row is locked (`FOR UPDATE`) before any of its step
+ * rows change, so two steps of one run ending at once on two nodes advance
+ * it one after the other, each seeing what the other committed; the record
+ * path locks the runs of a batch in id order before its jobs, so batches
+ * cannot deadlock on each other.
+ *
+ * @module
+ */
+
+import type { InsertResult, NewJob } from "../../kernel/types.ts";
+import type { SnapshotRow } from "../../workflow/advance.ts";
+import type { Op } from "../../workflow/bookkeeping.ts";
+import type { RunState, WorkflowRun, WorkflowRunDetail } from "../../workflow/types.ts";
+import { checkRunStates, type Row, toWorkflowRun, toWorkflowStepRow } from "../rows.ts";
+import type { WorkflowFilter } from "../store.ts";
+import { appendError, clearUnique, type Fragment, runAgain, type Sql } from "./fragments.ts";
+
+/** What the store lends the ops: its own insert (ids, uniqueness, NOTIFY) and its NOTIFY. */
+export interface StoreParts {
+  insert(q: Sql, jobs: NewJob[], now: number): Promise<InsertResult[]>;
+  notify(q: Sql, queues: string[]): Promise<void>;
+}
+
+function waiting(q: Sql): Fragment {
+  return q`('scheduled', 'available', 'retryable')`;
+}
+
+/** Locks the runs in id order, for this transaction. */
+export async function lockRuns(q: Sql, runs: number[]): Promise<void> {
+  if (runs.length === 0) return;
+  const ids = [...new Set(runs)].sort((a, b) => a - b);
+  await q`SELECT id FROM workflow_runs WHERE id = ANY(${ids}::bigint[]) ORDER BY id FOR UPDATE`;
+}
+
+/** The runs whose steps these jobs are, for {@linkcode lockRuns}. */
+export async function runsOfJobs(q: Sql, jobs: number[]): Promise<number[]> {
+  if (jobs.length === 0) return [];
+  const rows = await q`SELECT DISTINCT run_id FROM workflow_steps
+    WHERE job_id = ANY(${jobs}::bigint[])`;
+  return rows.map((r) => Number(r.run_id));
+}
+
+/** Answers one op of the bookkeeping on `q`, an open transaction. */
+export async function answerOp(q: Sql, op: Op, parts: StoreParts): Promise<unknown> {
+  switch (op.op) {
+    case "stepByJob": {
+      const [row] = await q`SELECT run_id, kind, step, item, state FROM workflow_steps
+        WHERE job_id = ${op.jobId}::bigint`;
+      if (!row) return null;
+      // The run first: its other steps' ends wait for this one.
+      await lockRuns(q, [Number(row.run_id)]);
+      const [fresh] = await q`SELECT state FROM workflow_steps
+        WHERE run_id = ${row.run_id}::bigint AND kind = ${row.kind} AND step = ${row.step}
+          AND item = ${row.item}::integer`;
+      return {
+        runId: Number(row.run_id),
+        kind: row.kind,
+        step: row.step,
+        item: Number(row.item),
+        state: fresh?.state ?? row.state,
+      };
+    }
+    case "stepFinish": {
+      const k = op.key;
+      const seq = op.ordered
+        ? q`(SELECT coalesce(max(seq), 0) + 1 FROM workflow_steps WHERE run_id = ${k.runId}::bigint)`
+        : q`NULL::integer`;
+      await q`UPDATE workflow_steps SET state = ${op.state}, result = ${op.result},
+          error = ${op.error}, finished_at = ${op.now}::bigint, seq = ${seq}
+        WHERE run_id = ${k.runId}::bigint AND kind = ${k.kind} AND step = ${k.step}
+          AND item = ${k.item}::integer`;
+      return undefined;
+    }
+    case "itemEnded": {
+      const [row] = await q`UPDATE workflow_steps SET remaining = remaining - 1
+        WHERE run_id = ${op.runId}::bigint AND kind = 'step' AND step = ${op.step} AND item = -1
+        RETURNING remaining, state`;
+      return { remaining: Number(row!.remaining), state: row!.state };
+    }
+    case "itemResults": {
+      const rows = await q`SELECT item, result FROM workflow_steps
+        WHERE run_id = ${op.runId}::bigint AND kind = 'step' AND step = ${op.step} AND item >= 0`;
+      return rows.map((r) => ({ item: Number(r.item), result: r.result ?? null }));
+    }
+    case "runGet": {
+      const [row] = await q`SELECT id, workflow, state, input, tenant, error, cancel_reason,
+          definition
+        FROM workflow_runs WHERE id = ${op.runId}::bigint FOR UPDATE`;
+      if (!row) return null;
+      return {
+        run: {
+          id: Number(row.id),
+          workflow: String(row.workflow),
+          state: row.state as RunState,
+          input: String(row.input),
+          tenant: row.tenant ?? null,
+          error: row.error ?? null,
+          cancelReason: row.cancel_reason ?? null,
+        },
+        definition: String(row.definition),
+      };
+    }
+    case "runByKey": {
+      const [row] = await q`SELECT id FROM workflow_runs WHERE key = ${op.key}`;
+      return row ? Number(row.id) : null;
+    }
+    case "runInsert": {
+      // A racing start with the same key waits for this one, then finds its row.
+      const [row] = await q`INSERT INTO workflow_runs (workflow, hash, definition, state, input,
+          tenant, key, started_at, updated_at)
+        VALUES (${op.definition.id}, ${op.definition.hash}, ${JSON.stringify(op.definition)},
+          'running', ${op.input}, ${op.tenant}, ${op.key}, ${op.now}::bigint, ${op.now}::bigint)
+        RETURNING id`;
+      return Number(row!.id);
+    }
+    case "snapshot": {
+      const rows = await q`SELECT s.kind, s.step, s.job_id, s.state, s.result, s.seq, s.error,
+          j.state AS job_state
+        FROM workflow_steps AS s LEFT JOIN jobs AS j ON j.id = s.job_id
+        WHERE s.run_id = ${op.runId}::bigint AND s.item = -1`;
+      return rows.map((r): SnapshotRow => ({
+        kind: r.kind,
+        step: String(r.step),
+        jobId: r.job_id == null ? null : Number(r.job_id),
+        state: r.state,
+        result: r.result ?? null,
+        seq: r.seq == null ? null : Number(r.seq),
+        error: r.error ?? null,
+        jobState: r.job_state ?? null,
+      }));
+    }
+    case "rows":
+      return (await stepRows(q, op.runId)).map(toWorkflowStepRow);
+    case "jobsInsert":
+      return await parts.insert(q, op.jobs, op.now);
+    case "jobsCancel":
+      return await cancelWaiting(q, op.ids, op.error, op.now);
+    case "itemsCancel": {
+      const items = await q`SELECT s.item, s.job_id FROM workflow_steps AS s
+        JOIN jobs AS j ON j.id = s.job_id
+        WHERE s.run_id = ${op.runId}::bigint AND s.kind = 'step' AND s.step = ${op.step}
+          AND s.item >= 0 AND s.state = 'running' AND j.state IN ${waiting(q)}`;
+      const ids = items.map((r) => Number(r.job_id));
+      const cancelled = await cancelWaiting(q, ids, op.error, op.now);
+      if (cancelled.length > 0) {
+        await q`UPDATE workflow_steps SET state = 'cancelled', error = ${op.error},
+            finished_at = ${op.now}::bigint
+          WHERE job_id = ANY(${cancelled}::bigint[])`;
+      }
+      return cancelled;
+    }
+    case "jobsRetry": {
+      const rows = await q`UPDATE jobs SET ${runAgain(q, op.now)}
+        WHERE id = ANY(${op.ids}::bigint[]) AND state IN ('completed', 'cancelled', 'discarded')
+        RETURNING id, queue`;
+      const queues = [...new Set(rows.map((r) => String(r.queue)))];
+      if (queues.length > 0) await parts.notify(q, queues);
+      return rows.map((r) => Number(r.id));
+    }
+    case "stepsInsert": {
+      const rows = JSON.stringify(op.rows.map((r) => ({
+        run_id: r.runId,
+        kind: r.kind,
+        step: r.step,
+        item: r.item,
+        job_id: r.jobId,
+        state: r.state,
+        result: r.result,
+        error: r.error,
+        seq: r.seq,
+        items: r.items,
+        now: r.now,
+      })));
+      await q`INSERT INTO workflow_steps (run_id, kind, step, item, job_id, state, result,
+          error, seq, items, remaining, created_at, finished_at)
+        SELECT run_id, kind, step, item, job_id, state, result, error, seq, items, items, now,
+          CASE WHEN state = 'running' THEN NULL ELSE now END
+        FROM jsonb_to_recordset(${rows}::text::jsonb) AS r(run_id bigint, kind text, step text,
+          item integer, job_id bigint, state text, result text, error text, seq integer,
+          items integer, now bigint)`;
+      return undefined;
+    }
+    case "stepsReopen":
+      for (const k of op.keys) {
+        await q`UPDATE workflow_steps SET state = 'running', error = NULL, result = NULL,
+            finished_at = NULL, seq = NULL,
+            remaining = coalesce(${k.remaining}::integer, remaining)
+          WHERE run_id = ${k.runId}::bigint AND kind = ${k.kind} AND step = ${k.step}
+            AND item = ${k.item}::integer`;
+      }
+      return undefined;
+    case "stepsDelete":
+      for (const k of op.keys) {
+        await q`DELETE FROM workflow_steps
+          WHERE run_id = ${k.runId}::bigint AND kind = ${k.kind} AND step = ${k.step}
+            AND item = ${k.item}::integer`;
+      }
+      return undefined;
+    case "runSet":
+      await q`UPDATE workflow_runs SET state = ${op.state}, error = ${op.error},
+          updated_at = ${op.now}::bigint,
+          finished_at = CASE WHEN ${op.finished}::boolean THEN ${op.now}::bigint END,
+          cancel_reason = coalesce(${op.cancelReason ?? null}::text, cancel_reason)
+        WHERE id = ${op.runId}::bigint`;
+      return undefined;
+  }
+}
+
+async function cancelWaiting(q: Sql, ids: number[], error: string, now: number) {
+  if (ids.length === 0) return [];
+  const rows = await q`UPDATE jobs SET state = 'cancelled', cancelled_at = ${now}::bigint,
+      lease_expires_at = NULL, ${clearUnique(q)}, ${appendError(q, now, error)}
+    WHERE id = ANY(${ids}::bigint[]) AND state IN ${waiting(q)}
+    RETURNING id`;
+  return rows.map((r) => Number(r.id));
+}
+
+function stepRows(q: Sql, runId: number) {
+  return q`SELECT * FROM workflow_steps WHERE run_id = ${runId}::bigint
+    ORDER BY kind DESC, created_at, step, item`;
+}
+
+/** One run with its definition and rows, or null. */
+export async function workflowGet(q: Sql, id: number): Promise<WorkflowRunDetail | null> {
+  const [row] = await q`SELECT * FROM workflow_runs WHERE id = ${id}::bigint`;
+  if (!row) return null;
+  const steps = (await stepRows(q, id)).map(toWorkflowStepRow);
+  return { run: toWorkflowRun(row), definition: JSON.parse(String(row.definition)), steps };
+}
+
+/** Runs matching `params`, newest first unless `desc: false`. */
+export async function workflowsList(q: Sql, params: WorkflowFilter): Promise<WorkflowRun[]> {
+  const states = checkRunStates(params.state);
+  const desc = params.desc ?? true;
+  const limit = params.limit ?? 100;
+  if (!Number.isInteger(limit) || limit < 1) {
+    throw new RangeError(`limit must be a whole number >= 1, got ${params.limit}`);
+  }
+  if (params.after !== undefined && !Number.isInteger(params.after)) {
+    throw new RangeError(`after must be a run id (a whole number), got ${params.after}`);
+  }
+  const where: Fragment[] = [q`true`];
+  if (states) where.push(q`state = ANY(${states}::text[])`);
+  if (params.workflow !== undefined) where.push(q`workflow = ${params.workflow}`);
+  if (params.after !== undefined) {
+    where.push(desc ? q`id < ${params.after}::bigint` : q`id > ${params.after}::bigint`);
+  }
+  const condition = where.reduce((a, b) => q`${a} AND ${b}`);
+  const rows = desc
+    ? await q`SELECT * FROM workflow_runs WHERE ${condition} ORDER BY id DESC
+      LIMIT ${limit}::bigint`
+    : await q`SELECT * FROM workflow_runs WHERE ${condition} ORDER BY id LIMIT ${limit}::bigint`;
+  return rows.map((r) => toWorkflowRun(r as Row));
+}
+
+/** Runs by definition and state. */
+export async function workflowsCount(q: Sql) {
+  const rows = await q`SELECT workflow, state, count(*) AS count FROM workflow_runs
+    GROUP BY workflow, state ORDER BY workflow, state`;
+  return rows.map((r) => ({
+    workflow: String(r.workflow),
+    state: r.state as RunState,
+    count: Number(r.count),
+  }));
+}
+
+/** Compensation rows by definition and state. */
+export async function workflowCompensationsCount(q: Sql) {
+  const rows = await q`SELECT r.workflow, s.state, count(*) AS count
+    FROM workflow_steps AS s JOIN workflow_runs AS r ON r.id = s.run_id
+    WHERE s.kind = 'compensation' GROUP BY r.workflow, s.state ORDER BY 1, 2`;
+  return rows.map((r) => ({
+    workflow: String(r.workflow),
+    state: String(r.state),
+    count: Number(r.count),
+  }));
+}
+
+/** See `Store.workflowsPrune`. */
+export async function workflowsPrune(
+  q: Sql,
+  params: {
+    before: Partial<Record<"completed" | "cancelled" | "discarded", number>>;
+    limit: number;
+  },
+): Promise<number> {
+  const { completed = null, cancelled = null, discarded = null } = params.before;
+  const rows = await q`DELETE FROM workflow_runs WHERE id IN (
+      SELECT id FROM workflow_runs WHERE finished_at IS NOT NULL AND (
+        (state = 'completed' AND finished_at < ${completed}::bigint)
+        OR (state IN ('compensated', 'cancelled') AND finished_at < ${cancelled}::bigint)
+        OR (state = 'failed' AND finished_at < ${discarded}::bigint))
+      ORDER BY id LIMIT ${params.limit}::bigint
+      FOR UPDATE SKIP LOCKED)
+    RETURNING id`;
+  // The step rows go with their run (ON DELETE CASCADE).
+  return rows.length;
+}
+
+export async function cursorGet(q: Sql, jobId: number): Promise<string | null> {
+  const [row] = await q`SELECT cursor FROM workflow_steps WHERE job_id = ${jobId}::bigint`;
+  return row?.cursor ?? null;
+}
+
+export async function cursorSet(
+  q: Sql,
+  params: { jobId: number; fence: number; value: string },
+): Promise<boolean> {
+  const result = await q`UPDATE workflow_steps SET cursor = ${params.value}
+    WHERE job_id = ${params.jobId}::bigint AND EXISTS (
+      SELECT 1 FROM jobs WHERE id = ${params.jobId}::bigint AND state = 'executing'
+        AND fence = ${params.fence}::bigint)`;
+  return result.count !== 0;
+}

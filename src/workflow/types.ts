@@ -1,0 +1,199 @@
+/**
+ * The words of workflows and sagas: a definition as its author writes it, the
+ * compiled form a run carries (so a run never depends on the configuration
+ * loaded when it advances), and the rows a store keeps of a run and its
+ * steps. Pure data; no store, no I/O.
+ *
+ * A run is one row of `workflow_runs`; each step, each item of a fanned-out
+ * step and each compensation is one row of `workflow_steps` with the job
+ * that runs it. A step that has no row yet is waiting for its dependencies.
+ *
+ * @module
+ */
+
+import type { BackoffSpec } from "../kernel/run_settings.ts";
+import type { RunSpec } from "../schedule/types.ts";
+
+/** Where a run is in its life. */
+export type RunState =
+  | "running"
+  | "completed"
+  | "compensating"
+  | "compensated"
+  | "failed"
+  | "cancelled";
+
+/** Every run state, in the order a run usually passes through them. */
+export const RUN_STATES: readonly RunState[] = [
+  "running",
+  "compensating",
+  "completed",
+  "compensated",
+  "failed",
+  "cancelled",
+];
+
+/** States a run never leaves on its own (an operator's retry may resume a failed one). */
+export const FINAL_RUN_STATES: readonly RunState[] = [
+  "completed",
+  "compensated",
+  "failed",
+  "cancelled",
+];
+
+/**
+ * Where a step (or an item of it, or a compensation) is. `waiting` is never
+ * stored: it is a step with no row yet, shown by the views.
+ */
+export type StepState = "waiting" | "running" | "completed" | "discarded" | "cancelled";
+
+/** What a step runs once resolved: a worker of the process by name, or a runner's spec. */
+export type StepRun =
+  | Exclude<RunSpec, { kind: "worker" }>
+  | { kind: "worker"; worker: string };
+
+/** The rows a step's job takes besides what it runs. */
+export interface JobTemplate {
+  /** The worker of the step's job (`jobs.command`, `jobs.http`, or a worker's name). */
+  worker: string;
+  /** For a `command` or `http` step, its spec (the job's args); null for a worker step. */
+  spec: Exclude<StepRun, { kind: "worker" }> | null;
+  queue: string;
+  priority: number;
+  maxAttempts: number;
+  tags: string[];
+  /** Run settings (timeout, backoff) as a schedule's occurrences carry them. */
+  timeoutMs?: number;
+  backoff?: BackoffSpec;
+}
+
+/** How a saga step is undone, once compiled. */
+export type CompiledCompensation =
+  | { mode: "use-case"; useCase: string; job: JobTemplate }
+  | { mode: "none"; reason: string };
+
+/** One step of a compiled definition. */
+export interface CompiledStep {
+  id: string;
+  dependsOn: string[];
+  /** The dependency whose result (a list) fans this step out: one job per item. */
+  forEach: string | null;
+  /** A discarded optional step does not stop its dependants (they get `null` as its result). */
+  optional: boolean;
+  /** The use case the step is (sagas; a plain workflow's step may name one too). */
+  useCase: string | null;
+  job: JobTemplate;
+  compensation: CompiledCompensation | null;
+}
+
+/**
+ * A definition ready to run: checked, every worker and use case resolved.
+ * Each run stores it, so advancing a run reads nothing but the run.
+ */
+export interface CompiledWorkflow {
+  id: string;
+  /** `carried_by: workflow`: a discarded step runs the compensations of those that completed. */
+  saga: boolean;
+  /** A stable hash of the definition, stored with each run. */
+  hash: string;
+  /** In an order where every step comes after its dependencies. */
+  steps: CompiledStep[];
+}
+
+/** A row of `workflow_runs`. */
+export interface WorkflowRun {
+  id: number;
+  workflow: string;
+  hash: string;
+  state: RunState;
+  input: unknown;
+  tenant: string | null;
+  /** The start's idempotency key (an occurrence identity, or the caller's), or null. */
+  key: string | null;
+  /** Why the run failed or was cancelled, naming the step. */
+  error: string | null;
+  /** Set when an operator cancelled the run: its compensations then end it `cancelled`. */
+  cancelReason: string | null;
+  startedAt: number;
+  finishedAt: number | null;
+  updatedAt: number;
+}
+
+/** A row of `workflow_steps`: one step, one item of a fanned-out step, or one compensation. */
+export interface WorkflowStepRow {
+  runId: number;
+  kind: "step" | "compensation";
+  /** The step's id (for a compensation, the step it undoes). */
+  step: string;
+  /** The item's index in a fanned-out step, or -1 for the step itself. */
+  item: number;
+  /** The job that runs it; null for a step that needs none (cancelled upstream, an empty fan-out). */
+  jobId: number | null;
+  state: Exclude<StepState, "waiting">;
+  /** The result, as JSON text, once completed (a fanned-out step's: the list of its items'). */
+  result: string | null;
+  /** The resume position the step's job last wrote (`ctx.cursor.set`), as JSON text. */
+  cursor: string | null;
+  /** Order of completion within the run (compensations run in its reverse). */
+  seq: number | null;
+  error: string | null;
+  /** For a fanned-out step: how many items, and how many have not ended yet. */
+  items: number | null;
+  remaining: number | null;
+  createdAt: number;
+  finishedAt: number | null;
+}
+
+/** A run with its step rows and the definition it runs. */
+export interface WorkflowRunDetail {
+  run: WorkflowRun;
+  definition: CompiledWorkflow;
+  steps: WorkflowStepRow[];
+}
+
+/**
+ * What a step's job is told about its place in a run, in its meta under
+ * `workflow`. `payload` is present for command and HTTP steps (whose args
+ * are their spec); a worker step gets the payload as its args.
+ */
+export interface StepMeta {
+  run: number;
+  workflow: string;
+  step: string;
+  /** The item index of a fanned-out step, or -1. */
+  item: number;
+  kind: "step" | "compensation";
+  useCase: string | null;
+  payload?: StepPayload;
+}
+
+/**
+ * What a step gets: the run's input and the results of the steps it depends
+ * on (a fanned-out dependency's is the list of its items' results, in item
+ * order; a discarded optional one's is null). An item of a fanned-out step
+ * gets its item; a compensation gets the result of the step it undoes.
+ */
+export interface StepPayload {
+  input: unknown;
+  results: Record<string, unknown>;
+  item?: unknown;
+  /** A compensation's step, and what that step returned. */
+  compensates?: { step: string; result: unknown };
+}
+
+/** The meta key of {@linkcode StepMeta}. */
+export const STEP_META_KEY = "workflow";
+
+/** The worker that starts a workflow run from a schedule's occurrence. */
+export const WORKFLOW_START_WORKER = "jobs.workflow";
+
+/**
+ * The args of a `jobs.workflow` job (a schedule's occurrence that starts a
+ * run): the compiled definition and the input, so the run does not depend on
+ * the configuration loaded when the occurrence executes.
+ */
+export interface WorkflowStartRun {
+  kind: "workflow";
+  definition: CompiledWorkflow;
+  input: unknown;
+}

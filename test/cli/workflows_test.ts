@@ -1,0 +1,473 @@
+/**
+ * The workflow commands end to end through the command line: `jobs start`
+ * (a workflow of the schedules file; prints the run id), `jobs workflows`,
+ * `jobs workflow show | cancel | retry`, and `jobs runbook` covering
+ * workflows. The steps run through the real claim -> perform -> record
+ * path (`drainAllJobs`) in the test, as a daemon would run them.
+ */
+
+import assert from "node:assert/strict";
+import { FakeClock } from "../../src/clock.ts";
+import { Jobs } from "../../src/jobs.ts";
+import { defineWorker } from "../../src/kernel/worker.ts";
+import { drainAllJobs } from "../../src/testing.ts";
+import { silentLogger } from "../../src/worker/logger.ts";
+import { runJobs, withFiles } from "../support/cli.ts";
+import { BACKENDS } from "../support/backends.ts";
+import { withStore } from "../support/stores.ts";
+
+const NOW = Date.UTC(2026, 5, 1, 9);
+const ENV = { USER: "ada" };
+
+const SCHEDULES = `version: 1
+use_cases:
+  use-case/lending.place-hold:  { worker: place_hold }
+  use-case/lending.cancel-hold: { worker: cancel_hold }
+  use-case/billing.charge-fee:  { worker: charge_fee }
+  use-case/billing.refund-fee:  { worker: refund_fee }
+  use-case/lending.notify:      { worker: notify }
+workflows:
+  - id: lend-copy
+    carried_by: workflow
+    steps:
+      - id: place-hold
+        use_case: use-case/lending.place-hold
+        compensation: { mode: use-case, use_case: use-case/lending.cancel-hold }
+      - id: charge-fee
+        depends_on: [place-hold]
+        use_case: use-case/billing.charge-fee
+        compensation: { mode: use-case, use_case: use-case/billing.refund-fee }
+      - id: notify
+        depends_on: [charge-fee]
+        use_case: use-case/lending.notify
+        compensation: { mode: none, reason: a sent notice cannot be recalled }
+  - id: import
+    steps:
+      - id: fetch
+        run: { worker: fetch }
+      - id: load
+        depends_on: [fetch]
+        run: { worker: load }
+schedules: []
+`;
+
+/** Runs every available step job of the store at `db`, as a daemon would; `failing` workers throw. */
+async function runSteps(db: string, failing: Set<string> = new Set()): Promise<void> {
+  const names = [
+    "place_hold",
+    "cancel_hold",
+    "charge_fee",
+    "refund_fee",
+    "notify",
+    "fetch",
+    "load",
+  ];
+  const workers = names.map((name) =>
+    defineWorker({
+      name,
+      maxAttempts: 1,
+      perform: () => {
+        if (failing.has(name)) throw new Error(`${name} is down`);
+        return { result: { by: name } };
+      },
+    })
+  );
+  await withStore(db, async (store) => {
+    const jobs = new Jobs({ store, workers, clock: new FakeClock(NOW), logger: silentLogger });
+    await drainAllJobs(jobs);
+  });
+}
+
+Deno.test("jobs start prints the run id, and a second start with the same key starts nothing", async () => {
+  await withFiles(SCHEDULES, async ({ db, config }) => {
+    await withStore(db, () => Promise.resolve());
+    const run = (args: string[]) =>
+      runJobs([...args, "--db", db, "--config", config], { now: NOW, env: ENV });
+    const started = await run(["start", "lend-copy", "--input", '{"copy":7}', "--key", "k1"]);
+    assert.equal(started.code, 0, started.err);
+    assert.match(started.out, /^\d+$/);
+    const id = Number(started.out);
+    assert.equal(
+      started.err,
+      `jobs start: started workflow run ${id} of lend-copy (jobsctl workflow show ${id} follows it)`,
+    );
+    const again = await run(["start", "lend-copy", "--key", "k1", "--json"]);
+    assert.equal(again.code, 0, again.err);
+    assert.deepEqual(JSON.parse(again.out), { id, workflow: "lend-copy", duplicate: true });
+
+    await withStore(db, async (store) => {
+      const detail = await store.workflowGet({ id });
+      assert.deepEqual(detail?.run.input, { copy: 7 });
+      assert.equal(detail?.run.key, "k1");
+      const audit = await store.auditList({ target: `workflow:${id}` });
+      assert.deepEqual(audit.map((a) => [a.action, a.actor, a.details.duplicate]), [
+        ["workflow.start", "ada", false],
+        ["workflow.start", "ada", true],
+      ]);
+    });
+  });
+});
+
+Deno.test("jobs start refuses an unknown workflow with the nearest, and bad --input naming it", async () => {
+  await withFiles(SCHEDULES, async ({ db, config }) => {
+    await withStore(db, () => Promise.resolve());
+    const run = (args: string[]) =>
+      runJobs([...args, "--db", db, "--config", config], { now: NOW, env: ENV });
+    const unknown = await run(["start", "lend-cpy"]);
+    assert.equal(unknown.code, 1);
+    assert.equal(
+      unknown.err,
+      `jobs start: no workflow "lend-cpy" in ${config}; did you mean "lend-copy"? ` +
+        `(it has "lend-copy", "import")`,
+    );
+    const bad = await run(["start", "import", "--input", "{copy:7}"]);
+    assert.equal(bad.code, 2);
+    assert.match(bad.err, /^jobs start: --input "\{copy:7\}" is not JSON: /);
+    const stdin = await runJobs(
+      ["start", "import", "--input", "-", "--db", db, "--config", config, "--json"],
+      { now: NOW, env: ENV, stdin: '{"file":"a.csv"}' },
+    );
+    assert.equal(stdin.code, 0, stdin.err);
+    const { id } = JSON.parse(stdin.out);
+    await withStore(db, async (store) => {
+      assert.deepEqual((await store.workflowGet({ id }))?.run.input, { file: "a.csv" });
+      // Only the start that succeeded wrote anything.
+      assert.equal((await store.workflowsList({})).length, 1);
+    });
+  });
+});
+
+Deno.test("jobs workflows lists runs newest first, filters by state and workflow, and prints JSON", async () => {
+  await withFiles(SCHEDULES, async ({ db, config }) => {
+    await withStore(db, () => Promise.resolve());
+    const run = (args: string[]) =>
+      runJobs([...args, "--db", db, "--config", config], { now: NOW, env: ENV });
+    const lend = Number((await run(["start", "lend-copy"])).out);
+    const imp = Number((await run(["start", "import"])).out);
+    await runSteps(db, new Set(["notify"]));
+
+    const list = await runJobs(["workflows", "--db", db, "--json"], { now: NOW, env: ENV });
+    assert.equal(list.code, 0, list.err);
+    const runs = JSON.parse(list.out);
+    assert.deepEqual(
+      runs.map((r: { id: number; workflow: string; state: string }) => [r.id, r.workflow, r.state]),
+      [[imp, "import", "completed"], [lend, "lend-copy", "compensated"]],
+    );
+    assert.equal(runs[1].startedAt, new Date(NOW).toISOString());
+    assert.deepEqual(runs[1].steps, {
+      total: 3,
+      completed: 2,
+      running: 0,
+      failed: 1,
+      cancelled: 0,
+      waiting: 0,
+    });
+
+    const text = await runJobs(["workflows", "--db", db, "--state", "compensated"], {
+      now: NOW,
+      env: ENV,
+    });
+    assert.equal(text.code, 0, text.err);
+    const lines = text.out.split("\n");
+    assert.match(lines[0]!, /^ID +WORKFLOW +STATE +STEPS +STARTED +FINISHED +ERROR$/);
+    assert.equal(lines.length, 2, text.out);
+    assert.match(lines[1]!, new RegExp(`^${lend} +lend-copy +compensated +2/3 done, 1 failed `));
+    assert.match(lines[1]!, /step "notify" discarded/);
+
+    const none = await runJobs(["workflows", "--db", db, "--workflow", "nope"], {
+      now: NOW,
+      env: ENV,
+    });
+    assert.equal(none.out, "no workflow runs match");
+    const typo = await runJobs(["workflows", "--db", db, "--state", "compensatd"], {
+      now: NOW,
+      env: ENV,
+    });
+    assert.equal(typo.code, 2);
+    assert.match(
+      typo.err,
+      /^jobs workflows: option "--state <states>": "compensatd" is not a run state \(running, compensating, completed, compensated, failed, cancelled\); did you mean "compensated"/,
+    );
+  });
+});
+
+Deno.test("jobs workflow show prints the run as a tree with its compensation and audit trails", async () => {
+  await withFiles(SCHEDULES, async ({ db, config }) => {
+    await withStore(db, () => Promise.resolve());
+    const id = Number(
+      (await runJobs(["start", "lend-copy", "--db", db, "--config", config], {
+        now: NOW,
+        env: ENV,
+      }))
+        .out,
+    );
+    await runSteps(db, new Set(["notify"]));
+
+    const show = await runJobs(["workflow", "show", String(id), "--db", db], {
+      now: NOW,
+      env: ENV,
+    });
+    assert.equal(show.code, 0, show.err);
+    const lines = show.out.split("\n");
+    assert.equal(lines[0], `run ${id}  lend-copy (saga)  compensated`);
+    const at = (re: RegExp) => {
+      const i = lines.findIndex((l) => re.test(l));
+      assert.ok(i >= 0, `missing ${re}\n${show.out}`);
+      return i;
+    };
+    const hold = at(
+      /^ {2}place-hold {2}completed {2}1\/20 attempt {2}result 19 B {2}job \d+ .*undo: use-case\/lending\.cancel-hold/,
+    );
+    const charge = at(/^ {4}charge-fee {2}completed {2}1\/20 attempt/);
+    const notify = at(
+      /^ {6}notify {2}discarded {2}20\/20 attempts .*no undo: a sent notice cannot be recalled/,
+    );
+    assert.ok(hold < charge && charge < notify);
+    // Stored errors are shown by their first line; --json has them whole.
+    at(/^ {2}error: step "notify" discarded: notify is down$/);
+    at(/^ +error: notify is down$/);
+    const trail = at(/^compensations, in the order they ran:$/);
+    assert.match(
+      lines[trail + 1]!,
+      /^ {2}1\. undo charge-fee with use-case\/billing\.refund-fee {2}completed/,
+    );
+    assert.match(
+      lines[trail + 2]!,
+      /^ {2}2\. undo place-hold with use-case\/lending\.cancel-hold {2}completed/,
+    );
+    at(/^audit \(1\):$/);
+    at(/^ {2}2026-06-01T09:00:00\.000Z \(now\) workflow\.start by ada$/);
+
+    const json = await runJobs(["workflow", "show", String(id), "--db", db, "--json"], {
+      now: NOW,
+      env: ENV,
+    });
+    assert.equal(json.code, 0, json.err);
+    const view = JSON.parse(json.out);
+    assert.equal(view.run.state, "compensated");
+    assert.deepEqual(
+      view.steps.map((s: { id: string; state: string }) => [s.id, s.state]),
+      [["place-hold", "completed"], ["charge-fee", "completed"], ["notify", "discarded"]],
+    );
+    assert.deepEqual(view.compensations.map((c: { step: string }) => c.step), [
+      "charge-fee",
+      "place-hold",
+    ]);
+    assert.deepEqual(view.audit.map((a: { action: string }) => a.action), ["workflow.start"]);
+
+    const missing = await runJobs(["workflow", "show", "999", "--db", db], { now: NOW, env: ENV });
+    assert.equal(missing.code, 1);
+    assert.equal(missing.err, `jobs workflow show: no workflow run 999 in the store "${db}"`);
+    const notId = await runJobs(["workflow", "show", "abc", "--db", db], { now: NOW, env: ENV });
+    assert.equal(notId.code, 2);
+    assert.equal(notId.err, `jobs workflow show: run id "abc" is not a whole number >= 1`);
+  });
+});
+
+Deno.test("jobs workflow cancel and retry are audited, say what changed, and refuse what they cannot do", async () => {
+  await withFiles(SCHEDULES, async ({ db, config }) => {
+    await withStore(db, () => Promise.resolve());
+    const run = (args: string[]) => runJobs([...args, "--db", db], { now: NOW, env: ENV });
+    const start = async (workflow: string) =>
+      Number((await run(["start", workflow, "--config", config])).out);
+
+    // Cancel a run whose first step waits: that job is cancelled, the run ends cancelled.
+    const waiting = await start("import");
+    const noReason = await run(["workflow", "cancel", String(waiting)]);
+    assert.equal(noReason.code, 2);
+    assert.match(noReason.err, /required option "--reason <text>" not specified/);
+    const cancelled = await run(["workflow", "cancel", String(waiting), "--reason", "wrong file"]);
+    assert.equal(cancelled.code, 0, cancelled.err);
+    assert.match(
+      cancelled.out,
+      new RegExp(
+        `^cancelled workflow run ${waiting} \\(import\\): it was running, now cancelled; ` +
+          `1 job cancelled: #\\d+$`,
+      ),
+    );
+    const again = await run(["workflow", "cancel", String(waiting), "--reason", "again"]);
+    assert.equal(again.code, 1);
+    assert.equal(
+      again.err,
+      `jobs workflow cancel: workflow run ${waiting} (import) is already cancelled: nothing to ` +
+        `cancel; nothing changed`,
+    );
+
+    // Retry a failed run: its discarded step runs again and the run completes.
+    const failing = await start("import");
+    await runSteps(db, new Set(["load"]));
+    const early = await run(["workflow", "retry", String(waiting), "--reason", "x"]);
+    assert.equal(early.code, 1);
+    assert.match(
+      early.err,
+      /is cancelled, not failed: only a failed run can be retried; nothing changed$/,
+    );
+    const retried = await run([
+      "workflow",
+      "retry",
+      String(failing),
+      "--reason",
+      "the loader is back",
+      "--actor",
+      "grace",
+      "--json",
+    ]);
+    assert.equal(retried.code, 0, retried.err);
+    const done = JSON.parse(retried.out);
+    assert.deepEqual([done.id, done.workflow, done.was, done.state], [
+      failing,
+      "import",
+      "failed",
+      "running",
+    ]);
+    assert.equal(done.jobs.length, 1);
+    await runSteps(db);
+    const unknown = await run(["workflow", "retry", "999", "--reason", "x"]);
+    assert.equal(unknown.code, 1);
+    assert.equal(
+      unknown.err,
+      "jobs workflow retry: no workflow run 999: nothing to retry; nothing changed",
+    );
+
+    await withStore(db, async (store) => {
+      assert.equal((await store.workflowGet({ id: failing }))?.run.state, "completed");
+      const audit = async (id: number) =>
+        (await store.auditList({ target: `workflow:${id}` })).map((
+          a,
+        ) => [a.action, a.actor, a.reason]);
+      assert.deepEqual(await audit(waiting), [
+        ["workflow.start", "ada", null],
+        ["workflow.cancel", "ada", "wrong file"],
+      ]);
+      assert.deepEqual(await audit(failing), [
+        ["workflow.start", "ada", null],
+        ["workflow.retry", "grace", "the loader is back"],
+      ]);
+    });
+  });
+});
+
+Deno.test("jobs workflow names its commands, and help reaches each of them", async () => {
+  const bare = await runJobs(["workflow"], { now: NOW });
+  assert.equal(bare.code, 2);
+  assert.equal(
+    bare.err,
+    `jobs workflow: name a command: show, cancel, retry (run "jobsctl help workflow" for its commands)`,
+  );
+  const typo = await runJobs(["workflow", "shw", "1"], { now: NOW });
+  assert.equal(typo.code, 2);
+  assert.match(typo.err, /^jobs workflow: (unknown command "shw"|too many arguments)/);
+  const typo1 = await runJobs(["workflow", "cancle"], { now: NOW });
+  assert.equal(typo1.code, 2);
+  assert.equal(
+    typo1.err,
+    `jobs workflow: unknown command "cancle"; did you mean "cancel"? (run "jobsctl help workflow" for its commands)`,
+  );
+  const help = await runJobs(["help", "workflow"], { now: NOW });
+  assert.equal(help.code, 0, help.err);
+  assert.match(help.out, /^ {2}show \[options\] <run-id>/m);
+  const show = await runJobs(["help", "workflow", "show"], { now: NOW });
+  assert.equal(show.code, 0, show.err);
+  assert.match(show.out, /^Usage: jobsctl workflow show \[options\] <run-id>/);
+  const flag = await runJobs(["workflow", "show", "1", "--jsn"], { now: NOW });
+  assert.equal(flag.code, 2);
+  assert.equal(
+    flag.err,
+    `jobs workflow show: unknown option "--jsn"; did you mean "--json"? ` +
+      `(run "jobsctl help workflow show" for the options)`,
+  );
+  const nope = await runJobs(["help", "workflow", "shw"], { now: NOW });
+  assert.equal(nope.code, 2);
+  assert.match(nope.err, /^jobs help: "workflow" has no command "shw" .*did you mean "show"\?$/);
+});
+
+Deno.test("jobs runbook covers each workflow with the commands to paste", async () => {
+  await withFiles(SCHEDULES, async ({ db, config }) => {
+    await withStore(db, () => Promise.resolve());
+    const failed = Number(
+      (await runJobs(["start", "import", "--db", db, "--config", config], { now: NOW, env: ENV }))
+        .out,
+    );
+    await runSteps(db, new Set(["load"]));
+    const going = Number(
+      (await runJobs(["start", "import", "--db", db, "--config", config], { now: NOW, env: ENV }))
+        .out,
+    );
+    const r = await runJobs(["runbook", "--db", db, "--config", config], { now: NOW, env: ENV });
+    assert.equal(r.code, 0, r.err);
+    const has = (line: string) =>
+      assert.ok(r.out.split("\n").includes(line), `missing: ${line}\n${r.out}`);
+    has("## workflow lend-copy (saga)");
+    has(
+      "    charge-fee  (after place-hold; use-case/billing.charge-fee; undo: use-case/billing.refund-fee)",
+    );
+    has("## workflow import");
+    has("  runs     running 1, failed 1");
+    has(`    jobsctl start import --input '{}' --db ${db} --config ${config}`);
+    has(`    jobsctl workflows --workflow import --db ${db}`);
+    has(`    jobsctl workflow show ${going} --db ${db}`);
+    has(`    jobsctl workflow cancel ${going} --reason "..." --db ${db}`);
+    has(`    jobsctl workflow retry ${failed} --reason "..." --db ${db}`);
+    assert.match(r.out, /## workflow lend-copy[\s\S]*Nothing to retry: no failed run\./);
+
+    const one = await runJobs(["runbook", "import", "--config", config, "--db", db, "--json"], {
+      now: NOW,
+      env: ENV,
+    });
+    assert.equal(one.code, 0, one.err);
+    const book = JSON.parse(one.out);
+    assert.deepEqual(book.schedules, []);
+    assert.deepEqual(book.workflows.map((w: { id: string }) => w.id), ["import"]);
+    assert.deepEqual(
+      book.workflows[0].procedures.map((p: { title: string }) => p.title),
+      ["Start a run", "Inspect", "Cancel a run", "Retry a failed run"],
+    );
+    const unknown = await runJobs(["runbook", "imprt", "--config", config], { now: NOW });
+    assert.equal(unknown.code, 1);
+    assert.match(
+      unknown.err,
+      /^jobs runbook: no schedule or workflow "imprt" in .*; did you mean "import"\? \(it has "lend-copy", "import"\)$/,
+    );
+  });
+});
+
+for (const backend of BACKENDS) {
+  Deno.test(`${backend.name}: jobs start, workflows, workflow show and cancel act on the store at --db`, async () => {
+    const h = await backend.open(NOW);
+    try {
+      await withFiles(SCHEDULES, async ({ config }) => {
+        const run = (args: string[]) =>
+          runJobs([...args, "--db", h.location], { now: NOW, env: ENV });
+        const started = await run([
+          "start",
+          "lend-copy",
+          "--input",
+          '{"copy":1}',
+          "--config",
+          config,
+          "--json",
+        ]);
+        assert.equal(started.code, 0, started.err);
+        const { id } = JSON.parse(started.out);
+        const list = await run(["workflows", "--json"]);
+        assert.equal(list.code, 0, list.err);
+        assert.deepEqual(
+          JSON.parse(list.out).map((r: { id: number; state: string }) => [r.id, r.state]),
+          [[id, "running"]],
+        );
+        const show = await run(["workflow", "show", String(id)]);
+        assert.equal(show.code, 0, show.err);
+        assert.match(show.out, /^ {2}place-hold {2}running {2}0\/20 attempts {2}job \d+/m);
+        assert.match(show.out, /^ {4}charge-fee {2}waiting {2}\(/m);
+        assert.match(show.out, /^compensations: none ran$/m);
+        const cancelled = await run(["workflow", "cancel", String(id), "--reason", "not today"]);
+        assert.equal(cancelled.code, 0, cancelled.err);
+        assert.match(cancelled.out, /it was running, now (compensating|cancelled)/);
+      });
+      const detail = await h.store.workflowGet({ id: (await h.store.workflowsList({}))[0]!.id });
+      assert.equal(detail?.run.cancelReason, "not today");
+    } finally {
+      await h.close();
+    }
+  });
+}
