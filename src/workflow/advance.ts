@@ -247,13 +247,16 @@ class Advance {
       return;
     }
     const items = list ?? [];
+    // An item gets its item, not the whole list again: n items would carry n copies of it.
+    const { [step.forEach]: _list, ...others } = results;
     if (items.length === 0) {
       this.#addStep(step.id, { job: null, state: "completed", error: null, result: "[]" });
       return;
     }
     const jobs: NewJob[] = [];
     for (const [i, item] of items.entries()) {
-      const built = this.#job(step.id, "step", i, step.job, step.useCase, { input, results, item });
+      const payload = { input, results: others, item };
+      const built = this.#job(step.id, "step", i, step.job, step.useCase, payload);
       if ("error" in built) {
         this.#addStep(step.id, {
           job: null,
@@ -522,6 +525,16 @@ export function stepIdentity(
 ): string {
   const base = item >= 0 ? `${run}/${step}#${item}` : `${run}/${step}`;
   return kind === "compensation" ? `${base}:compensate` : base;
+}
+
+/**
+ * Whether an occurrence identity is a workflow step's rather than a
+ * schedule's: a schedule's occurrence (and its fan-out items) always hold
+ * `@<instant>`, and a step's never does (run ids are numbers, step ids
+ * refuse `@`). The stores skip the schedule bookkeeping of steps with it.
+ */
+export function isStepIdentity(occurrence: string): boolean {
+  return !occurrence.includes("@");
 }
 
 /**

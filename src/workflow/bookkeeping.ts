@@ -35,26 +35,44 @@ export interface StepInsert extends StepKey {
   now: number;
 }
 
-/** One read or write the store does for the bookkeeping, and what it answers. */
+/** A row's end, as the bookkeeping writes it: its state, result, error and completion order. */
+export interface StepFinish {
+  key: StepKey;
+  state: "completed" | "discarded" | "cancelled";
+  result: string | null;
+  error: string | null;
+  /** The run's completion order (null: not a step's completion). */
+  seq: number | null;
+}
+
+/** A run as the bookkeeping reads it: the row and its definition's text. */
+export interface LoadedRun {
+  run: RunSnapshot;
+  definition: string;
+}
+
+/**
+ * One read or write the store does for the bookkeeping, and what it
+ * answers. Those of a batch of step ends take every row of the batch at
+ * once: a statement each, not a statement per step.
+ */
 export type Op =
-  /** The row whose job this is, or null: not a step's job. */
-  | { op: "stepByJob"; jobId: number }
-  /** Ends a running row (`ordered`: give it the run's next completion seq). */
-  | {
-    op: "stepFinish";
-    key: StepKey;
-    state: "completed" | "discarded" | "cancelled";
-    result: string | null;
-    error: string | null;
-    ordered: boolean;
-    now: number;
-  }
-  /** One item of a fanned-out step ended: its step row's remaining count goes down; answers the row. */
-  | { op: "itemEnded"; runId: number; step: string }
+  /**
+   * Several reads that do not depend on each other, answered as a list in
+   * their order: a store may send them together (PostgreSQL pipelines
+   * them, one round trip for all).
+   */
+  | { op: "all"; ops: Op[] }
+  /** The rows whose jobs these are (jobs that are no step's have none). */
+  | { op: "stepsByJobs"; jobIds: number[] }
+  /** Ends rows (their finished_at is now). */
+  | { op: "stepsFinish"; rows: StepFinish[]; now: number }
+  /** Items of fanned-out steps ended: each step row's remaining count goes down by `count`. */
+  | { op: "itemsEnded"; groups: { runId: number; step: string; count: number }[] }
   /** The results of a fanned-out step's items. */
   | { op: "itemResults"; runId: number; step: string }
-  /** The run (locked for this transaction where the store locks rows), or null. */
-  | { op: "runGet"; runId: number }
+  /** The runs, in id order (locked for this transaction where the store locks rows). */
+  | { op: "runsGet"; runIds: number[] }
   /** The run started with this key, or null. */
   | { op: "runByKey"; key: string }
   /** Inserts a run; answers its id. */
@@ -66,8 +84,8 @@ export type Op =
     key: string | null;
     now: number;
   }
-  /** The run's step-level and compensation rows, with their jobs' states. */
-  | { op: "snapshot"; runId: number }
+  /** The runs' step-level and compensation rows, with their jobs' states. */
+  | { op: "snapshots"; runIds: number[] }
   /** Every row of the run. */
   | { op: "rows"; runId: number }
   | { op: "jobsInsert"; jobs: NewJob[]; now: number }
@@ -81,26 +99,31 @@ export type Op =
   /** Makes ended rows running again (a retry), clearing their error; `remaining` for a fanned-out step. */
   | { op: "stepsReopen"; keys: (StepKey & { remaining: number | null })[]; now: number }
   | { op: "stepsDelete"; keys: StepKey[] }
-  | {
-    op: "runSet";
-    runId: number;
-    state: RunState;
-    error: string | null;
-    finished: boolean;
-    cancelReason?: string;
-    now: number;
-  };
+  /** Moves runs to new states, one statement for all of them. */
+  | { op: "runsSet"; runs: RunSet[]; now: number };
+
+/** A run's new state, as {@linkcode Op} `runsSet` writes it. */
+export interface RunSet {
+  runId: number;
+  state: RunState;
+  error: string | null;
+  /** The run ended now (its finished_at is set; else cleared). */
+  finished: boolean;
+  /** An operator's cancel, kept with the run (null: leave it as it is). */
+  cancelReason: string | null;
+}
 
 /** What the store answers to each {@linkcode Op}. */
 export interface OpAnswers {
-  stepByJob: (StepKey & { state: WorkflowStepRow["state"] }) | null;
-  stepFinish: void;
-  itemEnded: { remaining: number; state: WorkflowStepRow["state"] };
+  all: unknown[];
+  stepsByJobs: (StepKey & { jobId: number; state: WorkflowStepRow["state"] })[];
+  stepsFinish: void;
+  itemsEnded: { runId: number; step: string; remaining: number; state: WorkflowStepRow["state"] }[];
   itemResults: { item: number; result: string | null }[];
-  runGet: { run: RunSnapshot; definition: string } | null;
+  runsGet: LoadedRun[];
   runByKey: number | null;
   runInsert: number;
-  snapshot: SnapshotRow[];
+  snapshots: (SnapshotRow & { runId: number })[];
   rows: WorkflowStepRow[];
   jobsInsert: InsertResult[];
   jobsCancel: number[];
@@ -109,7 +132,7 @@ export interface OpAnswers {
   stepsInsert: void;
   stepsReopen: void;
   stepsDelete: void;
-  runSet: void;
+  runsSet: void;
 }
 
 /** A generator of {@linkcode Op}s returning `R`. */
@@ -122,8 +145,9 @@ function* ask<O extends Op>(op: O): Generator<Op, OpAnswers[O["op"]], unknown> {
 
 /** Drives `ops` with a synchronous store (SQLite). */
 export function runOps<R>(ops: Ops<R>, answer: (op: Op) => unknown): R {
+  const reply = (op: Op): unknown => op.op === "all" ? op.ops.map(reply) : answer(op);
   let next = ops.next();
-  while (!next.done) next = ops.next(answer(next.value));
+  while (!next.done) next = ops.next(reply(next.value));
   return next.value;
 }
 
@@ -181,169 +205,253 @@ export function* startRun(params: {
   return { ...outcome, id, duplicate: false };
 }
 
-/**
- * A step's job ended (recorded by its node, rescued, or stopped by an
- * operator): its row, and for an item its step's count, then the run.
- * A job that is no step's, or whose row already ended, changes nothing.
- */
-export function* jobEnded(params: {
+/** How one step's job ended, as {@linkcode jobsEnded} takes it. */
+export interface StepEnd {
   jobId: number;
   state: Extract<JobState, "completed" | "discarded" | "cancelled">;
+  /** The result (JSON text) of a completed step. */
   value: string | null;
   error: string | null;
+  /** The run the job's step belongs to, when the caller knows it (the result says): the reads go together. */
+  runId?: number;
+}
+
+/** An end to apply to a step-level row before the run advances. */
+interface PendingEnd {
+  key: StepKey;
+  state: StepFinish["state"];
+  result: string | null;
+  error: string | null;
+}
+
+/**
+ * Steps' jobs ended (recorded by their nodes, rescued, or stopped by an
+ * operator), a whole batch at once: their rows, the counts of fanned-out
+ * steps, then each run they belong to. A job that is no step's, or whose
+ * row already ended, changes nothing.
+ */
+export function* jobsEnded(params: {
+  ends: StepEnd[];
   now: number;
   argsLimit?: number;
 }): Ops<Outcome> {
-  const row = yield* ask({ op: "stepByJob", jobId: params.jobId });
-  if (row === null || row.state !== "running") return NOTHING;
+  if (params.ends.length === 0) return NOTHING;
   const { now } = params;
-  const result = params.state === "completed" ? params.value ?? "null" : null;
-  yield* ask({
-    op: "stepFinish",
-    key: row,
-    state: params.state,
-    result,
-    error: params.error,
-    ordered: row.item < 0,
-    now,
-  });
-  if (row.item >= 0) {
-    const parent = yield* ask({ op: "itemEnded", runId: row.runId, step: row.step });
-    if (parent.state !== "running") return NOTHING;
-    if (params.state !== "completed") {
-      const loaded = yield* ask({ op: "runGet", runId: row.runId });
-      const optional = loaded !== null &&
-        definitionOf(loaded.definition).steps.find((s) => s.id === row.step)?.optional;
-      if (!optional) {
-        const key = { runId: row.runId, kind: "step" as const, step: row.step, item: -1 };
-        yield* ask({
-          op: "stepFinish",
-          key,
-          state: params.state,
-          result: null,
-          error: `item ${row.item} ${params.state}: ${params.error ?? "no reason"}`,
-          ordered: false,
-          now,
-        });
-        return yield* advanceRun(row.runId, now, { argsLimit: params.argsLimit });
-      }
-    }
-    if (parent.remaining > 0) return NOTHING;
-    const items = yield* ask({ op: "itemResults", runId: row.runId, step: row.step });
-    yield* ask({
-      op: "stepFinish",
-      key: { runId: row.runId, kind: "step", step: row.step, item: -1 },
-      state: "completed",
-      result: fanInResult(items),
-      error: null,
-      ordered: true,
-      now,
+  const jobIds = params.ends.map((e) => e.jobId);
+  const hinted = params.ends.every((e) => e.runId !== undefined)
+    ? [...new Set(params.ends.map((e) => e.runId!))]
+    : null;
+  let found: OpAnswers["stepsByJobs"];
+  let loaded: LoadedRun[] | null = null;
+  let snapshot: OpAnswers["snapshots"] | null = null;
+  if (hinted) {
+    // The runs are known: their rows and states are read with the steps', together.
+    const answers = yield* ask({
+      op: "all",
+      ops: [
+        { op: "stepsByJobs", jobIds },
+        { op: "runsGet", runIds: hinted },
+        { op: "snapshots", runIds: hinted },
+      ],
     });
+    [found, loaded, snapshot] = answers as [typeof found, LoadedRun[], typeof snapshot];
+  } else {
+    found = yield* ask({ op: "stepsByJobs", jobIds });
   }
-  return yield* advanceRun(row.runId, now, { argsLimit: params.argsLimit });
+  const byJob = new Map(found.map((r) => [r.jobId, r]));
+  const live = params.ends.flatMap((end) => {
+    const row = byJob.get(end.jobId);
+    return row && row.state === "running" ? [{ end, row }] : [];
+  });
+  if (live.length === 0) return NOTHING;
+  loaded ??= yield* ask({ op: "runsGet", runIds: [...new Set(live.map((l) => l.row.runId))] });
+  const runs = new Map(loaded.map((l) => [l.run.id, l]));
+  const ended: PendingEnd[] = [];
+  const items: StepFinish[] = [];
+  const groups = new Map<string, { runId: number; step: string; ends: typeof live }>();
+  for (const l of live) {
+    const result = l.end.state === "completed" ? l.end.value ?? "null" : null;
+    const key = { runId: l.row.runId, kind: l.row.kind, step: l.row.step, item: l.row.item };
+    if (l.row.item < 0) {
+      ended.push({ key, state: l.end.state, result, error: l.end.error });
+      continue;
+    }
+    items.push({ key, state: l.end.state, result, error: l.end.error, seq: null });
+    const id = `${l.row.runId}\0${l.row.step}`;
+    const group = groups.get(id) ?? { runId: l.row.runId, step: l.row.step, ends: [] };
+    group.ends.push(l);
+    groups.set(id, group);
+  }
+  if (items.length > 0) {
+    yield* ask({ op: "stepsFinish", rows: items, now });
+    const parents = yield* ask({
+      op: "itemsEnded",
+      groups: [...groups.values()].map((g) => ({
+        runId: g.runId,
+        step: g.step,
+        count: g.ends.length,
+      })),
+    });
+    for (const p of parents) {
+      if (p.state !== "running") continue;
+      const group = groups.get(`${p.runId}\0${p.step}`)!;
+      const key = { runId: p.runId, kind: "step" as const, step: p.step, item: -1 };
+      const failed = group.ends.find((l) => l.end.state !== "completed");
+      const run = runs.get(p.runId);
+      const optional = run !== undefined &&
+        (definitionOf(run.definition).steps.find((s) => s.id === p.step)?.optional ?? false);
+      if (failed && !optional) {
+        const { state, error } = failed.end;
+        const why = `item ${failed.row.item} ${state}: ${error ?? "no reason"}`;
+        ended.push({ key, state, result: null, error: why });
+        continue;
+      }
+      if (p.remaining > 0) continue;
+      const results = yield* ask({ op: "itemResults", runId: p.runId, step: p.step });
+      ended.push({ key, state: "completed", result: fanInResult(results), error: null });
+    }
+  }
+  const moved = new Set(ended.map((e) => e.key.runId));
+  return yield* advanceRuns(
+    loaded.filter((l) => moved.has(l.run.id)),
+    now,
+    { argsLimit: params.argsLimit },
+    ended,
+    // Items' ends change no step-level row: a snapshot read before them still holds.
+    snapshot,
+  );
 }
 
 const NOTHING: Outcome = Object.freeze({ queues: [], jobs: [], was: null, state: null }) as Outcome;
 
-/** Reads the run and its rows, asks {@linkcode advance}, and writes what it decided. */
+/** Reads one run and advances it (a start, an operator's cancel or retry). */
 function* advanceRun(runId: number, now: number, options: AdvanceOptions): Ops<Outcome> {
-  const loaded = yield* ask({ op: "runGet", runId });
-  if (loaded === null) return NOTHING;
-  const rows = yield* ask({ op: "snapshot", runId });
-  const definition = definitionOf(loaded.definition);
-  const d = advance(loaded.run, definition, rows, now, options);
+  const loaded = yield* ask({ op: "runsGet", runIds: [runId] });
+  return yield* advanceRuns(loaded, now, options, []);
+}
+
+/**
+ * Applies `ended` to the runs' rows, asks {@linkcode advance} for each run,
+ * and writes what the ends and the decisions change: the rows, the new
+ * jobs and rows of every run in one statement each, the runs' states. The
+ * outcome's `was` and `state` are the first run's.
+ */
+function* advanceRuns(
+  loaded: LoadedRun[],
+  now: number,
+  options: AdvanceOptions,
+  ended: PendingEnd[],
+  snapshot: OpAnswers["snapshots"] | null = null,
+): Ops<Outcome> {
+  if (loaded.length === 0) {
+    if (ended.length > 0) yield* ask({ op: "stepsFinish", rows: ended.map(unordered), now });
+    return NOTHING;
+  }
+  const rowsOf = new Map<number, SnapshotRow[]>(loaded.map((l) => [l.run.id, []]));
+  snapshot ??= yield* ask({ op: "snapshots", runIds: [...rowsOf.keys()] });
+  for (const row of snapshot) rowsOf.get(row.runId)?.push(row);
+  const finishes: StepFinish[] = [];
+  for (const e of ended) {
+    const rows = rowsOf.get(e.key.runId);
+    const row = rows?.find((r) => r.kind === e.key.kind && r.step === e.key.step);
+    let seq: number | null = null;
+    if (rows && row) {
+      if (e.state === "completed") seq = 1 + Math.max(0, ...rows.map((r) => r.seq ?? 0));
+      Object.assign(row, { state: e.state, result: e.result, error: e.error, seq });
+    }
+    finishes.push({ ...e, seq });
+  }
   const queues = new Set<string>();
   const jobs: number[] = [];
-  if (d.cancelJobs.length > 0) {
-    const reason = d.update[0]?.error ?? "run stopped";
-    jobs.push(...yield* ask({ op: "jobsCancel", ids: d.cancelJobs, error: reason, now }));
+  const newJobs: NewJob[] = [];
+  /** Each new row, with the index of its job in newJobs (-1: none). */
+  const newRows: { row: StepInsert; job: number }[] = [];
+  const runSets: RunSet[] = [];
+  const cancels: Op[] = [];
+  for (const { run, definition } of loaded) {
+    const runId = run.id;
+    const d = advance(run, definitionOf(definition), rowsOf.get(runId)!, now, options);
+    if (d.cancelJobs.length > 0) {
+      const reason = d.update[0]?.error ?? "run stopped";
+      cancels.push({ op: "jobsCancel", ids: d.cancelJobs, error: reason, now });
+    }
+    for (const step of d.cancelItemsOf) {
+      const reason = d.update.find((u) => u.step === step)?.error ?? "run stopped";
+      cancels.push({ op: "itemsCancel", runId, step, error: reason, now });
+    }
+    for (const u of d.update) {
+      finishes.push({
+        key: { runId, kind: u.kind, step: u.step, item: -1 },
+        state: u.state,
+        result: null,
+        error: u.error,
+        seq: null,
+      });
+    }
+    const row = (r: Omit<StepInsert, "runId" | "now" | "jobId">, job: NewJob | null) => {
+      newRows.push({ row: { ...r, runId, now, jobId: null }, job: job ? newJobs.length : -1 });
+      if (job) newJobs.push(job);
+    };
+    for (const c of d.create) {
+      const { kind, step, state, result, error, seq, items } = c;
+      row({ kind, step, item: -1, state, result, error, seq, items }, c.job);
+    }
+    for (const i of d.items) {
+      const fields = {
+        kind: "step" as const,
+        step: i.step,
+        item: i.item,
+        state: "running" as const,
+      };
+      row({ ...fields, result: null, error: null, seq: null, items: null }, i.job);
+    }
+    if (d.run !== null) {
+      runSets.push({
+        runId,
+        state: d.run.state,
+        error: d.run.error,
+        finished: d.run.finished,
+        cancelReason: options.cancel ?? null,
+      });
+    }
   }
-  for (const step of d.cancelItemsOf) {
-    const reason = d.update.find((u) => u.step === step)?.error ?? "run stopped";
-    jobs.push(...yield* ask({ op: "itemsCancel", runId, step, error: reason, now }));
-  }
-  for (const u of d.update) {
-    yield* ask({
-      op: "stepFinish",
-      key: { runId, kind: u.kind, step: u.step, item: -1 },
-      state: u.state,
-      result: null,
-      error: u.error,
-      ordered: false,
-      now,
-    });
-  }
-  const newJobs = [
-    ...d.create.flatMap((c) => (c.job ? [c.job] : [])),
-    ...d.items.map((i) => i.job),
-  ];
+  for (const op of cancels) jobs.push(...(yield op) as number[]);
+  if (finishes.length > 0) yield* ask({ op: "stepsFinish", rows: finishes, now });
   const inserted = newJobs.length > 0 ? yield* ask({ op: "jobsInsert", jobs: newJobs, now }) : [];
   for (const r of inserted) if (r.state === "available") queues.add(r.queue);
-  let next = 0;
-  const rowsToInsert: StepInsert[] = [];
-  for (const c of d.create) {
-    rowsToInsert.push({
-      runId,
-      kind: c.kind,
-      step: c.step,
-      item: -1,
-      jobId: c.job ? inserted[next++]!.id : null,
-      state: c.state,
-      result: c.result,
-      error: c.error,
-      seq: c.seq,
-      items: c.items,
-      now,
-    });
+  if (newRows.length > 0) {
+    const rows = newRows.map(({ row, job }) => ({
+      ...row,
+      jobId: job < 0 ? null : inserted[job]!.id,
+    }));
+    yield* ask({ op: "stepsInsert", rows });
   }
-  for (const i of d.items) {
-    rowsToInsert.push({
-      runId,
-      kind: "step",
-      step: i.step,
-      item: i.item,
-      jobId: inserted[next++]!.id,
-      state: "running",
-      result: null,
-      error: null,
-      seq: null,
-      items: null,
-      now,
-    });
-  }
-  if (rowsToInsert.length > 0) yield* ask({ op: "stepsInsert", rows: rowsToInsert });
-  const was = loaded.run.state;
-  if (d.run !== null) {
-    yield* ask({
-      op: "runSet",
-      runId,
-      state: d.run.state,
-      error: d.run.error,
-      finished: d.run.finished,
-      cancelReason: options.cancel,
-      now,
-    });
-  }
-  return { queues: [...queues], jobs, was, state: d.run?.state ?? was };
+  if (runSets.length > 0) yield* ask({ op: "runsSet", runs: runSets, now });
+  const first = loaded[0]!.run;
+  const state = runSets.find((r) => r.runId === first.id)?.state ?? first.state;
+  return { queues: [...queues], jobs, was: first.state, state };
+}
+
+function unordered(e: PendingEnd): StepFinish {
+  return { ...e, seq: null };
 }
 
 /** An operator's cancel of a run; see `Store.workflowCancel`. */
 export function* cancelRun(runId: number, reason: string, now: number): Ops<Outcome> {
-  const loaded = yield* ask({ op: "runGet", runId });
-  if (loaded === null) return NOTHING;
+  const [loaded] = yield* ask({ op: "runsGet", runIds: [runId] });
+  if (loaded === undefined) return NOTHING;
   const was = loaded.run.state;
   if (was !== "running" && was !== "compensating") return { ...NOTHING, was, state: was };
   if (was === "compensating") {
     // Already undoing: the cancel is recorded, the compensations go on.
-    yield* ask({
-      op: "runSet",
+    const run = {
       runId,
       state: was,
       error: loaded.run.error,
       finished: false,
       cancelReason: reason,
-      now,
-    });
+    };
+    yield* ask({ op: "runsSet", runs: [run], now });
     return { ...NOTHING, was, state: was };
   }
   return yield* advanceRun(runId, now, { cancel: reason });
@@ -351,8 +459,8 @@ export function* cancelRun(runId: number, reason: string, now: number): Ops<Outc
 
 /** An operator's retry of a failed run; see `Store.workflowRetry`. */
 export function* retryRun(runId: number, now: number, argsLimit?: number): Ops<Outcome> {
-  const loaded = yield* ask({ op: "runGet", runId });
-  if (loaded === null) return NOTHING;
+  const [loaded] = yield* ask({ op: "runsGet", runIds: [runId] });
+  if (loaded === undefined) return NOTHING;
   const was = loaded.run.state;
   if (was !== "failed") return { ...NOTHING, was, state: was };
   const rows = yield* ask({ op: "rows", runId });
@@ -395,7 +503,8 @@ export function* retryRun(runId: number, now: number, argsLimit?: number): Ops<O
   const retried = retry.length > 0 ? yield* ask({ op: "jobsRetry", ids: retry, now }) : [];
   if (reopen.length > 0) yield* ask({ op: "stepsReopen", keys: reopen, now });
   if (drop.length > 0) yield* ask({ op: "stepsDelete", keys: drop });
-  yield* ask({ op: "runSet", runId, state, error: null, finished: false, now });
+  const run = { runId, state, error: null, finished: false, cancelReason: null };
+  yield* ask({ op: "runsSet", runs: [run], now });
   const outcome = yield* advanceRun(runId, now, { argsLimit });
   return { ...outcome, jobs: retried, was, state: outcome.state ?? state };
 }

@@ -171,7 +171,8 @@ export interface StepMeta {
  * What a step gets: the run's input and the results of the steps it depends
  * on (a fanned-out dependency's is the list of its items' results, in item
  * order; a discarded optional one's is null). An item of a fanned-out step
- * gets its item; a compensation gets the result of the step it undoes.
+ * gets its item, and the results of its other dependencies (not the list it
+ * is an item of); a compensation gets the result of the step it undoes.
  */
 export interface StepPayload {
   input: unknown;

@@ -83,13 +83,14 @@ import {
 import { toLeaderState } from "../rows.ts";
 import { appendError, clearUnique, type Fragment, runAgain, type Sql } from "./fragments.ts";
 import * as workflows from "./workflows.ts";
+import { isStepIdentity } from "../../workflow/advance.ts";
 import {
   cancelRun,
-  jobEnded,
+  jobsEnded,
   type Ops,
   retryRun,
-  runOpsAsync,
   startRun,
+  type StepEnd,
 } from "../../workflow/bookkeeping.ts";
 import type { RunState, WorkflowRun, WorkflowRunDetail } from "../../workflow/types.ts";
 
@@ -520,7 +521,9 @@ export class PostgresStore implements Store<PostgresTx> {
       const jobs = rows.map(toClaimed).sort((a, b) =>
         a.priority - b.priority || a.scheduledAt - b.scheduledAt || a.id - b.id
       );
-      const occurrences = jobs.filter((j) => j.occurrence !== null).map((j) => j.id);
+      const occurrences = jobs
+        .filter((j) => j.occurrence !== null && !isStepIdentity(j.occurrence))
+        .map((j) => j.id);
       if (occurrences.length > 0) {
         await tx`UPDATE schedules
           SET last_started_at = greatest(coalesce(last_started_at, 0), ${now}::bigint)
@@ -652,18 +655,20 @@ export class PostgresStore implements Store<PostgresTx> {
     if (steps.length > 0) await workflows.lockRuns(q, steps.map((r) => r.workflow!));
     const done = results.filter((r) => r.outcome === "completed");
     if (done.length > 0) {
-      // In id order, as an operator's cancel or discard locks them.
-      const leases = JSON.stringify(
-        done.map((r) => ({ id: r.id, fence: r.fence })).sort((a, b) => a.id - b.id),
-      );
+      // By id (in id order, as an operator's cancel or discard locks them), each
+      // fence looked up in one JSON object: a join with the results would be
+      // planned from estimates, and once planned as a hash join it compared
+      // every executing row with every result (see #claimAfterCompletions).
+      const { ids, leases } = leaseMap(done);
       const rows = await q`UPDATE jobs SET state = 'completed', completed_at = ${now}::bigint,
           lease_expires_at = NULL, ${clearUnique(q)}
-        FROM jsonb_to_recordset(${leases}::text::jsonb) AS r(id bigint, fence bigint)
-        WHERE jobs.id = r.id AND jobs.state = 'executing' AND jobs.attempted_by = ${node}
-          AND jobs.fence = r.fence
+        FROM (SELECT ${leases}::text::jsonb AS m) AS input
+        WHERE jobs.id = ANY(${ids}::bigint[]) AND jobs.state = 'executing'
+          AND jobs.attempted_by = ${node}
+          AND jobs.fence = (input.m -> jobs.id::text ->> 0)::bigint
         RETURNING jobs.id`;
-      const ids = new Set(rows.map((row) => Number(row.id)));
-      for (const r of done) if (ids.has(r.id)) recorded.push(r);
+      const written = new Set(rows.map((row) => Number(row.id)));
+      for (const r of done) if (written.has(r.id)) recorded.push(r);
     }
     for (const r of results) {
       if (r.outcome === "completed") continue;
@@ -718,35 +723,33 @@ export class PostgresStore implements Store<PostgresTx> {
           LEFT JOIN replays AS p ON p.job_id = v.id AND p.after < v.fence`;
     }
     const completedOccurrences = recorded
-      .filter((r) => r.occurrence && r.outcome === "completed")
+      .filter((r) => r.occurrence && r.workflow === undefined && r.outcome === "completed")
       .map((r) => r.id);
     if (completedOccurrences.length > 0) {
       await q`UPDATE schedules
         SET last_completed_at = greatest(coalesce(last_completed_at, 0), ${now}::bigint)
         FROM ${schedulesOf(q, completedOccurrences)} WHERE schedules.id = s.id`;
     }
-    let queues: Set<string> | null = null;
+    const ends: StepEnd[] = [];
     for (const r of recorded) {
       if (r.workflow === undefined) continue;
       if (r.outcome === "snoozed" || r.outcome === "retryable") continue;
-      const ended = await this.#ops(
-        q,
-        jobEnded({
-          jobId: r.id,
-          state: r.outcome,
-          value: r.value ?? null,
-          error: "error" in r ? r.error : null,
-          now,
-        }),
-      );
-      for (const name of ended.queues) (queues ??= new Set()).add(name);
+      const error = "error" in r ? r.error : null;
+      ends.push({
+        jobId: r.id,
+        state: r.outcome,
+        value: r.value ?? null,
+        error,
+        runId: r.workflow,
+      });
     }
+    const queues = ends.length > 0 ? (await this.#ops(q, jobsEnded({ ends, now }))).queues : [];
     const kept = new Set(recorded.map((r) => r.id));
     const report: RecordReport = {
       recorded: recorded.map((r) => r.id),
       lost: results.filter((r) => !kept.has(r.id)).map((r) => r.id),
     };
-    if (queues !== null) report.queues = [...queues];
+    if (queues.length > 0) report.queues = queues;
     return report;
   }
 
@@ -823,6 +826,7 @@ export class PostgresStore implements Store<PostgresTx> {
       let rescued = 0;
       let discarded = 0;
       const queues = new Set<string>();
+      const ends: StepEnd[] = [];
       for (const row of expired) {
         const node = String(row.attempted_by);
         const error = `orphaned: lease of ${node} expired`;
@@ -843,19 +847,11 @@ export class PostgresStore implements Store<PostgresTx> {
           queues.add(String(row.queue));
         } else {
           discarded++;
-          const ended = await this.#ops(
-            tx,
-            jobEnded({
-              jobId: Number(row.id),
-              state: "discarded",
-              value: null,
-              error,
-              now: params.now,
-            }),
-          );
-          for (const name of ended.queues) queues.add(name);
+          ends.push({ jobId: Number(row.id), state: "discarded", value: null, error });
         }
       }
+      const next = await this.#ops(tx, jobsEnded({ ends, now: params.now }));
+      for (const name of next.queues) queues.add(name);
       await this.#notify(tx, queues);
       return { rescued, discarded, queues: [...queues] };
     });
@@ -959,6 +955,7 @@ export class PostgresStore implements Store<PostgresTx> {
         FROM jobs WHERE id = ANY(${params.ids}::bigint[]) ORDER BY id FOR UPDATE`;
       const byId = new Map(targets.map((r) => [Number(r.id), r]));
       const stopped: number[] = [];
+      const ends: StepEnd[] = [];
       for (const id of params.ids) {
         const row = byId.get(id);
         if (!row) continue;
@@ -978,11 +975,9 @@ export class PostgresStore implements Store<PostgresTx> {
           // A second id of the same job in the list finds it final now.
           row.state = outcome;
         }
-        await this.#ops(
-          tx,
-          jobEnded({ jobId: id, state: outcome, value: null, error: reason, now }),
-        );
+        ends.push({ jobId: id, state: outcome, value: null, error: reason });
       }
+      await this.#ops(tx, jobsEnded({ ends, now }));
       return stopped;
     });
   }
@@ -1454,7 +1449,7 @@ export class PostgresStore implements Store<PostgresTx> {
       insert: (sql, jobs, now) => this.#insert(sql, jobs, now),
       notify: (sql, queues) => this.#notify(sql, queues),
     };
-    return runOpsAsync(ops, (op) => workflows.answerOp(q, op, parts));
+    return workflows.runPipelined(q, ops, parts);
   }
 
   async workflowStart(params: WorkflowStartParams): Promise<{

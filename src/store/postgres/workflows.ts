@@ -15,7 +15,7 @@
 
 import type { InsertResult, NewJob } from "../../kernel/types.ts";
 import type { SnapshotRow } from "../../workflow/advance.ts";
-import type { Op } from "../../workflow/bookkeeping.ts";
+import { type Op, type Ops, runOpsAsync, type StepFinish } from "../../workflow/bookkeeping.ts";
 import type { RunState, WorkflowRun, WorkflowRunDetail } from "../../workflow/types.ts";
 import { checkRunStates, type Row, toWorkflowRun, toWorkflowStepRow } from "../rows.ts";
 import type { WorkflowFilter } from "../store.ts";
@@ -46,54 +46,97 @@ export async function runsOfJobs(q: Sql, jobs: number[]): Promise<number[]> {
   return rows.map((r) => Number(r.run_id));
 }
 
+/** The ops whose answer is nothing: they are sent without waiting for their reply. */
+const WRITES: ReadonlySet<Op["op"]> = new Set([
+  "stepsFinish",
+  "stepsInsert",
+  "stepsReopen",
+  "stepsDelete",
+  "runsSet",
+]);
+
+/**
+ * Drives `ops` on `q`, an open transaction, pipelining the writes that
+ * answer nothing: each is sent at once and the generator goes on, so a
+ * batch's row updates, row inserts and run states share round trips with
+ * what follows. The connection runs statements in the order sent, so a
+ * later read sees them; the call resolves once every reply is in, and a
+ * write that failed fails it (and the transaction with it).
+ */
+export async function runPipelined<R>(q: Sql, ops: Ops<R>, parts: StoreParts): Promise<R> {
+  const pending: Promise<void>[] = [];
+  let failed: { error: unknown } | null = null;
+  let outcome: { result: R } | { error: unknown };
+  try {
+    const result = await runOpsAsync(ops, (op) => {
+      if (failed) return Promise.reject(failed.error);
+      if (!WRITES.has(op.op)) return answerOp(q, op, parts);
+      pending.push(
+        answerOp(q, op, parts).then(() => {}, (error) => {
+          failed ??= { error };
+        }),
+      );
+      return Promise.resolve(undefined);
+    });
+    outcome = { result };
+  } catch (error) {
+    outcome = { error };
+  }
+  await Promise.all(pending);
+  // A read after a failed write fails as "transaction aborted": the write's error says why.
+  if (failed) throw (failed as { error: unknown }).error;
+  if ("error" in outcome) throw outcome.error;
+  return outcome.result;
+}
+
 /** Answers one op of the bookkeeping on `q`, an open transaction. */
 export async function answerOp(q: Sql, op: Op, parts: StoreParts): Promise<unknown> {
   switch (op.op) {
-    case "stepByJob": {
-      const [row] = await q`SELECT run_id, kind, step, item, state FROM workflow_steps
-        WHERE job_id = ${op.jobId}::bigint`;
-      if (!row) return null;
-      // The run first: its other steps' ends wait for this one.
-      await lockRuns(q, [Number(row.run_id)]);
-      const [fresh] = await q`SELECT state FROM workflow_steps
-        WHERE run_id = ${row.run_id}::bigint AND kind = ${row.kind} AND step = ${row.step}
-          AND item = ${row.item}::integer`;
-      return {
+    case "all":
+      return await Promise.all(op.ops.map((o) => answerOp(q, o, parts)));
+    case "stepsByJobs": {
+      const rows = await q`SELECT run_id, kind, step, item, state, job_id FROM workflow_steps
+        WHERE job_id = ANY(${op.jobIds}::bigint[])`;
+      return rows.map((row) => ({
         runId: Number(row.run_id),
         kind: row.kind,
         step: row.step,
         item: Number(row.item),
-        state: fresh?.state ?? row.state,
-      };
+        state: row.state,
+        jobId: Number(row.job_id),
+      }));
     }
-    case "stepFinish": {
-      const k = op.key;
-      const seq = op.ordered
-        ? q`(SELECT coalesce(max(seq), 0) + 1 FROM workflow_steps WHERE run_id = ${k.runId}::bigint)`
-        : q`NULL::integer`;
-      await q`UPDATE workflow_steps SET state = ${op.state}, result = ${op.result},
-          error = ${op.error}, finished_at = ${op.now}::bigint, seq = ${seq}
-        WHERE run_id = ${k.runId}::bigint AND kind = ${k.kind} AND step = ${k.step}
-          AND item = ${k.item}::integer`;
+    case "stepsFinish": {
+      await finishRows(q, op.rows, op.now);
       return undefined;
     }
-    case "itemEnded": {
-      const [row] = await q`UPDATE workflow_steps SET remaining = remaining - 1
-        WHERE run_id = ${op.runId}::bigint AND kind = 'step' AND step = ${op.step} AND item = -1
-        RETURNING remaining, state`;
-      return { remaining: Number(row!.remaining), state: row!.state };
+    case "itemsEnded": {
+      const groups = JSON.stringify(
+        op.groups.map((g) => ({ run_id: g.runId, step: g.step, count: g.count })),
+      );
+      const rows = await q`UPDATE workflow_steps AS s SET remaining = s.remaining - g.count
+        FROM jsonb_to_recordset(${groups}::text::jsonb) AS g(run_id bigint, step text,
+          count integer)
+        WHERE s.run_id = g.run_id AND s.kind = 'step' AND s.step = g.step AND s.item = -1
+        RETURNING s.run_id, s.step, s.remaining, s.state`;
+      return rows.map((r) => ({
+        runId: Number(r.run_id),
+        step: String(r.step),
+        remaining: Number(r.remaining),
+        state: r.state,
+      }));
     }
     case "itemResults": {
       const rows = await q`SELECT item, result FROM workflow_steps
         WHERE run_id = ${op.runId}::bigint AND kind = 'step' AND step = ${op.step} AND item >= 0`;
       return rows.map((r) => ({ item: Number(r.item), result: r.result ?? null }));
     }
-    case "runGet": {
-      const [row] = await q`SELECT id, workflow, state, input, tenant, error, cancel_reason,
+    case "runsGet": {
+      // In id order: every path that locks several runs locks them alike.
+      const rows = await q`SELECT id, workflow, state, input, tenant, error, cancel_reason,
           definition
-        FROM workflow_runs WHERE id = ${op.runId}::bigint FOR UPDATE`;
-      if (!row) return null;
-      return {
+        FROM workflow_runs WHERE id = ANY(${op.runIds}::bigint[]) ORDER BY id FOR UPDATE`;
+      return rows.map((row) => ({
         run: {
           id: Number(row.id),
           workflow: String(row.workflow),
@@ -104,7 +147,7 @@ export async function answerOp(q: Sql, op: Op, parts: StoreParts): Promise<unkno
           cancelReason: row.cancel_reason ?? null,
         },
         definition: String(row.definition),
-      };
+      }));
     }
     case "runByKey": {
       const [row] = await q`SELECT id FROM workflow_runs WHERE key = ${op.key}`;
@@ -119,12 +162,17 @@ export async function answerOp(q: Sql, op: Op, parts: StoreParts): Promise<unkno
         RETURNING id`;
       return Number(row!.id);
     }
-    case "snapshot": {
-      const rows = await q`SELECT s.kind, s.step, s.job_id, s.state, s.result, s.seq, s.error,
-          j.state AS job_state
-        FROM workflow_steps AS s LEFT JOIN jobs AS j ON j.id = s.job_id
-        WHERE s.run_id = ${op.runId}::bigint AND s.item = -1`;
-      return rows.map((r): SnapshotRow => ({
+    case "snapshots": {
+      // Only a running row's job state matters (is it executing?): looked up
+      // by id for those rows alone, whatever the planner thinks of a join.
+      const rows = await q`SELECT s.run_id, s.kind, s.step, s.job_id, s.state, s.result, s.seq,
+          s.error,
+          CASE WHEN s.state = 'running'
+            THEN (SELECT j.state FROM jobs AS j WHERE j.id = s.job_id) END AS job_state
+        FROM workflow_steps AS s
+        WHERE s.run_id = ANY(${op.runIds}::bigint[]) AND s.item = -1`;
+      return rows.map((r): SnapshotRow & { runId: number } => ({
+        runId: Number(r.run_id),
         kind: r.kind,
         step: String(r.step),
         jobId: r.job_id == null ? null : Number(r.job_id),
@@ -202,14 +250,50 @@ export async function answerOp(q: Sql, op: Op, parts: StoreParts): Promise<unkno
             AND item = ${k.item}::integer`;
       }
       return undefined;
-    case "runSet":
-      await q`UPDATE workflow_runs SET state = ${op.state}, error = ${op.error},
+    case "runsSet": {
+      const ids = op.runs.map((r) => r.runId);
+      const runs = JSON.stringify(
+        Object.fromEntries(op.runs.map((r) => [r.runId, {
+          state: r.state,
+          error: r.error,
+          finished: r.finished,
+          cancel: r.cancelReason,
+        }])),
+      );
+      // By id, each run's values looked up in one JSON object (see finishRows).
+      const m = q`(input.all -> w.id::text)`;
+      await q`UPDATE workflow_runs AS w SET state = ${m} ->> 'state', error = ${m} ->> 'error',
           updated_at = ${op.now}::bigint,
-          finished_at = CASE WHEN ${op.finished}::boolean THEN ${op.now}::bigint END,
-          cancel_reason = coalesce(${op.cancelReason ?? null}::text, cancel_reason)
-        WHERE id = ${op.runId}::bigint`;
+          finished_at = CASE WHEN (${m} ->> 'finished')::boolean THEN ${op.now}::bigint END,
+          cancel_reason = coalesce(${m} ->> 'cancel', w.cancel_reason)
+        FROM (SELECT ${runs}::text::jsonb AS all) AS input
+        WHERE w.id = ANY(${ids}::bigint[])`;
       return undefined;
+    }
   }
+}
+
+/** Ends rows, one statement for all of them. */
+async function finishRows(q: Sql, rows: StepFinish[], now: number): Promise<void> {
+  if (rows.length === 0) return;
+  // The runs' rows by the primary key's prefix, then matched to the values.
+  const runs = [...new Set(rows.map((r) => r.key.runId))];
+  const values = JSON.stringify(rows.map((r) => ({
+    run_id: r.key.runId,
+    kind: r.key.kind,
+    step: r.key.step,
+    item: r.key.item,
+    state: r.state,
+    result: r.result,
+    error: r.error,
+    seq: r.seq,
+  })));
+  await q`UPDATE workflow_steps AS s SET state = v.state, result = v.result, error = v.error,
+      seq = v.seq, finished_at = ${now}::bigint
+    FROM jsonb_to_recordset(${values}::text::jsonb) AS v(run_id bigint, kind text, step text,
+      item integer, state text, result text, error text, seq integer)
+    WHERE s.run_id = ANY(${runs}::bigint[])
+      AND s.run_id = v.run_id AND s.kind = v.kind AND s.step = v.step AND s.item = v.item`;
 }
 
 async function cancelWaiting(q: Sql, ids: number[], error: string, now: number) {

@@ -67,13 +67,15 @@ import {
 export { SchemaTooNewError };
 import { fileIdentity, notAFile, openProblem } from "./file_check.ts";
 import { SqliteWorkflows } from "./workflows.ts";
+import { isStepIdentity } from "../../workflow/advance.ts";
 import {
   cancelRun,
-  jobEnded,
+  jobsEnded,
   type Ops,
   retryRun,
   runOps,
   startRun,
+  type StepEnd,
 } from "../../workflow/bookkeeping.ts";
 import type { RunState, WorkflowRun, WorkflowRunDetail } from "../../workflow/types.ts";
 import { KNOWN_VERSION, pendingMigrations as pendingAfter } from "./migrations.ts";
@@ -247,7 +249,7 @@ export class SqliteStore implements Store<SqliteTx> {
     this.location = path;
     this.#wf = new SqliteWorkflows(
       () => this.db,
-      (jobs, now) => this.#insert(jobs, now),
+      (jobs, now) => this.#insertFresh(jobs, now),
     );
     this.#options = {
       busyTimeoutMs: options.busyTimeoutMs ?? 5000,
@@ -582,6 +584,20 @@ export class SqliteStore implements Store<SqliteTx> {
     return this.#exclusive(() => this.#write(() => this.#insert(params.jobs, params.now)));
   }
 
+  /**
+   * Inserts jobs that cannot exist yet (the next steps of workflow runs,
+   * whose rows the same transaction records): the plain insert, ids in
+   * input order. A unique conflict is an error that rolls the transaction
+   * back, not a duplicate to report: a step created twice is a bug.
+   */
+  #insertFresh(jobs: NewJob[], now: number): InsertResult[] {
+    if (jobs.length === 0) return [];
+    const rows = JSON.stringify(jobs.map(insertRow));
+    const { lastInsertRowid } = this.#s.insertPlain.run({ now, rows });
+    const first = Number(lastInsertRowid) - jobs.length + 1;
+    return jobs.map((job, i) => inserted(job, first + i, now));
+  }
+
   #insert(jobs: NewJob[], now: number): InsertResult[] {
     if (jobs.length === 0) return [];
     const rows = JSON.stringify(jobs.map(insertRow));
@@ -656,7 +672,7 @@ export class SqliteStore implements Store<SqliteTx> {
         }) as unknown as unknown[][];
         const jobs = rows.map(toClaimed);
         for (const job of jobs) {
-          if (job.occurrence !== null) {
+          if (job.occurrence !== null && !isStepIdentity(job.occurrence)) {
             this.#s.scheduleStarted.run({ job: job.id, now: params.now });
           }
         }
@@ -716,26 +732,29 @@ export class SqliteStore implements Store<SqliteTx> {
       ]));
       s.attemptsInsert.run({ node, now, rows });
     }
-    let queues: Set<string> | null = null;
+    const ends: StepEnd[] = [];
     for (const r of recorded) {
-      if (r.occurrence && r.outcome === "completed") s.scheduleCompleted.run({ job: r.id, now });
-      if (r.workflow === undefined) continue;
-      if (r.outcome === "snoozed" || r.outcome === "retryable") continue;
-      const ended = this.#ops(jobEnded({
-        jobId: r.id,
-        state: r.outcome,
-        value: r.value ?? null,
-        error: "error" in r ? r.error : null,
-        now,
-      }));
-      for (const q of ended.queues) (queues ??= new Set()).add(q);
+      if (r.workflow !== undefined) {
+        if (r.outcome === "snoozed" || r.outcome === "retryable") continue;
+        const error = "error" in r ? r.error : null;
+        ends.push({
+          jobId: r.id,
+          state: r.outcome,
+          value: r.value ?? null,
+          error,
+          runId: r.workflow,
+        });
+      } else if (r.occurrence && r.outcome === "completed") {
+        s.scheduleCompleted.run({ job: r.id, now });
+      }
     }
+    const queues = ends.length > 0 ? this.#ops(jobsEnded({ ends, now })).queues : [];
     const kept = new Set(recorded.map((r) => r.id));
     const report: RecordReport = {
       recorded: recorded.map((r) => r.id),
       lost: results.filter((r) => !kept.has(r.id)).map((r) => r.id),
     };
-    if (queues !== null) report.queues = [...queues];
+    if (queues.length > 0) report.queues = queues;
     return report;
   }
 
@@ -806,6 +825,7 @@ export class SqliteStore implements Store<SqliteTx> {
         let rescued = 0;
         let discarded = 0;
         const queues = new Set<string>();
+        const ends: StepEnd[] = [];
         for (const row of expired) {
           const node = String(row.attempted_by);
           const error = `orphaned: lease of ${node} expired`;
@@ -820,16 +840,11 @@ export class SqliteStore implements Store<SqliteTx> {
             queues.add(String(row.queue));
           } else {
             discarded++;
-            const ended = this.#ops(jobEnded({
-              jobId: lease.id,
-              state: "discarded",
-              value: null,
-              error,
-              now: params.now,
-            }));
-            for (const q of ended.queues) queues.add(q);
+            ends.push({ jobId: lease.id, state: "discarded", value: null, error });
           }
         }
+        const next = this.#ops(jobsEnded({ ends, now: params.now }));
+        for (const q of next.queues) queues.add(q);
         return { rescued, discarded, queues: [...queues] };
       })
     );
@@ -913,6 +928,7 @@ export class SqliteStore implements Store<SqliteTx> {
       this.#write(() => {
         const stop = outcome === "cancelled" ? this.#s.cancel : this.#s.discard;
         const stopped: number[] = [];
+        const ends: StepEnd[] = [];
         for (const id of params.ids) {
           const row = this.#s.cancelTarget.get({ id }) as Row | undefined;
           if (!stop.get({ id, now: params.now, error: params.reason })) continue;
@@ -922,14 +938,9 @@ export class SqliteStore implements Store<SqliteTx> {
           if (row?.state === "executing") {
             this.#endAttempt(row, { now: params.now, outcome, error: params.reason });
           }
-          this.#ops(jobEnded({
-            jobId: id,
-            state: outcome,
-            value: null,
-            error: params.reason,
-            now: params.now,
-          }));
+          ends.push({ jobId: id, state: outcome, value: null, error: params.reason });
         }
+        this.#ops(jobsEnded({ ends, now: params.now }));
         return stopped;
       })
     );

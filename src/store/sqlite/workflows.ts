@@ -11,7 +11,7 @@
 import type { DatabaseSync, StatementSync } from "node:sqlite";
 import type { InsertResult, NewJob } from "../../kernel/types.ts";
 import type { SnapshotRow } from "../../workflow/advance.ts";
-import type { Op, StepInsert } from "../../workflow/bookkeeping.ts";
+import type { Op } from "../../workflow/bookkeeping.ts";
 import type { WorkflowRun, WorkflowRunDetail } from "../../workflow/types.ts";
 import type { WorkflowFilter } from "../store.ts";
 import { checkRunStates, type Row, toWorkflowRun, toWorkflowStepRow } from "../rows.ts";
@@ -20,28 +20,32 @@ import { APPEND_ERROR, CLEAR_UNIQUE, RUN_AGAIN } from "./sql.ts";
 const WAITING = `('scheduled', 'available', 'retryable')`;
 
 const SQL = {
-  stepByJob: `SELECT run_id, kind, step, item, state FROM workflow_steps WHERE job_id = :job`,
-  stepFinish: `UPDATE workflow_steps SET state = :state, result = :result, error = :error,
-      finished_at = :now,
-      seq = CASE WHEN :ordered THEN (SELECT coalesce(max(seq), 0) + 1 FROM workflow_steps
-        WHERE run_id = :run) END
-    WHERE run_id = :run AND kind = :kind AND step = :step AND item = :item`,
-  itemEnded: `UPDATE workflow_steps SET remaining = remaining - 1
+  stepsByJobs: `SELECT run_id, kind, step, item, state, job_id FROM workflow_steps
+    WHERE job_id IN (SELECT value FROM json_each(:jobs)) AND job_id IS NOT NULL`,
+  // Each end as [run, kind, step, item, state, result, error, seq].
+  stepsFinish: `UPDATE workflow_steps SET state = v.value ->> 4, result = v.value ->> 5,
+      error = v.value ->> 6, seq = v.value ->> 7, finished_at = :now
+    FROM json_each(:rows) AS v
+    WHERE run_id = v.value ->> 0 AND kind = v.value ->> 1 AND step = v.value ->> 2
+      AND item = v.value ->> 3`,
+  itemsEnded: `UPDATE workflow_steps SET remaining = remaining - :count
     WHERE run_id = :run AND kind = 'step' AND step = :step AND item = -1
     RETURNING remaining, state`,
   itemResults: `SELECT item, result FROM workflow_steps
     WHERE run_id = :run AND kind = 'step' AND step = :step AND item >= 0`,
-  runGet: `SELECT id, workflow, state, input, tenant, error, cancel_reason, definition
-    FROM workflow_runs WHERE id = :run`,
+  runsGet: `SELECT id, workflow, state, input, tenant, error, cancel_reason, definition
+    FROM workflow_runs WHERE id IN (SELECT value FROM json_each(:runs)) ORDER BY id`,
   runByKey: `SELECT id FROM workflow_runs WHERE key = :key`,
   runInsert: `INSERT INTO workflow_runs (workflow, hash, definition, state, input, tenant, key,
       started_at, updated_at)
     VALUES (:workflow, :hash, :definition, 'running', :input, :tenant, :key, :now, :now)
     RETURNING id`,
-  snapshot: `SELECT s.kind, s.step, s.job_id, s.state, s.result, s.seq, s.error,
+  snapshots: `SELECT s.run_id, s.kind, s.step, s.job_id, s.state, s.result, s.seq, s.error,
       j.state AS job_state
-    FROM workflow_steps AS s LEFT JOIN jobs AS j ON j.id = s.job_id
-    WHERE s.run_id = :run AND s.item = -1`,
+    FROM workflow_steps AS s
+      -- Only a running row's job state matters (is it executing?).
+      LEFT JOIN jobs AS j ON j.id = s.job_id AND s.state = 'running'
+    WHERE s.run_id IN (SELECT value FROM json_each(:runs)) AND s.item = -1`,
   rows: `SELECT * FROM workflow_steps WHERE run_id = :run
     ORDER BY kind DESC, created_at, step, item`,
   jobCancel: `UPDATE jobs SET state = 'cancelled', cancelled_at = :now, lease_expires_at = NULL,
@@ -54,19 +58,23 @@ const SQL = {
   jobRetry: `UPDATE jobs SET ${RUN_AGAIN}
     WHERE id = :id AND state IN ('completed', 'cancelled', 'discarded')
     RETURNING id, queue`,
-  stepInsert: `INSERT INTO workflow_steps (run_id, kind, step, item, job_id, state, result,
+  // Each row as [run, kind, step, item, job, state, result, error, seq, items, now].
+  stepsInsert: `INSERT INTO workflow_steps (run_id, kind, step, item, job_id, state, result,
       error, seq, items, remaining, created_at, finished_at)
-    VALUES (:run, :kind, :step, :item, :job, :state, :result, :error, :seq, :items, :items, :now,
-      CASE WHEN :state = 'running' THEN NULL ELSE :now END)`,
+    SELECT value ->> 0, value ->> 1, value ->> 2, value ->> 3, value ->> 4, value ->> 5,
+      value ->> 6, value ->> 7, value ->> 8, value ->> 9, value ->> 9, value ->> 10,
+      CASE WHEN value ->> 5 = 'running' THEN NULL ELSE value ->> 10 END
+    FROM json_each(:rows) WHERE true`,
   stepReopen: `UPDATE workflow_steps SET state = 'running', error = NULL, result = NULL,
       finished_at = NULL, seq = NULL, remaining = coalesce(:remaining, remaining)
     WHERE run_id = :run AND kind = :kind AND step = :step AND item = :item`,
   stepDelete: `DELETE FROM workflow_steps
     WHERE run_id = :run AND kind = :kind AND step = :step AND item = :item`,
-  runSet: `UPDATE workflow_runs SET state = :state, error = :error, updated_at = :now,
-      finished_at = CASE WHEN :finished THEN :now END,
-      cancel_reason = coalesce(:cancel, cancel_reason)
-    WHERE id = :run`,
+  // Each run as [id, state, error, finished (0/1), cancel reason].
+  runsSet: `UPDATE workflow_runs SET state = v.value ->> 1, error = v.value ->> 2,
+      updated_at = :now, finished_at = CASE WHEN v.value ->> 3 THEN :now END,
+      cancel_reason = coalesce(v.value ->> 4, cancel_reason)
+    FROM json_each(:runs) AS v WHERE workflow_runs.id = v.value ->> 0`,
   runRow: `SELECT * FROM workflow_runs WHERE id = :run`,
   count: `SELECT workflow, state, count(*) AS count FROM workflow_runs
     GROUP BY workflow, state ORDER BY workflow, state`,
@@ -113,43 +121,48 @@ export class SqliteWorkflows {
   answer(op: Op): unknown {
     const q = this.#q;
     switch (op.op) {
-      case "stepByJob": {
-        const row = q.stepByJob.get({ job: op.jobId }) as Row | undefined;
-        if (!row) return null;
-        return {
+      case "all":
+        return op.ops.map((o) => this.answer(o));
+      case "stepsByJobs":
+        return (q.stepsByJobs.all({ jobs: JSON.stringify(op.jobIds) }) as Row[]).map((row) => ({
           runId: Number(row.run_id),
           kind: row.kind,
           step: row.step,
           item: Number(row.item),
           state: row.state,
-        };
-      }
-      case "stepFinish":
-        q.stepFinish.run({
-          run: op.key.runId,
-          kind: op.key.kind,
-          step: op.key.step,
-          item: op.key.item,
-          state: op.state,
-          result: op.result,
-          error: op.error,
-          ordered: op.ordered ? 1 : 0,
-          now: op.now,
-        });
+          jobId: Number(row.job_id),
+        }));
+      case "stepsFinish": {
+        const rows = op.rows.map((r) => [
+          r.key.runId,
+          r.key.kind,
+          r.key.step,
+          r.key.item,
+          r.state,
+          r.result,
+          r.error,
+          r.seq,
+        ]);
+        q.stepsFinish.run({ rows: JSON.stringify(rows), now: op.now });
         return undefined;
-      case "itemEnded": {
-        const row = q.itemEnded.get({ run: op.runId, step: op.step }) as Row;
-        return { remaining: Number(row.remaining), state: row.state };
       }
+      case "itemsEnded":
+        return op.groups.map((g) => {
+          const row = q.itemsEnded.get({ run: g.runId, step: g.step, count: g.count }) as Row;
+          return {
+            runId: g.runId,
+            step: g.step,
+            remaining: Number(row.remaining),
+            state: row.state,
+          };
+        });
       case "itemResults":
         return (q.itemResults.all({ run: op.runId, step: op.step }) as Row[]).map((r) => ({
           item: Number(r.item),
           result: r.result as string | null,
         }));
-      case "runGet": {
-        const row = q.runGet.get({ run: op.runId }) as Row | undefined;
-        if (!row) return null;
-        return {
+      case "runsGet":
+        return (q.runsGet.all({ runs: JSON.stringify(op.runIds) }) as Row[]).map((row) => ({
           run: {
             id: Number(row.id),
             workflow: String(row.workflow),
@@ -160,8 +173,7 @@ export class SqliteWorkflows {
             cancelReason: row.cancel_reason ?? null,
           },
           definition: String(row.definition),
-        };
-      }
+        }));
       case "runByKey": {
         const row = q.runByKey.get({ key: op.key }) as Row | undefined;
         return row ? Number(row.id) : null;
@@ -178,8 +190,9 @@ export class SqliteWorkflows {
         }) as Row;
         return Number(row.id);
       }
-      case "snapshot":
-        return (q.snapshot.all({ run: op.runId }) as Row[]).map((r): SnapshotRow => ({
+      case "snapshots":
+        return (q.snapshots.all({ runs: JSON.stringify(op.runIds) }) as Row[]).map((r) => ({
+          runId: Number(r.run_id),
           kind: r.kind as SnapshotRow["kind"],
           step: String(r.step),
           jobId: r.job_id == null ? null : Number(r.job_id),
@@ -204,25 +217,39 @@ export class SqliteWorkflows {
           const id = Number(w.job_id);
           if (q.jobCancel.get({ id, now: op.now, error: op.error }) === undefined) continue;
           cancelled.push(id);
-          q.stepFinish.run({
-            run: op.runId,
-            kind: "step",
-            step: op.step,
-            item: Number(w.item),
-            state: "cancelled",
-            result: null,
-            error: op.error,
-            ordered: 0,
-            now: op.now,
-          });
+          const end = [
+            op.runId,
+            "step",
+            op.step,
+            Number(w.item),
+            "cancelled",
+            null,
+            op.error,
+            null,
+          ];
+          q.stepsFinish.run({ rows: JSON.stringify([end]), now: op.now });
         }
         return cancelled;
       }
       case "jobsRetry":
         return op.ids.filter((id) => q.jobRetry.get({ id, now: op.now }) !== undefined);
-      case "stepsInsert":
-        for (const r of op.rows) q.stepInsert.run(stepInsertParams(r));
+      case "stepsInsert": {
+        const rows = op.rows.map((r) => [
+          r.runId,
+          r.kind,
+          r.step,
+          r.item,
+          r.jobId,
+          r.state,
+          r.result,
+          r.error,
+          r.seq,
+          r.items,
+          r.now,
+        ]);
+        q.stepsInsert.run({ rows: JSON.stringify(rows) });
         return undefined;
+      }
       case "stepsReopen":
         for (const k of op.keys) {
           q.stepReopen.run({
@@ -239,16 +266,17 @@ export class SqliteWorkflows {
           q.stepDelete.run({ run: k.runId, kind: k.kind, step: k.step, item: k.item });
         }
         return undefined;
-      case "runSet":
-        q.runSet.run({
-          run: op.runId,
-          state: op.state,
-          error: op.error,
-          finished: op.finished ? 1 : 0,
-          cancel: op.cancelReason ?? null,
-          now: op.now,
-        });
+      case "runsSet": {
+        const runs = op.runs.map((r) => [
+          r.runId,
+          r.state,
+          r.error,
+          r.finished ? 1 : 0,
+          r.cancelReason,
+        ]);
+        q.runsSet.run({ runs: JSON.stringify(runs), now: op.now });
         return undefined;
+      }
     }
   }
 
@@ -330,20 +358,4 @@ export class SqliteWorkflows {
       value: params.value,
     }).changes !== 0;
   }
-}
-
-function stepInsertParams(r: StepInsert) {
-  return {
-    run: r.runId,
-    kind: r.kind,
-    step: r.step,
-    item: r.item,
-    job: r.jobId,
-    state: r.state,
-    result: r.result,
-    error: r.error,
-    seq: r.seq,
-    items: r.items,
-    now: r.now,
-  };
 }
