@@ -244,6 +244,7 @@ export async function runDaemon(options: DaemonOptions, deps: DaemonDeps): Promi
         // A schedule whose run is a workflow: each occurrence starts one run.
         workflowStartWorker({
           store: () => jobs.store,
+          workers: () => jobs.registry,
           clock,
           onEnqueued: (queues) => wake.queues(queues),
         }),

@@ -10,6 +10,8 @@
  * @module
  */
 
+import { loadWorkersModule } from "../runners/workers_module.ts";
+import { withWorkerDefaults } from "../workflow/definition.ts";
 import { type Command, InvalidArgumentError } from "commander";
 import {
   cancelWorkflowRun,
@@ -396,11 +398,12 @@ async function startRun(id: string, options: StartOptions, deps: CliDeps): Promi
         `(it has ${known || "none"})`,
     );
   }
+  const resolved = await withModuleWorkers(definition, config);
   const db = dbPath(options.db, deps);
   await withStore("start", db, "write", deps, async (store) => {
     const actor = who(options, deps);
     const started = await startWorkflowRun(store, {
-      definition,
+      definition: resolved,
       input,
       key: options.key ?? null,
       tenant: options.tenant ?? null,
@@ -427,6 +430,30 @@ async function startRun(id: string, options: StartOptions, deps: CliDeps): Promi
           `(${deps.program} workflow show ${started.id} follows it)`,
     );
   });
+}
+
+/**
+ * `definition` with the attempts of the file's workers module's workers,
+ * as the daemon starts it: a worker's retry count lives in its code, and
+ * the file is read without the module.
+ */
+async function withModuleWorkers(
+  definition: CompiledWorkflow,
+  config: ScheduleConfig,
+): Promise<CompiledWorkflow> {
+  const module = config.workersModule;
+  const wanted = definition.steps.some((s) =>
+    s.job.attemptsFromWorker ||
+    (s.compensation?.mode === "use-case" && s.compensation.job.attemptsFromWorker)
+  );
+  if (module === undefined || !wanted) return definition;
+  let workers;
+  try {
+    workers = await loadWorkersModule(module);
+  } catch (error) {
+    throw new CommandFailed(`jobs start: ${(error as Error).message}`);
+  }
+  return withWorkerDefaults(definition, new Map(workers.map((w) => [w.name, w])));
 }
 
 /** The compiled workflows of the file (none before the file knew of them). */

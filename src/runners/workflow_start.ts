@@ -24,6 +24,7 @@
 import type { Clock } from "../clock.ts";
 import { serializeArgs } from "../kernel/enqueue.ts";
 import { type ArgsSchema, defineWorker, type Outcome, type Worker } from "../kernel/worker.ts";
+import { withWorkerDefaults } from "../workflow/definition.ts";
 import type { Store } from "../store/store.ts";
 import {
   type CompiledStep,
@@ -44,6 +45,12 @@ export interface WorkflowStartWorkerOptions {
   clock: Clock;
   /** Told the queues that got the run's first step jobs, e.g. to wake their producers. */
   onEnqueued?: (queues: string[]) => void;
+  /**
+   * The workers of this process: a step of a worker the definition's
+   * compiler did not know takes its attempts from here. @default none
+   */
+  // deno-lint-ignore no-explicit-any
+  workers?: () => ReadonlyMap<string, Worker<any>>;
 }
 
 /** The `jobs.workflow` worker: starts one workflow run per job, once per occurrence. */
@@ -61,8 +68,10 @@ export function workflowStartWorker(options: WorkflowStartWorkerOptions): Worker
         return { discard: (error as Error).message };
       }
       const key = ctx.job.occurrence ?? ctx.idempotencyKey;
+      const workers = options.workers?.();
+      const definition = workers ? withWorkerDefaults(run.definition, workers) : run.definition;
       const started = await options.store().workflowStart({
-        definition: run.definition,
+        definition,
         input,
         tenant: null,
         key,

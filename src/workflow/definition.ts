@@ -409,9 +409,43 @@ export function compileWorkflow(
       compensation,
     };
   });
-  const body = { id: options.id, saga, steps };
+  return hashed({ id: options.id, saga, steps });
+}
+
+/** A compiled definition's body with its hash: the SHA-256 of its canonical JSON. */
+export function hashed(body: Omit<CompiledWorkflow, "hash">): CompiledWorkflow {
   const hash = createHash("sha256").update(canonicalJson(body)).digest("base64url");
   return { ...body, hash };
+}
+
+/**
+ * `definition` with the attempts of the workers `workers` knows on the jobs
+ * whose worker was unknown where it was compiled (`attemptsFromWorker`),
+ * hashed again; the same object when there is nothing to fill in. The
+ * daemon and `jobs start` apply it with the workers module, so a saga's
+ * retry counts are its workers' as the record rules say.
+ */
+export function withWorkerDefaults(
+  definition: CompiledWorkflow,
+  // deno-lint-ignore no-explicit-any
+  workers: ReadonlyMap<string, Worker<any>>,
+): CompiledWorkflow {
+  let changed = false;
+  const fill = (job: JobTemplate): JobTemplate => {
+    const worker = job.attemptsFromWorker ? workers.get(job.worker) : undefined;
+    if (!worker) return job;
+    changed = true;
+    const { attemptsFromWorker: _, ...rest } = job;
+    return { ...rest, maxAttempts: worker.maxAttempts };
+  };
+  const steps = definition.steps.map((step) => ({
+    ...step,
+    job: fill(step.job),
+    compensation: step.compensation?.mode === "use-case"
+      ? { ...step.compensation, job: fill(step.compensation.job) }
+      : step.compensation,
+  }));
+  return changed ? hashed({ id: definition.id, saga: definition.saga, steps }) : definition;
 }
 
 function template(
@@ -448,6 +482,9 @@ function template(
     maxAttempts: mine.maxAttempts ?? worker?.maxAttempts ?? DEFAULT_MAX_ATTEMPTS,
     tags: [...(mine.tags ?? [])],
   };
+  if (spec === null && worker === undefined && mine.maxAttempts === undefined) {
+    t.attemptsFromWorker = true;
+  }
   if (own && step.timeoutMs !== undefined) t.timeoutMs = step.timeoutMs;
   if (own && step.backoff !== undefined) t.backoff = step.backoff;
   return t;

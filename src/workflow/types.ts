@@ -62,6 +62,14 @@ export interface JobTemplate {
   priority: number;
   maxAttempts: number;
   tags: string[];
+  /**
+   * Set when the worker was not known where the definition was compiled (a
+   * `schedules.yaml` read without its workers module) and nothing set the
+   * attempts: `maxAttempts` is the default until {@linkcode withWorkerDefaults}
+   * (`definition.ts`) takes the worker's own, since a worker's retry count
+   * lives in its code.
+   */
+  attemptsFromWorker?: true;
   /** Run settings (timeout, backoff) as a schedule's occurrences carry them. */
   timeoutMs?: number;
   backoff?: BackoffSpec;

@@ -11,11 +11,9 @@
  * @module
  */
 
-import { createHash } from "node:crypto";
 import { dirname, isAbsolute, join } from "node:path";
-import { canonicalJson } from "../../kernel/unique.ts";
 import { clampPriority, DEFAULT_MAX_ATTEMPTS, DEFAULT_QUEUE } from "../../kernel/worker.ts";
-import { compileWorkflow, type WorkflowOptions } from "../../workflow/definition.ts";
+import { compileWorkflow, hashed, type WorkflowOptions } from "../../workflow/definition.ts";
 import {
   type CompiledWorkflow,
   type JobTemplate,
@@ -236,9 +234,7 @@ function withUseCaseSettings(
     return { ...step, job: apply(step.job, step.useCase, own), compensation };
   });
   // Hashed as `compileWorkflow` hashes, so the hash covers the settings applied here.
-  const body = { id: compiled.id, saga: compiled.saga, steps };
-  const hash = createHash("sha256").update(canonicalJson(body)).digest("base64url");
-  return { ...body, hash };
+  return hashed({ id: compiled.id, saga: compiled.saga, steps });
 }
 
 /** What a use case or a step's `run:` runs. */
