@@ -10,6 +10,7 @@
 
 import type { Attempt, InsertResult, Job, JobState } from "../kernel/types.ts";
 import type { LeaderState, ScheduleRow } from "./store.ts";
+import type { LoadedRun } from "../workflow/bookkeeping.ts";
 import {
   RUN_STATES,
   type RunState,
@@ -138,6 +139,22 @@ export function toWorkflowRun(row: Row): WorkflowRun {
     startedAt: Number(row.started_at),
     finishedAt: num(row.finished_at),
     updatedAt: Number(row.updated_at),
+  };
+}
+
+/** A run as the workflow bookkeeping reads it: its row's fields and its definition's text. */
+export function toLoadedRun(row: Row): LoadedRun {
+  return {
+    run: {
+      id: Number(row.id),
+      workflow: String(row.workflow),
+      state: row.state as RunState,
+      input: String(row.input),
+      tenant: (row.tenant as string | null) ?? null,
+      error: (row.error as string | null) ?? null,
+      cancelReason: (row.cancel_reason as string | null) ?? null,
+    },
+    definition: String(row.definition),
   };
 }
 

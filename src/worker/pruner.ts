@@ -85,16 +85,7 @@ export async function pruneJobs(
   now: number,
   options: PrunerOptions = {},
 ): Promise<{ deleted: number }> {
-  const batch = options.batch ?? DEFAULT_PRUNE_BATCH;
-  if (!Number.isSafeInteger(batch) || batch < 1) {
-    throw new RangeError(`pruner batch must be an integer >= 1, got ${batch}`);
-  }
-  const retention = { ...DEFAULT_RETENTION, ...options.retention };
-  const before = {
-    completed: now - retention.completed,
-    cancelled: now - retention.cancelled,
-    discarded: now - retention.discarded,
-  };
+  const { batch, before } = passOf(now, options);
   const own = options.schedules ?? [];
   const except = own.map((s) => s.id);
   const signal = options.signal;
@@ -132,6 +123,26 @@ function yieldToOthers(): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, 0));
 }
 
+/** A pass's batch size (checked) and its cutoffs by final state. */
+function passOf(
+  now: number,
+  options: Pick<PrunerOptions, "batch" | "retention">,
+): { batch: number; before: Record<"completed" | "cancelled" | "discarded", number> } {
+  const batch = options.batch ?? DEFAULT_PRUNE_BATCH;
+  if (!Number.isSafeInteger(batch) || batch < 1) {
+    throw new RangeError(`pruner batch must be an integer >= 1, got ${batch}`);
+  }
+  const retention = { ...DEFAULT_RETENTION, ...options.retention };
+  return {
+    batch,
+    before: {
+      completed: now - retention.completed,
+      cancelled: now - retention.cancelled,
+      discarded: now - retention.discarded,
+    },
+  };
+}
+
 /**
  * One pass over workflow runs: deletes the final runs (and their step rows)
  * past the retention of their kind of end, `batch` runs per transaction
@@ -144,16 +155,7 @@ export async function pruneWorkflowRuns(
   now: number,
   options: Omit<PrunerOptions, "schedules"> = {},
 ): Promise<{ runs: number }> {
-  const batch = options.batch ?? DEFAULT_PRUNE_BATCH;
-  if (!Number.isSafeInteger(batch) || batch < 1) {
-    throw new RangeError(`pruner batch must be an integer >= 1, got ${batch}`);
-  }
-  const retention = { ...DEFAULT_RETENTION, ...options.retention };
-  const before = {
-    completed: now - retention.completed,
-    cancelled: now - retention.cancelled,
-    discarded: now - retention.discarded,
-  };
+  const { batch, before } = passOf(now, options);
   let batches = options.maxBatches ?? Infinity;
   let runs = 0;
   while (batches-- > 0 && !options.signal?.aborted) {

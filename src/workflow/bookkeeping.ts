@@ -11,7 +11,7 @@
  * @module
  */
 
-import type { InsertResult, JobState, NewJob } from "../kernel/types.ts";
+import type { InsertResult, JobResult, JobState, NewJob } from "../kernel/types.ts";
 import { advance, type AdvanceOptions, fanInResult, type RunSnapshot } from "./advance.ts";
 import type { SnapshotRow } from "./advance.ts";
 import type { CompiledWorkflow, RunState, WorkflowStepRow } from "./types.ts";
@@ -214,6 +214,18 @@ export interface StepEnd {
   error: string | null;
   /** The run the job's step belongs to, when the caller knows it (the result says): the reads go together. */
   runId?: number;
+}
+
+/** The step ends among recorded results: those of steps' jobs that reached a final state. */
+export function stepEndsOf(results: readonly JobResult[]): StepEnd[] {
+  const ends: StepEnd[] = [];
+  for (const r of results) {
+    if (r.workflow === undefined) continue;
+    if (r.outcome === "snoozed" || r.outcome === "retryable") continue;
+    const error = "error" in r ? r.error : null;
+    ends.push({ jobId: r.id, state: r.outcome, value: r.value ?? null, error, runId: r.workflow });
+  }
+  return ends;
 }
 
 /** An end to apply to a step-level row before the run advances. */

@@ -91,6 +91,7 @@ import {
   retryRun,
   startRun,
   type StepEnd,
+  stepEndsOf,
 } from "../../workflow/bookkeeping.ts";
 import type { RunState, WorkflowRun, WorkflowRunDetail } from "../../workflow/types.ts";
 
@@ -730,19 +731,7 @@ export class PostgresStore implements Store<PostgresTx> {
         SET last_completed_at = greatest(coalesce(last_completed_at, 0), ${now}::bigint)
         FROM ${schedulesOf(q, completedOccurrences)} WHERE schedules.id = s.id`;
     }
-    const ends: StepEnd[] = [];
-    for (const r of recorded) {
-      if (r.workflow === undefined) continue;
-      if (r.outcome === "snoozed" || r.outcome === "retryable") continue;
-      const error = "error" in r ? r.error : null;
-      ends.push({
-        jobId: r.id,
-        state: r.outcome,
-        value: r.value ?? null,
-        error,
-        runId: r.workflow,
-      });
-    }
+    const ends = stepEndsOf(recorded);
     const queues = ends.length > 0 ? (await this.#ops(q, jobsEnded({ ends, now }))).queues : [];
     const kept = new Set(recorded.map((r) => r.id));
     const report: RecordReport = {

@@ -17,7 +17,13 @@ import type { InsertResult, NewJob } from "../../kernel/types.ts";
 import type { SnapshotRow } from "../../workflow/advance.ts";
 import { type Op, type Ops, runOpsAsync, type StepFinish } from "../../workflow/bookkeeping.ts";
 import type { RunState, WorkflowRun, WorkflowRunDetail } from "../../workflow/types.ts";
-import { checkRunStates, type Row, toWorkflowRun, toWorkflowStepRow } from "../rows.ts";
+import {
+  checkRunStates,
+  type Row,
+  toLoadedRun,
+  toWorkflowRun,
+  toWorkflowStepRow,
+} from "../rows.ts";
 import type { WorkflowFilter } from "../store.ts";
 import { appendError, clearUnique, type Fragment, runAgain, type Sql } from "./fragments.ts";
 
@@ -136,18 +142,7 @@ export async function answerOp(q: Sql, op: Op, parts: StoreParts): Promise<unkno
       const rows = await q`SELECT id, workflow, state, input, tenant, error, cancel_reason,
           definition
         FROM workflow_runs WHERE id = ANY(${op.runIds}::bigint[]) ORDER BY id FOR UPDATE`;
-      return rows.map((row) => ({
-        run: {
-          id: Number(row.id),
-          workflow: String(row.workflow),
-          state: row.state as RunState,
-          input: String(row.input),
-          tenant: row.tenant ?? null,
-          error: row.error ?? null,
-          cancelReason: row.cancel_reason ?? null,
-        },
-        definition: String(row.definition),
-      }));
+      return rows.map(toLoadedRun);
     }
     case "runByKey": {
       const [row] = await q`SELECT id FROM workflow_runs WHERE key = ${op.key}`;

@@ -76,6 +76,7 @@ import {
   runOps,
   startRun,
   type StepEnd,
+  stepEndsOf,
 } from "../../workflow/bookkeeping.ts";
 import type { RunState, WorkflowRun, WorkflowRunDetail } from "../../workflow/types.ts";
 import { KNOWN_VERSION, pendingMigrations as pendingAfter } from "./migrations.ts";
@@ -732,22 +733,12 @@ export class SqliteStore implements Store<SqliteTx> {
       ]));
       s.attemptsInsert.run({ node, now, rows });
     }
-    const ends: StepEnd[] = [];
     for (const r of recorded) {
-      if (r.workflow !== undefined) {
-        if (r.outcome === "snoozed" || r.outcome === "retryable") continue;
-        const error = "error" in r ? r.error : null;
-        ends.push({
-          jobId: r.id,
-          state: r.outcome,
-          value: r.value ?? null,
-          error,
-          runId: r.workflow,
-        });
-      } else if (r.occurrence && r.outcome === "completed") {
+      if (r.occurrence && r.workflow === undefined && r.outcome === "completed") {
         s.scheduleCompleted.run({ job: r.id, now });
       }
     }
+    const ends = stepEndsOf(recorded);
     const queues = ends.length > 0 ? this.#ops(jobsEnded({ ends, now })).queues : [];
     const kept = new Set(recorded.map((r) => r.id));
     const report: RecordReport = {

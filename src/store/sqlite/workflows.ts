@@ -14,7 +14,13 @@ import type { SnapshotRow } from "../../workflow/advance.ts";
 import type { Op } from "../../workflow/bookkeeping.ts";
 import type { WorkflowRun, WorkflowRunDetail } from "../../workflow/types.ts";
 import type { WorkflowFilter } from "../store.ts";
-import { checkRunStates, type Row, toWorkflowRun, toWorkflowStepRow } from "../rows.ts";
+import {
+  checkRunStates,
+  type Row,
+  toLoadedRun,
+  toWorkflowRun,
+  toWorkflowStepRow,
+} from "../rows.ts";
 import { APPEND_ERROR, CLEAR_UNIQUE, RUN_AGAIN } from "./sql.ts";
 
 const WAITING = `('scheduled', 'available', 'retryable')`;
@@ -162,18 +168,7 @@ export class SqliteWorkflows {
           result: r.result as string | null,
         }));
       case "runsGet":
-        return (q.runsGet.all({ runs: JSON.stringify(op.runIds) }) as Row[]).map((row) => ({
-          run: {
-            id: Number(row.id),
-            workflow: String(row.workflow),
-            state: row.state,
-            input: String(row.input),
-            tenant: row.tenant ?? null,
-            error: row.error ?? null,
-            cancelReason: row.cancel_reason ?? null,
-          },
-          definition: String(row.definition),
-        }));
+        return (q.runsGet.all({ runs: JSON.stringify(op.runIds) }) as Row[]).map(toLoadedRun);
       case "runByKey": {
         const row = q.runByKey.get({ key: op.key }) as Row | undefined;
         return row ? Number(row.id) : null;
