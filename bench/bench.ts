@@ -12,6 +12,7 @@
  * PHASES=tui deno task bench                   # the dashboard's reads at 100,000 jobs
  * PHASES=prune RUNS=1 deno task bench          # the pruner on 1,000,000 final jobs
  * PHASES=workflow deno task bench              # a workflow step against a plain job
+ * PHASES=limit,process,process3,bulk,single deno task bench   # each against what SQLite allows
  * BENCH_DB=postgres://postgres@127.0.0.1:5432/test deno task bench   # the same on PostgreSQL
  * ```
  *
@@ -32,6 +33,7 @@ import { phasePrune } from "./prune.ts";
 import { benchDb, storeKind, withFreshStore } from "./stores.ts";
 import { phaseTui } from "./tui.ts";
 import { phaseWorkflow } from "./workflow.ts";
+import { phaseLimit } from "./limit.ts";
 
 const ALL_PHASES = [
   "bulk",
@@ -44,6 +46,7 @@ const ALL_PHASES = [
   "tui",
   "prune",
   "workflow",
+  "limit",
 ] as const;
 type Phase = typeof ALL_PHASES[number];
 
@@ -605,6 +608,43 @@ async function runPhase(phase: Phase, run: number): Promise<void> {
       );
       break;
     }
+    case "limit": {
+      if (DB !== null) {
+        log(`run ${run} limit: SQLite only, skipped with BENCH_DB`);
+        break;
+      }
+      const v = await phaseLimit(
+        { n: CFG.n, processes: CFG.processes, chunk: CFG.chunk, singleN: CFG.singleN },
+        log,
+      );
+      record("limit_per_s", "limit: bare loop, 1 process", "jobs/s", v.limitPerS);
+      record(
+        "limit3_per_s",
+        `limit: bare loop, ${CFG.processes} processes`,
+        "jobs/s",
+        v.limit3PerS,
+      );
+      record(
+        "limit_insert_loop_per_s",
+        "limit: insert loop, 1 transaction",
+        "rows/s",
+        v.insertLoopPerS,
+      );
+      record(
+        "limit_insert_tx_per_s",
+        "limit: one-row insert transactions",
+        "rows/s",
+        v.insertTxPerS,
+      );
+      log(
+        `run ${run} limit: ${fmt("jobs/s", v.limitPerS)} jobs/s, x${CFG.processes} ${
+          fmt("jobs/s", v.limit3PerS)
+        } jobs/s, inserts ${fmt("rows/s", v.insertLoopPerS)} rows/s in one transaction, ${
+          fmt("rows/s", v.insertTxPerS)
+        } transactions/s`,
+      );
+      break;
+    }
     case "workflow": {
       const v = await phaseWorkflow(DB, {
         jobs: CFG.wfJobs,
@@ -728,6 +768,10 @@ const KEYS = [
   "workflow_starts_per_s",
   "workflow_linear_step_vs_job",
   "workflow_fanout_step_vs_job",
+  "limit_per_s",
+  "limit3_per_s",
+  "limit_insert_loop_per_s",
+  "limit_insert_tx_per_s",
 ];
 for (const key of KEYS) {
   const row = rows.get(key);
@@ -745,6 +789,17 @@ result.process3_vs_1 = process1 && process3
     median(process3.values.map((v, i) => v / (process1.values[i] ?? NaN))) * 100,
   ) / 100
   : null;
+// Each phase against its limit, per run (the same run's machine), then the median.
+const ratio = (of: string, to: string): number | null => {
+  const a = rows.get(of);
+  const b = rows.get(to);
+  if (!a || !b) return null;
+  return Math.round(median(a.values.map((v, i) => v / (b.values[i] ?? NaN))) * 100) / 100;
+};
+result.process_vs_limit = ratio("process_per_s", "limit_per_s");
+result.process3_vs_limit3 = ratio("process3_per_s", "limit3_per_s");
+result.bulk_vs_loop = ratio("enqueue_bulk_per_s", "limit_insert_loop_per_s");
+result.single_vs_tx = ratio("enqueue_single_per_s", "limit_insert_tx_per_s");
 // The worse of the two shapes, each the median of its per-run ratios (the aim is <= 2).
 const stepVsJob = ["workflow_linear_step_vs_job", "workflow_fanout_step_vs_job"]
   .map((key) => rows.get(key))
