@@ -14,6 +14,7 @@ import { capTailBytes, describeError, redact } from "./redact.ts";
 import { type BackoffSpec, type RunSettings, runSettingsOf } from "./run_settings.ts";
 import type { ClaimedJob, JobResult } from "./types.ts";
 import { EnqueueError, serializeArgs } from "./enqueue.ts";
+import { STEP_META_KEY, type StepMeta, type StepPayload } from "../workflow/types.ts";
 import type {
   CursorWriter,
   JobContext,
@@ -150,32 +151,17 @@ function metaOf(text: string): Record<string, unknown> {
   }
 }
 
-/** What a step job's meta says of its run (see `workflow/types.ts`, `StepMeta`). */
-interface StepMetaView {
-  run: number;
-  workflow: string;
-  step: string;
-  item: number;
-  kind: "step" | "compensation";
-  useCase: string | null;
-  payload?: { input?: unknown; results?: Record<string, unknown>; item?: unknown };
-}
-
-function stepMetaOf(meta: Record<string, unknown>): StepMetaView | null {
-  const w = meta.workflow as Partial<StepMetaView> | undefined;
+/** A step job's meta entry, when it has a well-formed one. */
+function stepMetaOf(meta: Record<string, unknown>): StepMeta | null {
+  const w = meta[STEP_META_KEY] as Partial<StepMeta> | undefined;
   if (w === null || typeof w !== "object" || typeof w.run !== "number") return null;
   if (typeof w.step !== "string" || typeof w.workflow !== "string") return null;
-  return w as StepMetaView;
+  return w as StepMeta;
 }
 
 /** A command or HTTP step carries its payload in meta; a worker step gets it as its args. */
-function stepContext(step: StepMetaView, args: unknown): StepContext {
-  const payload = (step.payload ?? args ?? {}) as {
-    input?: unknown;
-    results?: Record<string, unknown>;
-    item?: unknown;
-    compensates?: { step: string; result: unknown };
-  };
+function stepContext(step: StepMeta, args: unknown): StepContext {
+  const payload = (step.payload ?? args ?? {}) as Partial<StepPayload>;
   return Object.freeze({
     run: step.run,
     workflow: step.workflow,

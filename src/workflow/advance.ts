@@ -201,7 +201,7 @@ class Advance {
       if (!this.#anyRunning()) this.state = "failed";
       return;
     }
-    const allDone = this.definition.steps.every((s) => this.#isDone(s));
+    const allDone = this.definition.steps.every((s) => this.#isDone(this.steps.get(s.id)));
     if (allDone) this.state = "completed";
   }
 
@@ -211,7 +211,7 @@ class Advance {
       changed = false;
       for (const step of this.definition.steps) {
         if (this.steps.has(step.id)) continue;
-        const failedDep = step.dependsOn.find((d) => this.#hasFailed(this.#stepOf(d)));
+        const failedDep = step.dependsOn.find((d) => this.#hasFailed(this.steps.get(d)));
         if (failedDep !== undefined) {
           this.#addStep(step.id, {
             job: null,
@@ -221,7 +221,7 @@ class Advance {
           changed = true;
           continue;
         }
-        if (!step.dependsOn.every((d) => this.#isDone(this.#stepOf(d)))) continue;
+        if (!step.dependsOn.every((d) => this.#isDone(this.steps.get(d)))) continue;
         this.#create(step);
         changed = true;
       }
@@ -461,16 +461,12 @@ class Advance {
     });
   }
 
-  #stepOf(id: string): SnapshotRow | undefined {
-    return this.steps.get(id);
-  }
-
   #definitionOf(id: string): CompiledStep | undefined {
     return this.definition.steps.find((s) => s.id === id);
   }
 
-  #isDone(arg: CompiledStep | SnapshotRow | undefined): boolean {
-    const row = arg && "jobState" in arg ? arg : arg ? this.steps.get(arg.id) : undefined;
+  /** Completed, or ended any other way while optional. */
+  #isDone(row: SnapshotRow | undefined): boolean {
     if (!row) return false;
     if (row.state === "completed") return true;
     return row.state !== "running" && (this.#definitionOf(row.step)?.optional ?? false);
@@ -525,16 +521,6 @@ export function stepIdentity(
 ): string {
   const base = item >= 0 ? `${run}/${step}#${item}` : `${run}/${step}`;
   return kind === "compensation" ? `${base}:compensate` : base;
-}
-
-/**
- * Whether an occurrence identity is a workflow step's rather than a
- * schedule's: a schedule's occurrence (and its fan-out items) always hold
- * `@<instant>`, and a step's never does (run ids are numbers, step ids
- * refuse `@`). The stores skip the schedule bookkeeping of steps with it.
- */
-export function isStepIdentity(occurrence: string): boolean {
-  return !occurrence.includes("@");
 }
 
 /**

@@ -12,7 +12,13 @@
  */
 
 import type { InsertResult, JobResult, JobState, NewJob } from "../kernel/types.ts";
-import { advance, type AdvanceOptions, fanInResult, type RunSnapshot } from "./advance.ts";
+import {
+  advance,
+  type AdvanceOptions,
+  fanInResult,
+  type RunSnapshot,
+  UPSTREAM_FAILED,
+} from "./advance.ts";
 import type { SnapshotRow } from "./advance.ts";
 import type { CompiledWorkflow, RunState, WorkflowStepRow } from "./types.ts";
 
@@ -356,7 +362,8 @@ function* advanceRuns(
   snapshot: OpAnswers["snapshots"] | null = null,
 ): Ops<Outcome> {
   if (loaded.length === 0) {
-    if (ended.length > 0) yield* ask({ op: "stepsFinish", rows: ended.map(unordered), now });
+    const rows = ended.map((e) => ({ ...e, seq: null }));
+    if (rows.length > 0) yield* ask({ op: "stepsFinish", rows, now });
     return NOTHING;
   }
   const rowsOf = new Map<number, SnapshotRow[]>(loaded.map((l) => [l.run.id, []]));
@@ -444,10 +451,6 @@ function* advanceRuns(
   return { queues: [...queues], jobs, was: first.state, state };
 }
 
-function unordered(e: PendingEnd): StepFinish {
-  return { ...e, seq: null };
-}
-
 /** An operator's cancel of a run; see `Store.workflowCancel`. */
 export function* cancelRun(runId: number, reason: string, now: number): Ops<Outcome> {
   const [loaded] = yield* ask({ op: "runsGet", runIds: [runId] });
@@ -497,7 +500,7 @@ export function* retryRun(runId: number, now: number, argsLimit?: number): Ops<O
         }
         continue;
       }
-      if (r.error?.startsWith("upstream failed") || (r.jobId === null && r.items === null)) {
+      if (r.error?.startsWith(UPSTREAM_FAILED) || (r.jobId === null && r.items === null)) {
         // Cancelled because of another step, or never got a job: made anew when its turn comes.
         drop.push(r);
         continue;

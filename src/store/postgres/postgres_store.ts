@@ -83,7 +83,6 @@ import {
 import { toLeaderState } from "../rows.ts";
 import { appendError, clearUnique, type Fragment, runAgain, type Sql } from "./fragments.ts";
 import * as workflows from "./workflows.ts";
-import { isStepIdentity } from "../../workflow/advance.ts";
 import {
   cancelRun,
   jobsEnded,
@@ -517,14 +516,13 @@ export class PostgresStore implements Store<PostgresTx> {
         UPDATE jobs SET ${takeLease(tx, { node, now, leaseMs: params.leaseMs })}
         WHERE jobs.id = ANY(ARRAY(SELECT id FROM picked))
         RETURNING jobs.id, queue, worker, args, meta, tags, occurrence, attempt, max_attempts,
-          priority, fence, inserted_at, scheduled_at, attempted_at`;
+          priority, fence, inserted_at, scheduled_at, attempted_at, schedule_id`;
       // RETURNING has no order of its own: hand them out in claim order.
       const jobs = rows.map(toClaimed).sort((a, b) =>
         a.priority - b.priority || a.scheduledAt - b.scheduledAt || a.id - b.id
       );
-      const occurrences = jobs
-        .filter((j) => j.occurrence !== null && !isStepIdentity(j.occurrence))
-        .map((j) => j.id);
+      // A schedule's claimed occurrences start it.
+      const occurrences = rows.filter((r) => r.schedule_id != null).map((r) => Number(r.id));
       if (occurrences.length > 0) {
         await tx`UPDATE schedules
           SET last_started_at = greatest(coalesce(last_started_at, 0), ${now}::bigint)

@@ -62,7 +62,7 @@ export const SQL = {
       ORDER BY priority, scheduled_at, id LIMIT :limit)
       AND +state = 'available'
     RETURNING id, queue, worker, args, meta, tags, occurrence, attempt, max_attempts, priority,
-      fence, inserted_at, scheduled_at, attempted_at`,
+      fence, inserted_at, scheduled_at, attempted_at, schedule_id`,
   // Completions come in batches: one statement for all of them, each row
   // still filtered by its own lease (id, executing, node, fence).
   completed: `UPDATE jobs SET state = 'completed', completed_at = :now, lease_expires_at = NULL,
@@ -259,7 +259,7 @@ export const SQL = {
       updated_at = :now
     WHERE id = :id`,
   scheduleStarted: `UPDATE schedules SET last_started_at = max(coalesce(last_started_at, 0), :now)
-    WHERE id = (SELECT schedule_id FROM jobs WHERE id = :job)`,
+    WHERE id = :schedule`,
   scheduleCompleted: `UPDATE schedules SET
       last_completed_at = max(coalesce(last_completed_at, 0), :now)
     WHERE id = (SELECT schedule_id FROM jobs WHERE id = :job)`,

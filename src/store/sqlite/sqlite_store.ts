@@ -67,7 +67,6 @@ import {
 export { SchemaTooNewError };
 import { fileIdentity, notAFile, openProblem } from "./file_check.ts";
 import { SqliteWorkflows } from "./workflows.ts";
-import { isStepIdentity } from "../../workflow/advance.ts";
 import {
   cancelRun,
   jobsEnded,
@@ -601,13 +600,11 @@ export class SqliteStore implements Store<SqliteTx> {
 
   #insert(jobs: NewJob[], now: number): InsertResult[] {
     if (jobs.length === 0) return [];
-    const rows = JSON.stringify(jobs.map(insertRow));
     if (!jobs.some((job) => job.occurrence !== null || job.uniqueKey !== null)) {
-      // Plain jobs cannot conflict: their ids are consecutive, in input order.
-      const { lastInsertRowid } = this.#s.insertPlain.run({ now, rows });
-      const first = Number(lastInsertRowid) - jobs.length + 1;
-      return jobs.map((job, i) => inserted(job, first + i, now));
+      // Plain jobs cannot conflict.
+      return this.#insertFresh(jobs, now);
     }
+    const rows = JSON.stringify(jobs.map(insertRow));
     const byKey = new Map<string, number>();
     const plain: number[] = [];
     const returned = this.#s.insertKeyed.all({ now, rows }) as Row[];
@@ -671,13 +668,12 @@ export class SqliteStore implements Store<SqliteTx> {
           lease: params.now + params.leaseMs,
           limit: params.limit,
         }) as unknown as unknown[][];
-        const jobs = rows.map(toClaimed);
-        for (const job of jobs) {
-          if (job.occurrence !== null && !isStepIdentity(job.occurrence)) {
-            this.#s.scheduleStarted.run({ job: job.id, now: params.now });
-          }
+        // The claimed jobs of a schedule (its occurrences, the last column) start it.
+        for (const row of rows) {
+          const schedule = row[14] as string | null;
+          if (schedule != null) this.#s.scheduleStarted.run({ schedule, now: params.now });
         }
-        return { jobs, report };
+        return { jobs: rows.map(toClaimed), report };
       })
     );
   }
