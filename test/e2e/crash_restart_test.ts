@@ -61,6 +61,13 @@ Deno.test({
       }, { timeoutMs: 60_000, ...POLL });
       orphan = Number(pid);
       assert.equal(fence, "1");
+      // The command can write its file before the daemon, just back from
+      // spawning it, has recorded its group: kill the daemon only once the
+      // record is there (a kill before it would leave nothing to reap).
+      const record = `${db}.groups/${orphan}.json`;
+      await waitUntil("the daemon to record the command's group", async () => {
+        return await Deno.stat(record).then(() => true, () => false);
+      }, { timeoutMs: 10_000, ...POLL });
 
       const killed = await first.stop("SIGKILL");
       assert.equal(killed.signal, "SIGKILL");
