@@ -8,8 +8,10 @@
  * deno run -A bench/child.ts enqueue LOCATION N GAP   # "ping" answers the clock, "go" enqueues
  * ```
  *
- * `worker` prints `ran N` as its runtime runs jobs (every 5 ms while the
- * count moves, so the parent need not query the store until the end), and
+ * `worker` first warms up on a scratch store of its own (see
+ * {@linkcode WARMUP_JOBS}), then prints `ready`; it prints `ran N` as its
+ * runtime runs jobs (every 5 ms while the count moves, so the parent need
+ * not query the store until the end), and
  * answers `stop` with `{"ran": n, "ids": [...]}`: the jobs its runtime ran,
  * so the parent can check that no job ran twice. `enqueue`
  * enqueues N jobs GAP ms apart and prints `{"stamps": [...]}`, the epoch ms
@@ -19,7 +21,7 @@
  */
 
 import { defineWorker, type Jobs, openJobs, type Runtime, silentLogger } from "../src/mod.ts";
-import { CONCURRENCY, epochNow, NOOP, readLines } from "./shared.ts";
+import { CONCURRENCY, epochNow, NOOP, readLines, WARMUP_JOBS } from "./shared.ts";
 
 const [mode, location, ...rest] = Deno.args;
 if (!location || (mode !== "worker" && mode !== "enqueue")) {
@@ -34,6 +36,7 @@ const noop = defineWorker<{ i: number }>({
     ids.push(ctx.job.id);
   },
 });
+if (mode === "worker") await warmUp();
 const jobs = await openJobs(location, { workers: [noop], logger: silentLogger });
 console.log("ready");
 
@@ -41,6 +44,36 @@ if (mode === "worker") await runWorker(jobs);
 else await runEnqueue(jobs, Number(rest[0] ?? 200), Number(rest[1] ?? 20));
 await jobs.close();
 Deno.exit(0);
+
+/**
+ * Runs WARMUP_JOBS no-op jobs through a runtime on a scratch SQLite file,
+ * so the phase times a runtime whose code is compiled, as a daemon's is
+ * after its first seconds, not the process's first claims.
+ */
+async function warmUp(): Promise<void> {
+  const dir = await Deno.makeTempDir({ prefix: "jobs-bench-warmup-" });
+  try {
+    let ran = 0;
+    const warm = defineWorker<{ i: number }>({ name: NOOP, perform: () => void ran++ });
+    const scratch = await openJobs(`${dir}/warmup.db`, { workers: [warm], logger: silentLogger });
+    try {
+      await scratch.enqueueMany(
+        Array.from({ length: WARMUP_JOBS }, (_, i) => ({ worker: warm, args: { i } })),
+      );
+      const runtime = await scratch.start({ queues: { default: CONCURRENCY } });
+      const deadline = performance.now() + 30_000;
+      while (ran < WARMUP_JOBS) {
+        if (performance.now() > deadline) throw new Error(`warm-up: ${ran}/${WARMUP_JOBS} ran`);
+        await new Promise((resolve) => setTimeout(resolve, 2));
+      }
+      await runtime.stop();
+    } finally {
+      await scratch.close();
+    }
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+}
 
 async function runWorker(jobs: Jobs): Promise<void> {
   let runtime: Runtime | null = null;

@@ -17,14 +17,15 @@
  * with the store's connection settings (WAL, synchronous NORMAL).
  *
  * ```sh
- * deno run -A bench/limit_loop.ts FILE NODE   # a child: "ready", then on "go" drains, prints "done N"
+ * deno run -A bench/limit_loop.ts FILE NODE   # a child: warms up, "ready", on "go" drains, prints "done N"
  * ```
  *
  * @module
  */
 
 import { DatabaseSync } from "node:sqlite";
-import { readLines } from "./shared.ts";
+import { NOOP, readLines, WARMUP_JOBS } from "./shared.ts";
+import { openJobs, silentLogger } from "../src/mod.ts";
 
 /** Jobs claimed per round, as the bare loop of the issue states it. */
 export const CLAIM_BATCH = 100;
@@ -119,12 +120,37 @@ export function insertTransactions(db: DatabaseSync, n: number): number {
   return n / ((performance.now() - t0) / 1000);
 }
 
+/** Drains WARMUP_JOBS jobs of a scratch store first, as the runtime children do. */
+async function warmUp(node: string): Promise<void> {
+  const dir = await Deno.makeTempDir({ prefix: "jobs-bench-warmup-" });
+  try {
+    const path = `${dir}/warmup.db`;
+    const jobs = await openJobs(path, { logger: silentLogger });
+    try {
+      await jobs.enqueueMany(
+        Array.from({ length: WARMUP_JOBS }, (_, i) => ({ worker: NOOP, args: { i } })),
+      );
+    } finally {
+      await jobs.close();
+    }
+    const db = openLimit(path);
+    try {
+      drainLimit(db, node);
+    } finally {
+      db.close();
+    }
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+}
+
 if (import.meta.main) {
   const [path, node] = Deno.args;
   if (!path || !node) {
     console.error(`usage: limit_loop.ts FILE NODE, got "${Deno.args.join(" ")}"`);
     Deno.exit(2);
   }
+  await warmUp(node);
   const db = openLimit(path);
   console.log("ready");
   for await (const line of readLines(Deno.stdin.readable)) {

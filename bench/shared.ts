@@ -13,6 +13,13 @@ export const NOOP = "noop";
 export const CONCURRENCY = 10;
 
 /**
+ * Jobs a benchmark child runs on a scratch store before it says `ready`
+ * (the runtime children and the bare loops alike), so a phase across
+ * processes measures compiled code rather than each process's cold start.
+ */
+export const WARMUP_JOBS = 5000;
+
+/**
  * Wall-clock epoch ms with sub-ms precision. `performance.now()` alone is
  * relative to each process's own start, so two processes compare instants
  * through `timeOrigin + now()`.

@@ -5,6 +5,7 @@
  * @module
  */
 
+import type { SQLInputValue } from "node:sqlite";
 import type { ClaimedJob, InsertResult, NewJob } from "../../kernel/types.ts";
 
 export {
@@ -26,8 +27,8 @@ export function unique<T>(values: T[]): T[] {
   return [...new Set(values)];
 }
 
-/** A job as a row of the insert statement, in the order of its columns. */
-export function insertRow(job: NewJob): unknown[] {
+/** A job as the values of the insert statement, in the order of its columns. */
+export function insertRow(job: NewJob): SQLInputValue[] {
   return [
     job.queue,
     job.worker,

