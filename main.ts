@@ -9,6 +9,7 @@
 
 import { runDemo } from "./examples/demo.ts";
 import { invocationName } from "./src/cli/invocation.ts";
+import { flushOnExit, lineSink } from "./src/cli/line_sink.ts";
 import { osUserName } from "./src/cli/os_user.ts";
 import { runCli } from "./src/cli/program.ts";
 import { SystemClock } from "./src/clock.ts";
@@ -19,8 +20,11 @@ export function main(args: string[]): Promise<number> {
   const clock = new SystemClock();
   let user: string | undefined;
   const color = Deno.stdout.isTerminal() && !Deno.noColor;
-  // Events go to stderr: readable lines for a person, JSON lines for a collector.
-  const writeErr = (line: string) => console.error(line);
+  // Events go to stderr: readable lines for a person, JSON lines for a collector,
+  // written once per turn of the event loop; errors go the same way, in order.
+  const stderr = lineSink((bytes) => Deno.stderr.writeSync(bytes));
+  flushOnExit(stderr);
+  const writeErr = (line: string) => stderr.write(line);
   const logger = Deno.stderr.isTerminal()
     ? humanLogger(clock, writeErr)
     : jsonLinesLogger(clock, writeErr);
@@ -28,7 +32,7 @@ export function main(args: string[]): Promise<number> {
     clock,
     logger,
     out: (line) => console.log(line),
-    err: (line) => console.error(line),
+    err: writeErr,
     env: (name) => Deno.env.get(name),
     color,
     program: invocationName(import.meta.url),

@@ -4,12 +4,14 @@
  * `src/admin/actions.ts`, so each action is audited as the runbook
  * commands' are; `--read-only` refuses every action.
  *
+ * Its modules (the dashboard's data and actions, ink and react) are
+ * imported only when it runs: every other command, `jobs daemon` first, is
+ * one program with this one and does not evaluate them.
+ *
  * @module
  */
 
 import type { Command } from "commander";
-import { storeActions } from "../tui/actions.ts";
-import { configFile, storeAt, storeData } from "../tui/data.ts";
 import {
   type CliDeps,
   CommandFailed,
@@ -67,6 +69,10 @@ async function tuiCommand(options: TuiOptions, deps: CliDeps): Promise<void> {
   // Fail before taking over the screen when the store cannot be opened as it is.
   const mode = options.readOnly ? "read" : "write";
   await (await openStore("tui", db, mode, deps)).store.close();
+  const [{ storeActions }, { configFile, storeAt, storeData }] = await Promise.all([
+    import("../tui/actions.ts"),
+    import("../tui/data.ts"),
+  ]);
   const source = storeAt(db, {
     now: () => deps.clock.now(),
     mode,

@@ -225,3 +225,40 @@ Deno.test("redact() twice is redact() once", () => {
     assert.equal(redact(once), once);
   }
 });
+
+Deno.test("redact() masks every secret name in any case (its quick test for secrets misses none)", () => {
+  const names = [
+    "token",
+    "secret",
+    "password",
+    "passwd",
+    "pwd",
+    "api_key",
+    "api-key",
+    "apikey",
+    "access_key",
+    "accessKey",
+    "private-key",
+    "client_secret",
+    "session",
+    "cookie",
+    "credential",
+    "signature",
+    "sig",
+    "auth",
+    "X-Auth-Token",
+  ];
+  for (const name of names) {
+    for (const shown of [name, name.toUpperCase()]) {
+      assert.equal(redact(`${shown}=hunter2`), `${shown}=[REDACTED]`, shown);
+      assert.equal(redact(`{"${shown}":"hunter2"}`), `{"${shown}":"[REDACTED]"}`, shown);
+    }
+  }
+  assert.equal(redact("HTTPS://u:p@h/"), "HTTPS://u:[REDACTED]@h/");
+  assert.equal(redact("AUTHORIZATION: Basic abc"), "AUTHORIZATION: Basic [REDACTED]");
+  assert.equal(redact("BEARER abcdefghijkl"), "BEARER [REDACTED]");
+  // The daemon's common line needs none of the passes and comes back as it was.
+  const line =
+    '{"event":"job.stop","queue":"default","job":7,"worker":"noop","outcome":"completed"}';
+  assert.equal(redact(line), line);
+});
