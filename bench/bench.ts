@@ -34,6 +34,7 @@ import { benchDb, storeKind, withFreshStore } from "./stores.ts";
 import { phaseTui } from "./tui.ts";
 import { phaseWorkflow } from "./workflow.ts";
 import { phaseLimit } from "./limit.ts";
+import { phaseMemory } from "./memory.ts";
 
 const ALL_PHASES = [
   "bulk",
@@ -47,6 +48,7 @@ const ALL_PHASES = [
   "prune",
   "workflow",
   "limit",
+  "memory",
 ] as const;
 type Phase = typeof ALL_PHASES[number];
 
@@ -472,7 +474,7 @@ async function clockOffset(child: Child): Promise<number> {
 interface Row {
   key: string;
   label: string;
-  unit: "jobs/s" | "rows/s" | "steps/s" | "runs/s" | "ms" | "s" | "x";
+  unit: "jobs/s" | "rows/s" | "steps/s" | "runs/s" | "ms" | "s" | "x" | "MB";
   values: number[];
 }
 
@@ -575,6 +577,13 @@ async function runPhase(phase: Phase, run: number): Promise<void> {
       record("tui_match_search_ms", "tui: jobsCountMatching, search", "ms", v.matchSearchMs);
       record("tui_throughput_ms", "tui: jobsThroughput 1 h by minute", "ms", v.throughputMs);
       record("tui_dead_letters_ms", "tui: jobsDeadLetters (20 groups)", "ms", v.deadLettersMs);
+      record("tui_overview_ms", "tui: the overview screen's reads", "ms", v.tuiOverviewMs);
+      record("tui_search_first_ms", "tui: jobs screen search, first page", "ms", v.tuiSearchPageMs);
+      record("tui_search_count_ms", "tui: jobs screen search, its count", "ms", v.tuiSearchCountMs);
+      record("tui_search_none_first_ms", "tui: no match, page", "ms", v.tuiSearchNonePageMs);
+      record("tui_search_none_count_ms", "tui: no match, count", "ms", v.tuiSearchNoneCountMs);
+      record("tui_status_cmd_ms", "tui: jobs status, whole command", "ms", v.statusCmdMs);
+      record("tui_ls_cmd_ms", "tui: jobs ls, whole command", "ms", v.lsCmdMs);
       log(
         `run ${run} tui: first page ${v.firstPageMs.toFixed(2)} ms, 20 pages ${
           v.twentyPagesMs.toFixed(2)
@@ -642,6 +651,30 @@ async function runPhase(phase: Phase, run: number): Promise<void> {
         } jobs/s, inserts ${fmt("rows/s", v.insertLoopPerS)} rows/s in one transaction, ${
           fmt("rows/s", v.insertTxPerS)
         } transactions/s`,
+      );
+      break;
+    }
+    case "memory": {
+      const v = await phaseMemory(DB, {
+        n: env("MEM_N", 1_000_000),
+        chunk: env("MEM_CHUNK", 10_000),
+        idleMs: env("MEM_IDLE_MS", 3000),
+        sampleMs: env("MEM_SAMPLE_MS", 100),
+        pollMs: env("MEM_POLL_MS", 250),
+        timeoutMs: env("MEM_TIMEOUT_MS", 1_800_000),
+      }, log);
+      const n = env("MEM_N", 1_000_000).toLocaleString("en-US");
+      record("memory_build_s", `memory: build ${n} jobs`, "s", v.buildMs / 1000);
+      record("memory_peak_rss_mb", `memory: daemon peak RSS, ${n} jobs`, "MB", v.peakRssMb);
+      record("memory_rss_10_mb", "memory: daemon RSS at 10% drained", "MB", v.rss10Mb);
+      record("memory_rss_90_mb", "memory: daemon RSS at 90% drained", "MB", v.rss90Mb);
+      record("memory_drain_per_s", "memory: daemon drain", "jobs/s", v.drainPerS);
+      record("memory_idle_rss_mb", "memory: idle daemon RSS, empty store", "MB", v.idleRssMb);
+      log(
+        `run ${run} memory: peak ${v.peakRssMb.toFixed(1)} MB, 10% ${v.rss10Mb.toFixed(1)} MB, ` +
+          `90% ${v.rss90Mb.toFixed(1)} MB, ${fmt("jobs/s", v.drainPerS)} jobs/s, idle ${
+            v.idleRssMb.toFixed(1)
+          } MB`,
       );
       break;
     }
@@ -758,6 +791,15 @@ const KEYS = [
   "tui_count_ms",
   "tui_throughput_ms",
   "tui_dead_letters_ms",
+  "tui_match_all_ms",
+  "tui_match_search_ms",
+  "tui_overview_ms",
+  "tui_search_first_ms",
+  "tui_search_count_ms",
+  "tui_search_none_first_ms",
+  "tui_search_none_count_ms",
+  "tui_status_cmd_ms",
+  "tui_ls_cmd_ms",
   "prune_build_s",
   "prune_rows_per_s",
   "prune_claims_per_s",
@@ -772,6 +814,11 @@ const KEYS = [
   "limit3_per_s",
   "limit_insert_loop_per_s",
   "limit_insert_tx_per_s",
+  "memory_peak_rss_mb",
+  "memory_rss_10_mb",
+  "memory_rss_90_mb",
+  "memory_drain_per_s",
+  "memory_idle_rss_mb",
 ];
 for (const key of KEYS) {
   const row = rows.get(key);

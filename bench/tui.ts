@@ -2,23 +2,29 @@
  * The `tui` phase of the benchmark: the reads behind `jobs tui` on a store
  * of 100,000 jobs (TUI_N) in every state, across four queues and three
  * schedules, with attempts (and failures) spread over the two hours before
- * the store's "now".
+ * the store's "now"; then `jobs status` and `jobs ls` as whole commands
+ * (a process each, as an operator runs them) on the same store.
  *
  * ```sh
  * PHASES=tui deno task bench
- * PHASES=tui TUI_N=200000 TUI_REPS=15 RUNS=1 deno task bench
+ * PHASES=tui TUI_N=1000000 RUNS=1 deno task bench
  * ```
  *
  * The store is built through the store API alone (inserts, claims and
  * results, each batch one transaction), as a daemon would have left it. Each
  * read then runs TUI_REPS times on the warm store; a phase reports the
- * median of those, and the harness the median over RUNS fresh stores.
+ * median of those, and the harness the median over RUNS fresh stores. The
+ * store-level reads (`jobsList`, `jobsCountMatching`) show what each costs
+ * unbounded; the `tui*` ones are what the dashboard reads per refresh
+ * (`src/tui/data.ts`: a search bounded to the newest ids, its count capped).
  *
  * @module
  */
 
+import { FakeClock } from "../src/clock.ts";
 import type { JobResult, NewJob } from "../src/kernel/types.ts";
 import { JOB_STATES, type JobState, openStore, type Store } from "../src/mod.ts";
+import { fixedStore, storeData } from "../src/tui/data.ts";
 
 /** The phase's settings (see bench.ts for how they come from the environment). */
 export interface TuiConfig {
@@ -46,14 +52,25 @@ export interface TuiTimes {
   matchSearchMs: number;
   throughputMs: number;
   deadLettersMs: number;
+  /** The overview screen as the dashboard reads it: the counts, nodes, schedules, throughput. */
+  tuiOverviewMs: number;
+  /** The jobs screen searching: its first page and its count, as the dashboard reads them. */
+  tuiSearchPageMs: number;
+  tuiSearchCountMs: number;
+  /** The same for a text no job holds: the most a search's page and count read. */
+  tuiSearchNonePageMs: number;
+  tuiSearchNoneCountMs: number;
+  /** `jobs status` and `jobs ls` (50 newest), each a whole process from start to exit. */
+  statusCmdMs: number;
+  lsCmdMs: number;
 }
 
 const PAGE = 50;
 const MINUTE = 60_000;
 /** The store's "now": every instant written is before it. */
-const NOW = Date.UTC(2026, 0, 1, 12);
+export const NOW = Date.UTC(2026, 0, 1, 12);
 /** Jobs are written over the two hours before NOW. */
-const SPAN_MS = 2 * 60 * MINUTE;
+export const SPAN_MS = 2 * 60 * MINUTE;
 const BATCH = 1000;
 const QUEUES = ["default", "mail", "reports", "billing"];
 const SCHEDULES = ["nightly", "hourly", "sync"];
@@ -65,6 +82,8 @@ const ERRORS = [
 ];
 /** The search string: one customer, 20 scattered jobs of 100,000. */
 const SEARCH = "cust-04242";
+/** A search text no job holds. */
+const NOWHERE = "no-such-customer";
 
 /** Builds `n` jobs in a fresh store (a file or a schema), then times the dashboard's reads. */
 export async function phaseTui(
@@ -80,7 +99,11 @@ export async function phaseTui(
     log(`  built ${cfg.n.toLocaleString("en-US")} jobs in ${(buildMs / 1000).toFixed(1)} s`);
     const counts = await checkStore(store, cfg.n);
     log(`  ${JOB_STATES.map((s) => `${s} ${counts[s]}`).join(", ")}`);
-    return { buildMs, ...await timeReads(store, cfg.reps) };
+    return {
+      buildMs,
+      ...await timeReads(store, cfg.reps),
+      ...await timeCommands(location, cfg.reps, counts),
+    };
   } finally {
     await store.close();
   }
@@ -94,7 +117,7 @@ export async function phaseTui(
  * 100 claimed, 80 complete, 9 are discarded, 4 cancelled, 4 fail to retry
  * later, and 3 stay executing. 5% of each batch is scheduled for tomorrow.
  */
-async function build(store: Store, n: number): Promise<void> {
+export async function build(store: Store, n: number): Promise<void> {
   const batches = Math.ceil(n / BATCH);
   for (let b = 0; b < batches; b++) {
     const now = NOW - SPAN_MS + Math.floor((b * SPAN_MS) / batches);
@@ -171,7 +194,10 @@ async function checkStore(store: Store, n: number): Promise<Record<JobState, num
 
 // -------------------------------------------------------------------- reads
 
-async function timeReads(store: Store, reps: number): Promise<Omit<TuiTimes, "buildMs">> {
+async function timeReads(
+  store: Store,
+  reps: number,
+): Promise<Omit<TuiTimes, "buildMs" | "statusCmdMs" | "lsCmdMs">> {
   const [first] = await store.jobsList({ desc: true, limit: 1 });
   const middle = Math.floor(first!.id / 2);
 
@@ -225,6 +251,25 @@ async function timeReads(store: Store, reps: number): Promise<Omit<TuiTimes, "bu
   );
   const groups = await store.jobsDeadLetters({ limit: 20 });
   expect(groups.length > 0, "dead letters are grouped");
+  const clock = new FakeClock(NOW);
+  const config = () => Promise.resolve({ config: null, problems: [] });
+  const tui = storeData({ source: fixedStore(store), config, clock });
+  const searching = (search: string) => ({ filter: { search }, desc: true, limit: PAGE });
+  const seen = await tui.jobs(searching(SEARCH));
+  expect(
+    seen.length > 0 && seen.every((j) => JSON.stringify(j.args).includes(SEARCH)),
+    `the dashboard's search for "${SEARCH}" finds its jobs`,
+  );
+  const bounded = await tui.jobsCount({ search: SEARCH });
+  const every = await store.jobsCountMatching({ search: SEARCH });
+  expect(
+    bounded.count >= seen.length && bounded.count <= every,
+    "the dashboard's search count holds its first page and no more than every match",
+  );
+  expect(
+    (await tui.overview(NOW)).queues.length === QUEUES.length,
+    "the overview lists the queues",
+  );
 
   return {
     firstPageMs: await median(reps, () => store.jobsList({ desc: true, limit: PAGE })),
@@ -251,7 +296,65 @@ async function timeReads(store: Store, reps: number): Promise<Omit<TuiTimes, "bu
     matchSearchMs: await median(reps, () => store.jobsCountMatching({ search: SEARCH })),
     throughputMs: await median(reps, () => store.jobsThroughput(hour)),
     deadLettersMs: await median(reps, () => store.jobsDeadLetters({ limit: 20 })),
+    tuiOverviewMs: await median(reps, () => tui.overview(NOW)),
+    tuiSearchPageMs: await median(reps, () => tui.jobs(searching(SEARCH))),
+    tuiSearchCountMs: await median(reps, () => tui.jobsCount({ search: SEARCH })),
+    tuiSearchNonePageMs: await median(reps, () => tui.jobs(searching(NOWHERE))),
+    tuiSearchNoneCountMs: await median(reps, () => tui.jobsCount({ search: NOWHERE })),
   };
+}
+
+// ----------------------------------------------------------------- commands
+
+const MAIN = new URL("../main.ts", import.meta.url).pathname;
+
+/**
+ * `jobs status` and `jobs ls` on `location`, each run `reps` times as a
+ * process of its own (after one untimed run, which fills Deno's caches):
+ * the wall time from spawn to exit, median. Each run's output is checked.
+ */
+async function timeCommands(
+  location: string,
+  reps: number,
+  counts: Record<JobState, number>,
+): Promise<{ statusCmdMs: number; lsCmdMs: number }> {
+  const dir = await Deno.makeTempDir({ prefix: "jobs-bench-tui-" });
+  try {
+    // No schedules file: status shows the store's queues and says the file is missing.
+    const config = `${dir}/schedules.yaml`;
+    const status = () => command(["status", "--db", location, "--config", config]);
+    const ls = () => command(["ls", "--db", location]);
+    const completed = String(counts.completed / QUEUES.length);
+    const checkStatus = (out: string) =>
+      expect(
+        QUEUES.every((q) => out.includes(q)) && out.includes("completed"),
+        `jobs status lists every queue with its counts (completed about ${completed} each)`,
+      );
+    const checkLs = (out: string) =>
+      expect(out.trim().split("\n").length === PAGE + 1, `jobs ls prints ${PAGE} jobs`);
+    checkStatus(await status());
+    checkLs(await ls());
+    return {
+      statusCmdMs: await median(reps, async () => checkStatus(await status())),
+      lsCmdMs: await median(reps, async () => checkLs(await ls())),
+    };
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+}
+
+/** Runs `jobs <args>` (this checkout's main.ts) to its exit; its standard output, or why it failed. */
+async function command(args: string[]): Promise<string> {
+  const { code, stdout, stderr } = await new Deno.Command(Deno.execPath(), {
+    args: ["run", "--allow-all", MAIN, ...args],
+    stdout: "piped",
+    stderr: "piped",
+  }).output();
+  const text = new TextDecoder();
+  if (code !== 0) {
+    throw new Error(`tui: jobs ${args[0]} exited ${code}: ${text.decode(stderr).trim()}`);
+  }
+  return text.decode(stdout);
 }
 
 /** The median wall time of `reps` calls of `fn`, in ms. */

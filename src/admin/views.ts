@@ -289,9 +289,16 @@ export async function jobsView(store: Store, filter: JobFilter): Promise<Job[]> 
   return (await store.jobsList({ ...filter, desc: true })).map(redactJob);
 }
 
-/** How many jobs match `filter`: every page of a listing with it, together. */
-export async function jobsMatching(store: Store, filter: JobMatch): Promise<number> {
-  return await store.jobsCountMatching(filter);
+/**
+ * How many jobs match `filter`: every page of a listing with it, together;
+ * with `atMost`, no more than that (counting stops there).
+ */
+export async function jobsMatching(
+  store: Store,
+  filter: JobMatch,
+  options: { atMost?: number } = {},
+): Promise<number> {
+  return await store.jobsCountMatching(filter, options);
 }
 
 /**

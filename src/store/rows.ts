@@ -195,3 +195,20 @@ export function checkRunStates(state: RunState | RunState[] | undefined): RunSta
   }
   return states;
 }
+
+/**
+ * Throws a RangeError naming the bound of a listing or a count that is not
+ * a whole number: `after` and `above` (job ids), `atMost` (a count).
+ */
+export function checkBounds(bounds: { after?: number; above?: number; atMost?: number }): void {
+  for (const name of ["after", "above"] as const) {
+    const value = bounds[name];
+    if (value !== undefined && !Number.isSafeInteger(value)) {
+      throw new RangeError(`${name} must be a job id (a whole number), got ${value}`);
+    }
+  }
+  const atMost = bounds.atMost;
+  if (atMost !== undefined && !(Number.isSafeInteger(atMost) && atMost >= 0)) {
+    throw new RangeError(`atMost must be a whole number >= 0, got ${atMost}`);
+  }
+}

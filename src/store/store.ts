@@ -109,6 +109,12 @@ export interface JobFilter {
    * worker, the args, a tag, the occurrence or a stored error.
    */
   search?: string;
+  /**
+   * Only jobs whose id is above this one: the newest jobs, ids being handed
+   * out in order. A search bounded so reads those rows only (the keys of
+   * the primary key), however many older ones the table holds.
+   */
+  above?: number;
   limit?: number;
   /** Oldest first by id unless `desc`. */
   desc?: boolean;
@@ -424,17 +430,25 @@ export interface Store<Tx extends StoreTx = StoreTx> {
    * RangeError naming it.
    */
   jobsList(params: JobFilter): Promise<Job[]>;
-  /** Counts by queue and state; with `state`, only that state (cheap: one index). */
+  /**
+   * Counts by queue and state, above zero; with `state`, only that state.
+   * Cheap at any size: the store keeps these counts as it writes (see
+   * `src/store/job_counts.ts`), so nothing is counted at the call.
+   */
   jobsCount(params: { queue?: string; state?: JobState }): Promise<
     { queue: string; state: JobState; count: number }[]
   >;
   /**
    * How many jobs match `params`: what every page of {@linkcode jobsList}
-   * with the same filters holds together. A single state of its own index
-   * counts that index; a search reads every row its other filters leave.
-   * An unknown state is a RangeError naming it.
+   * with the same filters holds together. Filters of a queue and states
+   * only are answered from the counts {@linkcode jobsCount} reads; a single
+   * state of its own index with other filters counts that index; a search
+   * reads every row its other filters leave (bound it with `above`). With
+   * `atMost`, counting stops there: the answer is the lesser of the count
+   * and `atMost`. An unknown state, or an `above` or `atMost` that is not a
+   * whole number, is a RangeError naming it.
    */
-  jobsCountMatching(params: JobMatch): Promise<number>;
+  jobsCountMatching(params: JobMatch, options?: { atMost?: number }): Promise<number>;
   /**
    * Per queue and per `bucketMs` bucket of [since, until): jobs completed in
    * it, and attempts that failed in it (outcome retryable or discarded).

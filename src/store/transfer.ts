@@ -352,6 +352,9 @@ export async function storeTransfer(
           tables,
         );
       }
+      // The counts of jobs per queue and state are the target's own, kept by
+      // its writes (src/store/job_counts.ts): the copy wrote rows by hand.
+      await target.recount();
       // Last: PostgreSQL's setval is not undone by a rollback.
       const next = { jobs: 0, audit: 0 };
       for (const spec of SPECS.filter((s) => s.sequence)) {
@@ -489,6 +492,8 @@ interface Side {
   highestId(spec: TableSpec): Promise<number>;
   /** Makes the next id handed out greater than `id`. */
   raiseSequence(spec: TableSpec, id: number): Promise<void>;
+  /** Counts the jobs per queue and state anew (job_counts), from the jobs table. */
+  recount(): Promise<void>;
 }
 
 /**
@@ -580,6 +585,14 @@ function sqliteSide(db: DatabaseSync): Side {
       }
       return Promise.resolve();
     },
+    recount: () => {
+      // Every job counted in job_counts: the watermark at the newest (counts.ts).
+      db.exec(`DELETE FROM job_counts;
+        INSERT INTO job_counts (queue, state, count)
+          SELECT queue, state, count(*) FROM jobs GROUP BY queue, state;
+        UPDATE job_counts_through SET through = (SELECT coalesce(max(id), 0) FROM jobs)`);
+      return Promise.resolve();
+    },
   };
 }
 
@@ -637,6 +650,12 @@ function postgresSide(sql: postgres.TransactionSql, schema: string): Side {
           coalesce(pg_sequence_last_value(pg_get_serial_sequence(${
         qualified(spec)
       }, 'id')::regclass), 0)))`;
+    },
+    recount: async () => {
+      await sql`DELETE FROM job_count_deltas`;
+      await sql`DELETE FROM job_counts`;
+      await sql`INSERT INTO job_counts (queue, state, count)
+        SELECT queue, state, count(*) FROM jobs GROUP BY queue, state`;
     },
   };
 }

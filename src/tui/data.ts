@@ -40,6 +40,7 @@ import type { Occurrence, Schedule, ScheduleConfig } from "../schedule/types.ts"
 import { describeLocation, isPostgresLocation, openStore, type StoreMode } from "../store/open.ts";
 import type { JobFilter, JobMatch, Store } from "../store/store.ts";
 import { RUN_STATES, type RunState } from "../workflow/types.ts";
+import { SEARCH_COUNT_CAP, SEARCH_WINDOW } from "./search.ts";
 
 /** The throughput window of the overview: the last hour, by minute. */
 export const THROUGHPUT_BUCKET_MS = 60_000;
@@ -77,6 +78,19 @@ export interface JobsFilter {
   worker?: string;
   tag?: string;
   search?: string;
+}
+
+/** How many jobs match the jobs list's filter, every page together. */
+export interface JobsTotal {
+  count: number;
+  /** The count stopped at its cap ({@linkcode SEARCH_COUNT_CAP}): at least `count` match. */
+  atLeast: boolean;
+  /**
+   * A search read only the newest `window` ids, those above `above`
+   * ({@linkcode SEARCH_WINDOW}): its pages and its count leave older jobs
+   * out. Null when it read every job, or for a filter without a search.
+   */
+  newest: { window: number; above: number } | null;
 }
 
 /** One page of the jobs list. */
@@ -129,10 +143,10 @@ export interface DashboardData {
   /** Where the data comes from, for the title bar. */
   readonly location: string;
   overview(now: number): Promise<Overview>;
-  /** One page of jobs, args and meta redacted. */
+  /** One page of jobs, args and meta redacted; a search reads the newest jobs only (see JobsTotal). */
   jobs(query: JobsQuery): Promise<Job[]>;
-  /** How many jobs match `filter`: every page together. */
-  jobsCount(filter: JobsFilter): Promise<number>;
+  /** How many jobs match `filter`: every page together (a search's count is bounded). */
+  jobsCount(filter: JobsFilter): Promise<JobsTotal>;
   /** The names of every queue anyone knows of (jobs, a pause, the file, a node), sorted. */
   queues(): Promise<string[]>;
   /** One job with its attempts and audit trail, or null. */
@@ -158,7 +172,7 @@ export type ReadRequest =
 /** The answer to a {@linkcode ReadRequest}. */
 export type ReadResult =
   | { view: "overview"; overview: Overview }
-  | { view: "jobs"; jobs: Job[]; total: number }
+  | { view: "jobs"; jobs: Job[]; total: JobsTotal }
   | { view: "detail"; id: number; detail: JobDetail | null }
   | { view: "schedules"; schedules: ScheduleInfo[] }
   | { view: "dead"; groups: DeadLetterGroup[] }
@@ -317,8 +331,14 @@ export function storeData(params: {
   clock: Clock;
   /** @default HEARTBEAT_MS */
   heartbeatMs?: number;
+  /** How many of the newest ids a search reads. @default SEARCH_WINDOW */
+  searchWindow?: number;
+  /** Where a search's count stops. @default SEARCH_COUNT_CAP */
+  searchCountCap?: number;
 }): DashboardData {
   const { source, clock } = params;
+  const window = params.searchWindow ?? SEARCH_WINDOW;
+  const cap = params.searchCountCap ?? SEARCH_COUNT_CAP;
   return {
     location: source.location,
     async overview(now) {
@@ -355,10 +375,20 @@ export function storeData(params: {
         limit: query.limit,
       };
       if (query.after !== undefined) filter.after = query.after;
+      const newest = await searchWindowOf(store, query.filter, window);
+      if (newest !== null) filter.above = newest.above;
       return (await store.jobsList(filter)).map(redactJob);
     },
     async jobsCount(filter) {
-      return await jobsMatching(await source.get(), storeFilter(filter));
+      const store = await source.get();
+      const match = storeFilter(filter);
+      if (filter.search === undefined) {
+        return { count: await jobsMatching(store, match), atLeast: false, newest: null };
+      }
+      const newest = await searchWindowOf(store, filter, window);
+      const bounded = newest === null ? match : { ...match, above: newest.above };
+      const count = await jobsMatching(store, bounded, { atMost: cap + 1 });
+      return { count: Math.min(count, cap), atLeast: count > cap, newest };
     },
     async queues() {
       const store = await source.get();
@@ -406,6 +436,24 @@ export function runCounts(
   const counts = Object.fromEntries(RUN_STATES.map((s) => [s, 0])) as Record<RunState, number>;
   for (const row of rows) counts[row.state] = (counts[row.state] ?? 0) + row.count;
   return counts;
+}
+
+/**
+ * The ids a search of `filter` reads: the newest `window`, those above the
+ * newest id less `window`; null when there is no search or those hold
+ * every job. Two reads of one row each, at the ends of the primary key.
+ */
+async function searchWindowOf(
+  store: Store,
+  filter: JobsFilter,
+  window: number,
+): Promise<JobsTotal["newest"]> {
+  if (filter.search === undefined) return null;
+  const [newest] = await store.jobsList({ desc: true, limit: 1 });
+  const [oldest] = await store.jobsList({ limit: 1 });
+  if (!newest || !oldest) return null;
+  const above = newest.id - window;
+  return oldest.id > above ? null : { window, above };
 }
 
 /** The store's filter for the jobs list's: no states given is any state. */

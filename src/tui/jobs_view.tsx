@@ -10,10 +10,10 @@ import type { ReactNode } from "react";
 import type { JobDetail } from "../admin/views.ts";
 import { redact } from "../kernel/redact.ts";
 import { FINAL_STATES, type Job } from "../kernel/types.ts";
-import type { JobsFilter } from "./data.ts";
+import type { JobsFilter, JobsTotal } from "./data.ts";
 import { Lines, type Seg, seg } from "./line.tsx";
-import { filterText } from "./search.ts";
-import { ago, clean, firstLine, fit, plural, shortAgo, STATE_COLOR, when } from "./text.ts";
+import { filterText, newestText, totalText } from "./search.ts";
+import { ago, clean, firstLine, fit, shortAgo, STATE_COLOR, when } from "./text.ts";
 
 /** Props of {@linkcode JobsList}. */
 export interface JobsListProps {
@@ -25,7 +25,7 @@ export interface JobsListProps {
   /** How many jobs a page holds. */
   pageSize: number;
   /** How many jobs match the filter (every page), or null until counted. */
-  total: number | null;
+  total: JobsTotal | null;
   cursor: number;
   width: number;
   height: number;
@@ -54,11 +54,23 @@ function columns(width: number) {
   return { id: 6, state: 10, queue: 8, worker: 11, schedule: 12, tries: 6, when: 9 };
 }
 
-/** `page 2 of 8 · 391 jobs match`, or `page 2` until the matches are counted. */
-export function pageText(page: number, pageSize: number, total: number | null): string {
+/**
+ * `page 2 of 8 · 391 jobs match`, `page 2 of 20+ · 1000+ jobs match`, or
+ * `page 2` until the matches are counted.
+ */
+export function pageText(page: number, pageSize: number, total: JobsTotal | null): string {
   if (total === null) return `page ${page}`;
-  const pages = Math.max(page, Math.ceil(total / Math.max(1, pageSize)), 1);
-  return `page ${page} of ${pages} · ${plural(total, "job")} match`;
+  const pages = Math.max(page, Math.ceil(total.count / Math.max(1, pageSize)), 1);
+  return `page ${page} of ${pages}${total.atLeast ? "+" : ""} · ${totalText(total)}`;
+}
+
+/** The line of an empty page: past the last, or no match (among the newest jobs, for a search). */
+function emptyText(page: number, total: JobsTotal | null): string {
+  const among = newestText(total);
+  if (page > 1) return `  no more jobs${among} (b: previous page)`;
+  return among === ""
+    ? "  no jobs match"
+    : `  no jobs match${among} (jobs ls --search reads them all)`;
 }
 
 /** What the schedule column shows: the occurrence (its schedule when not `wide`), or `-`. */
@@ -94,9 +106,7 @@ export function jobsLines(props: JobsListProps): Seg[][] {
   if (jobs.length === 0) {
     return [
       ...lines,
-      [seg(props.page > 1 ? "  no more jobs (b: previous page)" : "  no jobs match", {
-        dim: true,
-      })],
+      [seg(emptyText(props.page, props.total), { dim: true })],
     ];
   }
   jobs.forEach((job, i) => {

@@ -24,7 +24,7 @@ import type { Acted, ActRequest, ActResults, RunAction, RunTarget } from "./acti
 import type { JobsFilter, ReadResult } from "./data.ts";
 import type { Key } from "./keys.ts";
 import { editLine, lineOf } from "./line_edit.ts";
-import { parseSearch, searchText, statesOf, unfiltered } from "./search.ts";
+import { exactTotal, parseSearch, searchText, statesOf, unfiltered } from "./search.ts";
 import { type Seg, seg } from "./seg.ts";
 import {
   BULK_LIMIT,
@@ -728,8 +728,9 @@ function bulkPreviewed(state: DashboardState, action: JobAction, matched: Job[])
   const { act, skip } = planJobAction(action, matched);
   const capped = matched.length < BULK_LIMIT
     ? ""
-    : state.total !== null && state.total > BULK_LIMIT
-    ? ` (the oldest ${BULK_LIMIT} of ${state.total} matching)`
+    // The list's total, when it counted every job (a search's is bounded).
+    : state.total !== null && exactTotal(state.total) && state.total.count > BULK_LIMIT
+    ? ` (the oldest ${BULK_LIMIT} of ${state.total.count} matching)`
     : ` (the oldest ${BULK_LIMIT} matching)`;
   if (act.length === 0) {
     return info(state, `nothing to ${action}: ${plural(matched.length, "job")} matched${capped}`);

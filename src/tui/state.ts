@@ -18,6 +18,7 @@ import type {
   DeadLetterGroup,
   JobsFilter,
   JobsQuery,
+  JobsTotal,
   Overview,
   ReadRequest,
   ReadResult,
@@ -183,7 +184,7 @@ export interface DashboardState {
 
   jobs: Job[] | null;
   /** How many jobs match the filter (every page), or null until counted. */
-  total: number | null;
+  total: JobsTotal | null;
   jobCursor: number;
   filter: JobsFilter;
   /** Newest first. */

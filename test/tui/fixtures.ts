@@ -451,7 +451,8 @@ export function fixtureData(state: FixtureState) {
     jobsCount(filter) {
       check();
       counts.push(filter);
-      return Promise.resolve(page(state.jobs, { filter, desc: false, limit: Infinity }).length);
+      const count = page(state.jobs, { filter, desc: false, limit: Infinity }).length;
+      return Promise.resolve({ count, atLeast: false, newest: null });
     },
     queues() {
       check();

@@ -122,7 +122,7 @@ Deno.test("the first resize asks for the active screen's read; its answer fills 
   assert.equal(d.state.jobs === null, true, "nothing read yet");
   await d.settle();
   assert.equal(d.state.jobs?.length, 18);
-  assert.equal(d.state.total, 30);
+  assert.equal(d.state.total?.count, 30);
   assert.equal(d.state.lastRead, NOW);
 });
 
@@ -318,10 +318,10 @@ Deno.test("bulk says how many of the matches it looks at when there are more tha
   const d = await started({ state: fixtureState(manyJobs(2100)), tab: "jobs" });
   d.press("/", "state:completed", named("return"));
   await d.settle();
-  assert.equal(d.state.total, 300);
+  assert.equal(d.state.total?.count, 300);
   d.press("/", "queue:default", named("return"));
   await d.settle();
-  assert.equal(d.state.total, 1050);
+  assert.equal(d.state.total?.count, 1050);
   d.press("B", "d");
   await d.settle();
   const confirm = d.state.overlay;

@@ -208,11 +208,12 @@ Deno.test("the store-backed data counts a filter's matches and names every known
   await insertJob(temp.store, { queue: "other", state: "retryable" });
   await temp.store.queuePause({ name: "paused-only", paused: true, now: NOW });
   const data = storeData({ source: fixedStore(temp.store), config: noConfig, clock });
-  assert.equal(await data.jobsCount({}), 7);
-  assert.equal(await data.jobsCount({ queue: "q" }), 6);
-  assert.equal(await data.jobsCount({ states: ["discarded", "retryable"] }), 2);
-  assert.equal(await data.jobsCount({ states: [] }), 7, "no states chosen is any state");
-  assert.equal(await data.jobsCount({ queue: "q", states: ["retryable"] }), 0);
+  const exact = (count: number) => ({ count, atLeast: false, newest: null });
+  assert.deepEqual(await data.jobsCount({}), exact(7));
+  assert.deepEqual(await data.jobsCount({ queue: "q" }), exact(6));
+  assert.deepEqual(await data.jobsCount({ states: ["discarded", "retryable"] }), exact(2));
+  assert.deepEqual(await data.jobsCount({ states: [] }), exact(7), "no states chosen is any state");
+  assert.deepEqual(await data.jobsCount({ queue: "q", states: ["retryable"] }), exact(0));
   assert.deepEqual(await data.queues(), ["other", "paused-only", "q"]);
 });
 
@@ -412,4 +413,48 @@ Deno.test("the store-backed workflows data pages runs with their step counts and
     actions.workflowRun("cancel", t.completed, "stop"),
     /workflow run \d+ \(greet\) is already completed: nothing to cancel/,
   );
+});
+
+Deno.test("the store-backed data bounds a search to the newest ids and its count to its cap", async () => {
+  await using temp = await tempStore();
+  const clock = new FakeClock(NOW);
+  // Ids 1-12: the odd ones match, the newest (12) does not.
+  for (let i = 1; i <= 12; i++) {
+    await insertJob(temp.store, { args: { customer: i % 2 ? "cust-7" : "cust-8" } });
+  }
+  const source = fixedStore(temp.store);
+  const data = storeData({ source, config: noConfig, clock, searchWindow: 5, searchCountCap: 2 });
+  const search = { search: "cust-7" };
+  // The newest 5 ids are 8-12: 9 and 11 match, counted to the cap of 2 exactly.
+  assert.deepEqual(await data.jobsCount(search), {
+    count: 2,
+    atLeast: false,
+    newest: { window: 5, above: 7 },
+  });
+  const page = await data.jobs({ filter: search, desc: true, limit: 10 });
+  assert.deepEqual(page.map((j) => j.id), [11, 9]);
+  assert.deepEqual(
+    (await data.jobs({ filter: search, desc: true, limit: 10, after: 9 })).map((j) => j.id),
+    [],
+    "no page reaches past the window",
+  );
+  // A third match in the window: the count stops at its cap and says so.
+  await insertJob(temp.store, { args: { customer: "cust-7" } });
+  assert.deepEqual(await data.jobsCount(search), {
+    count: 2,
+    atLeast: true,
+    newest: { window: 5, above: 8 },
+  });
+  // A window that holds every job reads them all, and says nothing of a bound.
+  const wide = storeData({
+    source,
+    config: noConfig,
+    clock,
+    searchWindow: 100,
+    searchCountCap: 100,
+  });
+  assert.deepEqual(await wide.jobsCount(search), { count: 7, atLeast: false, newest: null });
+  assert.equal((await wide.jobs({ filter: search, desc: true, limit: 50 })).length, 7);
+  // A filter without a search is counted exactly, from the kept counts.
+  assert.deepEqual(await data.jobsCount({}), { count: 13, atLeast: false, newest: null });
 });

@@ -11,6 +11,9 @@ import { schedulesLines } from "../../src/tui/schedules_view.tsx";
 import { clip, plain, rule } from "../../src/tui/seg.ts";
 import { fixtureJob, fixtureState, NOW } from "./fixtures.ts";
 
+/** A total that counted every job. */
+const exact = (count: number) => ({ count, atLeast: false, newest: null });
+
 function jobsList(overrides: Partial<JobsListProps> = {}): string[] {
   const props: JobsListProps = {
     jobs: [
@@ -26,7 +29,7 @@ function jobsList(overrides: Partial<JobsListProps> = {}): string[] {
     desc: true,
     page: 1,
     pageSize: 18,
-    total: 2,
+    total: exact(2),
     cursor: 0,
     width: 80,
     height: 20,
@@ -37,18 +40,48 @@ function jobsList(overrides: Partial<JobsListProps> = {}): string[] {
 }
 
 Deno.test("the jobs list says which page of how many and how many jobs match the filter", () => {
-  assert.equal(pageText(2, 50, 391), "page 2 of 8 · 391 jobs match");
-  assert.equal(pageText(1, 50, 1), "page 1 of 1 · 1 job match");
-  assert.equal(pageText(1, 50, 0), "page 1 of 1 · 0 jobs match");
-  assert.equal(pageText(3, 50, 100), "page 3 of 3 · 100 jobs match", "a page past the count");
+  assert.equal(pageText(2, 50, exact(391)), "page 2 of 8 · 391 jobs match");
+  assert.equal(pageText(1, 50, exact(1)), "page 1 of 1 · 1 job match");
+  assert.equal(pageText(1, 50, exact(0)), "page 1 of 1 · 0 jobs match");
+  assert.equal(
+    pageText(3, 50, exact(100)),
+    "page 3 of 3 · 100 jobs match",
+    "a page past the count",
+  );
   assert.equal(pageText(4, 50, null), "page 4", "not counted yet");
   const [header] = jobsList({
     page: 2,
     pageSize: 50,
-    total: 391,
+    total: exact(391),
     filter: { states: ["discarded"] },
   });
   assert.equal(header, "filter state:discarded · newest first · page 2 of 8 · 391 jobs match");
+});
+
+Deno.test("a search's bounded total says so: a count that stopped at its cap, the newest jobs only", () => {
+  const newest = { window: 100_000, above: 900_000 };
+  assert.equal(
+    pageText(2, 50, { count: 1000, atLeast: true, newest: null }),
+    "page 2 of 20+ · 1000+ jobs match",
+  );
+  assert.equal(
+    pageText(1, 50, { count: 12, atLeast: false, newest }),
+    "page 1 of 1 · 12 jobs match among the newest 100000",
+  );
+  assert.equal(
+    pageText(1, 50, { count: 1000, atLeast: true, newest }),
+    "page 1 of 20+ · 1000+ jobs match among the newest 100000",
+  );
+  const none = { count: 0, atLeast: false, newest };
+  assert.equal(
+    jobsList({ jobs: [], total: none, filter: { search: "x" } }).at(-1),
+    "  no jobs match among the newest 100000 (jobs ls --search reads them all)",
+  );
+  assert.equal(
+    jobsList({ jobs: [], total: none, page: 3, filter: { search: "x" } }).at(-1),
+    "  no more jobs among the newest 100000 (b: previous page)",
+  );
+  assert.equal(jobsList({ jobs: [], total: exact(0) }).at(-1), "  no jobs match");
 });
 
 Deno.test("the jobs list shows each job's schedule at 80 columns and its whole occurrence from 140", () => {

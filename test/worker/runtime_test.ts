@@ -238,10 +238,12 @@ Deno.test("fast jobs are prefetched, and stop() gives back the ones not started 
     Array.from({ length: 20 }, () => ({ worker: quick, args: {} })),
   );
   await waitUntil("the blocking job started", () => hold.seen.length === 1);
-  // One slot, held by the blocker: every quick job claimed now waits in the buffer.
-  const claimed = (await t.store.jobsList({ ids: rest.map((r) => r.id) }))
-    .filter((j) => j.state === "executing");
-  assert.ok(claimed.length > 0, "the producer claimed ahead of its free slots");
+  // One slot, held by the blocker: every quick job claimed from now on waits in the buffer.
+  await waitUntil(
+    "the producer claimed ahead of its free slots",
+    async () =>
+      (await t.store.jobsList({ ids: rest.map((r) => r.id) })).some((j) => j.state === "executing"),
+  );
 
   await runtime.stop({ grace: 0 });
   const after = await t.store.jobsList({ ids: rest.map((r) => r.id) });
@@ -281,5 +283,30 @@ Deno.test("a store that fails for a while loses no result and fails no job", asy
   });
   const attempts = await store.attemptsList({ jobId: id });
   assert.deepEqual(attempts.map((a) => a.outcome), ["completed"]);
+  await runtime.stop({ grace: 0 });
+});
+
+Deno.test("a job enqueued while a claim is under way is not left waiting for the timer", async () => {
+  const ran: number[] = [];
+  const work = defineWorker({ name: "work", perform: (_args, ctx) => void ran.push(ctx.job.id) });
+  await using t = await tempJobs([work]);
+  const store = t.store;
+  const claim = store.jobsClaim.bind(store);
+  let late: Promise<{ id: number }> | null = null;
+  store.jobsClaim = async (params) => {
+    const out = await claim(params);
+    // The first claim found the queue empty; a job commits (and wakes the
+    // producer) before that claim's answer is back, as on a remote store.
+    if (late === null && params.limit > 0 && out.jobs.length === 0) {
+      late = t.jobs.enqueue(work, {});
+      await late;
+    }
+    return out;
+  };
+  const runtime = await t.jobs.start({ queues: { default: 1 }, node: "n1" });
+  await waitUntil("the claim under way saw the enqueue", () => late !== null);
+  const { id } = await late!;
+  // The injected clock stands still: only the wake can start the job.
+  await waitUntil("the late job ran", () => ran.includes(id));
   await runtime.stop({ grace: 0 });
 });

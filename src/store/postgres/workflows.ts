@@ -26,6 +26,7 @@ import {
 } from "../rows.ts";
 import type { WorkflowFilter } from "../store.ts";
 import { appendError, clearUnique, type Fragment, runAgain, type Sql } from "./fragments.ts";
+import { countRows } from "./counts.ts";
 
 /** What the store lends the ops: its own insert (ids, uniqueness, NOTIFY) and its NOTIFY. */
 export interface StoreParts {
@@ -199,9 +200,16 @@ export async function answerOp(q: Sql, op: Op, parts: StoreParts): Promise<unkno
       return cancelled;
     }
     case "jobsRetry": {
-      const rows = await q`UPDATE jobs SET ${runAgain(q, op.now)}
-        WHERE id = ANY(${op.ids}::bigint[]) AND state IN ('completed', 'cancelled', 'discarded')
-        RETURNING id, queue`;
+      // Each job's state as it is locked (in id order), for the counts.
+      const rows = await q`WITH was AS (
+          SELECT id, state FROM jobs
+          WHERE id = ANY(${op.ids}::bigint[]) AND state IN ('completed', 'cancelled', 'discarded')
+          ORDER BY id FOR UPDATE),
+        retried AS (
+          UPDATE jobs SET ${runAgain(q, op.now)} FROM was WHERE jobs.id = was.id
+          RETURNING jobs.id, jobs.queue, was.state AS was, jobs.state),
+        counted AS (${countRows(q, "retried")})
+        SELECT id, queue FROM retried`;
       const queues = [...new Set(rows.map((r) => String(r.queue)))];
       if (queues.length > 0) await parts.notify(q, queues);
       return rows.map((r) => Number(r.id));
@@ -293,10 +301,17 @@ async function finishRows(q: Sql, rows: StepFinish[], now: number): Promise<void
 
 async function cancelWaiting(q: Sql, ids: number[], error: string, now: number) {
   if (ids.length === 0) return [];
-  const rows = await q`UPDATE jobs SET state = 'cancelled', cancelled_at = ${now}::bigint,
-      lease_expires_at = NULL, ${clearUnique(q)}, ${appendError(q, now, error)}
-    WHERE id = ANY(${ids}::bigint[]) AND state IN ${waiting(q)}
-    RETURNING id`;
+  // Each job's state as it is locked (in id order), for the counts.
+  const rows = await q`WITH was AS (
+      SELECT id, state FROM jobs WHERE id = ANY(${ids}::bigint[]) AND state IN ${waiting(q)}
+      ORDER BY id FOR UPDATE),
+    cancelled AS (
+      UPDATE jobs SET state = 'cancelled', cancelled_at = ${now}::bigint,
+        lease_expires_at = NULL, ${clearUnique(q)}, ${appendError(q, now, error)}
+      FROM was WHERE jobs.id = was.id
+      RETURNING jobs.id, jobs.queue, was.state AS was, jobs.state),
+    counted AS (${countRows(q, "cancelled")})
+    SELECT id FROM cancelled`;
   return rows.map((r) => Number(r.id));
 }
 

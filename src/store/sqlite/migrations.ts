@@ -24,6 +24,7 @@ import nodeEnvironment from "../../../migrations/sqlite/0007_node_environment.sq
 import leadership from "../../../migrations/sqlite/0008_leadership.sql" with { type: "text" };
 import workflows from "../../../migrations/sqlite/0009_workflows.sql" with { type: "text" };
 import cheapChecks from "../../../migrations/sqlite/0010_cheap_checks.sql" with { type: "text" };
+import jobCounts from "../../../migrations/sqlite/0011_job_counts.sql" with { type: "text" };
 
 /** One numbered migration. */
 export interface Migration {
@@ -44,6 +45,7 @@ export const MIGRATIONS: readonly Migration[] = [
   { version: 8, name: "0008_leadership.sql", sql: leadership },
   { version: 9, name: "0009_workflows.sql", sql: workflows },
   { version: 10, name: "0010_cheap_checks.sql", sql: cheapChecks },
+  { version: 11, name: "0011_job_counts.sql", sql: jobCounts },
 ];
 
 /** The migrations a database at schema `version` has not applied yet, in order. */

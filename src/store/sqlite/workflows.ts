@@ -9,11 +9,12 @@
  */
 
 import type { DatabaseSync, StatementSync } from "node:sqlite";
-import type { InsertResult, NewJob } from "../../kernel/types.ts";
+import type { InsertResult, JobState, NewJob } from "../../kernel/types.ts";
 import type { SnapshotRow } from "../../workflow/advance.ts";
 import type { Op } from "../../workflow/bookkeeping.ts";
 import type { WorkflowRun, WorkflowRunDetail } from "../../workflow/types.ts";
 import type { WorkflowFilter } from "../store.ts";
+import type { CountsWrite } from "./counts.ts";
 import {
   checkRunStates,
   type Row,
@@ -54,6 +55,8 @@ const SQL = {
     WHERE s.run_id IN (SELECT value FROM json_each(:runs)) AND s.item = -1`,
   rows: `SELECT * FROM workflow_steps WHERE run_id = :run
     ORDER BY kind DESC, created_at, step, item`,
+  // The state a job leaves, for the counts (RETURNING knows only the new one).
+  jobState: `SELECT state, queue FROM jobs WHERE id = :id`,
   jobCancel: `UPDATE jobs SET state = 'cancelled', cancelled_at = :now, lease_expires_at = NULL,
       ${CLEAR_UNIQUE}, ${APPEND_ERROR}
     WHERE id = :id AND state IN ${WAITING}
@@ -110,6 +113,8 @@ export class SqliteWorkflows {
     readonly connection: () => DatabaseSync,
     /** The store's own insert (ids, uniqueness, wake-ups), inside the open transaction. */
     readonly insert: (jobs: NewJob[], now: number) => InsertResult[],
+    /** The job counts' changes of the open write transaction. */
+    readonly counts: () => CountsWrite,
   ) {}
 
   get #q(): Record<keyof typeof SQL, StatementSync> {
@@ -121,6 +126,15 @@ export class SqliteWorkflows {
   /** Forgets the prepared statements (the connection closed). */
   reset(): void {
     this.#s = null;
+  }
+
+  /** Cancels the job `id` if it waits (not executing, not final), counting the move. */
+  #cancel(id: number, now: number, error: string): boolean {
+    const q = this.#q;
+    const was = q.jobState.get({ id }) as Row | undefined;
+    if (!was || q.jobCancel.get({ id, now, error }) === undefined) return false;
+    this.counts().moved(id, was.queue as string, was.state as JobState, "cancelled");
+    return true;
   }
 
   /** Answers one op of the bookkeeping; call only inside a write transaction. */
@@ -202,15 +216,13 @@ export class SqliteWorkflows {
       case "jobsInsert":
         return this.insert(op.jobs, op.now);
       case "jobsCancel":
-        return op.ids.filter((id) =>
-          q.jobCancel.get({ id, now: op.now, error: op.error }) !== undefined
-        );
+        return op.ids.filter((id) => this.#cancel(id, op.now, op.error));
       case "itemsCancel": {
         const waiting = q.itemsWaiting.all({ run: op.runId, step: op.step }) as Row[];
         const cancelled: number[] = [];
         for (const w of waiting) {
           const id = Number(w.job_id);
-          if (q.jobCancel.get({ id, now: op.now, error: op.error }) === undefined) continue;
+          if (!this.#cancel(id, op.now, op.error)) continue;
           cancelled.push(id);
           const end = [
             op.runId,
@@ -227,7 +239,12 @@ export class SqliteWorkflows {
         return cancelled;
       }
       case "jobsRetry":
-        return op.ids.filter((id) => q.jobRetry.get({ id, now: op.now }) !== undefined);
+        return op.ids.filter((id) => {
+          const was = q.jobState.get({ id }) as Row | undefined;
+          if (!was || q.jobRetry.get({ id, now: op.now }) === undefined) return false;
+          this.counts().moved(id, was.queue as string, was.state as JobState, "available");
+          return true;
+        });
       case "stepsInsert": {
         const rows = op.rows.map((r) => [
           r.runId,
