@@ -28,12 +28,13 @@
  */
 
 import { defineWorker, type JobContext, type Jobs, openJobs, silentLogger } from "../src/mod.ts";
-import { completedOf, CONCURRENCY, epochNow, NOOP, readLines } from "./shared.ts";
+import { completedOf, CONCURRENCY, epochNow, NOOP } from "./shared.ts";
 import { phasePrune } from "./prune.ts";
 import { benchDb, storeKind, withFreshStore } from "./stores.ts";
 import { phaseTui } from "./tui.ts";
 import { phaseWorkflow } from "./workflow.ts";
 import { phaseLimit } from "./limit.ts";
+import { Child } from "./child_process.ts";
 import { phaseMemory } from "./memory.ts";
 
 const ALL_PHASES = [
@@ -170,94 +171,6 @@ async function prefill(jobs: Jobs, n: number): Promise<void> {
   }
 }
 
-/**
- * A child process (`child.ts`) spoken to by lines on stdin and stdout. Its
- * `ran N` lines (progress) update {@linkcode Child.ran}; other lines queue
- * for {@linkcode Child.next}.
- */
-class Child {
-  readonly #process: Deno.ChildProcess;
-  readonly #stdin: WritableStreamDefaultWriter<Uint8Array>;
-  readonly #queued: string[] = [];
-  #waiter: (() => void) | null = null;
-  #closed = false;
-  #exited = false;
-  /** Jobs the child's runtime has run so far, as last reported. */
-  ran = 0;
-
-  constructor(args: string[]) {
-    this.#process = new Deno.Command(Deno.execPath(), {
-      args: [
-        "run",
-        "--quiet",
-        "--allow-read",
-        "--allow-write",
-        "--allow-env",
-        "--allow-sys",
-        "--allow-net",
-        CHILD,
-        ...args,
-      ],
-      stdin: "piped",
-      stdout: "piped",
-      stderr: "inherit",
-    }).spawn();
-    this.#process.status.then(() => this.#exited = true);
-    this.#stdin = this.#process.stdin.getWriter();
-    this.#pump();
-  }
-
-  async #pump(): Promise<void> {
-    try {
-      for await (const line of readLines(this.#process.stdout)) {
-        if (line.startsWith("ran ")) this.ran = Number(line.slice(4));
-        else this.#queued.push(line);
-        this.#waiter?.();
-      }
-    } finally {
-      this.#closed = true;
-      this.#waiter?.();
-    }
-  }
-
-  async send(line: string): Promise<void> {
-    await this.#stdin.write(new TextEncoder().encode(`${line}\n`));
-  }
-
-  async next(): Promise<string> {
-    while (this.#queued.length === 0) {
-      if (this.#closed) throw new Error(`child ${this.#process.pid} closed its stdout`);
-      await new Promise<void>((resolve) => this.#waiter = resolve);
-      this.#waiter = null;
-    }
-    return this.#queued.shift()!;
-  }
-
-  async expect(line: string): Promise<void> {
-    const got = await this.next();
-    if (got !== line) {
-      throw new Error(`child ${this.#process.pid}: expected "${line}", got "${got}"`);
-    }
-  }
-
-  async wait(): Promise<void> {
-    await this.#stdin.close().catch(() => {});
-    const status = await this.#process.status;
-    if (!status.success) throw new Error(`child ${this.#process.pid} exited with ${status.code}`);
-  }
-
-  /** Kills the child if it is still running (after a failure). */
-  async kill(): Promise<void> {
-    if (this.#exited) return;
-    try {
-      this.#process.kill("SIGKILL");
-    } catch {
-      // already gone
-    }
-    await this.#process.status;
-  }
-}
-
 // ------------------------------------------------------------------- phases
 
 /** jobs/s of `enqueueMany` in chunks of BULK_CHUNK. */
@@ -339,7 +252,7 @@ function phaseProcesses(processes: number): Promise<number> {
     const children: Child[] = [];
     try {
       await prefill(jobs, CFG.n);
-      for (let i = 0; i < processes; i++) children.push(new Child(["worker", location]));
+      for (let i = 0; i < processes; i++) children.push(new Child(CHILD, ["worker", location]));
       await Promise.all(children.map((c) => c.expect("ready")));
       let done = 0;
       const t0 = performance.now();
@@ -433,7 +346,7 @@ function phaseCross(): Promise<CrossLatency> {
     let child: Child | null = null;
     try {
       const runtime = await jobs.start({ queues: { default: CONCURRENCY } });
-      child = new Child(["enqueue", location, String(CFG.latN), String(CFG.latGapMs)]);
+      child = new Child(CHILD, ["enqueue", location, String(CFG.latN), String(CFG.latGapMs)]);
       await child.expect("ready");
       const offsetMs = await clockOffset(child);
       await sleep(CFG.idleMs);

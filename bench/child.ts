@@ -21,7 +21,7 @@
  */
 
 import { defineWorker, type Jobs, openJobs, type Runtime, silentLogger } from "../src/mod.ts";
-import { CONCURRENCY, epochNow, NOOP, readLines, WARMUP_JOBS } from "./shared.ts";
+import { CONCURRENCY, epochNow, NOOP, readLines, WARMUP_JOBS, withWarmupStore } from "./shared.ts";
 
 const [mode, location, ...rest] = Deno.args;
 if (!location || (mode !== "worker" && mode !== "enqueue")) {
@@ -51,28 +51,17 @@ Deno.exit(0);
  * after its first seconds, not the process's first claims.
  */
 async function warmUp(): Promise<void> {
-  const dir = await Deno.makeTempDir({ prefix: "jobs-bench-warmup-" });
-  try {
-    let ran = 0;
-    const warm = defineWorker<{ i: number }>({ name: NOOP, perform: () => void ran++ });
-    const scratch = await openJobs(`${dir}/warmup.db`, { workers: [warm], logger: silentLogger });
-    try {
-      await scratch.enqueueMany(
-        Array.from({ length: WARMUP_JOBS }, (_, i) => ({ worker: warm, args: { i } })),
-      );
-      const runtime = await scratch.start({ queues: { default: CONCURRENCY } });
-      const deadline = performance.now() + 30_000;
-      while (ran < WARMUP_JOBS) {
-        if (performance.now() > deadline) throw new Error(`warm-up: ${ran}/${WARMUP_JOBS} ran`);
-        await new Promise((resolve) => setTimeout(resolve, 2));
-      }
-      await runtime.stop();
-    } finally {
-      await scratch.close();
+  let ran = 0;
+  const warm = defineWorker<{ i: number }>({ name: NOOP, perform: () => void ran++ });
+  await withWarmupStore([warm], async (scratch) => {
+    const runtime = await scratch.start({ queues: { default: CONCURRENCY } });
+    const deadline = performance.now() + 30_000;
+    while (ran < WARMUP_JOBS) {
+      if (performance.now() > deadline) throw new Error(`warm-up: ${ran}/${WARMUP_JOBS} ran`);
+      await new Promise((resolve) => setTimeout(resolve, 2));
     }
-  } finally {
-    await Deno.remove(dir, { recursive: true });
-  }
+    await runtime.stop();
+  });
 }
 
 async function runWorker(jobs: Jobs): Promise<void> {

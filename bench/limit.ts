@@ -10,7 +10,8 @@
 
 import { openJobs, silentLogger } from "../src/mod.ts";
 import { drainLimit, insertLoop, insertTransactions, openLimit } from "./limit_loop.ts";
-import { NOOP, readLines } from "./shared.ts";
+import { NOOP } from "./shared.ts";
+import { Child } from "./child_process.ts";
 import { withFreshStore } from "./stores.ts";
 
 const LOOP = new URL("./limit_loop.ts", import.meta.url).pathname;
@@ -72,42 +73,19 @@ export async function phaseLimit(
     await filled(location, options.n, options.chunk);
     const children = Array.from(
       { length: options.processes },
-      (_, i) =>
-        new Deno.Command(Deno.execPath(), {
-          args: [
-            "run",
-            "--quiet",
-            "--allow-read",
-            "--allow-write",
-            "--allow-env",
-            LOOP,
-            location,
-            `limit-${i}`,
-          ],
-          stdin: "piped",
-          stdout: "piped",
-          stderr: "inherit",
-        }).spawn(),
+      (_, i) => new Child(LOOP, [location, `limit-${i}`]),
     );
     try {
-      const lines = children.map((c) => readLines(c.stdout));
-      const next = async (i: number) => (await lines[i]!.next()).value as string | undefined;
-      for (const [i] of children.entries()) {
-        const ready = await next(i);
-        if (ready !== "ready") {
-          throw new Error(`limit child ${i}: expected "ready", got "${ready}"`);
-        }
-      }
-      const writers = children.map((c) => c.stdin.getWriter());
+      await Promise.all(children.map((c) => c.expect("ready")));
       const t0 = performance.now();
-      await Promise.all(writers.map((w) => w.write(new TextEncoder().encode("go\n"))));
-      const counts = await Promise.all(children.map(async (_, i) => {
-        const line = await next(i);
-        if (!line?.startsWith("done ")) throw new Error(`limit child ${i}: got "${line}"`);
+      await Promise.all(children.map((c) => c.send("go")));
+      const counts = await Promise.all(children.map(async (c, i) => {
+        const line = await c.next();
+        if (!line.startsWith("done ")) throw new Error(`limit child ${i}: got "${line}"`);
         return Number(line.slice(5));
       }));
       const seconds = (performance.now() - t0) / 1000;
-      await Promise.all(writers.map((w) => w.close().catch(() => {})));
+      await Promise.all(children.map((c) => c.wait()));
       const total = counts.reduce((a, b) => a + b, 0);
       if (total !== options.n) {
         throw new Error(
@@ -117,14 +95,7 @@ export async function phaseLimit(
       log(`  limit per process: ${counts.join(" + ")}`);
       return total / seconds;
     } finally {
-      for (const c of children) {
-        try {
-          c.kill("SIGKILL");
-        } catch {
-          // already gone
-        }
-        await c.status;
-      }
+      await Promise.all(children.map((c) => c.kill()));
     }
   });
   const inserts = await withFreshStore(null, async (location) => {

@@ -24,8 +24,7 @@
  */
 
 import { DatabaseSync } from "node:sqlite";
-import { NOOP, readLines, WARMUP_JOBS } from "./shared.ts";
-import { openJobs, silentLogger } from "../src/mod.ts";
+import { readLines, withWarmupStore } from "./shared.ts";
 
 /** Jobs claimed per round, as the bare loop of the issue states it. */
 export const CLAIM_BATCH = 100;
@@ -122,26 +121,15 @@ export function insertTransactions(db: DatabaseSync, n: number): number {
 
 /** Drains WARMUP_JOBS jobs of a scratch store first, as the runtime children do. */
 async function warmUp(node: string): Promise<void> {
-  const dir = await Deno.makeTempDir({ prefix: "jobs-bench-warmup-" });
-  try {
-    const path = `${dir}/warmup.db`;
-    const jobs = await openJobs(path, { logger: silentLogger });
-    try {
-      await jobs.enqueueMany(
-        Array.from({ length: WARMUP_JOBS }, (_, i) => ({ worker: NOOP, args: { i } })),
-      );
-    } finally {
-      await jobs.close();
-    }
+  await withWarmupStore([], (_jobs, path) => {
     const db = openLimit(path);
     try {
       drainLimit(db, node);
     } finally {
       db.close();
     }
-  } finally {
-    await Deno.remove(dir, { recursive: true });
-  }
+    return Promise.resolve();
+  });
 }
 
 if (import.meta.main) {

@@ -6,6 +6,8 @@
  * @module
  */
 
+import { type Jobs, openJobs, silentLogger, type Worker } from "../src/mod.ts";
+
 /** Name of the no-op worker every phase enqueues and runs. */
 export const NOOP = "noop";
 
@@ -18,6 +20,33 @@ export const CONCURRENCY = 10;
  * processes measures compiled code rather than each process's cold start.
  */
 export const WARMUP_JOBS = 5000;
+
+/**
+ * Runs `use` on a scratch SQLite store of its own holding WARMUP_JOBS
+ * available no-op jobs (`workers` registered, to run them), then closes and
+ * removes it: the warm-up of a benchmark child.
+ */
+export async function withWarmupStore(
+  // deno-lint-ignore no-explicit-any
+  workers: Worker<any>[],
+  use: (jobs: Jobs, path: string) => Promise<void>,
+): Promise<void> {
+  const dir = await Deno.makeTempDir({ prefix: "jobs-bench-warmup-" });
+  try {
+    const path = `${dir}/warmup.db`;
+    const jobs = await openJobs(path, { workers, logger: silentLogger });
+    try {
+      await jobs.enqueueMany(
+        Array.from({ length: WARMUP_JOBS }, (_, i) => ({ worker: NOOP, args: { i } })),
+      );
+      await use(jobs, path);
+    } finally {
+      await jobs.close();
+    }
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+}
 
 /**
  * Wall-clock epoch ms with sub-ms precision. `performance.now()` alone is

@@ -28,102 +28,47 @@ function createVersion9(path: string): void {
       db.exec(m.sql);
       record.run(m.version, m.name, AT);
     }
-    const job = db.prepare(
-      `INSERT INTO jobs (state, queue, worker, args, max_attempts, inserted_at, scheduled_at,
-         attempt, fence, unique_key, unique_states, occurrence, schedule_id, scheduled_for,
-         completed_at, discarded_at, errors, tenant, priority)
-       VALUES (?, 'default', 'w', ?, 3, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-    );
-    job.run(
-      "available",
-      '{"n":1}',
-      AT,
-      AT,
-      0,
-      0,
-      null,
-      null,
-      null,
-      null,
-      null,
-      null,
-      null,
-      "[]",
-      null,
-      0,
-    );
-    job.run(
-      "completed",
-      '{"n":2}',
-      AT,
-      AT,
-      1,
-      1,
-      "k2",
-      "all",
-      "s@1",
-      "s",
-      AT,
-      AT + 5,
-      null,
-      "[]",
-      "acme",
-      3,
-    );
-    job.run(
-      "discarded",
-      '{"n":3}',
-      AT,
-      AT,
-      3,
-      3,
-      null,
-      null,
-      null,
-      null,
-      null,
-      null,
-      AT + 9,
-      '[{"at":1,"attempt":3,"error":"boom"}]',
-      null,
-      9,
-    );
-    job.run(
-      "scheduled",
-      '{"n":4}',
-      AT,
-      AT + 60_000,
-      0,
-      0,
-      "k4",
-      "incomplete",
-      null,
-      null,
-      null,
-      null,
-      null,
-      "[]",
-      null,
-      0,
-    );
-    job.run(
-      "available",
-      '{"n":5}',
-      AT,
-      AT,
-      0,
-      0,
-      null,
-      null,
-      null,
-      null,
-      null,
-      null,
-      null,
-      "[]",
-      null,
-      0,
-    );
+    // A job row with the columns given, the others at their defaults.
+    const job = (values: Record<string, string | number | null>) => {
+      const row = { inserted_at: AT, scheduled_at: AT, max_attempts: 3, ...values };
+      const names = ["queue", "worker", ...Object.keys(row)];
+      db.prepare(
+        `INSERT INTO jobs (${names.join(", ")})
+         VALUES ('default', 'w', ${Object.keys(row).map(() => "?").join(", ")})`,
+      ).run(...Object.values(row));
+    };
+    job({ state: "available", args: '{"n":1}' });
+    job({
+      state: "completed",
+      args: '{"n":2}',
+      attempt: 1,
+      fence: 1,
+      unique_key: "k2",
+      unique_states: "all",
+      occurrence: "s@1",
+      schedule_id: "s",
+      scheduled_for: AT,
+      completed_at: AT + 5,
+      tenant: "acme",
+      priority: 3,
+    });
+    job({
+      state: "discarded",
+      args: '{"n":3}',
+      attempt: 3,
+      fence: 3,
+      discarded_at: AT + 9,
+      errors: '[{"at":1,"attempt":3,"error":"boom"}]',
+      priority: 9,
+    });
+    job({
+      state: "scheduled",
+      args: '{"n":4}',
+      scheduled_at: AT + 60_000,
+      unique_key: "k4",
+      unique_states: "incomplete",
+    });
+    job({ state: "available", args: '{"n":5}' });
     const attempt = db.prepare(
       `INSERT INTO attempts (job_id, attempt, fence, node, kind, actor, reason, started_at,
          finished_at, outcome, error, output, definition)

@@ -646,35 +646,31 @@ export class SqliteStore implements Store<SqliteTx> {
    * back, not a duplicate to report: a step created twice is a bug.
    */
   #insertFresh(jobs: NewJob[], now: number): InsertResult[] {
-    const insert = this.#s.insertPlain;
-    const counts = this.#counts;
-    return jobs.map((job) => {
-      const { lastInsertRowid } = insert.run(...insertRow(job), now);
-      const result = inserted(job, Number(lastInsertRowid), now);
-      counts.inserted(result.id, result.queue, result.state);
-      return result;
-    });
+    return jobs.map((job) =>
+      this.#inserted(job, this.#s.insertPlain.run(...insertRow(job), now).lastInsertRowid, now)
+    );
+  }
+
+  /** The result of a job this write inserted as `id`, taken into the write's counts. */
+  #inserted(job: NewJob, id: number | bigint, now: number): InsertResult {
+    const result = inserted(job, Number(id), now);
+    this.#counts.inserted(result.id, result.queue, result.state);
+    return result;
   }
 
   #insert(jobs: NewJob[], now: number): InsertResult[] {
     const { insertPlain, insertKeyed, byOccurrence, byUniqueKey } = this.#s;
-    const counts = this.#counts;
-    const fresh = (result: InsertResult) => {
-      counts.inserted(result.id, result.queue, result.state);
-      return result;
-    };
+    const holder = (stmt: typeof byOccurrence, key: string | null) =>
+      key === null ? undefined : stmt.get({ key }) as Row | undefined;
     return jobs.map((job) => {
       // A plain job cannot conflict.
       if (job.occurrence === null && job.uniqueKey === null) {
-        const { lastInsertRowid } = insertPlain.run(...insertRow(job), now);
-        return fresh(inserted(job, Number(lastInsertRowid), now));
+        return this.#inserted(job, insertPlain.run(...insertRow(job), now).lastInsertRowid, now);
       }
       const row = insertKeyed.get(...insertRow(job), now) as Row | undefined;
-      if (row) return fresh(inserted(job, Number(row.id), now));
+      if (row) return this.#inserted(job, row.id as number, now);
       // The row holding the occurrence or the key: an older one, or an
       // earlier job of this batch with the same key (this one is its duplicate).
-      const holder = (stmt: typeof byOccurrence, key: string | null) =>
-        key === null ? undefined : stmt.get({ key }) as Row | undefined;
       const existing = holder(byOccurrence, job.occurrence) ?? holder(byUniqueKey, job.uniqueKey);
       if (!existing) {
         throw new Error(`insert of a ${job.worker} job conflicted with a vanished row`);
