@@ -28,6 +28,15 @@ import type {
   WorkflowRun,
   WorkflowRunDetail,
 } from "../workflow/types.ts";
+import type {
+  ChunkDelta,
+  IngestDrop,
+  IngestRun,
+  IngestRunState,
+  NewDrop,
+  NewFailure,
+  PipelineSummary,
+} from "../ingest/types.ts";
 
 /** What `migrate()` did. */
 export interface MigrationReport {
@@ -73,6 +82,7 @@ export const STORE_TX_METHODS = [
   "workflowCancel",
   "workflowRetry",
   "workflowCursorSet",
+  "ingestDropReplayed",
 ] as const;
 
 /** The name of one method of {@linkcode STORE_TX_METHODS}. */
@@ -231,6 +241,33 @@ export interface WorkflowActionResult {
 }
 
 /** A lease a node holds on an executing job. */
+/** Which job attempt holds an ingest run: every write of a run is fenced by it. */
+export interface IngestLease {
+  runId: number;
+  jobId: number;
+  /** The attempt's fence: the write happens only while the job is executing with it. */
+  fence: number;
+}
+
+/** Filters of {@linkcode Store.ingestRunsList}; newest first. */
+export interface IngestRunFilter {
+  pipeline?: string;
+  state?: IngestRunState;
+  limit?: number;
+  /** Only runs with a smaller id (the next page, newest first). */
+  before?: number;
+}
+
+/** Filters of {@linkcode Store.ingestDropsList}; newest first. */
+export interface IngestDropFilter {
+  pipeline: string;
+  reason?: string;
+  runId?: number;
+  limit?: number;
+  /** Only drops with a smaller id (the next page). */
+  before?: number;
+}
+
 export interface Lease {
   id: number;
   fence: number;
@@ -641,5 +678,66 @@ export interface Store<Tx extends StoreTx = StoreTx> {
    * change, so idle producers wake without waiting for their timer. Returns
    * the unsubscribe function.
    */
+  /**
+   * The run of a `jobs.ingest` job: the row already made for this job (a
+   * retry resumes it, with its counts and cursor), else a new `running`
+   * row. Null, and nothing written, when the job is not executing with
+   * `fence` (the lease is lost).
+   */
+  ingestRunOpen(params: {
+    pipeline: string;
+    hash: string;
+    jobId: number;
+    fence: number;
+    trigger: IngestRun["trigger"];
+    now: number;
+  }): Promise<IngestRun | null>;
+  /** How many times each of `records` of `pipeline` has failed so far (absent: never). */
+  ingestFailuresGet(params: { pipeline: string; records: string[] }): Promise<Map<string, number>>;
+  /**
+   * Commits one chunk in one transaction: adds `delta` to the run's counts,
+   * sets its `pending` and `cursor`, inserts the drops, raises the failure
+   * count of each of `failures` by one (keeping its last error and
+   * excerpt), and deletes the failure rows of `cleared` (records that
+   * passed, or were dropped as poison). False, and nothing written, when
+   * the lease is lost.
+   */
+  ingestChunkCommit(params: {
+    lease: IngestLease;
+    pipeline: string;
+    delta: ChunkDelta;
+    pending: number;
+    cursor: string;
+    drops: NewDrop[];
+    failures: NewFailure[];
+    cleared: string[];
+    now: number;
+  }): Promise<boolean>;
+  /** Ends a run in `state` (fenced as the commits are); false when the lease is lost. */
+  ingestRunFinish(params: {
+    lease: IngestLease;
+    state: Exclude<IngestRunState, "running">;
+    error: string | null;
+    pending: number;
+    now: number;
+  }): Promise<boolean>;
+  ingestRunGet(params: { id: number }): Promise<IngestRun | null>;
+  ingestRunByJob(params: { jobId: number }): Promise<IngestRun | null>;
+  /** Runs, newest first; a `running` row whose job was discarded or cancelled reads as `failed` or `cancelled`. */
+  ingestRunsList(params: IngestRunFilter): Promise<IngestRun[]>;
+  /** Per pipeline that has runs: its run count, newest run, last completed run and drops by reason since `since`. */
+  ingestSummaries(params: { since: number }): Promise<PipelineSummary[]>;
+  ingestDropsList(params: IngestDropFilter): Promise<IngestDrop[]>;
+  /** One drop with the full record text when it was kept (null when it was too long). */
+  ingestDropGet(params: { id: number }): Promise<(IngestDrop & { record: string | null }) | null>;
+  /** Marks a drop replayed by the `jobs.ingest` job `jobId`; false when there is no such drop. */
+  ingestDropReplayed(params: { id: number; jobId: number; now: number }): Promise<boolean>;
+  /** Deletes up to `limit` drops older than each pipeline's `before` (and `otherwise` for pipelines not listed). */
+  ingestDropsPrune(params: {
+    before: { pipeline: string; before: number }[];
+    otherwise: number;
+    limit: number;
+  }): Promise<number>;
+
   onExternalChange(listener: () => void): () => void;
 }

@@ -11,6 +11,7 @@ import init from "../../../migrations/postgres/0001_init.sql" with { type: "text
 import leadership from "../../../migrations/postgres/0002_leadership.sql" with { type: "text" };
 import workflows from "../../../migrations/postgres/0003_workflows.sql" with { type: "text" };
 import jobCounts from "../../../migrations/postgres/0004_job_counts.sql" with { type: "text" };
+import ingest from "../../../migrations/postgres/0005_ingest.sql" with { type: "text" };
 
 /** One numbered migration. */
 export interface Migration {
@@ -25,6 +26,7 @@ export const MIGRATIONS: readonly Migration[] = [
   { version: 2, name: "0002_leadership.sql", sql: leadership },
   { version: 3, name: "0003_workflows.sql", sql: workflows },
   { version: 4, name: "0004_job_counts.sql", sql: jobCounts },
+  { version: 5, name: "0005_ingest.sql", sql: ingest },
 ];
 
 /** The migrations a database at schema `version` has not applied yet, in order. */

@@ -69,6 +69,17 @@ import {
   StoreOpenError,
 } from "../errors.ts";
 import { describeLocation } from "../location.ts";
+import * as ingest from "./ingest.ts";
+import type { IngestDropFilter, IngestLease, IngestRunFilter } from "../store.ts";
+import type {
+  ChunkDelta,
+  IngestDrop,
+  IngestRun,
+  IngestRunState,
+  NewDrop,
+  NewFailure,
+  PipelineSummary,
+} from "../../ingest/types.ts";
 import { KNOWN_VERSION, pendingMigrations } from "./migrations.ts";
 import {
   escapeLike,
@@ -1597,6 +1608,87 @@ export class PostgresStore implements Store<PostgresTx> {
     params: { jobId: number; fence: number; value: string; now: number },
   ): Promise<boolean> {
     return await workflows.cursorSet(this.#tx ?? this.#sql, params);
+  }
+
+  // ------------------------------------------------------------------- ingest
+
+  async ingestRunOpen(params: {
+    pipeline: string;
+    hash: string;
+    jobId: number;
+    fence: number;
+    trigger: IngestRun["trigger"];
+    now: number;
+  }): Promise<IngestRun | null> {
+    return await this.#begin((tx) => ingest.runOpen(tx, params));
+  }
+
+  async ingestFailuresGet(
+    params: { pipeline: string; records: string[] },
+  ): Promise<Map<string, number>> {
+    return await ingest.failuresGet(this.#tx ?? this.#sql, params);
+  }
+
+  async ingestChunkCommit(params: {
+    lease: IngestLease;
+    pipeline: string;
+    delta: ChunkDelta;
+    pending: number;
+    cursor: string;
+    drops: NewDrop[];
+    failures: NewFailure[];
+    cleared: string[];
+    now: number;
+  }): Promise<boolean> {
+    return await this.#begin((tx) => ingest.chunkCommit(tx, params));
+  }
+
+  async ingestRunFinish(params: {
+    lease: IngestLease;
+    state: Exclude<IngestRunState, "running">;
+    error: string | null;
+    pending: number;
+    now: number;
+  }): Promise<boolean> {
+    return await this.#begin((tx) => ingest.runFinish(tx, params));
+  }
+
+  async ingestRunGet(params: { id: number }): Promise<IngestRun | null> {
+    return await ingest.runGet(this.#tx ?? this.#sql, params.id);
+  }
+
+  async ingestRunByJob(params: { jobId: number }): Promise<IngestRun | null> {
+    return await ingest.runByJob(this.#tx ?? this.#sql, params.jobId);
+  }
+
+  async ingestRunsList(params: IngestRunFilter): Promise<IngestRun[]> {
+    return await ingest.runsList(this.#tx ?? this.#sql, params);
+  }
+
+  async ingestSummaries(params: { since: number }): Promise<PipelineSummary[]> {
+    return await ingest.summaries(this.#tx ?? this.#sql, params.since);
+  }
+
+  async ingestDropsList(params: IngestDropFilter): Promise<IngestDrop[]> {
+    return await ingest.dropsList(this.#tx ?? this.#sql, params);
+  }
+
+  async ingestDropGet(
+    params: { id: number },
+  ): Promise<(IngestDrop & { record: string | null }) | null> {
+    return await ingest.dropGet(this.#tx ?? this.#sql, params.id);
+  }
+
+  async ingestDropReplayed(params: { id: number; jobId: number; now: number }): Promise<boolean> {
+    return await ingest.dropReplayed(this.#tx ?? this.#sql, params);
+  }
+
+  async ingestDropsPrune(params: {
+    before: { pipeline: string; before: number }[];
+    otherwise: number;
+    limit: number;
+  }): Promise<number> {
+    return await ingest.dropsPrune(this.#tx ?? this.#sql, params);
   }
 
   onExternalChange(listener: () => void): () => void {

@@ -25,6 +25,7 @@ import leadership from "../../../migrations/sqlite/0008_leadership.sql" with { t
 import workflows from "../../../migrations/sqlite/0009_workflows.sql" with { type: "text" };
 import cheapChecks from "../../../migrations/sqlite/0010_cheap_checks.sql" with { type: "text" };
 import jobCounts from "../../../migrations/sqlite/0011_job_counts.sql" with { type: "text" };
+import ingest from "../../../migrations/sqlite/0012_ingest.sql" with { type: "text" };
 
 /** One numbered migration. */
 export interface Migration {
@@ -46,6 +47,7 @@ export const MIGRATIONS: readonly Migration[] = [
   { version: 9, name: "0009_workflows.sql", sql: workflows },
   { version: 10, name: "0010_cheap_checks.sql", sql: cheapChecks },
   { version: 11, name: "0011_job_counts.sql", sql: jobCounts },
+  { version: 12, name: "0012_ingest.sql", sql: ingest },
 ];
 
 /** The migrations a database at schema `version` has not applied yet, in order. */

@@ -56,6 +56,17 @@ import type {
   WorkflowStartParams,
 } from "../store.ts";
 import { STORE_TX_METHODS } from "../store.ts";
+import type { IngestDropFilter, IngestLease, IngestRunFilter } from "../store.ts";
+import type {
+  ChunkDelta,
+  IngestDrop,
+  IngestRun,
+  IngestRunState,
+  NewDrop,
+  NewFailure,
+  PipelineSummary,
+} from "../../ingest/types.ts";
+import { SqliteIngest } from "./ingest.ts";
 import {
   type FileIdentity,
   SchemaTooNewError,
@@ -250,6 +261,7 @@ export class SqliteStore implements Store<SqliteTx> {
   #fileCheckedAt = 0;
   #lost: StoreLostError | null = null;
   readonly #wf: SqliteWorkflows;
+  readonly #ingest: SqliteIngest;
   /** The job counts' changes of the write transaction running now (see #counted). */
   #countsWrite: CountsWrite | null = null;
   /** The counts' watermark this process saw last (see counts.ts). */
@@ -257,6 +269,7 @@ export class SqliteStore implements Store<SqliteTx> {
 
   constructor(path: string, options: SqliteOptions = {}) {
     this.location = path;
+    this.#ingest = new SqliteIngest(() => this.db);
     this.#wf = new SqliteWorkflows(
       () => this.db,
       (jobs, now) => this.#insertFresh(jobs, now),
@@ -448,6 +461,7 @@ export class SqliteStore implements Store<SqliteTx> {
     this.#listeners.clear();
     this.#statements = null;
     this.#wf.reset();
+    this.#ingest.reset();
     this.db.close();
     return Promise.resolve();
   }
@@ -1517,6 +1531,83 @@ export class SqliteStore implements Store<SqliteTx> {
     boolean
   > {
     return this.#exclusive(() => this.#write(() => this.#wf.cursorSet(params)));
+  }
+
+  // ------------------------------------------------------------------- ingest
+
+  ingestRunOpen(params: {
+    pipeline: string;
+    hash: string;
+    jobId: number;
+    fence: number;
+    trigger: IngestRun["trigger"];
+    now: number;
+  }): Promise<IngestRun | null> {
+    return this.#exclusive(() => this.#write(() => this.#ingest.runOpen(params)));
+  }
+
+  ingestFailuresGet(params: { pipeline: string; records: string[] }): Promise<Map<string, number>> {
+    return this.#exclusive(() => this.#ingest.failuresGet(params));
+  }
+
+  ingestChunkCommit(params: {
+    lease: IngestLease;
+    pipeline: string;
+    delta: ChunkDelta;
+    pending: number;
+    cursor: string;
+    drops: NewDrop[];
+    failures: NewFailure[];
+    cleared: string[];
+    now: number;
+  }): Promise<boolean> {
+    return this.#exclusive(() => this.#write(() => this.#ingest.chunkCommit(params)));
+  }
+
+  ingestRunFinish(params: {
+    lease: IngestLease;
+    state: Exclude<IngestRunState, "running">;
+    error: string | null;
+    pending: number;
+    now: number;
+  }): Promise<boolean> {
+    return this.#exclusive(() => this.#write(() => this.#ingest.runFinish(params)));
+  }
+
+  ingestRunGet(params: { id: number }): Promise<IngestRun | null> {
+    return this.#exclusive(() => this.#ingest.runGet(params.id));
+  }
+
+  ingestRunByJob(params: { jobId: number }): Promise<IngestRun | null> {
+    return this.#exclusive(() => this.#ingest.runByJob(params.jobId));
+  }
+
+  ingestRunsList(params: IngestRunFilter): Promise<IngestRun[]> {
+    return this.#exclusive(() => this.#ingest.runsList(params));
+  }
+
+  ingestSummaries(params: { since: number }): Promise<PipelineSummary[]> {
+    return this.#exclusive(() => this.#ingest.summaries(params.since));
+  }
+
+  ingestDropsList(params: IngestDropFilter): Promise<IngestDrop[]> {
+    return this.#exclusive(() => this.#ingest.dropsList(params));
+  }
+
+  ingestDropGet(params: { id: number }): Promise<(IngestDrop & { record: string | null }) | null> {
+    return this.#exclusive(() => this.#ingest.dropGet(params.id));
+  }
+
+  ingestDropReplayed(params: { id: number; jobId: number; now: number }): Promise<boolean> {
+    return this.#exclusive(() => this.#write(() => this.#ingest.dropReplayed(params)));
+  }
+
+  ingestDropsPrune(params: {
+    before: { pipeline: string; before: number }[];
+    otherwise: number;
+    limit: number;
+  }): Promise<number> {
+    return this.#exclusive(() => this.#write(() => this.#ingest.dropsPrune(params)));
   }
 
   onExternalChange(listener: () => void): () => void {

@@ -1,0 +1,228 @@
+/**
+ * The words of ingest pipelines: a pipeline compiled from `pipelines:` (or
+ * `definePipeline`), the args of the job that runs it, and the rows a store
+ * keeps of its runs, its dropped records and its failing records. Pure
+ * data; no store, no I/O.
+ *
+ * A run is one `jobs.ingest` job and one row of `ingest_runs`. The job
+ * reads the source from the run's cursor in chunks; each chunk goes through
+ * the steps in order and its kept records to the sink, and then one fenced
+ * write commits the chunk's counts, its drop rows, its failing records and
+ * the new cursor together, so a run that crashes resumes where its last
+ * chunk was committed.
+ *
+ * @module
+ */
+
+import type { RunSpec } from "../schedule/types.ts";
+
+/** The job worker that runs one pipeline run. */
+export const INGEST_WORKER = "jobs.ingest";
+
+/** The queue pipeline runs go to unless the pipeline names another. */
+export const INGEST_QUEUE = "ingest";
+
+/** The drop reason of a record evicted by `overflow: drop_oldest`. */
+export const OVERFLOW_REASON = "overflow";
+/** The drop reason of a record that failed `poison_after` times. */
+export const POISON_REASON = "poison";
+
+/** @default 3 */
+export const DEFAULT_POISON_AFTER = 3;
+/** @default 10,000 records */
+export const DEFAULT_BUFFER_CAPACITY = 10_000;
+/** Dropped records are kept this long. @default 30 days */
+export const DEFAULT_DROPS_RETENTION_MS = 30 * 86_400_000;
+/** Longest excerpt of a record kept with a drop or a failure (redacted), in characters. */
+export const EXCERPT_CHARS = 512;
+/** Longest record text kept with a drop so it can be replayed, in bytes; longer ones are not replayable. */
+export const MAX_STORED_RECORD_BYTES = 64 * 1024;
+
+/** The formats a source may hold. */
+export type SourceFormat = "ndjson" | "csv";
+
+/** Where a pipeline's records come from, compiled (paths resolved against the schedules file). */
+export type SourceSpec =
+  & { format: SourceFormat; encoding: string }
+  & (
+    | { kind: "file"; path: string }
+    /** A glob; its matches are read in name order. */
+    | { kind: "glob"; pattern: string }
+    | {
+      kind: "command";
+      argv: string[];
+      shell: boolean;
+      cwd?: string;
+      env?: Record<string, string>;
+    }
+    | { kind: "http"; url: string; headers?: Record<string, string> }
+  );
+
+/** One `sources:` entry an enrich step may read, compiled. */
+export type NamedSource =
+  | { kind: "file"; path: string }
+  | { kind: "http"; url: string; headers?: Record<string, string> }
+  /** A query with named parameters (`:sku`), always bound, never spliced. */
+  | { kind: "sqlite"; path: string; query: string }
+  | { kind: "postgres"; url: string; query: string };
+
+/** What a step or a sink runs: a TypeScript step/sink of the process by name, or a long-lived command. */
+export type ProcessorRun =
+  | { kind: "worker"; worker: string }
+  | Extract<RunSpec, { kind: "command" }>;
+
+/** One step of a pipeline, compiled. */
+export interface CompiledStep {
+  /** The step's name (the value of its `drop:` or `enrich:` key). */
+  name: string;
+  mark: "drop" | "enrich";
+  /** Names of the top-level `sources:` it may read. */
+  sources: string[];
+  run: ProcessorRun;
+}
+
+/** How a full buffer is handled. */
+export type Overflow = "block" | "drop_oldest" | "page";
+
+/** What readers of the ingested data observe. */
+export type Freshness =
+  | { mode: "bounded"; withinMs: number }
+  | { mode: "advisory"; authority: string };
+
+/** A pipeline as a run carries it: everything resolved, nothing read from the file afterwards. */
+export interface CompiledPipeline {
+  id: string;
+  /** SHA-256 of the definition's canonical JSON: runs say which definition they ran. */
+  hash: string;
+  source: SourceSpec;
+  /** The field(s) that identify a record. */
+  key: string[];
+  steps: CompiledStep[];
+  /** The closed set of drop reasons. */
+  dropReasons: string[];
+  buffer: { capacity: number; overflow: Overflow };
+  poisonAfter: number;
+  sink: ProcessorRun;
+  /** Records handed to the sink at once. @default 500 */
+  sinkBatch: number;
+  freshness: Freshness | null;
+  /** The top-level sources the steps declare (only those), by name. */
+  sources: Record<string, NamedSource>;
+  queue: string;
+  /** Attempts of the run's job. @default 3 */
+  maxAttempts: number;
+  /** How long drop rows are kept. @default 30 days */
+  dropsRetentionMs: number;
+  /** A command run when a run is paged (`overflow: page`); the daemon's log and metrics say it too. */
+  notify?: Extract<RunSpec, { kind: "command" }>;
+}
+
+/** The args of a `jobs.ingest` job. */
+export interface IngestJobArgs {
+  kind: "ingest";
+  pipeline: CompiledPipeline;
+  /** Replays one dropped record (`jobs drops replay`) instead of reading the source. */
+  replay?: { drop: number; actor: string; reason: string };
+}
+
+/** Where a run is. `failed` and `cancelled` are also what a run reads as once its job ended so. */
+export type IngestRunState = "running" | "completed" | "paged" | "failed" | "cancelled";
+
+export const INGEST_RUN_STATES: readonly IngestRunState[] = [
+  "running",
+  "completed",
+  "paged",
+  "failed",
+  "cancelled",
+];
+
+/** A run's counts. `received = sunk + sum(dropped) + failed + pending` when it adds up. */
+export interface IngestCounts {
+  received: number;
+  /** Kept by every step (handed to the sink). */
+  kept: number;
+  sunk: number;
+  /** Drop reason -> records. */
+  dropped: Record<string, number>;
+  /** Failed (parse, step or sink) and not yet poison: retried on the next run. */
+  failed: number;
+  /** Received and not yet accounted for (a run stopped, paged or still going). */
+  pending: number;
+}
+
+/** One row of `ingest_runs`, as the views read it. */
+export interface IngestRun {
+  id: number;
+  pipeline: string;
+  hash: string;
+  /** The stored state, or what the run's job says when the job ended without the run. */
+  state: IngestRunState;
+  jobId: number;
+  /** `schedule` (an occurrence), `manual` (`jobs ingest`), `replay` (`jobs drops replay`). */
+  trigger: "schedule" | "manual" | "replay";
+  counts: IngestCounts;
+  /** The source position committed last (opaque JSON text of the reader), null before the first chunk. */
+  cursor: string | null;
+  error: string | null;
+  startedAt: number;
+  updatedAt: number;
+  finishedAt: number | null;
+}
+
+/** One dropped record. */
+export interface IngestDrop {
+  id: number;
+  pipeline: string;
+  runId: number;
+  /** The record's identity (its key fields), null when it had none (unparseable). */
+  recordKey: string | null;
+  reason: string;
+  /** The step that dropped it, or `source` (poison at parse), `buffer` (overflow), `sink`. */
+  step: string;
+  at: number;
+  /** Redacted, at most {@linkcode EXCERPT_CHARS}. */
+  excerpt: string;
+  /** Whether the full record was kept (replayable). */
+  replayable: boolean;
+  replayedAt: number | null;
+  /** The `jobs.ingest` job that replays it. */
+  replayedJob: number | null;
+}
+
+/** A drop a chunk writes. */
+export interface NewDrop {
+  recordKey: string | null;
+  reason: string;
+  step: string;
+  excerpt: string;
+  /** The full record text, or null when longer than {@linkcode MAX_STORED_RECORD_BYTES}. */
+  record: string | null;
+}
+
+/** A failing record a chunk writes: its failure count rises by one. */
+export interface NewFailure {
+  /** The key identity, or `raw:<16 hex of SHA-256 of the line>` for a record without one. */
+  record: string;
+  error: string;
+  excerpt: string;
+}
+
+/** What `ingestChunkCommit` adds to a run. */
+export interface ChunkDelta {
+  received: number;
+  kept: number;
+  sunk: number;
+  failed: number;
+  dropped: Record<string, number>;
+}
+
+/** Per pipeline: sums and the last complete run, for status, metrics and freshness. */
+export interface PipelineSummary {
+  pipeline: string;
+  runs: number;
+  lastRun: IngestRun | null;
+  /** `finished_at` of the newest completed run. */
+  lastCompletedAt: number | null;
+  /** Drops by reason since `since` (the caller's window). */
+  droppedSince: Record<string, number>;
+}

@@ -1,0 +1,289 @@
+/**
+ * The SQLite side of ingest runs: the statements behind the store's
+ * `ingest*` methods, run synchronously inside the store's transactions.
+ * Every write of a run is fenced by its job: it happens only while the job
+ * is `executing` with the attempt's fence, checked by the same statement
+ * that writes (or, for a chunk, by the first statement of its transaction,
+ * which then writes nothing else when the lease is gone).
+ *
+ * @module
+ */
+
+import type { DatabaseSync, StatementSync } from "node:sqlite";
+import type { ChunkDelta, IngestDrop, IngestRun, NewDrop, NewFailure } from "../../ingest/types.ts";
+import type { PipelineSummary } from "../../ingest/types.ts";
+import { toIngestDrop, toIngestRun, toSummaries } from "../ingest_rows.ts";
+import type { IngestDropFilter, IngestLease, IngestRunFilter } from "../store.ts";
+
+type Row = Record<string, unknown>;
+
+const LEASE =
+  `EXISTS (SELECT 1 FROM jobs WHERE id = :job AND state = 'executing' AND fence = :fence)`;
+
+const RUN_COLUMNS = `r.*, j.state AS job_state,
+  (SELECT json_extract(j.errors, '$[#-1].error')) AS job_error`;
+
+const SQL = {
+  leaseHeld:
+    `SELECT 1 AS held FROM jobs WHERE id = :job AND state = 'executing' AND fence = :fence`,
+  runByJob: `SELECT ${RUN_COLUMNS} FROM ingest_runs AS r LEFT JOIN jobs AS j ON j.id = r.job_id
+    WHERE r.job_id = :job`,
+  runGet: `SELECT ${RUN_COLUMNS} FROM ingest_runs AS r LEFT JOIN jobs AS j ON j.id = r.job_id
+    WHERE r.id = :id`,
+  runTouch: `UPDATE ingest_runs SET updated_at = :now WHERE job_id = :job`,
+  runInsert:
+    `INSERT INTO ingest_runs (pipeline, hash, state, job_id, trigger, started_at, updated_at)
+    VALUES (:pipeline, :hash, 'running', :job, :trigger, :now, :now)`,
+  runAdd: `UPDATE ingest_runs SET received = received + :received, kept = kept + :kept,
+      sunk = sunk + :sunk, failed = failed + :failed, pending = :pending, cursor = :cursor,
+      dropped = (SELECT json_group_object(reason, total) FROM (
+        SELECT reason, sum(n) AS total FROM (
+          SELECT key AS reason, value AS n FROM json_each(ingest_runs.dropped)
+          UNION ALL SELECT key, value FROM json_each(:dropped))
+        GROUP BY reason)),
+      updated_at = :now
+    WHERE id = :run AND job_id = :job`,
+  runFinish: `UPDATE ingest_runs SET state = :state, error = :error, pending = :pending,
+      finished_at = :now, updated_at = :now
+    WHERE id = :run AND job_id = :job AND ${LEASE}`,
+  dropInsert:
+    `INSERT INTO ingest_drops (pipeline, run_id, record_key, reason, step, at, excerpt, record)
+    VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)`,
+  failureBump: `INSERT INTO ingest_failures (pipeline, record, failures, error, excerpt, updated_at)
+    VALUES (?1, ?2, 1, ?3, ?4, ?5)
+    ON CONFLICT (pipeline, record) DO UPDATE SET failures = failures + 1, error = excluded.error,
+      excerpt = excluded.excerpt, updated_at = excluded.updated_at`,
+  failureClear: `DELETE FROM ingest_failures WHERE pipeline = ?1 AND record = ?2`,
+  failuresGet: `SELECT record, failures FROM ingest_failures
+    WHERE pipeline = :pipeline AND record IN (SELECT value FROM json_each(:records))`,
+  runsList: `SELECT ${RUN_COLUMNS} FROM ingest_runs AS r LEFT JOIN jobs AS j ON j.id = r.job_id
+    WHERE (:pipeline IS NULL OR r.pipeline = :pipeline) AND (:before IS NULL OR r.id < :before)
+    ORDER BY r.id DESC LIMIT :limit`,
+  heads: `SELECT pipeline, count(*) AS runs, max(id) AS last_id,
+      max(CASE WHEN state = 'completed' THEN finished_at END) AS last_completed_at
+    FROM ingest_runs GROUP BY pipeline`,
+  runsByIds: `SELECT ${RUN_COLUMNS} FROM ingest_runs AS r LEFT JOIN jobs AS j ON j.id = r.job_id
+    WHERE r.id IN (SELECT value FROM json_each(:ids))`,
+  dropsSince: `SELECT pipeline, reason, count(*) AS count FROM ingest_drops
+    WHERE pipeline = :pipeline AND at >= :since GROUP BY pipeline, reason`,
+  dropsList: `SELECT d.*, d.record IS NOT NULL AS replayable FROM ingest_drops AS d
+    WHERE d.pipeline = :pipeline AND (:reason IS NULL OR d.reason = :reason)
+      AND (:run IS NULL OR d.run_id = :run) AND (:before IS NULL OR d.id < :before)
+    ORDER BY d.id DESC LIMIT :limit`,
+  dropGet: `SELECT d.*, d.record IS NOT NULL AS replayable FROM ingest_drops AS d WHERE d.id = :id`,
+  dropReplayed: `UPDATE ingest_drops SET replayed_at = :now, replayed_job = :job WHERE id = :id`,
+  dropsPrune: `DELETE FROM ingest_drops WHERE id IN (
+      SELECT d.id FROM ingest_drops AS d
+        LEFT JOIN json_each(:before) AS b ON b.value ->> 0 = d.pipeline
+      WHERE d.at < coalesce(b.value ->> 1, :otherwise) LIMIT :limit)`,
+} as const;
+
+/** The ingest statements of one connection. */
+export class SqliteIngest {
+  #s: Record<keyof typeof SQL, StatementSync> | null = null;
+
+  constructor(
+    /** The connection (a function: the store opens it after building this). */
+    readonly connection: () => DatabaseSync,
+  ) {}
+
+  get #q(): Record<keyof typeof SQL, StatementSync> {
+    return this.#s ??= Object.fromEntries(
+      Object.entries(SQL).map(([k, sql]) => [k, this.connection().prepare(sql)]),
+    ) as Record<keyof typeof SQL, StatementSync>;
+  }
+
+  /** Forgets the prepared statements (the connection closed). */
+  reset(): void {
+    this.#s = null;
+  }
+
+  #held(jobId: number, fence: number): boolean {
+    return this.#q.leaseHeld.get({ job: jobId, fence }) !== undefined;
+  }
+
+  /** Call inside a write transaction. */
+  runOpen(params: {
+    pipeline: string;
+    hash: string;
+    jobId: number;
+    fence: number;
+    trigger: IngestRun["trigger"];
+    now: number;
+  }): IngestRun | null {
+    if (!this.#held(params.jobId, params.fence)) return null;
+    const q = this.#q;
+    const existing = q.runByJob.get({ job: params.jobId }) as Row | undefined;
+    if (existing) {
+      q.runTouch.run({ job: params.jobId, now: params.now });
+      return toIngestRun({ ...existing, updated_at: params.now });
+    }
+    q.runInsert.run({
+      pipeline: params.pipeline,
+      hash: params.hash,
+      job: params.jobId,
+      trigger: params.trigger,
+      now: params.now,
+    });
+    return toIngestRun(q.runByJob.get({ job: params.jobId }) as Row);
+  }
+
+  failuresGet(params: { pipeline: string; records: string[] }): Map<string, number> {
+    const out = new Map<string, number>();
+    if (params.records.length === 0) return out;
+    const rows = this.#q.failuresGet.all({
+      pipeline: params.pipeline,
+      records: JSON.stringify(params.records),
+    }) as Row[];
+    for (const row of rows) out.set(row.record as string, Number(row.failures));
+    return out;
+  }
+
+  /** Call inside a write transaction. */
+  chunkCommit(params: {
+    lease: IngestLease;
+    pipeline: string;
+    delta: ChunkDelta;
+    pending: number;
+    cursor: string;
+    drops: NewDrop[];
+    failures: NewFailure[];
+    cleared: string[];
+    now: number;
+  }): boolean {
+    const { lease, pipeline, delta, now } = params;
+    if (!this.#held(lease.jobId, lease.fence)) return false;
+    const q = this.#q;
+    const changed = q.runAdd.run({
+      run: lease.runId,
+      job: lease.jobId,
+      received: delta.received,
+      kept: delta.kept,
+      sunk: delta.sunk,
+      failed: delta.failed,
+      pending: params.pending,
+      cursor: params.cursor,
+      dropped: JSON.stringify(delta.dropped),
+      now,
+    }).changes;
+    if (changed === 0) return false;
+    for (const d of params.drops) {
+      q.dropInsert.run(
+        pipeline,
+        lease.runId,
+        d.recordKey,
+        d.reason,
+        d.step,
+        now,
+        d.excerpt,
+        d.record,
+      );
+    }
+    for (const f of params.failures) q.failureBump.run(pipeline, f.record, f.error, f.excerpt, now);
+    for (const record of params.cleared) q.failureClear.run(pipeline, record);
+    return true;
+  }
+
+  /** Call inside a write transaction. */
+  runFinish(params: {
+    lease: IngestLease;
+    state: string;
+    error: string | null;
+    pending: number;
+    now: number;
+  }): boolean {
+    return this.#q.runFinish.run({
+      run: params.lease.runId,
+      job: params.lease.jobId,
+      fence: params.lease.fence,
+      state: params.state,
+      error: params.error,
+      pending: params.pending,
+      now: params.now,
+    }).changes !== 0;
+  }
+
+  runGet(id: number): IngestRun | null {
+    const row = this.#q.runGet.get({ id }) as Row | undefined;
+    return row ? toIngestRun(row) : null;
+  }
+
+  runByJob(jobId: number): IngestRun | null {
+    const row = this.#q.runByJob.get({ job: jobId }) as Row | undefined;
+    return row ? toIngestRun(row) : null;
+  }
+
+  runsList(filter: IngestRunFilter): IngestRun[] {
+    const limit = filter.limit ?? 50;
+    const out: IngestRun[] = [];
+    let before = filter.before ?? null;
+    // A state filter applies to the derived state: read pages until enough match.
+    for (;;) {
+      const rows = this.#q.runsList.all({
+        pipeline: filter.pipeline ?? null,
+        before,
+        limit: filter.state ? Math.max(limit, 200) : limit,
+      }) as Row[];
+      for (const row of rows) {
+        const run = toIngestRun(row);
+        if (!filter.state || run.state === filter.state) out.push(run);
+        if (out.length === limit) return out;
+      }
+      if (!filter.state || rows.length === 0) return out;
+      before = Number(rows.at(-1)!.id);
+    }
+  }
+
+  summaries(since: number): PipelineSummary[] {
+    const q = this.#q;
+    const heads = q.heads.all() as Row[];
+    const ids = heads.map((h) => Number(h.last_id));
+    const runs = new Map(
+      (q.runsByIds.all({ ids: JSON.stringify(ids) }) as Row[]).map((r) => {
+        const run = toIngestRun(r);
+        return [run.id, run];
+      }),
+    );
+    // One indexed range per pipeline: (pipeline, at, reason).
+    const drops = heads.flatMap((h) =>
+      q.dropsSince.all({ pipeline: h.pipeline as string, since }) as Row[]
+    );
+    return toSummaries(heads, runs, drops);
+  }
+
+  dropsList(filter: IngestDropFilter): IngestDrop[] {
+    return (this.#q.dropsList.all({
+      pipeline: filter.pipeline,
+      reason: filter.reason ?? null,
+      run: filter.runId ?? null,
+      before: filter.before ?? null,
+      limit: filter.limit ?? 50,
+    }) as Row[]).map(toIngestDrop);
+  }
+
+  dropGet(id: number): (IngestDrop & { record: string | null }) | null {
+    const row = this.#q.dropGet.get({ id }) as Row | undefined;
+    return row ? { ...toIngestDrop(row), record: (row.record as string | null) ?? null } : null;
+  }
+
+  /** Call inside a write transaction. */
+  dropReplayed(params: { id: number; jobId: number; now: number }): boolean {
+    return this.#q.dropReplayed.run({ id: params.id, job: params.jobId, now: params.now })
+      .changes !== 0;
+  }
+
+  /** Call inside a write transaction. */
+  dropsPrune(params: {
+    before: { pipeline: string; before: number }[];
+    otherwise: number;
+    limit: number;
+  }): number {
+    return Number(
+      this.#q.dropsPrune.run({
+        before: JSON.stringify(params.before.map((b) => [b.pipeline, b.before])),
+        otherwise: params.otherwise,
+        limit: params.limit,
+      }).changes,
+    );
+  }
+}
