@@ -36,6 +36,7 @@ import { phaseWorkflow } from "./workflow.ts";
 import { phaseLimit } from "./limit.ts";
 import { Child } from "./child_process.ts";
 import { phaseMemory } from "./memory.ts";
+import { phaseIngest } from "./ingest.ts";
 
 const ALL_PHASES = [
   "bulk",
@@ -50,6 +51,7 @@ const ALL_PHASES = [
   "workflow",
   "limit",
   "memory",
+  "ingest",
 ] as const;
 type Phase = typeof ALL_PHASES[number];
 
@@ -387,7 +389,7 @@ async function clockOffset(child: Child): Promise<number> {
 interface Row {
   key: string;
   label: string;
-  unit: "jobs/s" | "rows/s" | "steps/s" | "runs/s" | "ms" | "s" | "x" | "MB";
+  unit: "jobs/s" | "rows/s" | "steps/s" | "runs/s" | "rec/s" | "ms" | "s" | "x" | "MB";
   values: number[];
 }
 
@@ -401,7 +403,8 @@ function record(key: string, label: string, unit: Row["unit"], value: number): v
 }
 
 const perSecond = (unit: Row["unit"]) =>
-  unit === "jobs/s" || unit === "rows/s" || unit === "steps/s" || unit === "runs/s";
+  unit === "jobs/s" || unit === "rows/s" || unit === "steps/s" || unit === "runs/s" ||
+  unit === "rec/s";
 
 const fmt = (unit: Row["unit"], v: number) =>
   perSecond(unit)
@@ -591,6 +594,30 @@ async function runPhase(phase: Phase, run: number): Promise<void> {
       );
       break;
     }
+    case "ingest": {
+      const n = env("INGEST_N", 1_000_000);
+      const v = await phaseIngest(DB, { n, timeoutMs: CFG.timeoutMs }, log);
+      const shown = n.toLocaleString("en-US");
+      record("ingest_ts_per_s", `ingest: ${shown} records, 3 TS steps + sink`, "rec/s", v.tsPerS);
+      record(
+        "ingest_command_per_s",
+        `ingest: ${shown} records, 1 command step`,
+        "rec/s",
+        v.commandPerS,
+      );
+      record(
+        "ingest_peak_short_mb",
+        `ingest: peak RSS, ${(n / 4).toLocaleString("en-US")} records`,
+        "MB",
+        v.peakShortMb,
+      );
+      record("ingest_peak_long_mb", `ingest: peak RSS, ${shown} records`, "MB", v.peakLongMb);
+      log(
+        `run ${run} ingest: ${fmt("rec/s", v.tsPerS)} rec/s TS, ${fmt("rec/s", v.commandPerS)} ` +
+          `rec/s command, peak ${v.peakShortMb.toFixed(1)} / ${v.peakLongMb.toFixed(1)} MB`,
+      );
+      break;
+    }
     case "workflow": {
       const v = await phaseWorkflow(DB, {
         jobs: CFG.wfJobs,
@@ -732,6 +759,10 @@ const KEYS = [
   "memory_rss_90_mb",
   "memory_drain_per_s",
   "memory_idle_rss_mb",
+  "ingest_ts_per_s",
+  "ingest_command_per_s",
+  "ingest_peak_short_mb",
+  "ingest_peak_long_mb",
 ];
 for (const key of KEYS) {
   const row = rows.get(key);

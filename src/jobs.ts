@@ -35,6 +35,8 @@ import {
   type WorkflowOptions,
 } from "./workflow/definition.ts";
 import type { CompiledWorkflow } from "./workflow/types.ts";
+import { type CompiledPipeline, INGEST_WORKER } from "./ingest/types.ts";
+import { ingestJob, ingestWorker } from "./runners/ingest.ts";
 
 /** Options for {@linkcode Jobs}. */
 export interface JobsOptions<Tx extends StoreTx> {
@@ -202,6 +204,32 @@ export class Jobs<Tx extends StoreTx = StoreTx> {
         : e.worker;
       return buildJob(def, e.args, e.options ?? {}, now, this.#argsLimit);
     });
+    return await this.#insert(jobs, now, options);
+  }
+
+  /**
+   * Enqueues one run of an ingest pipeline (made with `definePipeline`, or
+   * read from `pipelines:` of a schedules file): a `jobs.ingest` job on the
+   * pipeline's queue, which a runtime serving that queue runs. The ingest
+   * runner is registered here on first use, with this process's workers as
+   * the TypeScript steps and sinks it finds by name.
+   */
+  async ingest(pipeline: CompiledPipeline, options: TxOption<Tx> = {}): Promise<InsertResult> {
+    if (!this.#registry.has(INGEST_WORKER)) {
+      this.register(ingestWorker({
+        store: () => this.store,
+        clock: this.clock,
+        env: readEnv,
+        logger: this.logger,
+        workers: () => this.#registry,
+      }));
+    }
+    const now = this.clock.now();
+    const [result] = await this.#insert([ingestJob(pipeline, { now })], now, options);
+    return result!;
+  }
+
+  async #insert(jobs: NewJob[], now: number, options: TxOption<Tx>): Promise<InsertResult[]> {
     // Inside this Jobs' transaction callback an enqueue joins that
     // transaction even without { tx }: on its own it would wait for the
     // connection the transaction holds, for ever.
@@ -361,4 +389,13 @@ export function defaultNodeName(): string {
     // no permission to read the host name: the pid and nonce still make it unique
   }
   return `${host}:${Deno.pid}:${nonce}`;
+}
+
+/** The process's environment variable `name`, or undefined where env access is not granted. */
+function readEnv(name: string): string | undefined {
+  try {
+    return Deno.env.get(name);
+  } catch {
+    return undefined;
+  }
 }

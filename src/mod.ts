@@ -142,3 +142,38 @@ export {
   type SelectionOptions,
 } from "./runners/fanout.ts";
 export { loadWorkersModule, WorkersModuleError } from "./runners/workers_module.ts";
+export {
+  INGEST_WORKER,
+  ingestJob,
+  ingestWorker,
+  type IngestWorkerOptions,
+} from "./runners/ingest.ts";
+export {
+  defineSink,
+  defineStep,
+  type ProcessorContext,
+  type SinkEntry,
+  type SinkOptions,
+  type SinkResult,
+  type StepOptions,
+  type StepResult,
+} from "./ingest/processors.ts";
+export {
+  checkPipeline,
+  definePipeline,
+  PipelineDefinitionError,
+  type PipelineOptions,
+  type PipelineProblem,
+} from "./ingest/definition.ts";
+export type {
+  CompiledPipeline,
+  CompiledStep,
+  IngestCounts,
+  IngestDrop,
+  IngestJobArgs,
+  IngestRun,
+  IngestRunState,
+  NamedSource,
+  PipelineSummary,
+  SourceSpec,
+} from "./ingest/types.ts";

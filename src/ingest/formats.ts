@@ -16,7 +16,7 @@
  */
 
 import { Buffer } from "node:buffer";
-import { Parser } from "csv-parse";
+import { Parser } from "npm:csv-parse@6.2.1";
 import type { SourceFormat } from "./types.ts";
 
 /** Where a reader stands: just after a record, or where it started. */
