@@ -22,7 +22,7 @@
 import type { Clock } from "../clock.ts";
 import { JobFailure } from "../kernel/error_text.ts";
 import { redact } from "../kernel/redact.ts";
-import { ERROR_STDERR_BYTES, OutputTail, withStderr } from "../runners/command.ts";
+import { ERROR_STDERR_BYTES, OutputTail, startCommand, withStderr } from "../runners/command.ts";
 import { expandVariables } from "../runners/env.ts";
 import { killOnExit, pump, releaseOnExit, signalGroup, within } from "../runners/process_group.ts";
 import { type Position, readRecords, type ReadStart, type SourceRecord } from "./formats.ts";
@@ -257,22 +257,8 @@ function commandFeed(
     env[name] = expandVariables(value, deps.env, `source command env "${name}"`);
   }
   Object.assign(env, deps.runEnv);
-  const [program, ...args] = spec.shell ? ["/bin/sh", "-c", spec.argv[0]!] : spec.argv;
   const label = `source command "${spec.argv.join(" ").slice(0, 60)}"`;
-  let child: Deno.ChildProcess;
-  try {
-    child = new Deno.Command(program!, {
-      args,
-      cwd: spec.cwd,
-      env,
-      stdin: "null",
-      stdout: "piped",
-      stderr: "piped",
-      detached: true,
-    }).spawn();
-  } catch (error) {
-    throw new JobFailure(`${label} cannot start: ${(error as Error).message}`);
-  }
+  const child = startCommand(spec, env, label);
   killOnExit(child.pid);
   const stderr = new OutputTail(ERROR_STDERR_BYTES);
   const stderrDone = pump(child.stderr.getReader(), (c) => stderr.push(c));

@@ -48,13 +48,7 @@ export type SourceSpec =
     | { kind: "file"; path: string }
     /** A glob; its matches are read in name order. */
     | { kind: "glob"; pattern: string }
-    | {
-      kind: "command";
-      argv: string[];
-      shell: boolean;
-      cwd?: string;
-      env?: Record<string, string>;
-    }
+    | Extract<RunSpec, { kind: "command" }>
     | { kind: "http"; url: string; headers?: Record<string, string> }
   );
 

@@ -268,6 +268,48 @@ export interface IngestDropFilter {
   before?: number;
 }
 
+/** Params of {@linkcode Store.ingestRunOpen}. */
+export interface IngestRunOpenParams {
+  pipeline: string;
+  hash: string;
+  jobId: number;
+  fence: number;
+  trigger: IngestRun["trigger"];
+  now: number;
+}
+
+/** Params of {@linkcode Store.ingestChunkCommit}. */
+export interface IngestChunkCommitParams {
+  lease: IngestLease;
+  pipeline: string;
+  delta: ChunkDelta;
+  pending: number;
+  cursor: string;
+  drops: NewDrop[];
+  failures: NewFailure[];
+  cleared: string[];
+  now: number;
+}
+
+/** Params of {@linkcode Store.ingestRunFinish}. */
+export interface IngestRunFinishParams {
+  lease: IngestLease;
+  state: Exclude<IngestRunState, "running">;
+  error: string | null;
+  pending: number;
+  now: number;
+}
+
+/** Params of {@linkcode Store.ingestDropsPrune}. */
+export interface IngestDropsPruneParams {
+  before: { pipeline: string; before: number }[];
+  otherwise: number;
+  limit: number;
+}
+
+/** A drop with the full record text when it was kept (null when it was too long). */
+export type IngestDropWithRecord = IngestDrop & { record: string | null };
+
 export interface Lease {
   id: number;
   fence: number;
@@ -684,14 +726,7 @@ export interface Store<Tx extends StoreTx = StoreTx> {
    * row. Null, and nothing written, when the job is not executing with
    * `fence` (the lease is lost).
    */
-  ingestRunOpen(params: {
-    pipeline: string;
-    hash: string;
-    jobId: number;
-    fence: number;
-    trigger: IngestRun["trigger"];
-    now: number;
-  }): Promise<IngestRun | null>;
+  ingestRunOpen(params: IngestRunOpenParams): Promise<IngestRun | null>;
   /** How many times each of `records` of `pipeline` has failed so far (absent: never). */
   ingestFailuresGet(params: { pipeline: string; records: string[] }): Promise<Map<string, number>>;
   /**
@@ -702,25 +737,9 @@ export interface Store<Tx extends StoreTx = StoreTx> {
    * passed, or were dropped as poison). False, and nothing written, when
    * the lease is lost.
    */
-  ingestChunkCommit(params: {
-    lease: IngestLease;
-    pipeline: string;
-    delta: ChunkDelta;
-    pending: number;
-    cursor: string;
-    drops: NewDrop[];
-    failures: NewFailure[];
-    cleared: string[];
-    now: number;
-  }): Promise<boolean>;
+  ingestChunkCommit(params: IngestChunkCommitParams): Promise<boolean>;
   /** Ends a run in `state` (fenced as the commits are); false when the lease is lost. */
-  ingestRunFinish(params: {
-    lease: IngestLease;
-    state: Exclude<IngestRunState, "running">;
-    error: string | null;
-    pending: number;
-    now: number;
-  }): Promise<boolean>;
+  ingestRunFinish(params: IngestRunFinishParams): Promise<boolean>;
   ingestRunGet(params: { id: number }): Promise<IngestRun | null>;
   ingestRunByJob(params: { jobId: number }): Promise<IngestRun | null>;
   /** Runs, newest first; a `running` row whose job was discarded or cancelled reads as `failed` or `cancelled`. */
@@ -729,15 +748,11 @@ export interface Store<Tx extends StoreTx = StoreTx> {
   ingestSummaries(params: { since: number }): Promise<PipelineSummary[]>;
   ingestDropsList(params: IngestDropFilter): Promise<IngestDrop[]>;
   /** One drop with the full record text when it was kept (null when it was too long). */
-  ingestDropGet(params: { id: number }): Promise<(IngestDrop & { record: string | null }) | null>;
+  ingestDropGet(params: { id: number }): Promise<IngestDropWithRecord | null>;
   /** Marks a drop replayed by the `jobs.ingest` job `jobId`; false when there is no such drop. */
   ingestDropReplayed(params: { id: number; jobId: number; now: number }): Promise<boolean>;
   /** Deletes up to `limit` drops older than each pipeline's `before` (and `otherwise` for pipelines not listed). */
-  ingestDropsPrune(params: {
-    before: { pipeline: string; before: number }[];
-    otherwise: number;
-    limit: number;
-  }): Promise<number>;
+  ingestDropsPrune(params: IngestDropsPruneParams): Promise<number>;
 
   onExternalChange(listener: () => void): () => void;
 }

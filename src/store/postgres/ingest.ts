@@ -9,16 +9,17 @@
  * @module
  */
 
-import type {
-  ChunkDelta,
-  IngestDrop,
-  IngestRun,
-  NewDrop,
-  NewFailure,
-  PipelineSummary,
-} from "../../ingest/types.ts";
+import type { IngestDrop, IngestRun, PipelineSummary } from "../../ingest/types.ts";
 import { toIngestDrop, toIngestRun, toSummaries } from "../ingest_rows.ts";
-import type { IngestDropFilter, IngestLease, IngestRunFilter } from "../store.ts";
+import type {
+  IngestChunkCommitParams,
+  IngestDropFilter,
+  IngestDropsPruneParams,
+  IngestDropWithRecord,
+  IngestRunFilter,
+  IngestRunFinishParams,
+  IngestRunOpenParams,
+} from "../store.ts";
 import type { Sql } from "./fragments.ts";
 
 type Row = Record<string, unknown>;
@@ -40,14 +41,7 @@ async function byJob(q: Sql, jobId: number): Promise<Row | undefined> {
 }
 
 /** Run inside a transaction. */
-export async function runOpen(q: Sql, params: {
-  pipeline: string;
-  hash: string;
-  jobId: number;
-  fence: number;
-  trigger: IngestRun["trigger"];
-  now: number;
-}): Promise<IngestRun | null> {
+export async function runOpen(q: Sql, params: IngestRunOpenParams): Promise<IngestRun | null> {
   if (!await held(q, params.jobId, params.fence)) return null;
   const existing = await byJob(q, params.jobId);
   if (existing) {
@@ -74,17 +68,7 @@ export async function failuresGet(
 }
 
 /** Run inside a transaction. */
-export async function chunkCommit(q: Sql, params: {
-  lease: IngestLease;
-  pipeline: string;
-  delta: ChunkDelta;
-  pending: number;
-  cursor: string;
-  drops: NewDrop[];
-  failures: NewFailure[];
-  cleared: string[];
-  now: number;
-}): Promise<boolean> {
+export async function chunkCommit(q: Sql, params: IngestChunkCommitParams): Promise<boolean> {
   const { lease, pipeline, delta, now } = params;
   if (!await held(q, lease.jobId, lease.fence)) return false;
   const dropped = JSON.stringify(delta.dropped);
@@ -127,13 +111,7 @@ export async function chunkCommit(q: Sql, params: {
 }
 
 /** Run inside a transaction. */
-export async function runFinish(q: Sql, params: {
-  lease: IngestLease;
-  state: string;
-  error: string | null;
-  pending: number;
-  now: number;
-}): Promise<boolean> {
+export async function runFinish(q: Sql, params: IngestRunFinishParams): Promise<boolean> {
   const { lease } = params;
   if (!await held(q, lease.jobId, lease.fence)) return false;
   const result = await q`UPDATE ingest_runs SET state = ${params.state}, error = ${params.error},
@@ -207,7 +185,7 @@ export async function dropsList(q: Sql, filter: IngestDropFilter): Promise<Inges
 export async function dropGet(
   q: Sql,
   id: number,
-): Promise<(IngestDrop & { record: string | null }) | null> {
+): Promise<IngestDropWithRecord | null> {
   const [row] = await q`SELECT d.*, d.record IS NOT NULL AS replayable FROM ingest_drops AS d
     WHERE d.id = ${id}::bigint`;
   return row ? { ...toIngestDrop(row), record: (row.record as string | null) ?? null } : null;
@@ -222,11 +200,7 @@ export async function dropReplayed(
   return result.count !== 0;
 }
 
-export async function dropsPrune(q: Sql, params: {
-  before: { pipeline: string; before: number }[];
-  otherwise: number;
-  limit: number;
-}): Promise<number> {
+export async function dropsPrune(q: Sql, params: IngestDropsPruneParams): Promise<number> {
   const result = await q`DELETE FROM ingest_drops WHERE id IN (
     SELECT d.id FROM ingest_drops AS d
       LEFT JOIN unnest(${params.before.map((b) => b.pipeline)}::text[],

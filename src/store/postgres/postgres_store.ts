@@ -70,16 +70,16 @@ import {
 } from "../errors.ts";
 import { describeLocation } from "../location.ts";
 import * as ingest from "./ingest.ts";
-import type { IngestDropFilter, IngestLease, IngestRunFilter } from "../store.ts";
 import type {
-  ChunkDelta,
-  IngestDrop,
-  IngestRun,
-  IngestRunState,
-  NewDrop,
-  NewFailure,
-  PipelineSummary,
-} from "../../ingest/types.ts";
+  IngestChunkCommitParams,
+  IngestDropFilter,
+  IngestDropsPruneParams,
+  IngestDropWithRecord,
+  IngestRunFilter,
+  IngestRunFinishParams,
+  IngestRunOpenParams,
+} from "../store.ts";
+import type { IngestDrop, IngestRun, PipelineSummary } from "../../ingest/types.ts";
 import { KNOWN_VERSION, pendingMigrations } from "./migrations.ts";
 import {
   escapeLike,
@@ -1612,14 +1612,7 @@ export class PostgresStore implements Store<PostgresTx> {
 
   // ------------------------------------------------------------------- ingest
 
-  async ingestRunOpen(params: {
-    pipeline: string;
-    hash: string;
-    jobId: number;
-    fence: number;
-    trigger: IngestRun["trigger"];
-    now: number;
-  }): Promise<IngestRun | null> {
+  async ingestRunOpen(params: IngestRunOpenParams): Promise<IngestRun | null> {
     return await this.#begin((tx) => ingest.runOpen(tx, params));
   }
 
@@ -1629,27 +1622,11 @@ export class PostgresStore implements Store<PostgresTx> {
     return await ingest.failuresGet(this.#tx ?? this.#sql, params);
   }
 
-  async ingestChunkCommit(params: {
-    lease: IngestLease;
-    pipeline: string;
-    delta: ChunkDelta;
-    pending: number;
-    cursor: string;
-    drops: NewDrop[];
-    failures: NewFailure[];
-    cleared: string[];
-    now: number;
-  }): Promise<boolean> {
+  async ingestChunkCommit(params: IngestChunkCommitParams): Promise<boolean> {
     return await this.#begin((tx) => ingest.chunkCommit(tx, params));
   }
 
-  async ingestRunFinish(params: {
-    lease: IngestLease;
-    state: Exclude<IngestRunState, "running">;
-    error: string | null;
-    pending: number;
-    now: number;
-  }): Promise<boolean> {
+  async ingestRunFinish(params: IngestRunFinishParams): Promise<boolean> {
     return await this.#begin((tx) => ingest.runFinish(tx, params));
   }
 
@@ -1675,7 +1652,7 @@ export class PostgresStore implements Store<PostgresTx> {
 
   async ingestDropGet(
     params: { id: number },
-  ): Promise<(IngestDrop & { record: string | null }) | null> {
+  ): Promise<IngestDropWithRecord | null> {
     return await ingest.dropGet(this.#tx ?? this.#sql, params.id);
   }
 
@@ -1683,11 +1660,7 @@ export class PostgresStore implements Store<PostgresTx> {
     return await ingest.dropReplayed(this.#tx ?? this.#sql, params);
   }
 
-  async ingestDropsPrune(params: {
-    before: { pipeline: string; before: number }[];
-    otherwise: number;
-    limit: number;
-  }): Promise<number> {
+  async ingestDropsPrune(params: IngestDropsPruneParams): Promise<number> {
     return await ingest.dropsPrune(this.#tx ?? this.#sql, params);
   }
 

@@ -10,10 +10,17 @@
  */
 
 import type { DatabaseSync, StatementSync } from "node:sqlite";
-import type { ChunkDelta, IngestDrop, IngestRun, NewDrop, NewFailure } from "../../ingest/types.ts";
-import type { PipelineSummary } from "../../ingest/types.ts";
+import type { IngestDrop, IngestRun, PipelineSummary } from "../../ingest/types.ts";
 import { toIngestDrop, toIngestRun, toSummaries } from "../ingest_rows.ts";
-import type { IngestDropFilter, IngestLease, IngestRunFilter } from "../store.ts";
+import type {
+  IngestChunkCommitParams,
+  IngestDropFilter,
+  IngestDropsPruneParams,
+  IngestDropWithRecord,
+  IngestRunFilter,
+  IngestRunFinishParams,
+  IngestRunOpenParams,
+} from "../store.ts";
 
 type Row = Record<string, unknown>;
 
@@ -21,7 +28,7 @@ const LEASE =
   `EXISTS (SELECT 1 FROM jobs WHERE id = :job AND state = 'executing' AND fence = :fence)`;
 
 const RUN_COLUMNS = `r.*, j.state AS job_state,
-  (SELECT json_extract(j.errors, '$[#-1].error')) AS job_error`;
+  json_extract(j.errors, '$[#-1].error') AS job_error`;
 
 const SQL = {
   leaseHeld:
@@ -103,14 +110,7 @@ export class SqliteIngest {
   }
 
   /** Call inside a write transaction. */
-  runOpen(params: {
-    pipeline: string;
-    hash: string;
-    jobId: number;
-    fence: number;
-    trigger: IngestRun["trigger"];
-    now: number;
-  }): IngestRun | null {
+  runOpen(params: IngestRunOpenParams): IngestRun | null {
     if (!this.#held(params.jobId, params.fence)) return null;
     const q = this.#q;
     const existing = q.runByJob.get({ job: params.jobId }) as Row | undefined;
@@ -140,17 +140,7 @@ export class SqliteIngest {
   }
 
   /** Call inside a write transaction. */
-  chunkCommit(params: {
-    lease: IngestLease;
-    pipeline: string;
-    delta: ChunkDelta;
-    pending: number;
-    cursor: string;
-    drops: NewDrop[];
-    failures: NewFailure[];
-    cleared: string[];
-    now: number;
-  }): boolean {
+  chunkCommit(params: IngestChunkCommitParams): boolean {
     const { lease, pipeline, delta, now } = params;
     if (!this.#held(lease.jobId, lease.fence)) return false;
     const q = this.#q;
@@ -185,13 +175,7 @@ export class SqliteIngest {
   }
 
   /** Call inside a write transaction. */
-  runFinish(params: {
-    lease: IngestLease;
-    state: string;
-    error: string | null;
-    pending: number;
-    now: number;
-  }): boolean {
+  runFinish(params: IngestRunFinishParams): boolean {
     return this.#q.runFinish.run({
       run: params.lease.runId,
       job: params.lease.jobId,
@@ -261,7 +245,7 @@ export class SqliteIngest {
     }) as Row[]).map(toIngestDrop);
   }
 
-  dropGet(id: number): (IngestDrop & { record: string | null }) | null {
+  dropGet(id: number): IngestDropWithRecord | null {
     const row = this.#q.dropGet.get({ id }) as Row | undefined;
     return row ? { ...toIngestDrop(row), record: (row.record as string | null) ?? null } : null;
   }
@@ -273,11 +257,7 @@ export class SqliteIngest {
   }
 
   /** Call inside a write transaction. */
-  dropsPrune(params: {
-    before: { pipeline: string; before: number }[];
-    otherwise: number;
-    limit: number;
-  }): number {
+  dropsPrune(params: IngestDropsPruneParams): number {
     return Number(
       this.#q.dropsPrune.run({
         before: JSON.stringify(params.before.map((b) => [b.pipeline, b.before])),

@@ -56,16 +56,16 @@ import type {
   WorkflowStartParams,
 } from "../store.ts";
 import { STORE_TX_METHODS } from "../store.ts";
-import type { IngestDropFilter, IngestLease, IngestRunFilter } from "../store.ts";
 import type {
-  ChunkDelta,
-  IngestDrop,
-  IngestRun,
-  IngestRunState,
-  NewDrop,
-  NewFailure,
-  PipelineSummary,
-} from "../../ingest/types.ts";
+  IngestChunkCommitParams,
+  IngestDropFilter,
+  IngestDropsPruneParams,
+  IngestDropWithRecord,
+  IngestRunFilter,
+  IngestRunFinishParams,
+  IngestRunOpenParams,
+} from "../store.ts";
+import type { IngestDrop, IngestRun, PipelineSummary } from "../../ingest/types.ts";
 import { SqliteIngest } from "./ingest.ts";
 import {
   type FileIdentity,
@@ -1535,14 +1535,7 @@ export class SqliteStore implements Store<SqliteTx> {
 
   // ------------------------------------------------------------------- ingest
 
-  ingestRunOpen(params: {
-    pipeline: string;
-    hash: string;
-    jobId: number;
-    fence: number;
-    trigger: IngestRun["trigger"];
-    now: number;
-  }): Promise<IngestRun | null> {
+  ingestRunOpen(params: IngestRunOpenParams): Promise<IngestRun | null> {
     return this.#exclusive(() => this.#write(() => this.#ingest.runOpen(params)));
   }
 
@@ -1550,27 +1543,11 @@ export class SqliteStore implements Store<SqliteTx> {
     return this.#exclusive(() => this.#ingest.failuresGet(params));
   }
 
-  ingestChunkCommit(params: {
-    lease: IngestLease;
-    pipeline: string;
-    delta: ChunkDelta;
-    pending: number;
-    cursor: string;
-    drops: NewDrop[];
-    failures: NewFailure[];
-    cleared: string[];
-    now: number;
-  }): Promise<boolean> {
+  ingestChunkCommit(params: IngestChunkCommitParams): Promise<boolean> {
     return this.#exclusive(() => this.#write(() => this.#ingest.chunkCommit(params)));
   }
 
-  ingestRunFinish(params: {
-    lease: IngestLease;
-    state: Exclude<IngestRunState, "running">;
-    error: string | null;
-    pending: number;
-    now: number;
-  }): Promise<boolean> {
+  ingestRunFinish(params: IngestRunFinishParams): Promise<boolean> {
     return this.#exclusive(() => this.#write(() => this.#ingest.runFinish(params)));
   }
 
@@ -1594,7 +1571,7 @@ export class SqliteStore implements Store<SqliteTx> {
     return this.#exclusive(() => this.#ingest.dropsList(params));
   }
 
-  ingestDropGet(params: { id: number }): Promise<(IngestDrop & { record: string | null }) | null> {
+  ingestDropGet(params: { id: number }): Promise<IngestDropWithRecord | null> {
     return this.#exclusive(() => this.#ingest.dropGet(params.id));
   }
 
@@ -1602,11 +1579,7 @@ export class SqliteStore implements Store<SqliteTx> {
     return this.#exclusive(() => this.#write(() => this.#ingest.dropReplayed(params)));
   }
 
-  ingestDropsPrune(params: {
-    before: { pipeline: string; before: number }[];
-    otherwise: number;
-    limit: number;
-  }): Promise<number> {
+  ingestDropsPrune(params: IngestDropsPruneParams): Promise<number> {
     return this.#exclusive(() => this.#write(() => this.#ingest.dropsPrune(params)));
   }
 
