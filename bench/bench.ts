@@ -612,6 +612,18 @@ async function runPhase(phase: Phase, run: number): Promise<void> {
         v.peakShortMb,
       );
       record("ingest_peak_long_mb", `ingest: peak RSS, ${shown} records`, "MB", v.peakLongMb);
+      record(
+        "ingest_live_short_mb",
+        `ingest: live heap after, ${(n / 4).toLocaleString("en-US")} records`,
+        "MB",
+        v.liveShortMb,
+      );
+      record(
+        "ingest_live_long_mb",
+        `ingest: live heap after, ${shown} records`,
+        "MB",
+        v.liveLongMb,
+      );
       log(
         `run ${run} ingest: ${fmt("rec/s", v.tsPerS)} rec/s TS, ${fmt("rec/s", v.commandPerS)} ` +
           `rec/s command, peak ${v.peakShortMb.toFixed(1)} / ${v.peakLongMb.toFixed(1)} MB`,
@@ -763,6 +775,8 @@ const KEYS = [
   "ingest_command_per_s",
   "ingest_peak_short_mb",
   "ingest_peak_long_mb",
+  "ingest_live_short_mb",
+  "ingest_live_long_mb",
 ];
 for (const key of KEYS) {
   const row = rows.get(key);

@@ -23,8 +23,9 @@
  * What is timed is the run's job, from the enqueue to its end (claim, the
  * reads, the steps, the sink, every chunk's fenced commit with its drop
  * rows). The counts are checked against the feed: a run that lost or
- * doubled a record fails the phase. RSS is sampled every 50 ms during the
- * `ts` run, at INGEST_N / 4 records and at INGEST_N records.
+ * doubled a record fails the phase. Each run has a process of its own (this
+ * module run as a script), so its RSS, sampled every 50 ms, is its own: the
+ * `ts` run at INGEST_N / 4 records and at INGEST_N records.
  *
  * @module
  */
@@ -47,6 +48,9 @@ export interface IngestTimes {
   /** Peak RSS during the `ts` run of the short and the long feed, MB. */
   peakShortMb: number;
   peakLongMb: number;
+  /** The heap the `ts` run kept alive (after a full collection at its end), MB. */
+  liveShortMb: number;
+  liveLongMb: number;
 }
 
 const POLL_MS = 5;
@@ -72,24 +76,37 @@ export async function phaseIngest(
     await writeFeed(short, Math.floor(cfg.n / 4));
     await Deno.writeTextFile(`${dir}/prices.json`, JSON.stringify({ price: 12.5 }));
     await Deno.writeTextFile(`${dir}/step.cjs`, NODE_STEP);
+    // Each run in a process of its own: a peak is the run's, not what an
+    // earlier, longer run left in the heap.
     const shortRun = await withFreshStore(
       db,
-      (location) => timedRun(location, tsPipeline(dir, short), Math.floor(cfg.n / 4), cfg),
+      (location) => inChild("ts", location, dir, short, Math.floor(cfg.n / 4), cfg),
     );
-    log(`ingest ts ${Math.floor(cfg.n / 4)}: peak ${shortRun.peakMb.toFixed(1)} MB`);
+    log(
+      `ingest ts ${Math.floor(cfg.n / 4)}: peak ${shortRun.peakMb.toFixed(1)} MB ` +
+        `(${shortRun.baseMb.toFixed(1)} MB before the run), ${
+          shortRun.liveMb.toFixed(1)
+        } MB live after`,
+    );
     const tsRun = await withFreshStore(
       db,
-      (location) => timedRun(location, tsPipeline(dir, long), cfg.n, cfg),
+      (location) => inChild("ts", location, dir, long, cfg.n, cfg),
+    );
+    log(
+      `ingest ts ${cfg.n}: peak ${tsRun.peakMb.toFixed(1)} MB ` +
+        `(${tsRun.baseMb.toFixed(1)} MB before the run), ${tsRun.liveMb.toFixed(1)} MB live after`,
     );
     const commandRun = await withFreshStore(
       db,
-      (location) => timedRun(location, commandPipeline(dir, long), cfg.n, cfg),
+      (location) => inChild("command", location, dir, long, cfg.n, cfg),
     );
     return {
       tsPerS: tsRun.perS,
       commandPerS: commandRun.perS,
       peakShortMb: shortRun.peakMb,
       peakLongMb: tsRun.peakMb,
+      liveShortMb: shortRun.liveMb,
+      liveLongMb: tsRun.liveMb,
     };
   } finally {
     await Deno.remove(dir, { recursive: true });
@@ -195,12 +212,82 @@ function processors(counter: { sunk: number }) {
   ];
 }
 
+/** What one run measured in its process. */
+interface RunFigures {
+  perS: number;
+  /** Peak RSS from the enqueue to the run's end, MB. */
+  peakMb: number;
+  /** RSS once the store was open and the runtime started, before the run, MB. */
+  baseMb: number;
+  /**
+   * The heap in use after a full collection once the run ended, MB: what
+   * the run kept alive (RSS also holds garbage V8 has not collected yet,
+   * and more of it on a longer run).
+   */
+  liveMb: number;
+}
+
+/** Runs one pipeline run in a child process (this module, as a script) and reads its figures. */
+async function inChild(
+  kind: "ts" | "command",
+  location: string,
+  dir: string,
+  feed: string,
+  n: number,
+  cfg: IngestConfig,
+): Promise<RunFigures> {
+  const output = await new Deno.Command(Deno.execPath(), {
+    args: [
+      "run",
+      "--quiet",
+      "--allow-read",
+      "--allow-write",
+      "--allow-env",
+      "--allow-sys",
+      "--allow-net",
+      "--allow-run",
+      // A full collection at the run's end measures what the run kept alive.
+      "--v8-flags=--expose-gc",
+      new URL(import.meta.url).pathname,
+      kind,
+      location,
+      dir,
+      feed,
+      String(n),
+      String(cfg.timeoutMs),
+    ],
+    stdin: "null",
+    stdout: "piped",
+    stderr: "inherit",
+  }).output();
+  const text = new TextDecoder().decode(output.stdout).trim();
+  if (!output.success) throw new Error(`ingest: the ${kind} run's process failed: ${text}`);
+  return JSON.parse(text.split("\n").at(-1)!) as RunFigures;
+}
+
+if (import.meta.main) {
+  const [kind, location, dir, feed, n, timeoutMs] = Deno.args as [
+    "ts" | "command",
+    string,
+    string,
+    string,
+    string,
+    string,
+  ];
+  const pipeline = kind === "ts" ? tsPipeline(dir, feed) : commandPipeline(dir, feed);
+  const figures = await timedRun(location, pipeline, Number(n), {
+    n: Number(n),
+    timeoutMs: Number(timeoutMs),
+  });
+  console.log(JSON.stringify(figures));
+}
+
 async function timedRun(
   location: string,
   pipeline: CompiledPipeline,
   n: number,
   cfg: IngestConfig,
-): Promise<{ perS: number; peakMb: number }> {
+): Promise<RunFigures> {
   const counter = { sunk: 0 };
   const jobs: Jobs = await openJobs(location, {
     workers: processors(counter),
@@ -208,6 +295,7 @@ async function timedRun(
   });
   try {
     const runtime = await jobs.start({ queues: { ingest: 1 } });
+    const base = Deno.memoryUsage().rss;
     let peak = 0;
     const sample = () => {
       peak = Math.max(peak, Deno.memoryUsage().rss);
@@ -221,7 +309,10 @@ async function timedRun(
     sample();
     await runtime.stop({ grace: 0 });
     check(run, n, counter.sunk);
-    return { perS: n / seconds, peakMb: peak / 1024 / 1024 };
+    (globalThis as unknown as { gc?: () => void }).gc?.();
+    const live = Deno.memoryUsage().heapUsed;
+    const mb = (bytes: number) => bytes / 1024 / 1024;
+    return { perS: n / seconds, peakMb: mb(peak), baseMb: mb(base), liveMb: mb(live) };
   } finally {
     await jobs.close({ grace: 0 });
   }

@@ -210,20 +210,12 @@ export class Jobs<Tx extends StoreTx = StoreTx> {
   /**
    * Enqueues one run of an ingest pipeline (made with `definePipeline`, or
    * read from `pipelines:` of a schedules file): a `jobs.ingest` job on the
-   * pipeline's queue, which a runtime serving that queue runs. The ingest
-   * runner is registered here on first use, with this process's workers as
-   * the TypeScript steps and sinks it finds by name.
+   * pipeline's queue, which a runtime serving that queue runs (any
+   * runtime started by a `Jobs` has the ingest runner, with its process's
+   * workers as the TypeScript steps and sinks it finds by name).
    */
   async ingest(pipeline: CompiledPipeline, options: TxOption<Tx> = {}): Promise<InsertResult> {
-    if (!this.#registry.has(INGEST_WORKER)) {
-      this.register(ingestWorker({
-        store: () => this.store,
-        clock: this.clock,
-        env: readEnv,
-        logger: this.logger,
-        workers: () => this.#registry,
-      }));
-    }
+    this.#ensureIngest();
     const now = this.clock.now();
     const [result] = await this.#insert([ingestJob(pipeline, { now })], now, options);
     return result!;
@@ -267,6 +259,8 @@ export class Jobs<Tx extends StoreTx = StoreTx> {
   /** Starts a runtime on this node; queues default to each worker's queue at concurrency 10. */
   async start(options: StartOptions = {}): Promise<Runtime> {
     const queues = options.queues ?? this.#defaultQueues();
+    // After the default queues: the runner alone adds no `ingest` queue.
+    this.#ensureIngest();
     const runtime = new Runtime(
       {
         store: this.store,
@@ -287,6 +281,23 @@ export class Jobs<Tx extends StoreTx = StoreTx> {
     await Promise.all([...this.#runtimes].map((r) => r.stop(options)));
     this.#runtimes.clear();
     await this.store.close();
+  }
+
+  /**
+   * The ingest runner, with this process's workers as the TypeScript steps
+   * and sinks it finds by name, unless one is registered: a runtime that
+   * serves a pipeline's queue runs its runs whether or not this process
+   * enqueued them.
+   */
+  #ensureIngest(): void {
+    if (this.#registry.has(INGEST_WORKER)) return;
+    this.register(ingestWorker({
+      store: () => this.store,
+      clock: this.clock,
+      env: readEnv,
+      logger: this.logger,
+      workers: () => this.#registry,
+    }));
   }
 
   #defaultQueues(): Record<string, number> {

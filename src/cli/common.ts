@@ -262,9 +262,13 @@ export interface GlobalOptions {
   json: Taken;
   /**
    * `--actor` and `--reason`, for the audit trail of a write; or `--actor`
-   * alone, with why there is no `--reason` (`noReason`).
+   * alone, with why there is no `--reason` (`noReason`); or neither, with
+   * why (`not`; `reasonFilters` when the command's own `--reason` filters).
    */
-  audit: { reason: "optional" | "required" } | { noReason: string } | { not: string };
+  audit:
+    | { reason: "optional" | "required" }
+    | { noReason: string }
+    | { not: string; reasonFilters?: true };
 }
 
 const DB_TEXT = {
@@ -294,6 +298,9 @@ export function globalOptions(command: Command, spec: GlobalOptions): Command {
   } else if ("noReason" in spec.audit) {
     command.option("--actor <name>", "who, for the audit trail (default: the OS user)");
     not.push(["--reason", spec.audit.noReason]);
+  } else if (spec.audit.reasonFilters) {
+    // The command's own `--reason` selects by a reason (drops); only `--actor` is not taken.
+    not.push(["--actor", spec.audit.not]);
   } else not.push(["--actor, --reason", spec.audit.not]);
   if (not.length > 0) {
     const width = Math.max(...not.map(([flag]) => flag.length));

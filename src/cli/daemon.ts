@@ -35,6 +35,8 @@ import { commandWorker } from "../runners/command.ts";
 import { reapOrphans } from "../runners/process_group.ts";
 import { httpWorker } from "../runners/http.ts";
 import { fanoutWorker } from "../runners/fanout.ts";
+import { ingestWorker } from "../runners/ingest.ts";
+import type { CompiledPipeline } from "../ingest/types.ts";
 import { workflowStartWorker } from "../runners/workflow_start.ts";
 import { loadWorkersModule } from "../runners/workers_module.ts";
 import { defineWorker, type Worker } from "../kernel/worker.ts";
@@ -248,6 +250,14 @@ export async function runDaemon(options: DaemonOptions, deps: DaemonDeps): Promi
           clock,
           onEnqueued: (queues) => wake.queues(queues),
         }),
+        // A pipeline run (a schedule's `run: { pipeline }`, `jobs ingest`, a replay).
+        ingestWorker({
+          store: () => jobs.store,
+          workers: () => jobs.registry,
+          env: deps.env,
+          clock,
+          logger,
+        }),
         ...moduleWorkers,
       ].map((worker) => guardEnvironment(worker, options.environment)),
     });
@@ -287,7 +297,11 @@ export async function runDaemon(options: DaemonOptions, deps: DaemonDeps): Promi
     pruneMs: () => prunerSettings(source.config.pruner).everyMs,
     pruner: () => {
       const { batch, retention } = prunerSettings(source.config.pruner);
-      return { batch, retention };
+      const drops = source.config.pipelines.map((p) => ({
+        pipeline: p.id,
+        retentionMs: p.dropsRetentionMs,
+      }));
+      return { batch, retention, drops };
     },
   });
   wake.queues = (queues) => runtime.wake(queues);
@@ -300,6 +314,8 @@ export async function runDaemon(options: DaemonOptions, deps: DaemonDeps): Promi
       logger,
       clock,
       metrics: () => snapshotOf(registry, runtime, clock.now()),
+      // The file's pipelines, for their freshness: read again on every scrape.
+      pipelines: () => source.config.pipelines,
       degraded: () => degradedReason(runtime),
     });
   } catch (error) {
@@ -494,14 +510,23 @@ async function applyPausedQueues(
 }
 
 /** The file's queues, plus every queue a schedule names, at concurrency 10 unless declared. */
+/** How many pipeline runs a daemon runs at once on a queue the file gives no concurrency. */
+export const INGEST_CONCURRENCY = 2;
+
 function queuesOf(
   source: {
-    config: { queues: Record<string, { concurrency: number }>; schedules: readonly Schedule[] };
+    config: {
+      queues: Record<string, { concurrency: number }>;
+      schedules: readonly Schedule[];
+      pipelines?: readonly CompiledPipeline[];
+    };
   },
 ): Record<string, number> {
   const queues: Record<string, number> = {};
   for (const [name, q] of Object.entries(source.config.queues)) queues[name] = q.concurrency;
   for (const s of source.config.schedules) queues[s.queue] ??= 10;
+  // A pipeline run holds its commands and a buffer: two at a time unless the file says.
+  for (const p of source.config.pipelines ?? []) queues[p.queue] ??= INGEST_CONCURRENCY;
   if (Object.keys(queues).length === 0) queues.default = 10;
   return queues;
 }

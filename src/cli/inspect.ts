@@ -11,6 +11,7 @@
 
 import type { Command } from "commander";
 import { shortHash } from "../admin/definitions.ts";
+import { pipelinesView, type PipelineView } from "../admin/pipelines.ts";
 import {
   type JobDetail,
   jobDetail,
@@ -41,6 +42,7 @@ import {
   quiet,
 } from "./common.ts";
 import { loadConfig } from "./config.ts";
+import { freshnessText } from "./ingest.ts";
 import { openStore, tryOpenStore } from "./open_store.ts";
 import { block, cell, echo, firstLine, iso, safeJson, table, truncate, when } from "./text.ts";
 
@@ -142,11 +144,11 @@ export async function statusCommand(
         readMs: null,
         error: opened.problem,
       };
-    const view = await statusView({
-      store: opened.ok && health.reachable ? opened.store : null,
-      config: loaded.config,
-      now,
-    });
+    const readable = opened.ok && health.reachable ? opened.store : null;
+    const view = await statusView({ store: readable, config: loaded.config, now });
+    const pipelines = readable
+      ? await pipelinesView({ store: readable, pipelines: loaded.config?.pipelines ?? [], now })
+      : [];
     if (options.json) {
       deps.out(safeJson({
         now: iso(now),
@@ -155,9 +157,15 @@ export async function statusCommand(
         queues: view.queues.map(queueJson),
         nodes: view.nodes.map(nodeJson),
         schedules: view.schedules.map(scheduleJson),
+        pipelines: pipelines.map((p) => pipelineStatusJson(p)),
       }));
     } else {
       for (const line of statusText(view, health, loaded.problem)) deps.out(line);
+      if (pipelines.length > 0) {
+        deps.out("");
+        deps.out("pipelines:");
+        for (const p of pipelines) deps.out(`  ${pipelineStatusText(p, now)}`);
+      }
     }
     if (!health.reachable) {
       throw new CommandFailed(
@@ -269,6 +277,28 @@ function queueJson(q: QueueView) {
 
 function nodeJson(n: NodeView) {
   return { ...n, startedAt: iso(n.startedAt), heartbeatAt: iso(n.heartbeatAt) };
+}
+
+/** `pipeline catalog: STALE (...); last run 12 completed 3m ago`. */
+function pipelineStatusText(p: PipelineView, now: number): string {
+  const last = p.recent[0];
+  return `pipeline ${cell(p.id)}: ${freshnessText(p, now)}; ` +
+    (last
+      ? `last run ${last.id} ${last.state} ${when(last.finishedAt ?? last.startedAt, now)}`
+      : "no runs");
+}
+
+/** A pipeline as `jobs status --json` prints it: its freshness and last run. */
+function pipelineStatusJson(p: PipelineView) {
+  const last = p.recent[0];
+  return {
+    id: p.id,
+    stale: p.freshness?.stale ?? false,
+    freshness: p.freshness &&
+      { ...p.freshness, lastCompletedAt: iso(p.freshness.lastCompletedAt) },
+    lastRun: last ? { id: last.id, state: last.state, finishedAt: iso(last.finishedAt) } : null,
+    droppedLastHour: p.droppedLastHour,
+  };
 }
 
 /** A schedule's status as `--json` prints it: instants as ISO UTC. */

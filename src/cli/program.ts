@@ -31,6 +31,7 @@ import { registerSchedulesCommands } from "./schedules.ts";
 import { commandLine, echo, ECHO_MAX } from "./text.ts";
 import { registerTuiCommand } from "./tui.ts";
 import { registerVersionCommand, versionLine } from "./version.ts";
+import { registerIngestCommands } from "./ingest.ts";
 import { registerWorkflowCommands } from "./workflows.ts";
 
 export { type CliDeps, CommandFailed } from "./common.ts";
@@ -68,7 +69,10 @@ export function buildProgram(deps: CliDeps): Command {
     .description("a durable job scheduler and queue on an embedded SQLite file")
     .version(versionLine(), "-V, --version", "print the version")
     .helpCommand(false)
-    .showSuggestionAfterError(false);
+    .showSuggestionAfterError(false)
+    // A group's options stop at its subcommand: `drops --reason` filters,
+    // `drops replay --reason` is the audit's why.
+    .enablePositionalOptions();
   quiet(program, deps, undefined);
 
   registerVersionCommand(program, deps);
@@ -121,6 +125,7 @@ export function buildProgram(deps: CliDeps): Command {
   registerMigrateStoreCommand(program, deps);
   registerTuiCommand(program, deps);
   registerWorkflowCommands(program, deps);
+  registerIngestCommands(program, deps);
   return program;
 }
 

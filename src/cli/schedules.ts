@@ -122,6 +122,13 @@ export async function checkCommand(
   const useCases = Object.keys(config.useCases).length;
   const workflows = config.workflows.length;
   const sagas = config.workflows.filter((w) => w.saga).length;
+  // Each pipeline with its steps in run order: the order decides what each step sees.
+  const pipelines = config.pipelines.map((p) => ({
+    id: p.id,
+    steps: p.steps.map((step) => ({ name: step.name, mark: step.mark, sources: step.sources })),
+    sink: p.sink.kind === "worker" ? p.sink.worker : p.sink.argv.join(" "),
+    dropReasons: p.dropReasons,
+  }));
   if (options.json) {
     deps.out(JSON.stringify(
       {
@@ -131,6 +138,7 @@ export async function checkCommand(
         queues,
         ...(workflows > 0 ? { workflows, sagas } : {}),
         ...(useCases > 0 ? { useCases } : {}),
+        ...(pipelines.length > 0 ? { pipelines } : {}),
         ...(pruner ? { pruner } : {}),
       },
       null,
@@ -141,11 +149,22 @@ export async function checkCommand(
   const flows = [
     workflows > 0 ? `, ${plural(workflows, "workflow")} (${plural(sagas, "saga")})` : "",
     useCases > 0 ? `, ${plural(useCases, "use case")}` : "",
+    pipelines.length > 0 ? `, ${plural(pipelines.length, "pipeline")}` : "",
   ].join("");
   deps.out(
     `${cell(options.config)}: valid, ${plural(config.schedules.length, "schedule")}, ` +
       plural(queues, "queue") + flows + (pruner ? `; ${prunerText(pruner)}` : ""),
   );
+  for (const p of pipelines) {
+    const steps = p.steps.map((step, i) =>
+      `${i + 1}. ${step.mark} ${cell(step.name)}` +
+      (step.sources.length > 0 ? ` (reads ${step.sources.map(cell).join(", ")})` : "")
+    );
+    deps.out(
+      `pipeline ${cell(p.id)}: ${[...steps, `sink ${cell(p.sink)}`].join(" -> ")}; ` +
+        `drop reasons ${p.dropReasons.map(cell).join(", ")}`,
+    );
+  }
 }
 
 /** `pruner every 1m, batch 1000, retention completed 7d, cancelled 30d, discarded 30d`. */

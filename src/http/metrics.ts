@@ -9,13 +9,24 @@
  * ran (a histogram by definition and step, fed by the `job.stop` events of
  * step jobs, which name them).
  *
+ * Ingest pipelines add their records by outcome, their drops by reason and
+ * their finished runs by state (counters fed by the engine's `ingest.chunk`
+ * and `ingest.finished` events), and, when the server is given the
+ * schedules file's pipelines, their freshness read from the store on each
+ * scrape: whether a bounded pipeline is stale, what it promises and when its
+ * newest run completed.
+ *
  * Labels carry only names an operator chose (queue, worker, schedule id,
- * workflow and step id): never job args, error text or anything else a job or a failure supplies,
- * which could leak secrets and would grow the series without bound.
+ * workflow and step id, pipeline id and drop reason from its closed set):
+ * never job args, record text, error text or anything else a job or a
+ * failure supplies, which could leak secrets and would grow the series
+ * without bound.
  *
  * @module
  */
 
+import { freshnessOf, totalDropped } from "../admin/pipelines.ts";
+import type { CompiledPipeline } from "../ingest/types.ts";
 import { JOB_STATES, type JobState } from "../kernel/types.ts";
 import type { Store } from "../store/store.ts";
 import { RUN_STATES } from "../workflow/types.ts";
@@ -61,6 +72,15 @@ export interface OutcomeSample {
   value: number;
 }
 
+/** One series of an ingest counter: by pipeline and one more name `K` (outcome, reason, state). */
+export interface PipelineSample<K extends string> {
+  labels: { pipeline: string } & { [key in K]: string };
+  value: number;
+}
+
+/** What a chunk's records came to: `jobs_ingest_records_total{outcome}`. */
+export const INGEST_OUTCOMES = ["received", "kept", "sunk", "dropped", "failed"] as const;
+
 /** The counters the daemon keeps since it started; every field is optional. */
 export interface MetricsSnapshot {
   /** Attempts that completed: `jobs_completions_total`. */
@@ -75,6 +95,15 @@ export interface MetricsSnapshot {
   attempts?: OutcomeSample[];
   /** Leases this node lost (operator cancel, rescued elsewhere): `jobs_leases_lost_total`. */
   leasesLost?: { queue: string; value: number }[];
+  /**
+   * Records of committed ingest chunks by pipeline and outcome (one of
+   * {@linkcode INGEST_OUTCOMES}; `dropped` sums every reason): `jobs_ingest_records_total`.
+   */
+  ingestRecords?: PipelineSample<"outcome">[];
+  /** Records of committed chunks dropped, by pipeline and reason: `jobs_ingest_dropped_total`. */
+  ingestDropped?: PipelineSample<"reason">[];
+  /** Ingest runs finished, by pipeline and state (`paged` included): `jobs_ingest_runs_total`. */
+  ingestRuns?: PipelineSample<"state">[];
   /** Failed store calls by step (`heartbeat`, `producer:<queue>`): `jobs_store_errors_total`. */
   storeErrors?: { source: string; value: number }[];
   /** Whether the node is degraded (a step's last store call failed): `jobs_store_degraded`. */
@@ -149,6 +178,13 @@ class Histogram<L> {
  * A `job.stop` of a workflow step names its definition (`workflow`, a
  * string) and its step (`step`); a compensation's also says
  * `stepKind: "compensation"` and is not counted as a step's duration.
+ *
+ * An `ingest.chunk` adds its counts to the pipeline's series of every
+ * outcome, zeros included, so a series exists (and rate() works) from the
+ * first chunk on. Runs are counted from `ingest.finished` alone: an
+ * `ingest.paged` is followed by the run's `ingest.finished` with state
+ * `paged` (or `failed`, when `ingest.unbalanced` said its counts do not add
+ * up), so counting those too would count the run twice.
  */
 export class MetricsRegistry {
   #completions = new Map<string, CounterSample>();
@@ -157,6 +193,9 @@ export class MetricsRegistry {
   #stepDurations = new Map<string, Histogram<StepLabels>>();
   #attempts = new Map<string, OutcomeSample>();
   #leasesLost = new Map<string, number>();
+  #ingestRecords = new Map<string, PipelineSample<"outcome">>();
+  #ingestDropped = new Map<string, PipelineSample<"reason">>();
+  #ingestRuns = new Map<string, PipelineSample<"state">>();
 
   /** A logger that counts each event here, then hands it on to `logger`. */
   tap(logger: Logger): Logger {
@@ -172,6 +211,10 @@ export class MetricsRegistry {
     else if (event === "job.lease_lost") {
       const queue = String(fields.queue);
       this.#leasesLost.set(queue, (this.#leasesLost.get(queue) ?? 0) + 1);
+    } else if (event === "ingest.chunk") this.#chunkCommitted(fields);
+    else if (event === "ingest.finished") {
+      const labels = { pipeline: String(fields.pipeline), state: String(fields.state) };
+      bump(this.#ingestRuns, `${labels.pipeline}\0${labels.state}`, labels);
     }
   }
 
@@ -186,7 +229,32 @@ export class MetricsRegistry {
       durations: [...this.#durations.values()].map((h) => h.sample()),
       stepDurations: [...this.#stepDurations.values()].map((h) => h.sample()),
       leasesLost: [...this.#leasesLost].map(([queue, value]) => ({ queue, value })),
+      ingestRecords: copy(this.#ingestRecords),
+      ingestDropped: copy(this.#ingestDropped),
+      ingestRuns: copy(this.#ingestRuns),
     };
+  }
+
+  #chunkCommitted(fields: Record<string, unknown>): void {
+    const pipeline = String(fields.pipeline);
+    const dropped: Record<string, number> = {};
+    // Read defensively: a counter only ever grows, by a finite count.
+    if (typeof fields.dropped === "object" && fields.dropped !== null) {
+      for (const [reason, n] of Object.entries(fields.dropped)) dropped[reason] = countOf(n);
+    }
+    const counts: Record<(typeof INGEST_OUTCOMES)[number], number> = {
+      received: countOf(fields.received),
+      kept: countOf(fields.kept),
+      sunk: countOf(fields.sunk),
+      dropped: totalDropped(dropped),
+      failed: countOf(fields.failed),
+    };
+    for (const outcome of INGEST_OUTCOMES) {
+      add(this.#ingestRecords, `${pipeline}\0${outcome}`, { pipeline, outcome }, counts[outcome]);
+    }
+    for (const [reason, n] of Object.entries(dropped)) {
+      add(this.#ingestDropped, `${pipeline}\0${reason}`, { pipeline, reason }, n);
+    }
   }
 
   #jobStopped(fields: Record<string, unknown>): void {
@@ -218,9 +286,24 @@ function observe<L>(map: Map<string, Histogram<L>>, key: string, labels: L, seco
 
 /** Adds one to the series `key` of `map`, which starts with `labels` the first time. */
 function bump<L>(map: Map<string, { labels: L; value: number }>, key: string, labels: L): void {
+  add(map, key, labels, 1);
+}
+
+/** Adds `n` to the series `key` of `map`, which starts with `labels`; 0 still makes the series. */
+function add<L>(
+  map: Map<string, { labels: L; value: number }>,
+  key: string,
+  labels: L,
+  n: number,
+): void {
   const sample = map.get(key);
-  if (sample) sample.value++;
-  else map.set(key, { labels, value: 1 });
+  if (sample) sample.value += n;
+  else map.set(key, { labels, value: n });
+}
+
+/** A count from an event's field: a finite number of at least 0, else 0. */
+function countOf(value: unknown): number {
+  return typeof value === "number" && Number.isFinite(value) && value > 0 ? value : 0;
 }
 
 /** The `Content-Type` of the page. */
@@ -266,11 +349,25 @@ class Page {
   }
 }
 
+/** What {@linkcode renderMetrics} needs to show the freshness of ingest pipelines. */
+export interface IngestFreshnessParams {
+  /** The schedules file's pipelines; those with a bounded freshness get `jobs_ingest_stale`. */
+  pipelines: readonly CompiledPipeline[];
+  /** The scrape's instant, UTC epoch ms, from the caller's clock. */
+  now: number;
+}
+
 /**
  * Renders the page: reads job counts, queues, nodes and schedules from the
- * store (reads only), then the optional snapshot. Throws when the store does.
+ * store (reads only), then the optional snapshot, then (when `ingest` is
+ * given) the pipelines' freshness from the store's ingest summaries.
+ * Throws when the store does.
  */
-export async function renderMetrics(store: Store, snapshot?: MetricsSnapshot): Promise<string> {
+export async function renderMetrics(
+  store: Store,
+  snapshot?: MetricsSnapshot,
+  ingest?: IngestFreshnessParams,
+): Promise<string> {
   const [counts, queues, nodes, schedules, runs, compensations] = await Promise.all([
     store.jobsCount({}),
     store.queuesList(),
@@ -357,7 +454,93 @@ export async function renderMetrics(store: Store, snapshot?: MetricsSnapshot): P
     },
   );
   renderRuntime(page, snapshot ?? {});
+  renderIngestCounters(page, snapshot ?? {});
+  // Read only when asked: a caller without pipelines may hand a store
+  // that has no ingest tables to read.
+  if (ingest) renderFreshness(page, ingest, await store.ingestSummaries({ since: ingest.now }));
   return page.toString();
+}
+
+/** The ingest engine's counters: records by outcome, drops by reason, runs by state. */
+function renderIngestCounters(page: Page, snapshot: MetricsSnapshot): void {
+  counter(
+    page,
+    "jobs_ingest_records_total",
+    "Records of committed ingest chunks since the daemon started, by pipeline and outcome " +
+      "(received, kept, sunk, dropped, failed).",
+    {
+      samples: snapshot.ingestRecords,
+      labels: (s) => ({ pipeline: String(s.labels.pipeline), outcome: String(s.labels.outcome) }),
+    },
+  );
+  counter(
+    page,
+    "jobs_ingest_dropped_total",
+    "Records of committed ingest chunks dropped since the daemon started, by pipeline and reason.",
+    {
+      samples: snapshot.ingestDropped,
+      labels: (s) => ({ pipeline: String(s.labels.pipeline), reason: String(s.labels.reason) }),
+    },
+  );
+  counter(
+    page,
+    "jobs_ingest_runs_total",
+    "Ingest runs finished since the daemon started, by pipeline and state.",
+    {
+      samples: snapshot.ingestRuns,
+      labels: (s) => ({ pipeline: String(s.labels.pipeline), state: String(s.labels.state) }),
+    },
+  );
+}
+
+/**
+ * The pipelines' freshness at `now`: stale and the promise for the declared
+ * pipelines with a bounded freshness, in file order; the newest completed
+ * run for every pipeline that has one, declared first, then the store's
+ * others by name (as `jobs pipelines` lists them).
+ */
+function renderFreshness(
+  page: Page,
+  ingest: IngestFreshnessParams,
+  summaries: readonly { pipeline: string; lastCompletedAt: number | null }[],
+): void {
+  const completedAt = new Map(summaries.map((s) => [s.pipeline, s.lastCompletedAt]));
+  const bounded = ingest.pipelines.flatMap((p) => {
+    const view = freshnessOf(p.freshness, completedAt.get(p.id) ?? null, ingest.now);
+    return view?.mode === "bounded" ? [{ pipeline: p.id, view }] : [];
+  });
+  page.family(
+    "jobs_ingest_stale",
+    "gauge",
+    "1 when a bounded pipeline's newest completed run is older than its freshness promises, " +
+      "or none completed.",
+  );
+  for (const b of bounded) {
+    page.sample("jobs_ingest_stale", { pipeline: b.pipeline }, b.view.stale ? 1 : 0);
+  }
+  page.family(
+    "jobs_ingest_freshness_seconds",
+    "gauge",
+    "How fresh a bounded pipeline promises its data to be (its freshness within), in seconds.",
+  );
+  for (const b of bounded) {
+    page.sample("jobs_ingest_freshness_seconds", { pipeline: b.pipeline }, b.view.withinMs! / 1000);
+  }
+  const declared = new Set(ingest.pipelines.map((p) => p.id));
+  const ids = [
+    ...declared,
+    ...summaries.map((s) => s.pipeline).filter((id) => !declared.has(id)).sort(),
+  ];
+  page.family(
+    "jobs_ingest_last_completed_timestamp_seconds",
+    "gauge",
+    "When the pipeline's newest completed run finished (Unix seconds).",
+  );
+  for (const pipeline of ids) {
+    const at = completedAt.get(pipeline);
+    if (at === undefined || at === null) continue;
+    page.sample("jobs_ingest_last_completed_timestamp_seconds", { pipeline }, at / 1000);
+  }
 }
 
 /**

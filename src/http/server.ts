@@ -19,6 +19,7 @@
  */
 
 import type { Clock } from "../clock.ts";
+import type { CompiledPipeline } from "../ingest/types.ts";
 import { redact } from "../kernel/redact.ts";
 import type { Store } from "../store/store.ts";
 import type { Logger } from "../worker/logger.ts";
@@ -37,10 +38,17 @@ export interface HttpServerOptions {
   token?: string;
   /** Receives `http.listening` and `http.error`; never sees the token. */
   logger: Logger;
-  /** Times the `/readyz` deadline. */
+  /** Times the `/readyz` deadline, and is the `now` of `/metrics`' ingest freshness. */
   clock: Clock;
   /** The daemon's in-memory counters, added to `/metrics` when given. */
   metrics?: () => MetricsSnapshot;
+  /**
+   * The schedules file's pipelines as they are now (read on each scrape, so
+   * a reloaded file counts): when given, `/metrics` adds their freshness
+   * (`jobs_ingest_stale`, `jobs_ingest_freshness_seconds`,
+   * `jobs_ingest_last_completed_timestamp_seconds`) read from the store.
+   */
+  pipelines?: () => readonly CompiledPipeline[];
   /**
    * Why the daemon cannot do its work now (its store calls fail), or null
    * when it can: a reason makes `/readyz` answer 503 with it.
@@ -128,7 +136,12 @@ export async function startHttpServer(options: HttpServerOptions): Promise<HttpS
 
   const metrics = async (): Promise<Response> => {
     try {
-      const page = await renderMetrics(store, options.metrics?.());
+      const pipelines = options.pipelines?.();
+      const page = await renderMetrics(
+        store,
+        options.metrics?.(),
+        pipelines ? { pipelines, now: clock.now() } : undefined,
+      );
       return new Response(page, {
         status: 200,
         headers: { "content-type": METRICS_CONTENT_TYPE, "cache-control": "no-store" },

@@ -7,6 +7,7 @@
  */
 
 import type { CompiledWorkflow, StepRun } from "../workflow/types.ts";
+import type { CompiledPipeline } from "../ingest/types.ts";
 
 /** What to do with a local time that does not exist (spring forward). */
 export type GapPolicy = "skip" | "shift";
@@ -205,6 +206,12 @@ export interface ScheduleConfig {
    * compiled (use cases resolved), in file order; empty when none.
    */
   workflows: CompiledWorkflow[];
+  /**
+   * The `pipelines:` section, each checked by `checkPipeline` and compiled
+   * (paths resolved against the file's folder, the `sources:` its steps
+   * read carried inside), in file order; empty when none.
+   */
+  pipelines: CompiledPipeline[];
   /**
    * The `workers:` module, resolved against the schedules file's folder
    * (relative when the file's path is): its exported workers run the

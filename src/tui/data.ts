@@ -4,7 +4,10 @@
  * assembled for each screen, a page of jobs at a time (keyset paging, so a
  * page costs the same at any depth of a large table), workflow runs through
  * `src/admin/workflows.ts` (a page of runs with their step counts, one run
- * as its view), and the schedules file reloaded when it changes.
+ * as its view), pipelines through `src/admin/pipelines.ts` (the schedules
+ * file's and those the store has runs of, with their last run, drops and
+ * freshness; one with its newest runs), and the schedules file reloaded
+ * when it changes.
  *
  * The store is opened lazily and never created: a missing file is an
  * error the dashboard shows, and the next refresh tries again.
@@ -12,6 +15,7 @@
  * @module
  */
 
+import { pipelinesView, type PipelineView } from "../admin/pipelines.ts";
 import {
   type JobDetail,
   jobDetail,
@@ -48,6 +52,8 @@ export const THROUGHPUT_BUCKET_MS = 60_000;
 export const THROUGHPUT_BUCKETS = 60;
 /** How many upcoming occurrences the schedules view shows. */
 export const UPCOMING = 5;
+/** How many of its newest runs an open pipeline shows. */
+export const PIPELINE_RUNS = 20;
 
 /** One queue of the overview: its counts and pause, and its throughput by minute. */
 export interface QueueOverview extends QueueView {
@@ -65,6 +71,8 @@ export interface Overview {
   nodes: NodeView[];
   /** Schedules that misfired or are disabled. */
   attention: ScheduleStatus[];
+  /** Pipelines stale or whose last run paged or failed ({@linkcode needsAttention}). */
+  pipelineAttention: PipelineView[];
   /** Why the schedules file could not be used: each error, none when it was read. */
   configProblems: string[];
 }
@@ -157,6 +165,10 @@ export interface DashboardData {
   workflowRuns(query: RunsQuery): Promise<RunsPage>;
   /** One run with its steps (in definition order) and compensation trail, or null. */
   workflowRun(id: number): Promise<WorkflowRunView | null>;
+  /** Every pipeline (the file's in file order, then the store's others) with its last run. */
+  pipelines(now: number): Promise<PipelineView[]>;
+  /** One pipeline with its newest {@linkcode PIPELINE_RUNS} runs; null when none is `id`. */
+  pipeline(id: string, now: number): Promise<PipelineView | null>;
 }
 
 /** One read of a screen, as the reducer asks for it. */
@@ -167,7 +179,9 @@ export type ReadRequest =
   | { view: "schedules" }
   | { view: "dead"; limit: number }
   | { view: "workflows"; query: RunsQuery }
-  | { view: "workflow"; id: number };
+  | { view: "workflow"; id: number }
+  | { view: "pipelines" }
+  | { view: "pipeline"; id: string };
 
 /** The answer to a {@linkcode ReadRequest}. */
 export type ReadResult =
@@ -177,7 +191,9 @@ export type ReadResult =
   | { view: "schedules"; schedules: ScheduleInfo[] }
   | { view: "dead"; groups: DeadLetterGroup[] }
   | { view: "workflows"; page: RunsPage }
-  | { view: "workflow"; id: number; run: WorkflowRunView | null };
+  | { view: "workflow"; id: number; run: WorkflowRunView | null }
+  | { view: "pipelines"; pipelines: PipelineView[] }
+  | { view: "pipeline"; id: string; pipeline: PipelineView | null };
 
 /** Makes the read `request` asks for, as of `now`. */
 export async function readView(
@@ -205,6 +221,14 @@ export async function readView(
       return { view: "workflows", page: await data.workflowRuns(request.query) };
     case "workflow":
       return { view: "workflow", id: request.id, run: await data.workflowRun(request.id) };
+    case "pipelines":
+      return { view: "pipelines", pipelines: await data.pipelines(now) };
+    case "pipeline":
+      return {
+        view: "pipeline",
+        id: request.id,
+        pipeline: await data.pipeline(request.id, now),
+      };
   }
 }
 
@@ -355,6 +379,7 @@ export function storeData(params: {
         heartbeatMs: params.heartbeatMs,
       });
       const throughput = await throughputOf(store, now);
+      const pipelines = await pipelinesOf(store, loaded, now);
       return {
         now,
         store: check,
@@ -364,6 +389,7 @@ export function storeData(params: {
         })),
         nodes,
         attention: schedules.filter((s) => s.misfires > 0 || (s.declared && !s.enabled)),
+        pipelineAttention: pipelines.filter(needsAttention),
         configProblems: loaded.problems,
       };
     },
@@ -426,7 +452,38 @@ export function storeData(params: {
     async workflowRun(id) {
       return await workflowRunView(await source.get(), id);
     },
+    async pipelines(now) {
+      return await pipelinesOf(await source.get(), await params.config(), now);
+    },
+    async pipeline(id, now) {
+      const store = await source.get();
+      const view = (await pipelinesOf(store, await params.config(), now)).find((v) => v.id === id);
+      if (!view || view.runs === 0) return view ?? null;
+      return {
+        ...view,
+        recent: await store.ingestRunsList({ pipeline: id, limit: PIPELINE_RUNS }),
+      };
+    },
   };
+}
+
+/**
+ * Every pipeline with its last run only: a list and the overview need no
+ * more, and an open pipeline reads its newest runs itself. A schedules
+ * file with errors leaves only the pipelines the store has runs of.
+ */
+async function pipelinesOf(
+  store: Store,
+  loaded: LoadedConfig,
+  now: number,
+): Promise<PipelineView[]> {
+  return await pipelinesView({ store, pipelines: loaded.config?.pipelines ?? [], now, recent: 1 });
+}
+
+/** A pipeline the overview names: stale, or its last run paged or failed. */
+export function needsAttention(view: PipelineView): boolean {
+  const last = view.recent[0]?.state;
+  return view.freshness?.stale === true || last === "paged" || last === "failed";
 }
 
 /** Runs by state over every definition, from the store's counts by definition and state. */

@@ -20,10 +20,10 @@ export type { ConfirmDialog, MenuDialog, Overlay, PickerDialog, PromptDialog } f
 
 /** The key bindings, as the help shows them. */
 export const HELP: [string, string][] = [
-  ["1 2 3 4 5, tab", "overview, jobs, schedules, dead letters, workflows"],
+  ["1-6, tab", "overview, jobs, schedules, dead letters, workflows, pipelines"],
   ["j k, ↓ ↑", "move (in a list) or scroll (in a detail or preview)"],
   ["n b, PgDn PgUp", "next and previous page of jobs (g: first page)"],
-  ["⏎", "open: a queue's, schedule's or group's jobs; a job's detail"],
+  ["⏎", "open: a queue's, schedule's or group's jobs; a job, run or pipeline"],
   ["esc", "back from a detail; clear the jobs filter; cancel a dialog"],
   ["/", "search jobs: text, or state: queue: schedule: worker: tag: words"],
   ["", "(typing replaces the search shown; ← → Home End ^U ^K ^W edit it)"],

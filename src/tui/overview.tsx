@@ -1,7 +1,8 @@
 /**
  * The overview: the store's health, each queue with its counts by state,
  * pause and concurrency and a throughput sparkline, the nodes with their
- * heartbeat age, and the schedules that misfired or are disabled.
+ * heartbeat age, and what needs attention: the schedules that misfired or
+ * are disabled, the pipelines that are stale or whose last run paged or failed.
  *
  * @module
  */
@@ -11,6 +12,7 @@ import type { NodeView, ScheduleStatus, StoreCheck } from "../admin/views.ts";
 import { JOB_STATES, type JobState } from "../kernel/types.ts";
 import type { Overview, QueueOverview } from "./data.ts";
 import { Lines, type Seg, seg } from "./line.tsx";
+import { pipelineAttentionLines } from "./pipelines_view.tsx";
 import {
   ago,
   compact,
@@ -59,7 +61,11 @@ export function overviewLines(props: OverviewProps): Seg[][] {
   const rest = Math.max(3, height - fixed);
   const share = Math.max(1, Math.floor(rest / 4));
   const nodeRows = Math.min(Math.max(1, overview.nodes.length), share);
-  const attentionRows = Math.min(Math.max(1, overview.attention.length), share);
+  const attention = [
+    ...scheduleAttention(overview.attention, now),
+    ...overview.pipelineAttention.flatMap((p) => pipelineAttentionLines(p, now)),
+  ];
+  const attentionRows = Math.min(Math.max(1, attention.length), share);
   // The file's errors come before the queues' rows: they say why the rest may be wrong.
   const problemRows = Math.min(problems.length, Math.max(2, Math.floor(rest / 2)));
   const queueRows = Math.max(1, rest - nodeRows - attentionRows - problemRows);
@@ -67,7 +73,7 @@ export function overviewLines(props: OverviewProps): Seg[][] {
   if (problems.length > 0) lines.push(...problemLines(problems, problemRows), []);
   lines.push(...queueLines(overview.queues, props.cursor, queueRows, width));
   lines.push([], ...nodeLines(overview.nodes, nodeRows, now));
-  lines.push([], ...attentionLines(overview.attention, attentionRows, now));
+  lines.push([], ...attentionLines(attention, attentionRows));
   return lines.slice(0, height);
 }
 
@@ -178,15 +184,20 @@ function nodeLines(nodes: NodeView[], rows: number, now: number): Seg[][] {
   return out;
 }
 
-function attentionLines(schedules: ScheduleStatus[], rows: number, now: number): Seg[][] {
+/** The attention section: its header, then `lines` (one per problem), as many as fit. */
+function attentionLines(lines: Seg[][], rows: number): Seg[][] {
   const header = [
-    seg("SCHEDULES NEEDING ATTENTION", { bold: true }),
-    seg("  misfired or disabled"),
+    seg("NEEDING ATTENTION", { bold: true }),
+    seg("  schedules misfired/disabled, pipelines stale/paged/failed"),
   ];
-  if (schedules.length === 0) return [header, [seg("  none", { dim: true })]];
-  const { shown, more } = fitList(schedules, rows);
-  const out: Seg[][] = [header];
-  for (const s of shown) {
+  if (lines.length === 0) return [header, [seg("  none", { dim: true })]];
+  const { shown, more } = fitList(lines, rows);
+  return [header, ...shown, ...(more > 0 ? [[seg(`  … ${more} more`, { dim: true })]] : [])];
+}
+
+/** A line per schedule that misfired or is disabled. */
+function scheduleAttention(schedules: ScheduleStatus[], now: number): Seg[][] {
+  return schedules.map((s) => {
     const parts: Seg[] = [seg(`  ${s.id}  `)];
     if (!s.enabled) {
       parts.push(seg("disabled", { color: "yellow", bold: true }));
@@ -206,10 +217,8 @@ function attentionLines(schedules: ScheduleStatus[], rows: number, now: number):
         seg(s.lastMisfireFor !== null ? ` (last ${ago(s.lastMisfireFor, now)})` : ""),
       );
     }
-    out.push(parts);
-  }
-  if (more > 0) out.push([seg(`  … ${more} more`, { dim: true })]);
-  return out;
+    return parts;
+  });
 }
 
 /** The first `rows` items, or `rows - 1` and how many more when they do not fit. */

@@ -10,7 +10,8 @@
  * fails the last data stays (the banner says why) and the next tick tries
  * again. In read-only mode every action is refused before it asks anything.
  * A status message belongs to the view it was said in: it clears when the
- * tab changes or a job's (or a workflow run's) detail opens or closes.
+ * tab changes or a job's (or a workflow run's, or a pipeline's) detail opens
+ * or closes.
  *
  * @module
  */
@@ -44,6 +45,7 @@ import {
   readOf,
   runsPageSize,
   selectedJob,
+  selectedPipeline,
   selectedRun,
   selectedSchedule,
   shownJob,
@@ -163,6 +165,12 @@ function applyRead(state: DashboardState, result: ReadResult): DashboardState {
       return state.run?.id === result.id
         ? { ...state, run: { ...state.run, data: result.run } }
         : state;
+    case "pipelines":
+      return { ...state, pipelines: result.pipelines };
+    case "pipeline":
+      return state.pipeline?.id === result.id
+        ? { ...state, pipeline: { ...state.pipeline, data: result.pipeline } }
+        : state;
   }
 }
 
@@ -208,6 +216,10 @@ function onKey(state: DashboardState, key: Key, ctx: Context): DashboardState {
   }
   if (state.tab === "workflows" && state.run !== null) return runKey(state, key, down, up);
   if (state.tab === "workflows") return runsKey(state, key, down, up);
+  if (state.tab === "pipelines" && state.pipeline !== null) {
+    return pipelineKey(state, key, down, up);
+  }
+  if (state.tab === "pipelines") return pipelinesKey(state, key, down, up);
   const count = state.dead?.length ?? 0;
   if (down) return { ...state, deadCursor: clamp(state.deadCursor + 1, count) };
   if (up) return { ...state, deadCursor: clamp(state.deadCursor - 1, count) };
@@ -421,6 +433,34 @@ function showJobs(state: DashboardState, filter: JobsFilter): DashboardState {
     detail: null,
     tab: "jobs",
   };
+}
+
+// -------------------------------------------------------------- pipelines
+
+/** Keys of the pipelines list: move, open. */
+function pipelinesKey(state: DashboardState, key: Key, down: boolean, up: boolean): DashboardState {
+  const count = state.pipelines?.length ?? 0;
+  if (down) return { ...state, pipelineCursor: clamp(state.pipelineCursor + 1, count) };
+  if (up) return { ...state, pipelineCursor: clamp(state.pipelineCursor - 1, count) };
+  const pipeline = selectedPipeline(state);
+  if (key.return && pipeline) {
+    return { ...state, pipeline: { id: pipeline.id, data: null, scroll: 0 } };
+  }
+  return state;
+}
+
+/** Keys of an open pipeline: scroll, back. */
+function pipelineKey(state: DashboardState, key: Key, down: boolean, up: boolean): DashboardState {
+  const pipeline = state.pipeline!;
+  const page = contentHeight(state) - 1;
+  const scroll = (to: number) => ({ ...state, pipeline: { ...pipeline, scroll: Math.max(0, to) } });
+  if (down) return scroll(pipeline.scroll + 1);
+  if (up) return scroll(pipeline.scroll - 1);
+  if (key.pageDown || key.input === " ") return scroll(pipeline.scroll + page);
+  if (key.pageUp) return scroll(pipeline.scroll - page);
+  if (key.home || key.input === "g") return scroll(0);
+  if (key.escape || key.backspace || key.leftArrow) return { ...state, pipeline: null };
+  return state;
 }
 
 // ---------------------------------------------------------------- dialogs

@@ -13,6 +13,7 @@ import { OverlayView } from "./dialogs.tsx";
 import { JobDetailPane, JobsList } from "./jobs_view.tsx";
 import { ColorContext, Line, type Seg, seg } from "./line.tsx";
 import { OverviewView } from "./overview.tsx";
+import { PipelinePane, PipelinesList } from "./pipelines_view.tsx";
 import { DeadLettersView, SchedulesView } from "./schedules_view.tsx";
 import { WorkflowRunPane, WorkflowsList } from "./workflows_view.tsx";
 import { rule } from "./seg.ts";
@@ -147,6 +148,30 @@ function screen(state: DashboardState, now: number, width: number, height: numbe
       />
     );
   }
+  if (state.tab === "pipelines" && state.pipeline !== null) {
+    const { id, data, scroll } = state.pipeline;
+    return (
+      <PipelinePane
+        view={data?.id === id ? data : null}
+        id={id}
+        scroll={scroll}
+        width={width}
+        height={height}
+        now={now}
+      />
+    );
+  }
+  if (state.tab === "pipelines") {
+    return (
+      <PipelinesList
+        pipelines={state.pipelines}
+        cursor={clamp(state.pipelineCursor, state.pipelines?.length ?? 0)}
+        width={width}
+        height={height}
+        now={now}
+      />
+    );
+  }
   return (
     <DeadLettersView
       groups={state.dead}
@@ -175,8 +200,10 @@ export function banner(state: DashboardState, now: number, width: number): Seg[]
 /**
  * The tab bar: the program, each screen (the active one bracketed),
  * read-only, the location. When the full labels would leave the location
- * less than 30 columns of `width`, the other screens go by short labels:
- * which store is open matters more than the spelled-out tab names.
+ * less than 30 columns of `width`, the other screens go by short labels,
+ * one space apart, and by their keys alone when even those would leave it
+ * less than 20: which store is open matters more than the spelled-out tab
+ * names (the footer and `?` name the keys).
  */
 export function tabBar(
   active: Tab,
@@ -184,19 +211,24 @@ export function tabBar(
   location: string,
   width = Infinity,
 ): Seg[] {
-  const full = 5 + TABS.reduce((n, t) => n + t.label.length + 4, 0) + (readOnly ? 11 : 0);
-  const short = width - full < Math.min(30, location.length + 2);
-  const segs: Seg[] = [seg("jobs ", { bold: true })];
-  for (const t of TABS) {
-    const on = t.id === active;
-    const label = on || !short ? t.label : t.short;
-    segs.push(
-      seg(on ? `[${t.key} ${label}]` : ` ${t.key} ${label} `, {
-        bold: on,
-        color: on ? "cyan" : undefined,
-      }),
-    );
+  const tabs = (label: (t: (typeof TABS)[number]) => string, gap: string): Seg[] =>
+    TABS.map((t, i) => {
+      const on = t.id === active;
+      const text = on
+        ? `${i > 0 && gap === "" ? " " : ""}[${t.key} ${t.label}]`
+        : ` ${t.key}${label(t) === "" ? "" : ` ${label(t)}`}${gap}`;
+      return seg(text, { bold: on, color: on ? "cyan" : undefined });
+    });
+  const room = (segs: Seg[]) =>
+    width - 5 - segs.reduce((n, s) => n + s.text.length, 0) - (readOnly ? 11 : 0);
+  const wanted = location.length + 2;
+  let chosen = tabs((t) => t.label, " ");
+  if (room(chosen) < Math.min(30, wanted)) {
+    chosen = tabs((t) => t.short, "");
+    // The location's 20 columns and the two spaces before it.
+    if (room(chosen) < Math.min(22, wanted)) chosen = tabs(() => "", "");
   }
+  const segs: Seg[] = [seg("jobs ", { bold: true }), ...chosen];
   if (readOnly) segs.push(seg("  READ-ONLY", { color: "yellow", bold: true }));
   segs.push(seg(`  ${location}`, { dim: true }));
   return segs;
@@ -217,7 +249,7 @@ export function footer(state: DashboardState): string {
   if (overlay?.kind === "picker") return "j/k move · space choose · ⏎ list them · esc/q cancel";
   if (overlay?.kind === "help") return "any key closes the help";
   if (state.tab === "overview") {
-    return "j/k queue · ⏎ its jobs · P pause/resume · 1-5 views · ? help · q quit";
+    return "j/k queue · ⏎ its jobs · P pause/resume · 1-6 views · ? help · q quit";
   }
   if (state.tab === "jobs" && state.detail !== null) {
     return "j/k scroll · r retry · c cancel · d discard · p replay · esc back · ? · q";
@@ -226,13 +258,17 @@ export function footer(state: DashboardState): string {
     return "j/k ⏎ · / search · f filter · o order · n/b page · r c d p · B bulk · ? · q";
   }
   if (state.tab === "schedules") {
-    return "j/k · ⏎ its jobs · R run now · x disable/enable · 1-5 views · ? help · q quit";
+    return "j/k · ⏎ its jobs · R run now · x disable/enable · 1-6 views · ? help · q quit";
   }
   if (state.tab === "workflows" && state.run !== null) {
-    return "j/k scroll · r retry · c cancel · esc back · 1-5 views · ? help · q quit";
+    return "j/k scroll · r retry · c cancel · esc back · 1-6 views · ? help · q quit";
   }
   if (state.tab === "workflows") {
-    return "j/k · ⏎ open run · r retry · c cancel · f state · n/b page · 1-5 · ? · q";
+    return "j/k · ⏎ open run · r retry · c cancel · f state · n/b page · 1-6 · ? · q";
   }
-  return "j/k · ⏎ the group's jobs · 1-5 views · ? help · q quit";
+  if (state.tab === "pipelines" && state.pipeline !== null) {
+    return "j/k scroll · esc back · 1-6 views · ? help · q quit";
+  }
+  if (state.tab === "pipelines") return "j/k · ⏎ open pipeline · 1-6 views · ? help · q quit";
+  return "j/k · ⏎ the group's jobs · 1-6 views · ? help · q quit";
 }

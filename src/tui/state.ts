@@ -9,6 +9,7 @@
  */
 
 import type { JobAction } from "../admin/actions.ts";
+import type { PipelineView } from "../admin/pipelines.ts";
 import type { JobDetail } from "../admin/views.ts";
 import type { WorkflowRunSummary, WorkflowRunView } from "../admin/workflows.ts";
 import { type Job, JOB_STATES, type JobState } from "../kernel/types.ts";
@@ -36,6 +37,7 @@ export const TABS = [
   { id: "schedules", key: "3", label: "Schedules", short: "Sched" },
   { id: "dead", key: "4", label: "Dead letters", short: "Dead" },
   { id: "workflows", key: "5", label: "Workflows", short: "Flows" },
+  { id: "pipelines", key: "6", label: "Pipelines", short: "Pipes" },
 ] as const;
 
 /** One of the screens. */
@@ -149,6 +151,15 @@ export interface RunDetailState {
   scroll: number;
 }
 
+/** The open pipeline's view. */
+export interface PipelineDetailState {
+  id: string;
+  /** As read, with its newest runs; null until the read arrives (or when it is gone). */
+  data: PipelineView | null;
+  /** The first line shown. */
+  scroll: number;
+}
+
 /** The reads of the active screen: which one was asked for last, and which is running. */
 export interface ReadState {
   /** Numbers each read; only the answer to the latest counts. */
@@ -209,6 +220,12 @@ export interface DashboardState {
   runPages: (number | null)[];
   /** The open run, or null for the list. */
   run: RunDetailState | null;
+
+  /** Every pipeline with its last run, drops and freshness; null until read. */
+  pipelines: PipelineView[] | null;
+  pipelineCursor: number;
+  /** The open pipeline, or null for the list. */
+  pipeline: PipelineDetailState | null;
 
   read: ReadState;
 }
@@ -288,6 +305,9 @@ export function initialState(options: InitialOptions): DashboardState {
     runState: null,
     runPages: [null],
     run: null,
+    pipelines: null,
+    pipelineCursor: 0,
+    pipeline: null,
     read: { seq: 0, key: null, inFlight: null },
   };
 }
@@ -339,6 +359,11 @@ export function selectedRun(state: DashboardState): WorkflowRunSummary | null {
   return state.runs?.[clamp(state.runCursor, state.runs.length)] ?? null;
 }
 
+/** The selected pipeline of the pipelines list, or null. */
+export function selectedPipeline(state: DashboardState): PipelineView | null {
+  return state.pipelines?.[clamp(state.pipelineCursor, state.pipelines.length)] ?? null;
+}
+
 /** The run an action on the workflows screen targets: the open one once read, else the selected one. */
 export function shownRun(state: DashboardState): RunTarget | null {
   if (state.run !== null) {
@@ -388,12 +413,23 @@ export function readOf(state: DashboardState): { key: string; request: ReadReque
       request: { view: "workflows", query },
     };
   }
+  if (state.tab === "pipelines" && state.pipeline !== null) {
+    const id = state.pipeline.id;
+    return { key: `pipeline:${id}`, request: { view: "pipeline", id } };
+  }
+  if (state.tab === "pipelines") return { key: "pipelines", request: { view: "pipelines" } };
   return { key: "dead", request: { view: "dead", limit: DEAD_LETTER_GROUPS } };
 }
 
-/** Which view is showing: a tab, a job's detail or a run's. Status messages belong to one. */
+/**
+ * Which view is showing: a tab, or a job's, a run's or a pipeline's
+ * detail. Status messages belong to one.
+ */
 export function viewOf(state: DashboardState): string {
   if (state.tab === "jobs" && state.detail !== null) return `detail:${state.detail.id}`;
   if (state.tab === "workflows" && state.run !== null) return `run:${state.run.id}`;
+  if (state.tab === "pipelines" && state.pipeline !== null) {
+    return `pipeline:${state.pipeline.id}`;
+  }
   return state.tab;
 }

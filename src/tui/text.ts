@@ -7,6 +7,7 @@
  */
 
 import { escapeControl } from "../text/escape.ts";
+import type { IngestRunState } from "../ingest/types.ts";
 import type { JobState } from "../kernel/types.ts";
 import type { RunState, StepState } from "../workflow/types.ts";
 
@@ -104,6 +105,15 @@ export const RUN_STATE_COLOR: Record<RunState, string> = {
   compensating: "magenta",
   completed: "green",
   compensated: "blue",
+  failed: "red",
+  cancelled: "gray",
+};
+
+/** The colour of each pipeline run's state (the state is always written too). */
+export const INGEST_RUN_STATE_COLOR: Record<IngestRunState, string> = {
+  running: "yellow",
+  completed: "green",
+  paged: "magenta",
   failed: "red",
   cancelled: "gray",
 };

@@ -13,6 +13,7 @@
  * @module
  */
 
+import { DEFAULT_DROPS_RETENTION_MS } from "../ingest/types.ts";
 import type { PrunerConfig } from "../schedule/types.ts";
 import type { Store } from "../store/store.ts";
 
@@ -46,6 +47,11 @@ export interface PrunerOptions {
    * kept exactly that long, whatever the retention by state.
    */
   schedules?: { id: string; retentionMs: number }[];
+  /**
+   * Pipelines with the retention of their dropped records (`drops_retention`);
+   * the drops of every other pipeline are kept {@linkcode DEFAULT_DROPS_RETENTION_MS}.
+   */
+  drops?: { pipeline: string; retentionMs: number }[];
   /** Ends the pass between two batches (the runtime's shutdown); what was deleted stays deleted. */
   signal?: AbortSignal;
 }
@@ -165,4 +171,34 @@ export async function pruneWorkflowRuns(
     await yieldToOthers();
   }
   return { runs };
+}
+
+/**
+ * One pass over pipelines' dropped records: deletes those older than their
+ * pipeline's retention (`drops`, else {@linkcode DEFAULT_DROPS_RETENTION_MS}),
+ * `batch` per transaction. Returns how many it deleted.
+ */
+export async function pruneIngestDrops(
+  store: Store,
+  now: number,
+  options: Pick<PrunerOptions, "batch" | "maxBatches" | "drops" | "signal"> = {},
+): Promise<{ drops: number }> {
+  const { batch } = passOf(now, options);
+  const before = (options.drops ?? []).map((d) => ({
+    pipeline: d.pipeline,
+    before: now - d.retentionMs,
+  }));
+  let batches = options.maxBatches ?? Infinity;
+  let drops = 0;
+  while (batches-- > 0 && !options.signal?.aborted) {
+    const n = await store.ingestDropsPrune({
+      before,
+      otherwise: now - DEFAULT_DROPS_RETENTION_MS,
+      limit: batch,
+    });
+    drops += n;
+    if (n < batch) break;
+    await yieldToOthers();
+  }
+  return { drops };
 }

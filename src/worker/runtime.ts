@@ -24,6 +24,7 @@ import type { Logger } from "./logger.ts";
 import { LeaseLostError, Producer } from "./producer.ts";
 import {
   DEFAULT_PRUNE_EVERY_MS,
+  pruneIngestDrops,
   pruneJobs,
   type PrunerOptions,
   pruneWorkflowRuns,
@@ -429,6 +430,8 @@ export class Runtime {
     if (deleted > 0) logger("pruner.deleted", { node: this.node, deleted });
     const { runs } = await pruneWorkflowRuns(store, clock.now(), { ...options, signal });
     if (runs > 0) logger("pruner.workflow_runs_deleted", { node: this.node, runs });
+    const { drops } = await pruneIngestDrops(store, clock.now(), { ...options, signal });
+    if (drops > 0) logger("pruner.ingest_drops_deleted", { node: this.node, drops });
   }
 
   #stager(signal: AbortSignal): Promise<void> {

@@ -421,7 +421,9 @@ Deno.test("jobs status shows queues, nodes with stale ones flagged, schedules an
       "queues",
       "nodes",
       "schedules",
+      "pipelines",
     ]);
+    assert.deepEqual(status.pipelines, []);
     assert.equal(status.store.reachable, true);
     assert.equal(status.store.schemaVersion, status.store.knownVersion);
     assert.deepEqual(status.queues.find((q: { name: string }) => q.name === "default"), {

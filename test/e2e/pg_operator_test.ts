@@ -151,7 +151,15 @@ Deno.test("jobs status, ls and show on PostgreSQL print what they print on SQLit
     );
     assert.match(status.out, /^ {2}nightly {2}enabled\n {4}next 2026-06-02T03:00:00\.000Z/m);
     const json = JSON.parse((await jobs(f, ["status", "--config", f.config, "--json"])).out);
-    assert.deepEqual(Object.keys(json), ["now", "store", "config", "queues", "nodes", "schedules"]);
+    assert.deepEqual(Object.keys(json), [
+      "now",
+      "store",
+      "config",
+      "queues",
+      "nodes",
+      "schedules",
+      "pipelines",
+    ]);
     assert.equal(json.store.reachable, true);
     assert.equal(json.store.schemaVersion, json.store.knownVersion);
     noSecret(JSON.stringify(json));

@@ -73,3 +73,51 @@ Deno.test("jobs.ingest() runs a pipeline through the library's own runtime", asy
     await dir.cleanup();
   }
 });
+
+Deno.test("a runtime that only serves the pipeline's queue runs a run another Jobs enqueued", async () => {
+  const dir = await tempDir();
+  const feed = `${dir.path}/feed.ndjson`;
+  await Deno.writeTextFile(feed, ['{"sku":"a"}', '{"sku":"b"}'].join("\n"));
+  const sunk: string[] = [];
+  const collect = defineSink({
+    name: "collect",
+    write: (batch) => {
+      for (const { key } of batch) sunk.push(key);
+    },
+  });
+  const pipeline: CompiledPipeline = {
+    id: "feed",
+    hash: "h",
+    source: { kind: "file", path: feed, format: "ndjson", encoding: "utf-8" },
+    key: ["sku"],
+    steps: [],
+    dropReasons: ["poison"],
+    buffer: { capacity: 100, overflow: "block" },
+    poisonAfter: 3,
+    sink: { kind: "worker", worker: "collect" },
+    sinkBatch: 10,
+    freshness: null,
+    sources: {},
+    queue: "ingest",
+    maxAttempts: 1,
+    dropsRetentionMs: 86_400_000,
+  };
+  const producer = await openJobs(`${dir.path}/jobs.db`, { logger: silentLogger });
+  // This node never calls ingest(): it has the sink and serves the queue.
+  const node = await openJobs(`${dir.path}/jobs.db`, { logger: silentLogger, workers: [collect] });
+  try {
+    const job = await producer.ingest(pipeline);
+    const runtime = await node.start({ queues: { ingest: 1 } });
+    const run = await waitUntil("the run ended", async () => {
+      const run = await node.store.ingestRunByJob({ jobId: job.id });
+      return run && run.state !== "running" ? run : null;
+    });
+    await runtime.stop({ grace: 0 });
+    assert.equal(run.state, "completed", run.error ?? "");
+    assert.deepEqual(sunk, ["feed/a", "feed/b"]);
+  } finally {
+    await node.close({ grace: 0 });
+    await producer.close({ grace: 0 });
+    await dir.cleanup();
+  }
+});

@@ -78,6 +78,7 @@ Deno.test("a schedule with only id, rhythm and run gets the built-in defaults", 
     }],
     useCases: {},
     workflows: [],
+    pipelines: [],
   });
   assert.equal(SCHEDULE_DEFAULTS.misfire, "fire_once");
   assert.equal(SCHEDULE_DEFAULTS.overlapPolicy, "allow");
@@ -540,7 +541,7 @@ Deno.test("rhythm and runner must each be exactly one", () => {
     )),
     [
       'schedules.yaml:3:5: schedule "none": needs a rhythm: cron, every or manual: true',
-      'schedules.yaml:4:10: schedule "none": run needs one of command, http, worker or workflow',
+      'schedules.yaml:4:10: schedule "none": run needs one of command, http, worker, workflow or pipeline',
       'schedules.yaml:7:12: schedule "both": has both cron and every, choose one rhythm',
       'schedules.yaml:8:34: schedule "both": run has both command and worker, choose one',
       'schedules.yaml:11:21: schedule "shell-list": run.command must be a list of strings, or one string with shell: true, got "echo hi"',

@@ -211,6 +211,28 @@ Deno.test("5 lists the workflow runs at 80x24; Enter draws a run's steps as a tr
   d.r.unmount();
 });
 
+Deno.test("6 lists the pipelines at 80x24 with their freshness and drops; Enter opens one; Esc goes back", async () => {
+  const d = dashboard();
+  let frame = await d.frame("host-a:100");
+  assert.match(frame, / 6 Pipes /, "the tab bar names the pipelines, short at 80 columns");
+  d.press("6");
+  frame = await d.frame("[6 Pipelines]", "> catalog");
+  assertFits(frame, 80, 24);
+  assert.match(frame, /> catalog\s+STALE 2h\s+41\s+completed\s+2h ago/);
+  assert.match(frame, /dropped 1h: none {3}1d: duplicate 12 · below-threshold 3/);
+  assert.match(frame, /bank\s+advisory \(erp\)\s+7\s+failed/);
+  assert.match(frame, /j\/k · ⏎ open pipeline · 1-6 views · \? help · q quit/);
+  d.press(DOWN, ENTER);
+  frame = await d.frame("pipeline bank  7 runs in the store", "error: sink answered 503");
+  assertFits(frame, 80, 24);
+  assert.match(frame, /freshness {2}advisory: erp is right; last complete run 1h ago/);
+  assert.match(frame, /j\/k scroll · esc back/);
+  d.press(ESC);
+  frame = await d.frame("> bank");
+  assert.match(frame, /PIPELINE\s+FRESHNESS/);
+  d.r.unmount();
+});
+
 Deno.test("j/k move the cursor and Enter opens a job's detail with attempts and audit trail", async () => {
   const state = fixtureState();
   state.attempts[29] = [{

@@ -7,6 +7,7 @@
 
 import type { JobAction } from "../../src/admin/actions.ts";
 import { planJobAction } from "../../src/admin/actions.ts";
+import { freshnessOf, type PipelineView } from "../../src/admin/pipelines.ts";
 import type { JobDetail, ScheduleStatus, StoreCheck } from "../../src/admin/views.ts";
 import type {
   StepCounts,
@@ -15,6 +16,7 @@ import type {
   WorkflowRunView,
   WorkflowStepView,
 } from "../../src/admin/workflows.ts";
+import type { IngestRun } from "../../src/ingest/types.ts";
 import { type Attempt, type Job, JOB_STATES, type JobState } from "../../src/kernel/types.ts";
 import type { Schedule } from "../../src/schedule/types.ts";
 import type { AuditRow } from "../../src/store/store.ts";
@@ -345,6 +347,119 @@ export function fixtureRuns(): WorkflowRunView[] {
   ];
 }
 
+/** A pipeline run with every field; `overrides` win (a completed run of catalog by default). */
+export function fixtureIngestRun(overrides: Partial<IngestRun> & { id: number }): IngestRun {
+  return {
+    pipeline: "catalog",
+    hash: "c0ffee".repeat(10),
+    state: "completed",
+    jobId: 100 + overrides.id,
+    trigger: "schedule",
+    counts: { received: 0, kept: 0, sunk: 0, dropped: {}, failed: 0, pending: 0 },
+    cursor: null,
+    error: null,
+    startedAt: NOW - 60_000,
+    updatedAt: NOW - 30_000,
+    finishedAt: NOW - 30_000,
+    ...overrides,
+  };
+}
+
+/** A pipeline's view with every field; `overrides` win (declared, no runs, no freshness). */
+export function fixturePipeline(overrides: Partial<PipelineView> & { id: string }): PipelineView {
+  return {
+    declared: true,
+    hash: "c0ffee".repeat(10),
+    runs: 0,
+    recent: [],
+    droppedLastHour: {},
+    droppedLastDay: {},
+    freshness: null,
+    ...overrides,
+  };
+}
+
+/**
+ * Four pipelines: `catalog` stale (its last complete run 2h ago, promised
+ * within 15m) with drops of two reasons, `bank` advisory with its last run
+ * failed, `prices` fresh with its last run paged, `feed` never run.
+ */
+export function fixturePipelines(): PipelineView[] {
+  const catalog = [
+    fixtureIngestRun({
+      id: 41,
+      startedAt: NOW - 2 * 3_600_000 - 90_000,
+      updatedAt: NOW - 2 * 3_600_000,
+      finishedAt: NOW - 2 * 3_600_000,
+      counts: {
+        received: 1215,
+        kept: 1200,
+        sunk: 1200,
+        dropped: { "below-threshold": 3, duplicate: 12 },
+        failed: 0,
+        pending: 0,
+      },
+    }),
+    fixtureIngestRun({
+      id: 40,
+      trigger: "manual",
+      startedAt: NOW - 5 * 3_600_000,
+      updatedAt: NOW - 5 * 3_600_000 + 60_000,
+      finishedAt: NOW - 5 * 3_600_000 + 60_000,
+      counts: { received: 900, kept: 900, sunk: 900, dropped: {}, failed: 0, pending: 0 },
+    }),
+  ];
+  return [
+    fixturePipeline({
+      id: "catalog",
+      runs: 41,
+      recent: catalog,
+      droppedLastDay: { "below-threshold": 3, duplicate: 12 },
+      freshness: freshnessOf({ mode: "bounded", withinMs: 15 * 60_000 }, NOW - 2 * 3_600_000, NOW),
+    }),
+    fixturePipeline({
+      id: "bank",
+      runs: 7,
+      recent: [fixtureIngestRun({
+        id: 7,
+        pipeline: "bank",
+        state: "failed",
+        startedAt: NOW - 6 * 60_000,
+        updatedAt: NOW - 5 * 60_000,
+        finishedAt: NOW - 5 * 60_000,
+        error: "sink answered 503\nretry later",
+        counts: {
+          received: 50,
+          kept: 48,
+          sunk: 40,
+          dropped: { duplicate: 2 },
+          failed: 8,
+          pending: 0,
+        },
+      })],
+      droppedLastHour: { duplicate: 2 },
+      droppedLastDay: { duplicate: 5, poison: 1 },
+      freshness: freshnessOf({ mode: "advisory", authority: "erp" }, NOW - 3_600_000, NOW),
+    }),
+    fixturePipeline({
+      id: "prices",
+      runs: 3,
+      recent: [fixtureIngestRun({
+        id: 3,
+        pipeline: "prices",
+        state: "paged",
+        startedAt: NOW - 120_000,
+        updatedAt: NOW - 60_000,
+        finishedAt: NOW - 60_000,
+        error: "buffer full (10000 records): paged",
+        counts: { received: 10000, kept: 10000, sunk: 0, dropped: {}, failed: 0, pending: 10000 },
+      })],
+      freshness: freshnessOf({ mode: "bounded", withinMs: 3_600_000 }, NOW - 20 * 60_000, NOW),
+    }),
+    fixturePipeline({ id: "feed" }),
+  ];
+}
+
 /** What a fixture data source holds; tests change it between refreshes. */
 export interface FixtureState {
   jobs: Job[];
@@ -355,6 +470,8 @@ export interface FixtureState {
   audit: Record<number, AuditRow[]>;
   /** Workflow runs as their views, newest first. */
   runs: WorkflowRunView[];
+  /** Pipelines as their views, in list order. */
+  pipelines: PipelineView[];
   /** When set, every read rejects with this message (a locked or missing store). */
   failWith: string | null;
 }
@@ -389,6 +506,7 @@ export function fixtureState(jobs: Job[] = manyJobs(30)): FixtureState {
         disabledAt: NOW - 600_000,
         disabledReason: "vendor outage",
       })],
+      pipelineAttention: [],
       configProblems: [],
     },
     schedules: [{
@@ -425,6 +543,7 @@ export function fixtureState(jobs: Job[] = manyJobs(30)): FixtureState {
     attempts: {},
     audit: {},
     runs: fixtureRuns(),
+    pipelines: fixturePipelines(),
     failWith: null,
   };
 }
@@ -492,6 +611,14 @@ export function fixtureData(state: FixtureState) {
     workflowRun(id) {
       check();
       return Promise.resolve(state.runs.find((v) => v.run.id === id) ?? null);
+    },
+    pipelines() {
+      check();
+      return Promise.resolve(state.pipelines);
+    },
+    pipeline(id) {
+      check();
+      return Promise.resolve(state.pipelines.find((p) => p.id === id) ?? null);
     },
   };
   return { data, queries, counts, runQueries };

@@ -513,3 +513,69 @@ Deno.test("the runs list pages with keyset after: n asks for the runs older than
   await d.settle();
   assert.equal(d.state.runs?.[0]?.id, 40);
 });
+
+// -------------------------------------------------------------- pipelines
+
+Deno.test("6 reads the pipelines; j/k move the selection; Enter opens the selected one and reads it; Esc goes back", async () => {
+  const d = await started();
+  const [read] = d.press("6");
+  assert.equal(d.state.tab, "pipelines");
+  assert.deepEqual(read, { kind: "read", seq: d.state.read.seq, request: { view: "pipelines" } });
+  await d.settle();
+  assert.deepEqual(d.state.pipelines?.map((p) => p.id), ["catalog", "bank", "prices", "feed"]);
+  d.press("j", "j", "j", "j", named("downArrow"));
+  assert.equal(d.state.pipelineCursor, 3, "the selection stops at the last pipeline");
+  d.press("k", named("upArrow"));
+  assert.equal(d.state.pipelineCursor, 1);
+  const [open] = d.press(named("return"));
+  assert.deepEqual(open, {
+    kind: "read",
+    seq: d.state.read.seq,
+    request: { view: "pipeline", id: "bank" },
+  });
+  assert.deepEqual({ ...d.state.pipeline }, { id: "bank", data: null, scroll: 0 });
+  await d.settle();
+  assert.equal(d.state.pipeline?.data?.recent[0]?.state, "failed");
+  d.press("j", "j", "k");
+  assert.equal(d.state.pipeline?.scroll, 1);
+  // A tick reads the open pipeline again, not the list.
+  assert.deepEqual(d.send({ kind: "tick" }).map((e) => e.kind === "read" && e.request), [
+    { view: "pipeline", id: "bank" },
+  ]);
+  await d.settle();
+  const [back] = d.press(named("escape"));
+  assert.equal(d.state.pipeline, null);
+  assert.equal(d.state.pipelineCursor, 1, "the list keeps its cursor");
+  assert.deepEqual(back, { kind: "read", seq: d.state.read.seq, request: { view: "pipelines" } });
+});
+
+Deno.test("Enter on an empty pipelines list opens nothing, and Tab reaches the pipelines after the workflows", async () => {
+  const fixture = fixtureState();
+  fixture.pipelines = [];
+  const d = await started({ state: fixture, tab: "pipelines" });
+  assert.deepEqual(d.state.pipelines, []);
+  assert.deepEqual(d.press("j", named("return")), []);
+  assert.equal(d.state.pipeline, null);
+  d.press("5", named("tab"));
+  assert.equal(d.state.tab, "pipelines");
+  d.press(named("tab"));
+  assert.equal(d.state.tab, "overview", "Tab wraps around");
+  d.press(named("tab", { shift: true }));
+  assert.equal(d.state.tab, "pipelines");
+});
+
+Deno.test("an answer for a pipeline no longer open leaves the open one alone", async () => {
+  const d = await started({ tab: "pipelines" });
+  d.press(named("return"));
+  assert.equal(d.state.pipeline?.id, "catalog");
+  const stale = d.state;
+  const other = d.fixture.pipelines[1]!;
+  const step = reduce(stale, {
+    kind: "read",
+    seq: stale.read.seq,
+    at: NOW,
+    result: { view: "pipeline", id: other.id, pipeline: other },
+  });
+  assert.equal(step.state.pipeline?.id, "catalog");
+  assert.equal(step.state.pipeline?.data, null);
+});

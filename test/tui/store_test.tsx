@@ -3,7 +3,9 @@
  * keyset paging, redacted args, throughput, schedules with DST notes) and
  * actions that go through `src/admin` and leave an audit row, driven once
  * from the keyboard end to end; and the workflows screen over real runs, a
- * failed one retried from the keyboard until it completes.
+ * failed one retried from the keyboard until it completes; and the
+ * pipelines screen over real ingest runs, opened, committed chunk by chunk
+ * and finished through the store seam.
  */
 
 import assert from "node:assert/strict";
@@ -15,11 +17,19 @@ import { App } from "../../src/tui/app.tsx";
 import { configFile, fixedStore, storeAt, storeData } from "../../src/tui/data.ts";
 import { openFailure } from "../../src/cli/open_store.ts";
 import { openSqliteStore } from "../../src/store/sqlite/sqlite_store.ts";
+import { newJob } from "../support/backends.ts";
 import { insertJob, tempJobs, tempStore } from "../support/stores.ts";
 import { startWorkflowRun } from "../../src/admin/workflows.ts";
 import { defineWorker } from "../../src/kernel/worker.ts";
 import { drainAllJobs, waitUntil } from "../../src/testing.ts";
 import { compileWorkflow } from "../../src/workflow/definition.ts";
+import {
+  type ChunkDelta,
+  INGEST_QUEUE,
+  INGEST_WORKER,
+  type IngestRunState,
+} from "../../src/ingest/types.ts";
+import type { Store } from "../../src/store/store.ts";
 
 const NOW = Date.UTC(2026, 2, 6, 12, 0, 30);
 const noConfig = () => Promise.resolve({ config: null, problems: [] });
@@ -457,4 +467,210 @@ Deno.test("the store-backed data bounds a search to the newest ids and its count
   assert.equal((await wide.jobs({ filter: search, desc: true, limit: 50 })).length, 7);
   // A filter without a search is counted exactly, from the kept counts.
   assert.deepEqual(await data.jobsCount({}), { count: 13, atLeast: false, newest: null });
+});
+
+/**
+ * One ingest run of `pipeline` made through the store seam as the runner
+ * makes it: a `jobs.ingest` job claimed, its run opened at `at`, one
+ * chunk committed a minute later with `delta` (a drop row per dropped
+ * record), and the run finished in `state` a minute after that.
+ */
+async function ingestRun(
+  store: Store,
+  params: {
+    pipeline: string;
+    at: number;
+    delta: Partial<ChunkDelta>;
+    state: Exclude<IngestRunState, "running">;
+    error?: string;
+  },
+): Promise<number> {
+  const { pipeline, at } = params;
+  const [job] = await store.jobsInsert({
+    jobs: [newJob({ queue: INGEST_QUEUE, worker: INGEST_WORKER, scheduledAt: at })],
+    now: at,
+  });
+  const { jobs: [claimed] } = await store.jobsClaim({
+    queue: INGEST_QUEUE,
+    node: "n1",
+    limit: 1,
+    now: at,
+    leaseMs: 600_000,
+  });
+  assert.equal(claimed?.id, job!.id);
+  const run = await store.ingestRunOpen({
+    pipeline,
+    hash: "h1",
+    jobId: claimed.id,
+    fence: claimed.fence,
+    trigger: "schedule",
+    now: at,
+  });
+  assert.ok(run);
+  const lease = { runId: run.id, jobId: claimed.id, fence: claimed.fence };
+  const delta: ChunkDelta = {
+    received: 0,
+    kept: 0,
+    sunk: 0,
+    failed: 0,
+    dropped: {},
+    ...params.delta,
+  };
+  const drops = Object.entries(delta.dropped).flatMap(([reason, n]) =>
+    Array.from({ length: n }, (_, i) => ({
+      recordKey: `${reason}-${i}`,
+      reason,
+      step: "dedupe",
+      excerpt: "{}",
+      record: "{}",
+    }))
+  );
+  assert.ok(
+    await store.ingestChunkCommit({
+      lease,
+      pipeline,
+      delta,
+      pending: 0,
+      cursor: "1",
+      drops,
+      failures: [],
+      cleared: [],
+      now: at + 60_000,
+    }),
+  );
+  assert.ok(
+    await store.ingestRunFinish({
+      lease,
+      state: params.state,
+      error: params.error ?? null,
+      pending: 0,
+      now: at + 120_000,
+    }),
+  );
+  return run.id;
+}
+
+/** A schedules file declaring `catalog`, promised fresh within 15 minutes. */
+const CATALOG_FILE = [
+  "version: 1",
+  "pipelines:",
+  "  - id: catalog",
+  "    source: { file: ./feed.ndjson, format: ndjson }",
+  "    key: sku",
+  "    steps:",
+  "      - drop: drop-duplicates",
+  '        run: { command: ["./steps/dedupe"] }',
+  "    drop_reasons: [duplicate, below-threshold, poison]",
+  '    sink: { command: ["./bin/upsert-product"] }',
+  "    freshness: { mode: bounded, within: 15m }",
+].join("\n");
+
+Deno.test("the pipelines screen on a real store: runs made through the store seam in the list, the open pipeline and the overview", async () => {
+  await using temp = await tempStore();
+  const clock = new FakeClock(NOW);
+  const path = `${temp.dir}/schedules.yaml`;
+  await Deno.writeTextFile(path, CATALOG_FILE);
+  const hour = 3_600_000;
+  // catalog: completed 5h and 2h ago (stale: promised within 15m), with drops of two reasons.
+  await ingestRun(temp.store, {
+    pipeline: "catalog",
+    at: NOW - 5 * hour,
+    delta: { received: 900, kept: 900, sunk: 900 },
+    state: "completed",
+  });
+  const last = await ingestRun(temp.store, {
+    pipeline: "catalog",
+    at: NOW - 2 * hour - 120_000,
+    delta: {
+      received: 1215,
+      kept: 1200,
+      sunk: 1200,
+      dropped: { duplicate: 12, "below-threshold": 3 },
+    },
+    state: "completed",
+  });
+  // bank: not in the file; its last run failed 10 minutes ago.
+  const failed = await ingestRun(temp.store, {
+    pipeline: "bank",
+    at: NOW - 12 * 60_000,
+    delta: { received: 50, kept: 48, sunk: 40, failed: 8, dropped: { duplicate: 2 } },
+    state: "failed",
+    error: "sink answered 503",
+  });
+  const source = fixedStore(temp.store);
+  const config = configFile(path);
+  const data = storeData({ source, config, clock });
+
+  const views = await data.pipelines(NOW);
+  assert.deepEqual(views.map((v) => [v.id, v.declared, v.runs, v.recent.map((r) => r.id)]), [
+    ["catalog", true, 2, [last]],
+    ["bank", false, 1, [failed]],
+  ]);
+  assert.deepEqual(views[0]?.droppedLastDay, { duplicate: 12, "below-threshold": 3 });
+  assert.deepEqual(views[0]?.droppedLastHour, {});
+  assert.deepEqual(views[1]?.droppedLastHour, { duplicate: 2 });
+  assert.equal(views[0]?.freshness?.stale, true);
+  assert.equal((await data.pipeline("catalog", NOW))?.recent.length, 2, "every recent run");
+  assert.equal(await data.pipeline("nowhere", NOW), null);
+  const overview = await data.overview(NOW);
+  assert.deepEqual(overview.pipelineAttention.map((p) => p.id), ["catalog", "bank"]);
+
+  const r = render(
+    <App
+      data={data}
+      actions={storeActions({ source, config, clock, actor: "bob", environment: null })}
+      clock={clock}
+      program="jobsctl"
+      color={false}
+    />,
+  );
+  const frame = (...texts: string[]) =>
+    waitUntil(`a frame with ${texts.map((t) => JSON.stringify(t)).join(", ")}`, () => {
+      const shown = r.lastFrame() ?? "";
+      return texts.every((t) => shown.includes(t)) ? shown : null;
+    });
+  await frame(
+    'pipeline "catalog" is stale: last complete run 2h ago, promised within 15m',
+    `pipeline "bank": last run ${failed} failed 10m ago: sink answered 503`,
+  );
+  r.stdin.write("6");
+  let shown = await frame("[6 Pipelines]", "> catalog");
+  assert.match(
+    shown,
+    new RegExp(`> catalog\\s+STALE 2h\\s+${last}\\s+completed\\s+2h ago\\s+1\\.2k\\s+1\\.2k\\s+0`),
+  );
+  assert.match(shown, /dropped 1h: none {3}1d: duplicate 12 · below-threshold 3/);
+  assert.match(shown, new RegExp(`  bank\\s+-\\s+${failed}\\s+failed\\s+10m ago\\s+50\\s+40\\s+8`));
+  assert.match(shown, /dropped 1h: duplicate 2 {3}1d: duplicate 2/);
+  assert.match(shown, /j\/k · ⏎ open pipeline · 1-6 views/);
+  r.stdin.write("\r");
+  shown = await frame("pipeline catalog  2 runs in the store", "runs (2 newest of 2)");
+  assert.match(shown, /freshness {2}STALE: last complete run 2h ago, promised within 15m/);
+  assert.match(shown, /last day {2}15: duplicate 12 · below-threshold 3/);
+  assert.match(
+    shown,
+    new RegExp(
+      `${last}\\s+completed schedule started 2026-03-06 09:58 UTC \\(2h2m ago\\), took 2m`,
+    ),
+  );
+  assert.match(shown, /received 1215 · kept 1200 · sunk 1200 · failed 0 · pending 0/);
+  // A new complete run: the next refresh of the clock shows it, and catalog fresh again.
+  const fresh = await ingestRun(temp.store, {
+    pipeline: "catalog",
+    at: NOW - 120_000,
+    delta: { received: 10, kept: 10, sunk: 10 },
+    state: "completed",
+  });
+  clock.advance(1000);
+  shown = await frame("runs (3 newest of 3)", "freshness  fresh: last complete run 1s ago");
+  assert.match(
+    shown,
+    new RegExp(
+      `${fresh}\\s+completed schedule started 2026-03-06 11:58 UTC \\(2m1s ago\\), took 2m`,
+    ),
+  );
+  r.stdin.write("\x1b");
+  shown = await frame("> catalog", "fresh 1s");
+  assert.match(shown, new RegExp(`> catalog\\s+fresh 1s\\s+${fresh}\\s+completed\\s+1s ago`));
+  r.unmount();
 });

@@ -15,7 +15,7 @@ import { Jobs } from "../../src/jobs.ts";
 import { openSqliteStore, type SqliteStore } from "../../src/store/sqlite/sqlite_store.ts";
 import type { Store } from "../../src/store/store.ts";
 import { waitUntil } from "../../src/testing.ts";
-import { pruneJobs, type PrunerOptions } from "../../src/worker/pruner.ts";
+import { pruneIngestDrops, pruneJobs, type PrunerOptions } from "../../src/worker/pruner.ts";
 import { newJob } from "../support/backends.ts";
 import { insertCompletedBacklog } from "../support/backlog.ts";
 import { insertJob, tempDir, tempStore } from "../support/stores.ts";
@@ -212,4 +212,51 @@ Deno.test("the runtime's pruner reads pruneMs before each wait and its settings 
     await jobs.close({ grace: 0 });
     await dir.cleanup();
   }
+});
+
+Deno.test("pruneIngestDrops() keeps each pipeline's drops its retention, and the rest 30 days", async () => {
+  await using temp = await tempStore();
+  const { store } = temp;
+  // One drop per pipeline, 10 days before NOW.
+  for (const pipeline of ["catalog", "bank"]) {
+    await store.jobsInsert({ jobs: [newJob({ queue: pipeline, scheduledAt: NOW })], now: NOW });
+    const [job] = (await store.jobsClaim({
+      queue: pipeline,
+      node: "n1",
+      limit: 1,
+      now: NOW,
+      leaseMs: 60_000,
+    })).jobs;
+    const run = await store.ingestRunOpen({
+      pipeline,
+      hash: "h",
+      jobId: job!.id,
+      fence: job!.fence,
+      trigger: "manual",
+      now: NOW - 10 * DAY,
+    });
+    assert.ok(
+      await store.ingestChunkCommit({
+        lease: { runId: run!.id, jobId: job!.id, fence: job!.fence },
+        pipeline,
+        delta: { received: 1, kept: 0, sunk: 0, failed: 0, dropped: { duplicate: 1 } },
+        pending: 0,
+        cursor: "x",
+        drops: [{ recordKey: "a", reason: "duplicate", step: "s", excerpt: "a", record: "a" }],
+        failures: [],
+        cleared: [],
+        now: NOW - 10 * DAY,
+      }),
+    );
+  }
+  const drops = async (pipeline: string) => (await store.ingestDropsList({ pipeline })).length;
+  // catalog keeps its drops a week; bank, not listed, the default 30 days.
+  const pass = await pruneIngestDrops(store, NOW, {
+    drops: [{ pipeline: "catalog", retentionMs: 7 * DAY }],
+  });
+  assert.deepEqual(pass, { drops: 1 });
+  assert.equal(await drops("catalog"), 0);
+  assert.equal(await drops("bank"), 1);
+  assert.deepEqual(await pruneIngestDrops(store, NOW + 20 * DAY + 1), { drops: 1 });
+  assert.equal(await drops("bank"), 0);
 });

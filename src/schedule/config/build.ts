@@ -11,7 +11,9 @@
  * @module
  */
 
-import { dirname, isAbsolute, join } from "node:path";
+import { dirname, isAbsolute, join, resolve } from "node:path";
+import { compilePipeline } from "../../ingest/definition.ts";
+import { type CompiledPipeline, INGEST_WORKER, type IngestJobArgs } from "../../ingest/types.ts";
 import { clampPriority, DEFAULT_MAX_ATTEMPTS, DEFAULT_QUEUE } from "../../kernel/worker.ts";
 import { compileWorkflow, hashed, type WorkflowOptions } from "../../workflow/definition.ts";
 import {
@@ -38,6 +40,7 @@ import {
   type RawUseCase,
   type RawWorkflow,
 } from "./schema.ts";
+import { pipelineOptions } from "./pipelines.ts";
 import { workflowOptions } from "./workflows.ts";
 
 /** The built-in defaults, used where neither a schedule nor `defaults:` sets a value. */
@@ -86,6 +89,15 @@ export function build(raw: unknown, path: string): ScheduleConfig {
     toWorkflow(workflow, useCases, file.use_cases ?? {})
   );
   const byId = new Map(workflows.map((workflow) => [workflow.id, workflow]));
+  // Paths of a pipeline are the file's: resolved against its folder, absolute.
+  const folder = resolve(dirname(path));
+  const pipelines = ((raw as { pipelines?: unknown[] })?.pipelines ?? []).map((pipeline) =>
+    compilePipeline(
+      pipelineOptions(pipeline, (raw as { sources?: unknown }).sources, folder),
+      folder,
+    )
+  );
+  const pipelinesById = new Map(pipelines.map((pipeline) => [pipeline.id, pipeline]));
   return compact<ScheduleConfig>({
     version: 1,
     queues: Object.fromEntries(
@@ -94,7 +106,9 @@ export function build(raw: unknown, path: string): ScheduleConfig {
         paused: queue.paused ?? false,
       }]),
     ),
-    schedules: (file.schedules ?? []).map((schedule) => toSchedule(schedule, defaults, byId)),
+    schedules: (file.schedules ?? []).map((schedule) =>
+      toSchedule(schedule, defaults, byId, pipelinesById)
+    ),
     pruner: file.pruner && compact<PrunerConfig>({
       everyMs: file.pruner.every,
       batch: file.pruner.batch,
@@ -107,6 +121,7 @@ export function build(raw: unknown, path: string): ScheduleConfig {
       : join(dirname(path), file.workers),
     useCases,
     workflows,
+    pipelines,
   });
 }
 
@@ -136,13 +151,18 @@ export function toTiming(s: RawSchedule, d: RawDefaults): Timing {
  * One schedule with `defaults:` and the built-in defaults applied.
  *
  * @param workflows the file's compiled workflows by id, for a `run.workflow`
+ * @param pipelines the file's compiled pipelines by id, for a `run.pipeline`:
+ *   its runs go to the pipeline's queue with its attempts unless the
+ *   schedule sets its own
  */
 export function toSchedule(
   s: RawSchedule,
   d: RawDefaults,
   workflows: ReadonlyMap<string, CompiledWorkflow> = new Map(),
+  pipelines: ReadonlyMap<string, CompiledPipeline> = new Map(),
 ): Schedule {
   const backoff = s.backoff ?? d.backoff;
+  const pipeline = s.run.pipeline === undefined ? undefined : pipelines.get(s.run.pipeline);
   return compact<Schedule>({
     ...toTiming(s, d),
     misfire: {
@@ -151,11 +171,16 @@ export function toSchedule(
       graceMs: s.grace ?? d.grace ?? SCHEDULE_DEFAULTS.graceMs,
     },
     overlapPolicy: s.overlap_policy ?? d.overlap_policy ?? SCHEDULE_DEFAULTS.overlapPolicy,
-    run: s.run.workflow === undefined ? toRun(s.run) : workflowRun(s, workflows),
+    run: s.run.pipeline !== undefined
+      ? pipelineRun(s, pipeline)
+      : s.run.workflow === undefined
+      ? toRun(s.run)
+      : workflowRun(s, workflows),
     workflow: s.run.workflow,
-    queue: s.queue ?? d.queue ?? SCHEDULE_DEFAULTS.queue,
+    queue: s.queue ?? pipeline?.queue ?? d.queue ?? SCHEDULE_DEFAULTS.queue,
     priority: s.priority ?? d.priority ?? SCHEDULE_DEFAULTS.priority,
-    maxAttempts: s.max_attempts ?? d.max_attempts ?? SCHEDULE_DEFAULTS.maxAttempts,
+    maxAttempts: s.max_attempts ?? pipeline?.maxAttempts ?? d.max_attempts ??
+      SCHEDULE_DEFAULTS.maxAttempts,
     backoff: backoff?.fixed !== undefined
       ? { kind: "fixed", delayMs: backoff.fixed }
       : backoff?.exponential !== undefined
@@ -187,6 +212,19 @@ function workflowRun(s: RawSchedule, workflows: ReadonlyMap<string, CompiledWork
   if (!definition) throw new TypeError(`schedule "${s.id}": no workflow "${s.run.workflow}"`);
   const args: WorkflowStartRun = { kind: "workflow", definition, input: s.run.input ?? {} };
   return { kind: "worker", worker: WORKFLOW_START_WORKER, args };
+}
+
+/**
+ * The run of a schedule that runs a pipeline: a `jobs.ingest` job whose args
+ * carry the compiled pipeline, so an occurrence runs the pipeline as the
+ * file defined it when it was planned, and the schedule's definition hash
+ * changes with the pipeline's.
+ */
+function pipelineRun(s: RawSchedule, pipeline: CompiledPipeline | undefined): RunSpec {
+  // The checks refuse an unknown pipeline before anything is built.
+  if (!pipeline) throw new TypeError(`schedule "${s.id}": no pipeline "${s.run.pipeline}"`);
+  const args: IngestJobArgs = { kind: "ingest", pipeline };
+  return { kind: "worker", worker: INGEST_WORKER, args };
 }
 
 /**

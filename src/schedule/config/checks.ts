@@ -30,6 +30,7 @@ import {
   scheduleSchema,
   zoneId,
 } from "./schema.ts";
+import { checkPipelines } from "./pipelines.ts";
 import { checkWorkflows } from "./workflows.ts";
 
 /**
@@ -84,6 +85,25 @@ export function validate(report: Reporter, workers?: WorkerNames): void {
   }
   checkWorkflows(report, reported);
   const workflowIds = workflowList.map((w) => fields(w)?.id).filter((id) => typeof id === "string");
+  const pipelineList = Array.isArray(root?.pipelines) ? root.pipelines as unknown[] : [];
+  for (const [index, pipeline] of pipelineList.entries()) {
+    const path = ["pipelines", index];
+    const p = fields(pipeline) ?? {};
+    const steps = Array.isArray(p.steps) ? p.steps : [];
+    for (const [i, step] of steps.entries()) {
+      const run = fields(fields(step)?.run);
+      if (run) checkRun(report, [...path, "steps", i, "run"], run, "run", PROCESSORS);
+    }
+    if (fields(p.sink)) checkRun(report, [...path, "sink"], fields(p.sink)!, "sink", PROCESSORS);
+    if (fields(p.source)) {
+      checkRun(report, [...path, "source"], fields(p.source)!, "source", FEEDS);
+    }
+    if (fields(p.notify)) {
+      checkRun(report, [...path, "notify"], fields(p.notify)!, "notify", ["command"]);
+    }
+  }
+  checkPipelines(report, reported);
+  const pipelineIds = pipelineList.map((p) => fields(p)?.id).filter((id) => typeof id === "string");
 
   const list = Array.isArray(root?.schedules) ? root.schedules as unknown[] : [];
   const firstLine = new Map<string, number>();
@@ -103,7 +123,7 @@ export function validate(report: Reporter, workers?: WorkerNames): void {
         );
       }
     }
-    checkSchedule(report, path, schedule, defaults, workflowIds);
+    checkSchedule(report, path, schedule, defaults, workflowIds, pipelineIds);
   }
   if (workers && typeof root?.workers === "string") {
     checkWorkers(report, root.workers, workerFields(root), workers);
@@ -143,6 +163,10 @@ function dotted(label: string, key: string): string {
 
 /** What a run, a use case and a step's `run:` choose from. */
 const RUNNERS = ["command", "http", "worker"] as const;
+/** What a pipeline step or sink runs. */
+const PROCESSORS = ["command", "worker"] as const;
+/** Where a pipeline reads from. */
+const FEEDS = ["file", "glob", "command", "http"] as const;
 
 /** Use-case ids follow the workflow ids' rule; each use case has one runner, as a run does. */
 function checkUseCases(report: Reporter, useCases: Fields): void {
@@ -169,6 +193,7 @@ function checkSchedule(
   schedule: Fields,
   defaults: Fields,
   workflows: readonly string[],
+  pipelines: readonly string[],
 ): void {
   const rhythms = present(schedule, ["cron", "every", "manual"]);
   if (rhythms.length === 0) {
@@ -222,8 +247,9 @@ function checkSchedule(
 
   const run = fields(schedule.run);
   if (run) {
-    checkRun(report, [...path, "run"], run, "run", [...RUNNERS, "workflow"]);
+    checkRun(report, [...path, "run"], run, "run", [...RUNNERS, "workflow", "pipeline"]);
     checkWorkflowRun(report, [...path, "run"], run, workflows);
+    checkPipelineRun(report, [...path, "run"], run, pipelines);
   }
   const selection = fields(schedule.selection);
   if (selection) {
@@ -330,8 +356,36 @@ function checkWorkflowRun(
   );
 }
 
+/** A `run.pipeline` names a pipeline of the file. */
+function checkPipelineRun(
+  report: Reporter,
+  path: Path,
+  run: Fields,
+  pipelines: readonly string[],
+): void {
+  const id = run.pipeline;
+  if (typeof id !== "string" || id.trim() === "" || pipelines.includes(id)) return;
+  const known = pipelines.length === 0
+    ? "the file has none"
+    : `it has ${pipelines.slice(0, 10).map(quote).join(", ")}`;
+  const hint = didYouMean(id, pipelines);
+  report.add(
+    "pipeline-unknown",
+    [...path, "pipeline"],
+    `run.pipeline ${quote(id)} is not a pipeline of the file${hint ? hint : `; ${known}`}`,
+  );
+}
+
 /** What a fan-out's `run` may not do with its item. */
 function checkFanOutRun(report: Reporter, path: Path, run: Fields): void {
+  if (run.pipeline !== undefined) {
+    report.add(
+      "schedule-invalid",
+      [...path, "pipeline"],
+      "run.pipeline cannot be fanned out by a selection: a pipeline reads its own source",
+    );
+    return;
+  }
   if (run.workflow !== undefined) {
     report.add(
       "schedule-invalid",
@@ -394,6 +448,22 @@ function workerFields(root: Fields): Array<{ path: Path; label: string; value: u
         value: fields(step)?.run,
       });
     }
+  }
+  const pipelines = Array.isArray(root.pipelines) ? root.pipelines as unknown[] : [];
+  for (const [index, pipeline] of pipelines.entries()) {
+    const steps = fields(pipeline)?.steps;
+    for (const [i, step] of (Array.isArray(steps) ? steps : []).entries()) {
+      found.push({
+        path: ["pipelines", index, "steps", i, "run"],
+        label: "run",
+        value: fields(step)?.run,
+      });
+    }
+    found.push({
+      path: ["pipelines", index, "sink"],
+      label: "sink",
+      value: fields(pipeline)?.sink,
+    });
   }
   return found;
 }

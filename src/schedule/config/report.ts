@@ -14,6 +14,7 @@ import { isMap, isNode, isScalar, isSeq } from "npm:yaml@2.9.1";
 import type { Document } from "npm:yaml@2.9.1";
 import type { core } from "npm:zod@4.6.7";
 import { didYouMean, nearest } from "../../text/suggest.ts";
+import type { PipelineProblemCode } from "../../ingest/definition.ts";
 import type { WorkflowProblemCode } from "../../workflow/definition.ts";
 
 /** What kind of problem a {@linkcode ConfigError} is. */
@@ -45,7 +46,15 @@ export type ConfigErrorCode =
    * saga among them), with that rule's code: `behavior-unrecorded`,
    * `use-case-shared`, `compensation-missing`, `engine-config-in-record`...
    */
-  | WorkflowProblemCode;
+  | WorkflowProblemCode
+  /** A schedule's `run.pipeline` that names no pipeline of the file. */
+  | "pipeline-unknown"
+  /**
+   * A pipeline that breaks a rule of `checkPipeline`, with that rule's code:
+   * `drop-reasons-missing`, `step-unmarked`, `source-undeclared`,
+   * `overflow-reason-missing`, `poison-reason-missing`...
+   */
+  | PipelineProblemCode;
 
 /** One problem in a schedules file. */
 export interface ConfigError {
@@ -308,6 +317,16 @@ export class Reporter {
         ? `workflow ${quote(id)}`
         : `workflow #${second + 1}`;
       return [where, path.slice(2)];
+    }
+    if (first === "pipelines" && typeof second === "number") {
+      const id = valueAt(this.raw, [...path.slice(0, 2), "id"]);
+      const where = typeof id === "string" && id !== ""
+        ? `pipeline ${quote(id)}`
+        : `pipeline #${second + 1}`;
+      return [where, path.slice(2)];
+    }
+    if (first === "sources" && second !== undefined) {
+      return [`source ${quote(String(second))}`, path.slice(2)];
     }
     if (first === "use_cases" && second !== undefined) {
       return [`use case ${quote(String(second))}`, path.slice(2)];

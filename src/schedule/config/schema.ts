@@ -213,6 +213,8 @@ const run = z.strictObject({
   /** Starts a run of this workflow of the file instead (`input` is its input). */
   workflow: nonEmpty.optional(),
   input: z.unknown().optional(),
+  /** Starts a run of this pipeline of the file instead. */
+  pipeline: nonEmpty.optional(),
 });
 
 const selection = z.strictObject({
@@ -325,6 +327,100 @@ export const workflowSchema = z.strictObject({
   steps: z.array(stepSchema),
 });
 
+/** A freshness `within`: a duration as the file writes them (`15m`) or ISO 8601 (`PT15M`). */
+const within = z.string({ error: 'must be a duration such as "15m" or "PT15M"' }).transform(
+  (text, ctx) => {
+    const result = tryParseDuration(text);
+    if (result.ok) return result.ms;
+    try {
+      const ms = Temporal.Duration.from(text).total({ unit: "milliseconds" });
+      if (ms > 0) return ms;
+    } catch {
+      // Neither spelling: the file's own duration error says what is accepted.
+    }
+    issue(ctx, result.reason);
+    return z.NEVER;
+  },
+);
+
+const httpSource = z.union([
+  z.string(),
+  z.strictObject({ url: z.string(), headers: stringMap.optional() }),
+], { error: "must be a URL, or { url, headers }" });
+
+/** One entry of `sources:`: what an enrich step may read, by name. */
+export const namedSourceSchema = z.strictObject({
+  file: nonEmpty.optional(),
+  http: httpSource.optional(),
+  sqlite: nonEmpty.optional(),
+  postgres: nonEmpty.optional(),
+  /** The query of a `sqlite` or `postgres` source, with named parameters (`:sku`). */
+  query: nonEmpty.optional(),
+});
+
+/** What a pipeline step or sink runs: a command, or a TypeScript step or sink of the workers module. */
+const processor = z.strictObject({
+  command: command.optional(),
+  shell: z.boolean().optional(),
+  cwd: nonEmpty.optional(),
+  env: stringMap.optional(),
+  worker: name.optional(),
+});
+
+/** Where a pipeline's records come from. */
+const pipelineSource = z.strictObject({
+  file: nonEmpty.optional(),
+  glob: nonEmpty.optional(),
+  command: command.optional(),
+  shell: z.boolean().optional(),
+  cwd: nonEmpty.optional(),
+  env: stringMap.optional(),
+  http: httpSource.optional(),
+  format: z.enum(["ndjson", "csv"]).optional(),
+  encoding: nonEmpty.optional(),
+});
+
+/** One entry of a pipeline's `steps:`; the marks and sources are checked by `checkPipeline`. */
+export const pipelineStepSchema = z.strictObject({
+  drop: z.string().optional(),
+  enrich: z.string().optional(),
+  sources: z.array(z.string()).optional(),
+  run: processor,
+});
+
+/** One entry of `pipelines:`; the rules spanning fields are `checkPipeline`'s (`pipelines.ts`). */
+export const pipelineSchema = z.strictObject({
+  id: slug,
+  source: pipelineSource,
+  key: z.union([nonEmpty, z.array(nonEmpty)], { error: "must be a field name or a list of them" }),
+  steps: z.array(pipelineStepSchema).optional(),
+  /** Required, but its absence is `checkPipeline`'s `drop-reasons-missing`. */
+  drop_reasons: z.array(slug).optional(),
+  buffer: z.strictObject({
+    capacity: whole().min(1).optional(),
+    overflow: z.enum(["block", "drop_oldest", "page"]).optional(),
+  }).optional(),
+  poison_after: whole().min(1).optional(),
+  sink: processor,
+  sink_batch: whole().min(1).max(MAX_BATCH_SIZE).optional(),
+  freshness: z.strictObject({
+    mode: z.enum(["bounded", "advisory"]),
+    within: within.optional(),
+    authority: nonEmpty.optional(),
+  }).optional(),
+  queue: name.optional(),
+  max_attempts: whole().min(1).optional(),
+  /** How long dropped records are kept. */
+  drops_retention: duration.optional(),
+  /** Run when a run is paged (`overflow: page`). */
+  notify: z.strictObject({
+    command,
+    shell: z.boolean().optional(),
+    cwd: nonEmpty.optional(),
+    env: stringMap.optional(),
+  }).optional(),
+});
+
 const queueSchema = z.strictObject({
   concurrency: whole().min(1).optional(),
   paused: z.boolean().optional(),
@@ -350,6 +446,8 @@ export const fileSchema = z.strictObject({
   pruner: prunerSchema.optional(),
   use_cases: z.record(z.string(), useCaseSchema).optional(),
   workflows: z.array(workflowSchema).optional(),
+  sources: z.record(z.string(), namedSourceSchema).optional(),
+  pipelines: z.array(pipelineSchema).optional(),
   schedules: z.array(scheduleSchema).optional(),
 });
 
@@ -361,6 +459,8 @@ export type RawDefaults = z.output<typeof defaultsSchema>;
 export type RawUseCase = z.output<typeof useCaseSchema>;
 /** A workflow as the schema outputs it: durations in milliseconds. */
 export type RawWorkflow = z.output<typeof workflowSchema>;
+/** A pipeline as the schema outputs it: durations in milliseconds. */
+export type RawPipeline = z.output<typeof pipelineSchema>;
 /** `pruner:` as the schema outputs it: durations in milliseconds, nothing defaulted. */
 export type RawPruner = z.output<typeof prunerSchema>;
 

@@ -169,7 +169,11 @@ export class SqliteIngest {
         d.record,
       );
     }
-    for (const f of params.failures) q.failureBump.run(pipeline, f.record, f.error, f.excerpt, now);
+    // One bump per record: the same record twice in one chunk counts once, as on PostgreSQL.
+    const failures = new Map(params.failures.map((f) => [f.record, f]));
+    for (const f of failures.values()) {
+      q.failureBump.run(pipeline, f.record, f.error, f.excerpt, now);
+    }
     for (const record of params.cleared) q.failureClear.run(pipeline, record);
     return true;
   }

@@ -1,0 +1,546 @@
+/**
+ * The ingest commands: `jobs ingest <pipeline> [--wait]` (a run now, of a
+ * pipeline the schedules file declares, audited; with `--wait` it runs to
+ * the end in this process, or, when a live daemon serves the pipeline's
+ * queue, waits for the daemon's run), `jobs pipelines` (each pipeline's
+ * freshness, last runs and drops per reason over the last hour and day),
+ * `jobs drops <pipeline> [--reason] [--run]` (the dropped records, newest
+ * first) and `jobs drops replay <id> --reason` (one record again, through
+ * the file's definition of now, audited). Each is a thin call into
+ * `src/admin/pipelines.ts`, which the TUI shares.
+ *
+ * @module
+ */
+
+import { type Command, InvalidArgumentError } from "commander";
+import {
+  PipelineActionRefused,
+  pipelinesView,
+  type PipelineView,
+  replayDrop,
+  startIngestRun,
+  totalDropped,
+} from "../admin/pipelines.ts";
+import { nodesView } from "../admin/views.ts";
+import type { CompiledPipeline, IngestDrop, IngestRun } from "../ingest/types.ts";
+import { Jobs } from "../jobs.ts";
+import { FINAL_STATES, type Job } from "../kernel/types.ts";
+import { ingestWorker } from "../runners/ingest.ts";
+import { loadWorkersModule } from "../runners/workers_module.ts";
+import type { ScheduleConfig } from "../schedule/types.ts";
+import type { Store } from "../store/store.ts";
+import { didYouMean } from "../text/suggest.ts";
+import type { Logger } from "../worker/logger.ts";
+import { prunerSettings } from "../worker/pruner.ts";
+import {
+  type CliDeps,
+  CommandFailed,
+  configPath,
+  dbPath,
+  globalOptions,
+  parseCount,
+  quiet,
+  who,
+} from "./common.ts";
+import { configIfAny, requireConfig } from "./config.ts";
+import { withStore } from "./open_store.ts";
+import { cell, echo, iso, safeJson, table, when } from "./text.ts";
+
+/** How many drops `jobs drops` prints unless `--limit` says otherwise. */
+export const DROPS_DEFAULT_LIMIT = 50;
+
+/** How often `jobs ingest --wait` looks at a daemon's run. */
+const WAIT_POLL_MS = 250;
+
+/** Registers `ingest`, `pipelines` and `drops [replay]` on the program. */
+export function registerIngestCommands(program: Command, deps: CliDeps): void {
+  ingestCommand(program, deps);
+  pipelinesCommand(program, deps);
+  dropsCommand(program, deps);
+}
+
+/** A whole number >= 1 given as an argument (`--run 3`, a drop id). */
+function positive(what: string): (value: string) => number {
+  return (value) => {
+    const n = Number(value);
+    if (!/^\d+$/.test(value) || !Number.isSafeInteger(n) || n < 1) {
+      throw new InvalidArgumentError(`"${echo(value)}" is not a ${what} (a whole number >= 1)`);
+    }
+    return n;
+  };
+}
+
+/** The pipeline `id` of the file, or the command fails naming what the file has. */
+function pipelineOf(command: string, config: ScheduleConfig, file: string, id: string) {
+  const found = config.pipelines.find((p) => p.id === id);
+  if (found) return found;
+  const ids = config.pipelines.map((p) => p.id);
+  const known = ids.map((p) => `"${echo(p)}"`).join(", ");
+  throw new CommandFailed(
+    `jobs ${command}: no pipeline "${echo(id)}" in ${echo(file)}${echo(didYouMean(id, ids))} ` +
+      `(it has ${known || "none"})`,
+    2,
+  );
+}
+
+// ------------------------------------------------------------------- ingest
+
+interface IngestOptions {
+  wait?: boolean;
+  db?: string;
+  config?: string;
+  json?: boolean;
+  actor?: string;
+  reason?: string;
+}
+
+function ingestCommand(program: Command, deps: CliDeps): void {
+  quiet(
+    globalOptions(
+      program.command("ingest")
+        .description(
+          "run a pipeline the schedules file declares, now (audited); --wait runs it to the end",
+        )
+        .argument("<pipeline>", "the pipeline's id")
+        .option(
+          "--wait",
+          "run it to the end in this process (or wait for the run of a live daemon that serves " +
+            "its queue) and print its counts; exit 1 when it did not complete",
+        ),
+      {
+        db: { mode: "write" },
+        config: { for: "which declares the pipeline" },
+        json: true,
+        audit: { reason: "optional" },
+      },
+    ).action(async (id: string, options: IngestOptions) => {
+      const file = configPath(options.config, deps);
+      const { config } = await requireConfig("ingest", file, deps);
+      const pipeline = pipelineOf("ingest", config, file, id);
+      const db = dbPath(options.db, deps);
+      await withStore("ingest", db, "write", deps, async (store) => {
+        const actor = who(options, deps);
+        const job = await startIngestRun(store, pipeline, actor);
+        if (!options.wait) {
+          const serving = await daemonsServing(store, pipeline.queue, actor.now);
+          if (options.json) {
+            deps.out(JSON.stringify({ job, pipeline: pipeline.id, queue: pipeline.queue }));
+          } else deps.out(String(job));
+          deps.err(
+            `jobs ingest: enqueued job ${job} on queue ${cell(pipeline.queue)}: ` +
+              (serving.length > 0
+                ? `${serving.map(cell).join(", ")} will run it`
+                : `no live daemon serves the queue; --wait runs it in this process`),
+          );
+          return;
+        }
+        const ran = await untilEnded(store, job, pipeline, config, deps);
+        const run = await store.ingestRunByJob({ jobId: job });
+        report(ran.job, run, pipeline, ran.by, options, deps);
+      });
+    }),
+    deps,
+    "ingest",
+  );
+}
+
+/** The live daemons (fresh heartbeat) that run `queue`. */
+async function daemonsServing(store: Store, queue: string, now: number): Promise<string[]> {
+  return (await nodesView(store, now)).filter((n) => !n.stale && (n.queues[queue] ?? 0) > 0)
+    .map((n) => n.node);
+}
+
+/**
+ * Waits for the job `id` to end: while a live daemon serves its queue, by
+ * looking every {@linkcode WAIT_POLL_MS}; when none does (or the daemon
+ * went away meanwhile), by running it here.
+ */
+async function untilEnded(
+  store: Store,
+  id: number,
+  pipeline: CompiledPipeline,
+  config: ScheduleConfig,
+  deps: CliDeps,
+): Promise<{ job: Job; by: string[] | null }> {
+  let waited: string[] | null = null;
+  for (;;) {
+    const job = await store.jobGet({ id });
+    if (!job) throw new CommandFailed(`jobs ingest: job ${id} is gone from the store`);
+    if (FINAL_STATES.includes(job.state)) return { job, by: waited };
+    const serving = await daemonsServing(store, pipeline.queue, deps.clock.now());
+    if (serving.length === 0) {
+      return { job: await runHere(store, id, pipeline, config, deps), by: null };
+    }
+    if (waited === null) {
+      deps.err(
+        `jobs ingest: job ${id} enqueued; waiting for the run of ${serving.map(cell).join(", ")}`,
+      );
+    }
+    waited = serving;
+    await deps.clock.sleep(WAIT_POLL_MS);
+  }
+}
+
+/**
+ * Runs the pipeline's queue in this process until the job `id` ended: the
+ * ingest runner with the workers of the file's `workers:` module (the
+ * TypeScript steps and sinks), one job at a time, the pruner as the file
+ * sets it. What else waits on that queue (no daemon serves it) runs too, as
+ * a daemon would run it.
+ */
+async function runHere(
+  store: Store,
+  id: number,
+  pipeline: CompiledPipeline,
+  config: ScheduleConfig,
+  deps: CliDeps,
+): Promise<Job> {
+  const workers = config.workersModule === undefined
+    ? []
+    : await loadWorkersModule(config.workersModule).catch((error) => {
+      throw new CommandFailed(`jobs ingest: ${(error as Error).message}`);
+    });
+  // The run's job ended for good (a retry goes on here): a job's end reaches
+  // the log before its result is written, which stopping the runtime does.
+  let ended!: () => void;
+  const end = new Promise<void>((resolve) => ended = resolve);
+  const logger: Logger = (event, fields) => {
+    if (
+      event === "job.stop" && fields.job === id && FINAL_STATES.includes(fields.outcome as never)
+    ) {
+      ended();
+    }
+    deps.logger(event, fields);
+  };
+  const jobs: Jobs = new Jobs({
+    store,
+    clock: deps.clock,
+    logger,
+    workers: [
+      ingestWorker({
+        store: () => store,
+        clock: deps.clock,
+        env: deps.env,
+        logger,
+        workers: () => jobs.registry,
+      }),
+      ...workers,
+    ],
+  });
+  const { batch, retention } = prunerSettings(config.pruner);
+  const runtime = await jobs.start({
+    queues: { [pipeline.queue]: 1 },
+    pruner: { batch, retention },
+  });
+  let stopped = false;
+  const offs = (["SIGINT", "SIGTERM"] as const).map((signal) =>
+    deps.onSignal(signal, () => {
+      stopped = true;
+      ended();
+    })
+  );
+  try {
+    await end;
+  } finally {
+    offs.forEach((off) => off());
+    await runtime.stop({ grace: 0 });
+  }
+  const job = await store.jobGet({ id });
+  if (!job) throw new CommandFailed(`jobs ingest: job ${id} is gone from the store`);
+  if (stopped && !FINAL_STATES.includes(job.state)) {
+    throw new CommandFailed(
+      `jobs ingest: stopped while job ${id} was ${job.state}; its run resumes where it stood ` +
+        `when a daemon (or jobs ingest --wait) runs the queue`,
+      130,
+    );
+  }
+  return job;
+}
+
+/** Prints the run's counts; fails when the run did not complete. */
+function report(
+  job: Job,
+  run: IngestRun | null,
+  pipeline: CompiledPipeline,
+  daemons: string[] | null,
+  options: IngestOptions,
+  deps: CliDeps,
+): void {
+  const counts = run?.counts ?? null;
+  const state = run?.state ?? job.state;
+  const error = run?.error ?? job.errors.at(-1)?.error ?? null;
+  if (options.json) {
+    deps.out(safeJson({
+      run: run?.id ?? null,
+      job: job.id,
+      pipeline: pipeline.id,
+      state,
+      received: counts?.received ?? 0,
+      kept: counts?.kept ?? 0,
+      sunk: counts?.sunk ?? 0,
+      dropped: counts?.dropped ?? {},
+      failed: counts?.failed ?? 0,
+      pending: counts?.pending ?? 0,
+      error,
+      ranBy: daemons ?? "here",
+    }));
+  } else if (counts) {
+    deps.out(
+      `pipeline ${cell(pipeline.id)} run ${run!.id} ${state}: received ${counts.received}, ` +
+        `sunk ${counts.sunk}, dropped ${droppedText(counts.dropped)}, failed ${counts.failed}, ` +
+        `pending ${counts.pending}`,
+    );
+  }
+  if (state !== "completed") {
+    throw new CommandFailed(
+      `jobs ingest: pipeline "${echo(pipeline.id)}" ` +
+        (run ? `run ${run.id} ended ${state}` : `job ${job.id} ended ${job.state} before a run`) +
+        (error ? `: ${echo(error, 400)}` : ""),
+    );
+  }
+}
+
+/** `duplicate 3, below-threshold 1` (or `none`). */
+function droppedText(dropped: Record<string, number>): string {
+  const parts = Object.entries(dropped).filter(([, n]) => n > 0).map(([r, n]) => `${cell(r)} ${n}`);
+  return parts.length > 0 ? parts.join(", ") : "none";
+}
+
+// ---------------------------------------------------------------- pipelines
+
+function pipelinesCommand(program: Command, deps: CliDeps): void {
+  quiet(
+    globalOptions(
+      program.command("pipelines")
+        .description(
+          "each pipeline's freshness, last runs and drops per reason over the last hour and day",
+        )
+        .option("--runs <n>", "how many of each pipeline's last runs", parseCount, 5),
+      {
+        db: { mode: "read" },
+        config: { for: "for the declared pipelines and their freshness (when there is one)" },
+        json: true,
+        audit: { not: "it only reads: nothing to audit" },
+      },
+    ).action(async (options: { db?: string; config?: string; json?: boolean; runs: number }) => {
+      const loaded = await configIfAny("pipelines", options.config, deps, { lenient: true });
+      const now = deps.clock.now();
+      await withStore("pipelines", dbPath(options.db, deps), "read", deps, async (store) => {
+        const views = await pipelinesView({
+          store,
+          pipelines: loaded.config?.pipelines ?? [],
+          now,
+          recent: options.runs,
+        });
+        if (options.json) {
+          deps.out(safeJson(views.map(viewJson)));
+          return;
+        }
+        if (views.length === 0) {
+          deps.out("no pipelines: none declared and none with runs in the store");
+          return;
+        }
+        for (const line of pipelinesText(views, now)) deps.out(line);
+      });
+    }),
+    deps,
+    "pipelines",
+  );
+}
+
+/** A view as `--json` prints it: instants as ISO UTC. */
+function viewJson(view: PipelineView) {
+  return {
+    ...view,
+    recent: view.recent.map(runJson),
+    freshness: view.freshness && {
+      ...view.freshness,
+      lastCompletedAt: iso(view.freshness.lastCompletedAt),
+    },
+  };
+}
+
+function runJson(run: IngestRun) {
+  return {
+    id: run.id,
+    state: run.state,
+    trigger: run.trigger,
+    job: run.jobId,
+    ...run.counts,
+    error: run.error,
+    startedAt: iso(run.startedAt),
+    finishedAt: iso(run.finishedAt),
+  };
+}
+
+/** `fresh (last complete run 3m ago, within 15m)`, `STALE (...)`, `advisory: erp is right`. */
+export function freshnessText(view: PipelineView, now: number): string {
+  const f = view.freshness;
+  if (!f) return "no freshness declared";
+  if (f.mode === "advisory") return `advisory: ${cell(f.authority ?? "")} is right`;
+  const last = f.lastCompletedAt === null
+    ? "no complete run yet"
+    : `last complete run ${when(f.lastCompletedAt, now)}`;
+  return `${f.stale ? "STALE" : "fresh"} (${last}; promised within ${spanText(f.withinMs ?? 0)})`;
+}
+
+function spanText(ms: number): string {
+  if (ms % 3_600_000 === 0) return `${ms / 3_600_000}h`;
+  if (ms % 60_000 === 0) return `${ms / 60_000}m`;
+  return `${ms / 1000}s`;
+}
+
+function pipelinesText(views: PipelineView[], now: number): string[] {
+  const lines: string[] = [];
+  for (const view of views) {
+    if (lines.length > 0) lines.push("");
+    lines.push(
+      `pipeline ${cell(view.id)}${view.declared ? "" : " (not in the schedules file)"}: ` +
+        `${freshnessText(view, now)}; ${view.runs} run${view.runs === 1 ? "" : "s"}`,
+    );
+    lines.push(
+      `  dropped last hour: ${droppedText(view.droppedLastHour)} ` +
+        `(${totalDropped(view.droppedLastHour)}); last day: ${droppedText(view.droppedLastDay)} ` +
+        `(${totalDropped(view.droppedLastDay)})`,
+    );
+    if (view.recent.length === 0) continue;
+    const header = ["RUN", "STATE", "STARTED", "RECEIVED", "SUNK", "DROPPED", "FAILED", "ERROR"];
+    const rows = view.recent.map((r) => [
+      String(r.id),
+      r.state,
+      when(r.startedAt, now),
+      String(r.counts.received),
+      String(r.counts.sunk),
+      droppedText(r.counts.dropped),
+      String(r.counts.failed),
+      r.error === null ? "" : cell(r.error),
+    ]);
+    lines.push(...table([header, ...rows]).map((l) => `  ${l}`));
+  }
+  return lines;
+}
+
+// -------------------------------------------------------------------- drops
+
+interface DropsOptions {
+  reason?: string;
+  run?: number;
+  limit: number;
+  db?: string;
+  json?: boolean;
+}
+
+interface ReplayOptions {
+  again?: boolean;
+  db?: string;
+  config?: string;
+  json?: boolean;
+  actor?: string;
+  reason: string;
+}
+
+function dropsCommand(program: Command, deps: CliDeps): void {
+  const group = quiet(
+    globalOptions(
+      program.command("drops")
+        .description(
+          "a pipeline's dropped records, newest first (jobs drops replay <id> replays one)",
+        )
+        .argument("<pipeline>", "the pipeline's id")
+        .option("--reason <reason>", "only drops with this reason")
+        .option("--run <id>", "only drops of this run", positive("run id"))
+        .option("--limit <n>", "how many drops at most", parseCount, DROPS_DEFAULT_LIMIT)
+        // `--reason` after `replay` is the replay's (the audit's why), not the filter.
+        .enablePositionalOptions(),
+      {
+        db: { mode: "read" },
+        config: { not: "it lists what the store holds; the file plays no part" },
+        json: true,
+        audit: { not: "it only reads: nothing to audit", reasonFilters: true },
+      },
+    ).action(async (pipeline: string, options: DropsOptions) => {
+      const now = deps.clock.now();
+      await withStore("drops", dbPath(options.db, deps), "read", deps, async (store) => {
+        const drops = await store.ingestDropsList({
+          pipeline,
+          ...(options.reason === undefined ? {} : { reason: options.reason }),
+          ...(options.run === undefined ? {} : { runId: options.run }),
+          limit: options.limit,
+        });
+        if (options.json) {
+          deps.out(safeJson(drops.map(dropJson)));
+          return;
+        }
+        if (drops.length === 0) {
+          deps.out(`no drops of pipeline ${cell(pipeline)} match`);
+          return;
+        }
+        const header = ["ID", "RUN", "KEY", "REASON", "STEP", "AT", "REPLAYED", "EXCERPT"];
+        const rows = drops.map((d) => [
+          String(d.id),
+          String(d.runId),
+          d.recordKey === null ? "-" : cell(d.recordKey),
+          cell(d.reason),
+          cell(d.step),
+          when(d.at, now),
+          d.replayedAt === null ? (d.replayable ? "no" : "not replayable") : `job ${d.replayedJob}`,
+          cell(d.excerpt),
+        ]);
+        for (const line of table([header, ...rows])) deps.out(line);
+      });
+    }),
+    deps,
+    "drops",
+  );
+  quiet(
+    globalOptions(
+      group.command("replay")
+        .description(
+          "run one dropped record again, through the schedules file's definition of now (audited)",
+        )
+        .argument("<id>", "the drop's id (jobs drops <pipeline> lists them)", positive("drop id"))
+        .option("--again", "replay a drop that was replayed before"),
+      {
+        db: { mode: "write" },
+        config: { for: "whose definition of the pipeline the record runs through" },
+        json: true,
+        audit: { reason: "required" },
+      },
+    ).action(async (id: number, options: ReplayOptions) => {
+      const file = configPath(options.config, deps);
+      const { config } = await requireConfig("drops replay", file, deps);
+      await withStore("drops replay", dbPath(options.db, deps), "write", deps, async (store) => {
+        const actor = who(options, deps);
+        const replayed = await replayDrop(store, {
+          id,
+          pipeline: (p) => config.pipelines.find((c) => c.id === p) ?? null,
+          who: { ...actor, reason: options.reason },
+          again: options.again,
+        }).catch((error) => {
+          if (error instanceof PipelineActionRefused) {
+            throw new CommandFailed(`jobs drops replay: ${echo(error.message, 400)}`);
+          }
+          throw error;
+        });
+        if (options.json) {
+          deps.out(
+            JSON.stringify({ drop: id, job: replayed.job, pipeline: replayed.drop.pipeline }),
+          );
+          return;
+        }
+        deps.out(String(replayed.job));
+        deps.err(
+          `jobs drops replay: drop ${id} (${cell(replayed.drop.reason)}, key ` +
+            `${cell(replayed.drop.recordKey ?? "-")}) replays as job ${replayed.job} of pipeline ` +
+            `${cell(replayed.drop.pipeline)}`,
+        );
+      });
+    }),
+    deps,
+    "drops replay",
+  );
+}
+
+function dropJson(drop: IngestDrop) {
+  return { ...drop, at: iso(drop.at), replayedAt: iso(drop.replayedAt) };
+}
