@@ -35,7 +35,7 @@ import {
 import { waitUntil } from "../../src/testing.ts";
 import { tempDir } from "../support/stores.ts";
 import { postgresLocation } from "../support/pg_schema.ts";
-import { lines } from "../support/processes.ts";
+import { CrashNode } from "../support/crash_node.ts";
 import {
   crashPipeline,
   createSinkTable,
@@ -52,70 +52,6 @@ import { seeded } from "./workflow_crash_child.ts";
 const CHILD = new URL("./ingest_crash_child.ts", import.meta.url).pathname;
 const KILLS = 8;
 const SEED = Number(Deno.env.get("JOBS_CRASH_SEED") ?? Math.floor(Math.random() * 2 ** 31));
-
-/** One node of the test: a child process, its `ready` line, and its stderr for failures. */
-class Node {
-  readonly #process: Deno.ChildProcess;
-  readonly ready: Promise<boolean>;
-  readonly #status: Promise<Deno.CommandStatus>;
-  readonly #stderr: Promise<string>;
-  /** Set once the process is gone (killed, or ended by itself). */
-  exited = false;
-
-  constructor(location: string, readonly name: string) {
-    this.#process = new Deno.Command(Deno.execPath(), {
-      args: [
-        "run",
-        "--quiet",
-        "--allow-read",
-        "--allow-write",
-        "--allow-env",
-        "--allow-sys",
-        "--allow-net",
-        CHILD,
-        location,
-        name,
-      ],
-      stdin: "null",
-      stdout: "piped",
-      stderr: "piped",
-    }).spawn();
-    const { stdout, stderr } = this.#process;
-    this.ready = (async () => {
-      for await (const line of lines(stdout)) if (line === "ready") return true;
-      return false;
-    })();
-    this.#status = this.#process.status;
-    this.#status.then(() => this.exited = true);
-    this.#stderr = new Response(stderr).text();
-  }
-
-  /** What it wrote on stderr (once it is gone). */
-  stderr(): Promise<string> {
-    return this.#stderr;
-  }
-
-  /** SIGKILL, then its status once it is gone. */
-  async kill(): Promise<Deno.CommandStatus> {
-    try {
-      this.#process.kill("SIGKILL");
-    } catch {
-      // already gone
-    }
-    return await this.#status;
-  }
-
-  /** SIGTERM (a graceful stop), then its status and what it wrote on stderr. */
-  async stop(): Promise<{ status: Deno.CommandStatus; stderr: string }> {
-    this.#process.kill("SIGTERM");
-    return { status: await this.#status, stderr: await this.#stderr };
-  }
-
-  async [Symbol.asyncDispose](): Promise<void> {
-    await this.kill();
-    await this.#stderr.catch(() => "");
-  }
-}
 
 const delay = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
@@ -138,7 +74,11 @@ async function crashMidRun(location: string, dir: string): Promise<void> {
     let committed = 0;
     const progress: number[] = [];
     for (let kill = 1; kill <= KILLS; kill++) {
-      await using node = new Node(location, `ingest-crash-${kill}`);
+      await using node = new CrashNode(
+        CHILD,
+        [location, `ingest-crash-${kill}`],
+        `ingest-crash-${kill}`,
+      );
       await waitUntil(`ingest-crash-${kill} to be ready`, () => node.ready, { timeoutMs: 20_000 });
       // Wait for the node to commit a chunk past what the run had, so the kill lands mid-run.
       await waitUntil(
@@ -167,7 +107,7 @@ async function crashMidRun(location: string, dir: string): Promise<void> {
       progress.push(committed);
     }
 
-    await using last = new Node(location, "ingest-crash-last");
+    await using last = new CrashNode(CHILD, [location, "ingest-crash-last"], "ingest-crash-last");
     await waitUntil("ingest-crash-last to be ready", () => last.ready, { timeoutMs: 20_000 });
     const run = await waitUntil(
       `the run to end after ${KILLS} kills (seed ${SEED})`,

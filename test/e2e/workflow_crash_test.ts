@@ -31,7 +31,7 @@ import { waitUntil } from "../../src/testing.ts";
 import { stepIdentity } from "../../src/workflow/advance.ts";
 import { tempDir } from "../support/stores.ts";
 import { postgresLocation } from "../support/pg_schema.ts";
-import { lines } from "../support/processes.ts";
+import { CrashNode } from "../support/crash_node.ts";
 import {
   CRASH_WORKFLOW,
   createEffects,
@@ -43,61 +43,6 @@ import {
 const CHILD = new URL("./workflow_crash_child.ts", import.meta.url).pathname;
 const KILLS = 30;
 const SEED = Number(Deno.env.get("JOBS_CRASH_SEED") ?? Math.floor(Math.random() * 2 ** 31));
-
-/** One node of the test: a child process, its `ready` line, and its stderr for failures. */
-class Node {
-  readonly #process: Deno.ChildProcess;
-  readonly ready: Promise<boolean>;
-  readonly #stderr: Promise<string>;
-
-  constructor(location: string, readonly name: string, seed: number) {
-    this.#process = new Deno.Command(Deno.execPath(), {
-      args: [
-        "run",
-        "--quiet",
-        "--allow-read",
-        "--allow-write",
-        "--allow-env",
-        "--allow-sys",
-        "--allow-net",
-        CHILD,
-        location,
-        name,
-        String(seed),
-      ],
-      stdin: "null",
-      stdout: "piped",
-      stderr: "piped",
-    }).spawn();
-    const { stdout, stderr } = this.#process;
-    this.ready = (async () => {
-      for await (const line of lines(stdout)) if (line === "ready") return true;
-      return false;
-    })();
-    this.#stderr = new Response(stderr).text();
-  }
-
-  /** SIGKILL, then its status once it is gone. */
-  async kill(): Promise<Deno.CommandStatus> {
-    try {
-      this.#process.kill("SIGKILL");
-    } catch {
-      // already gone
-    }
-    return await this.#process.status;
-  }
-
-  /** SIGTERM (a graceful stop), then its status and what it wrote on stderr. */
-  async stop(): Promise<{ status: Deno.CommandStatus; stderr: string }> {
-    this.#process.kill("SIGTERM");
-    return { status: await this.#process.status, stderr: await this.#stderr };
-  }
-
-  async [Symbol.asyncDispose](): Promise<void> {
-    await this.kill();
-    await this.#stderr.catch(() => "");
-  }
-}
 
 const delay = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
@@ -121,7 +66,11 @@ async function crashThirtyTimes(location: string): Promise<void> {
     let midRun = 0;
     for (let kill = 1; kill <= KILLS; kill++) {
       if ((await current()).run.state === "completed") await startRun();
-      await using node = new Node(location, `crash-${kill}`, SEED + kill);
+      await using node = new CrashNode(
+        CHILD,
+        [location, `crash-${kill}`, String(SEED + kill)],
+        `crash-${kill}`,
+      );
       // One kill in five lands while the node starts; the rest once it runs.
       if (random() < 0.8) {
         await waitUntil(`crash-${kill} to be ready`, () => node.ready, { timeoutMs: 20_000 });
@@ -136,7 +85,7 @@ async function crashThirtyTimes(location: string): Promise<void> {
       landed.set(done, (landed.get(done) ?? 0) + 1);
     }
 
-    await using last = new Node(location, "crash-last", SEED);
+    await using last = new CrashNode(CHILD, [location, "crash-last", String(SEED)], "crash-last");
     await waitUntil("crash-last to be ready", () => last.ready, { timeoutMs: 20_000 });
     await waitUntil(
       `${runs.length} runs to complete after ${KILLS} kills (seed ${SEED})`,
