@@ -211,7 +211,8 @@ export async function* csvRecords(
   options: Omit<ReadOptions, "format">,
 ): AsyncGenerator<SourceRecord[]> {
   const start = options.start ?? { offset: 0, line: 0, n: 0 };
-  const encoding = nodeEncoding(options.encoding ?? "utf-8");
+  const encoding = csvEncoding(options.encoding ?? "utf-8");
+  const text = encoding.windows1252 ? fromLatin1 : (t: string) => t;
   let out: SourceRecord[] = [];
   let n = start.n;
   /** The offset after the last record (parsed or not). */
@@ -219,10 +220,11 @@ export async function* csvRecords(
   const parser = new Parser({
     bom: true,
     columns: start.columns ?? ((header: string[]) => {
-      options.onColumns?.(header);
-      return header;
+      const columns = header.map(text);
+      options.onColumns?.(columns);
+      return columns;
     }),
-    encoding,
+    encoding: encoding.node,
     raw: true,
     info: true,
     skip_empty_lines: true,
@@ -239,7 +241,7 @@ export async function* csvRecords(
       };
       last = at.offset;
       out.push({
-        raw: (raw ?? "").replace(/\r?\n$/, ""),
+        raw: text((raw ?? "").replace(/\r?\n$/, "")),
         error: `row at line ${at.line} does not parse: ${error?.message ?? "unknown error"}`,
         position: at,
       });
@@ -256,8 +258,8 @@ export async function* csvRecords(
     n++;
     last = start.offset + e.info.bytes;
     out.push({
-      raw: e.raw.replace(/\r?\n$/, ""),
-      value: e.record,
+      raw: text(e.raw.replace(/\r?\n$/, "")),
+      value: encoding.windows1252 ? recordFromLatin1(e.record) : e.record,
       position: { offset: start.offset + e.info.bytes, line: start.line + e.info.lines, n },
     });
   };
@@ -277,12 +279,54 @@ export async function* csvRecords(
   if (out.length > 0) yield flush();
 }
 
-/** Node's name of a WHATWG encoding label, for csv-parse. */
-function nodeEncoding(label: string): BufferEncoding {
-  const name = label.toLowerCase().replace(/[^a-z0-9]/g, "");
-  if (name === "utf8") return "utf8";
-  if (name === "latin1" || name === "iso88591" || name === "windows1252") return "latin1";
-  if (name === "utf16le" || name === "ucs2") return "utf16le";
-  if (name === "ascii" || name === "usascii") return "ascii";
+/**
+ * How csv-parse reads a WHATWG encoding label: Node's encoding, and whether
+ * its text then needs windows-1252's characters for 0x80-0x9F. WHATWG reads
+ * `latin1`, `iso-8859-1` and `ascii` as windows-1252 (as `TextDecoder`, and
+ * so the NDJSON reader, does); Node's `latin1` keeps 0x80 as U+0080 where
+ * windows-1252 has €, and Node's `ascii` clears the top bit (é would be i).
+ */
+function csvEncoding(label: string): { node: BufferEncoding; windows1252: boolean } {
+  let name: string;
+  try {
+    name = new TextDecoder(label).encoding;
+  } catch {
+    // Names Node knows that are no WHATWG label (`utf16le`, `ucs2`, `windows1252`).
+    name = LEGACY_NAMES[label.toLowerCase().replace(/[^a-z0-9]/g, "")] ?? label;
+  }
+  if (name === "utf-8") return { node: "utf8", windows1252: false };
+  if (name === "windows-1252") return { node: "latin1", windows1252: true };
+  if (name === "utf-16le") return { node: "utf16le", windows1252: false };
   throw new RangeError(`CSV encoding "${label}" is not supported (utf-8, latin1, utf-16le, ascii)`);
+}
+
+const LEGACY_NAMES: Record<string, string> = {
+  utf8: "utf-8",
+  latin1: "windows-1252",
+  iso88591: "windows-1252",
+  windows1252: "windows-1252",
+  ascii: "windows-1252",
+  usascii: "windows-1252",
+  utf16le: "utf-16le",
+  ucs2: "utf-16le",
+};
+
+/** windows-1252's characters for the bytes 0x80-0x9F, by their latin1 code point. */
+const WINDOWS_1252 = new Map(
+  Array.from({ length: 32 }, (_, i) => [
+    String.fromCharCode(0x80 + i),
+    new TextDecoder("windows-1252").decode(Uint8Array.of(0x80 + i)),
+  ]),
+);
+
+/** Text read as latin1 turned into windows-1252's (the other bytes are the same in both). */
+function fromLatin1(text: string): string {
+  return text.replace(/[\x80-\x9f]/g, (c) => WINDOWS_1252.get(c)!);
+}
+
+function recordFromLatin1(record: Record<string, unknown>): Record<string, unknown> {
+  for (const [name, value] of Object.entries(record)) {
+    if (typeof value === "string") record[name] = fromLatin1(value);
+  }
+  return record;
 }

@@ -11,6 +11,8 @@
  */
 
 import { defineWorker, type Worker } from "../kernel/worker.ts";
+import { expandHttp, expandVariables } from "../runners/env.ts";
+import { postgresDriver } from "../store/drivers.ts";
 import type { NamedSource } from "./types.ts";
 
 /** What a step answers for one record. */
@@ -153,11 +155,20 @@ export class RunSources {
   readonly #queries = new Map<string, (params: Record<string, unknown>) => Promise<any[]>>();
 
   readonly #pipeline: string | undefined;
+  readonly #env: (name: string) => string | undefined;
 
-  /** `signal` is the run's; `pipeline` (its id) names the pipeline in errors. */
-  constructor(sources: Record<string, NamedSource>, _signal?: AbortSignal, pipeline?: string) {
+  /**
+   * `pipeline` (its id) names the pipeline in errors; `env` reads the
+   * daemon's environment for `${NAME}` in an HTTP source's URL and header
+   * values and a PostgreSQL source's URL (credentials stay out of the file).
+   */
+  constructor(
+    sources: Record<string, NamedSource>,
+    options: { pipeline?: string; env?: (name: string) => string | undefined } = {},
+  ) {
     this.#sources = sources;
-    this.#pipeline = pipeline;
+    this.#pipeline = options.pipeline;
+    this.#env = options.env ?? (() => undefined);
   }
 
   /** `ctx.sources` of `step` in `pipeline`: only `declared`; touching another throws, naming both. */
@@ -185,7 +196,7 @@ export class RunSources {
         if (spec === undefined) return Promise.reject(new Error(`source "${name}" is not defined`));
         let cached = this.#json.get(name);
         if (cached === undefined) {
-          cached = readJson(name, spec);
+          cached = readJson(name, spec, this.#env);
           this.#json.set(name, cached);
         }
         return cached as Promise<T>;
@@ -228,8 +239,9 @@ export class RunSources {
       let sql: any = null;
       return async (params) => {
         if (sql === null) {
-          const postgres = (await import("postgres")).default;
-          sql = postgres(spec.url, { max: 1, onnotice: () => {} });
+          const postgres = await postgresDriver();
+          const url = expandVariables(spec.url, this.#env, `source "${name}" postgres`);
+          sql = postgres(url, { max: 1, onnotice: () => {} });
           this.#closers.push(() => sql.end({ timeout: 1 }));
         }
         return await sql.unsafe(text, names.map((n) => params[n] ?? null));
@@ -244,12 +256,17 @@ export class RunSources {
   }
 }
 
-async function readJson(name: string, spec: NamedSource): Promise<unknown> {
+async function readJson(
+  name: string,
+  spec: NamedSource,
+  env: (name: string) => string | undefined,
+): Promise<unknown> {
   if (spec.kind === "file") {
     return JSON.parse(await Deno.readTextFile(spec.path));
   }
   if (spec.kind === "http") {
-    const response = await fetch(spec.url, { headers: spec.headers });
+    const { url, headers } = expandHttp(spec, env, `source "${name}"`);
+    const response = await fetch(url, { headers });
     if (!response.ok) {
       await response.body?.cancel();
       throw new Error(`source "${name}" answered ${response.status}`);

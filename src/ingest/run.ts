@@ -115,7 +115,7 @@ export async function runPipeline(
   const counts: IngestCounts = structuredClone(run.counts);
   const signal = ctx.signal;
   const runEnv = { JOBS_PIPELINE: pipeline.id, JOBS_RUN: String(run.id) };
-  const sources = new RunSources(pipeline.sources);
+  const sources = new RunSources(pipeline.sources, { pipeline: pipeline.id, env: deps.env });
   const processors: Processor[] = [];
   const capacity = pipeline.buffer.capacity;
   const buffer = new RecordBuffer(capacity, pipeline.buffer.overflow);

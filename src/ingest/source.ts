@@ -11,7 +11,9 @@
  * - http: the byte offset with the ETag seen; a retry asks for
  *   `Range: bytes=<offset>-` with `If-Range: <etag>`, and when the server
  *   answers with the whole body (206 refused, or the ETag changed) it skips
- *   the records already read instead.
+ *   the records already read instead. A 416 (nothing past the offset: the
+ *   attempt died after its last commit) or a 206 of another ETag is asked
+ *   again without a range, and skipped the same way.
  *
  * Nothing is read whole: memory stays at one chunk of bytes plus what the
  * buffer above holds.
@@ -23,7 +25,7 @@ import type { Clock } from "../clock.ts";
 import { JobFailure } from "../kernel/error_text.ts";
 import { redact } from "../kernel/redact.ts";
 import { ERROR_STDERR_BYTES, OutputTail, startCommand, withStderr } from "../runners/command.ts";
-import { expandVariables } from "../runners/env.ts";
+import { expandHttp, expandVariables } from "../runners/env.ts";
 import { killOnExit, pump, releaseOnExit, signalGroup, within } from "../runners/process_group.ts";
 import { type Position, readRecords, type ReadStart, type SourceRecord } from "./formats.ts";
 import type { SourceSpec } from "./types.ts";
@@ -307,29 +309,25 @@ async function httpFeed(
   state: { etag?: string | null },
   cursorOf: (position: Position) => string,
 ): Promise<Feed> {
-  const headers = new Headers(spec.headers ?? {});
   const ranged = at !== null && at.offset > 0 && typeof at.etag === "string";
-  if (ranged) {
-    headers.set("Range", `bytes=${at.offset}-`);
-    headers.set("If-Range", at.etag as string);
-  }
   const controller = new AbortController();
   const signal = AbortSignal.any([controller.signal, deps.signal]);
-  let response: Response;
-  try {
-    response = await fetch(spec.url, { headers, signal });
-  } catch (error) {
-    throw new JobFailure(
-      redact(`source GET ${spec.url} failed: ${(error as Error).message}`),
-    );
+  const target = expandHttp(spec, deps.env, "source");
+  let response = await get(spec, target, ranged ? at : null, signal);
+  // A 206 is the rest of the body at the offset: the server's If-Range found the ETag (a 206
+  // without one says so too). A 206 of another ETag (a server honouring Range but not If-Range)
+  // is part of another body, and a 416 says nothing is left past the offset: ask for the whole.
+  const partOfOther = response.status === 206 && !sameEtag(response, at?.etag);
+  if (ranged && (response.status === 416 || partOfOther)) {
+    await response.body?.cancel();
+    response = await get(spec, target, null, signal);
   }
   if (!response.ok || response.body === null) {
     await response.body?.cancel();
     throw new JobFailure(redact(`source GET ${spec.url} answered ${response.status}`));
   }
-  const etag = response.headers.get("ETag");
-  const resumed = ranged && response.status === 206 && etag === at.etag;
-  state.etag = etag;
+  const resumed = ranged && response.status === 206;
+  state.etag = resumed ? response.headers.get("ETag") ?? at.etag : response.headers.get("ETag");
   const body = response.body;
   const records = resumed
     ? readRecords(body, { ...read, start: { ...at, columns: at.columns } })
@@ -342,4 +340,34 @@ async function httpFeed(
       return Promise.resolve();
     },
   };
+}
+
+/**
+ * GETs the source (`target`: its URL and headers with their variables
+ * replaced), from `from.offset` if the body still has `from.etag`. Errors
+ * name the URL as written.
+ */
+async function get(
+  spec: Extract<SourceSpec, { kind: "http" }>,
+  target: { url: string; headers: Record<string, string> },
+  from: SourceCursor | null,
+  signal: AbortSignal,
+): Promise<Response> {
+  const headers = new Headers(target.headers);
+  if (from !== null) {
+    headers.set("Range", `bytes=${from.offset}-`);
+    headers.set("If-Range", from.etag as string);
+  }
+  try {
+    return await fetch(target.url, { headers, signal });
+  } catch (error) {
+    throw new JobFailure(
+      redact(`source GET ${spec.url} failed: ${(error as Error).message}`),
+    );
+  }
+}
+
+function sameEtag(response: Response, etag: string | null | undefined): boolean {
+  const said = response.headers.get("ETag");
+  return said === null || said === etag;
 }

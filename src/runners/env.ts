@@ -54,3 +54,21 @@ export function maskValues(text: string, secrets: Iterable<string>): string {
   for (const secret of masked) text = text.split(secret).join("[REDACTED]");
   return text;
 }
+
+/**
+ * An HTTP request's URL (an ingest source's) and header values with each `${NAME}` replaced from
+ * `env` (`Authorization: Bearer ${VENDOR_TOKEN}`); an unset one throws
+ * naming `where` and the variable. Errors keep naming the URL as written,
+ * so a secret it carries is never printed.
+ */
+export function expandHttp(
+  spec: { url: string; headers?: Record<string, string> },
+  env: (name: string) => string | undefined,
+  where: string,
+): { url: string; headers: Record<string, string> } {
+  const headers: Record<string, string> = {};
+  for (const [name, value] of Object.entries(spec.headers ?? {})) {
+    headers[name] = expandVariables(value, env, `${where} header "${name}"`);
+  }
+  return { url: expandVariables(spec.url, env, `${where} url`), headers };
+}
