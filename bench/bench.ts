@@ -36,7 +36,7 @@ import { phaseWorkflow } from "./workflow.ts";
 import { phaseLimit } from "./limit.ts";
 import { Child } from "./child_process.ts";
 import { phaseMemory } from "./memory.ts";
-import { phaseIngest } from "./ingest.ts";
+import { CAPPED_OLD_SPACE_MB, phaseIngest } from "./ingest.ts";
 
 const ALL_PHASES = [
   "bulk",
@@ -624,6 +624,18 @@ async function runPhase(phase: Phase, run: number): Promise<void> {
         "MB",
         v.liveLongMb,
       );
+      record(
+        "ingest_capped_per_s",
+        `ingest: ${shown} records, old space capped at ${CAPPED_OLD_SPACE_MB} MB`,
+        "rec/s",
+        v.cappedPerS,
+      );
+      record(
+        "ingest_peak_capped_mb",
+        `ingest: peak RSS, ${shown} records, old space capped`,
+        "MB",
+        v.peakCappedMb,
+      );
       log(
         `run ${run} ingest: ${fmt("rec/s", v.tsPerS)} rec/s TS, ${fmt("rec/s", v.commandPerS)} ` +
           `rec/s command, peak ${v.peakShortMb.toFixed(1)} / ${v.peakLongMb.toFixed(1)} MB`,
@@ -777,6 +789,8 @@ const KEYS = [
   "ingest_peak_long_mb",
   "ingest_live_short_mb",
   "ingest_live_long_mb",
+  "ingest_capped_per_s",
+  "ingest_peak_capped_mb",
 ];
 for (const key of KEYS) {
   const row = rows.get(key);
