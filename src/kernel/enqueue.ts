@@ -53,7 +53,9 @@ export class EnqueueError extends Error {
 export function serializeArgs(args: unknown, where: string, limit = DEFAULT_ARGS_LIMIT): string {
   let text: string | undefined;
   try {
-    text = JSON.stringify(args, (key, value) => {
+    // Plain data takes JSON.stringify's own path: a replacer makes it call
+    // back per value, which cost a bulk enqueue a tenth of its time.
+    text = plainJson(args, 0) ? JSON.stringify(args) : JSON.stringify(args, (key, value) => {
       const t = typeof value;
       if (t === "function" || t === "symbol") {
         throw new EnqueueError(`${where}: args${path(key)} is a ${t}, which JSON cannot hold`);
@@ -80,6 +82,44 @@ export function serializeArgs(args: unknown, where: string, limit = DEFAULT_ARGS
     throw new EnqueueError(`${where}: args are ${bytes} bytes, more than the limit of ${limit}`);
   }
   return text;
+}
+
+/** Nesting past which {@linkcode plainJson} leaves the value to the checking path. */
+const PLAIN_DEPTH = 32;
+
+/**
+ * Whether JSON.stringify writes `value` as it is: strings, finite numbers,
+ * booleans, null, and arrays and plain objects of those (undefined where
+ * JSON drops it or writes null, as the checking path lets it). Anything
+ * else (a function, a Map, a Date, NaN, a class instance, deep nesting)
+ * goes through the replacer, which refuses what JSON would mangle.
+ */
+function plainJson(value: unknown, depth: number): boolean {
+  switch (typeof value) {
+    case "string":
+    case "boolean":
+    case "undefined":
+      return true;
+    case "number":
+      return Number.isFinite(value);
+    case "object": {
+      if (value === null) return true;
+      if (depth >= PLAIN_DEPTH) return false;
+      if (Array.isArray(value)) {
+        for (let i = 0; i < value.length; i++) if (!plainJson(value[i], depth + 1)) return false;
+        return true;
+      }
+      const proto = Object.getPrototypeOf(value);
+      if (proto !== Object.prototype && proto !== null) return false;
+      if ("toJSON" in value) return false;
+      for (const key in value) {
+        if (!plainJson((value as Record<string, unknown>)[key], depth + 1)) return false;
+      }
+      return true;
+    }
+    default:
+      return false;
+  }
 }
 
 function path(key: string): string {

@@ -21,7 +21,12 @@
  * @module
  */
 
-import { DatabaseSync, type StatementSync } from "node:sqlite";
+import {
+  DatabaseSync,
+  type SQLInputValue,
+  type StatementResultingChanges,
+  type StatementSync,
+} from "node:sqlite";
 import { setImmediate } from "node:timers";
 import {
   type Attempt,
@@ -106,12 +111,14 @@ import {
 import { checkBounds, toLeaderState } from "../rows.ts";
 import { countsAnswer, sumMatching } from "../job_counts.ts";
 import { type CountStatements, CountsWrite } from "./counts.ts";
+import { Checkpointer, INLINE_CHECKPOINT_FRAMES } from "./checkpointer.ts";
 import {
   checkState,
   COUNTS_ADD_VALUES,
   countsAddSql,
   DEAD_LETTER_SCAN,
   type FinalState,
+  insertJobsSql,
   jobsCountSql,
   jobsListSql,
   type ListFilter,
@@ -202,12 +209,40 @@ function listValues(params: JobMatch): {
   return { values, shape: { filters, states } };
 }
 
+/**
+ * Rows an insert statement takes at most: 1,500 values, well inside
+ * SQLite's 32,766; past 50 rows a statement, bigger batches gain nothing
+ * (measured: 439k rows/s at 10, 463k at 50, 458k at 100).
+ */
+const INSERT_BATCH = 100;
+
+/**
+ * Whether the plain jobs of `batch` (no occurrence, no unique key) differ
+ * only in their args (the common bulk enqueue: one worker, one queue, the
+ * same options), so one INSERT_ALIKE takes them all.
+ */
+function alike(batch: readonly NewJob[]): boolean {
+  const a = batch[0]!;
+  for (let i = 1; i < batch.length; i++) {
+    const b = batch[i]!;
+    if (
+      b.queue !== a.queue || b.worker !== a.worker || b.meta !== a.meta || b.tags !== a.tags ||
+      b.tenant !== a.tenant || b.priority !== a.priority || b.maxAttempts !== a.maxAttempts ||
+      b.scheduledAt !== a.scheduledAt || b.uniqueStates !== a.uniqueStates ||
+      b.scheduleId !== a.scheduleId || b.scheduledFor !== a.scheduledFor
+    ) return false;
+  }
+  return true;
+}
+
 type Statements = { -readonly [K in keyof typeof SQL]: StatementSync } & {
   pruneState: Record<FinalState, StatementSync>;
   /** countsAddSql(n) at index n - 1, for n up to COUNTS_ADD_VALUES. */
   countsAddValues: StatementSync[];
   /** The jobsList statements, one per shape, prepared on first use. */
   lists: Map<string, StatementSync>;
+  /** insertJobsSql(n) by n, prepared on first use. */
+  inserts: Map<number, StatementSync>;
 };
 
 /**
@@ -266,6 +301,9 @@ export class SqliteStore implements Store<SqliteTx> {
   #countsWrite: CountsWrite | null = null;
   /** The counts' watermark this process saw last (see counts.ts). */
   readonly #countsSeen = { through: 0 };
+  readonly #readOnly: boolean;
+  /** Set on the first #configure of a writable file (not `:memory:`). */
+  #checkpointer: Checkpointer | null = null;
 
   constructor(path: string, options: SqliteOptions = {}) {
     this.location = path;
@@ -281,7 +319,8 @@ export class SqliteStore implements Store<SqliteTx> {
       changePollMs: options.changePollMs ?? 2,
       fileCheckMs: options.fileCheckMs ?? 500,
     };
-    this.db = new DatabaseSync(path, { readOnly: options.readOnly ?? false });
+    this.#readOnly = options.readOnly ?? false;
+    this.db = new DatabaseSync(path, { readOnly: this.#readOnly });
     // SQLite has created the file (or found it) by now: this is the one it holds.
     this.#identity = notAFile(path) ? null : fileIdentity(path);
     // SQLite's own busy handler would block the whole process while it
@@ -394,7 +433,13 @@ export class SqliteStore implements Store<SqliteTx> {
     if (this.location !== ":memory:") this.db.exec("PRAGMA journal_mode = WAL");
     // A larger WAL between checkpoints: pages written by many transactions
     // (index roots, the attempts tail) reach the main file once per checkpoint.
-    this.db.exec("PRAGMA wal_autocheckpoint = 8000");
+    // A store that keeps writing moves them to a thread (checkpointer.ts).
+    if (!this.#checkpointer?.running) {
+      this.db.exec(`PRAGMA wal_autocheckpoint = ${INLINE_CHECKPOINT_FRAMES}`);
+    }
+    if (this.#checkpointer === null && this.#identity !== null && !this.#readOnly) {
+      this.#checkpointer = new Checkpointer(this.location, this.db);
+    }
     const sync = this.#options.synchronous === "full" ? "FULL" : "NORMAL";
     this.db.exec(`PRAGMA synchronous = ${sync}`);
   }
@@ -412,6 +457,7 @@ export class SqliteStore implements Store<SqliteTx> {
         (_, i) => this.db.prepare(countsAddSql(i + 1)),
       ),
       lists: new Map(),
+      inserts: new Map(),
     };
     // The claim is on the hot path: rows as arrays skip building an object per row.
     // (node:sqlite has it; Deno's type declarations do not list it yet.)
@@ -462,8 +508,9 @@ export class SqliteStore implements Store<SqliteTx> {
     this.#statements = null;
     this.#wf.reset();
     this.#ingest.reset();
+    const stopping = this.#checkpointer?.close() ?? Promise.resolve();
     this.db.close();
-    return Promise.resolve();
+    return stopping;
   }
 
   // -------------------------------------------------------------- transactions
@@ -544,6 +591,7 @@ export class SqliteStore implements Store<SqliteTx> {
     try {
       const result = this.#counted(fn);
       this.db.exec("COMMIT");
+      this.#checkpointer?.committed();
       return result;
     } catch (error) {
       if (this.db.isTransaction) this.db.exec("ROLLBACK");
@@ -600,6 +648,7 @@ export class SqliteStore implements Store<SqliteTx> {
       try {
         const result = await fn(tx);
         this.db.exec("COMMIT");
+        this.#checkpointer?.committed();
         return result;
       } catch (error) {
         if (this.db.isTransaction) this.db.exec("ROLLBACK");
@@ -660,9 +709,63 @@ export class SqliteStore implements Store<SqliteTx> {
    * back, not a duplicate to report: a step created twice is a bug.
    */
   #insertFresh(jobs: NewJob[], now: number): InsertResult[] {
-    return jobs.map((job) =>
-      this.#inserted(job, this.#s.insertPlain.run(...insertRow(job), now).lastInsertRowid, now)
-    );
+    const results: InsertResult[] = [];
+    this.#insertPlain(jobs, now, results);
+    return results;
+  }
+
+  /**
+   * Inserts `jobs`, none of which can conflict (no occurrence, no unique
+   * key), up to {@linkcode INSERT_BATCH} rows a statement, and pushes their
+   * results onto `results` in order.
+   */
+  #insertPlain(jobs: readonly NewJob[], now: number, results: InsertResult[]): void {
+    for (let from = 0; from < jobs.length; from += INSERT_BATCH) {
+      const batch = jobs.slice(from, from + INSERT_BATCH);
+      if (batch.length === 1) {
+        const id = this.#s.insertPlain.run(...insertRow(batch[0]!), now).lastInsertRowid;
+        results.push(this.#inserted(batch[0]!, id, now));
+        continue;
+      }
+      const { lastInsertRowid, changes } = alike(batch)
+        ? this.#s.insertAlike.run({
+          queue: batch[0]!.queue,
+          worker: batch[0]!.worker,
+          args: JSON.stringify(batch.map((job) => job.args)),
+          meta: batch[0]!.meta,
+          tags: batch[0]!.tags,
+          tenant: batch[0]!.tenant,
+          priority: batch[0]!.priority,
+          max_attempts: batch[0]!.maxAttempts,
+          scheduled_at: batch[0]!.scheduledAt,
+          unique_states: batch[0]!.uniqueStates,
+          schedule_id: batch[0]!.scheduleId,
+          scheduled_for: batch[0]!.scheduledFor,
+          state: batch[0]!.scheduledAt > now ? "scheduled" : "available",
+          now,
+        })
+        : this.#insertValues(batch, now);
+      if (Number(changes) !== batch.length) {
+        throw new Error(`an insert of ${batch.length} jobs wrote ${changes} rows`);
+      }
+      // Consecutive ids, the last one lastInsertRowid (see insertJobsSql).
+      const first = Number(lastInsertRowid) - batch.length + 1;
+      batch.forEach((job, i) => results.push(this.#inserted(job, first + i, now)));
+    }
+  }
+
+  /** `batch` as one multi-row VALUES insert (see insertJobsSql). */
+  #insertValues(batch: readonly NewJob[], now: number): StatementResultingChanges {
+    let statement = this.#s.inserts.get(batch.length);
+    if (!statement) {
+      statement = this.db.prepare(insertJobsSql(batch.length));
+      this.#s.inserts.set(batch.length, statement);
+    }
+    const values: SQLInputValue[] = [];
+    for (const job of batch) {
+      values.push(...insertRow(job), job.scheduledAt > now ? "scheduled" : "available", now);
+    }
+    return statement.run(...values);
   }
 
   /** The result of a job this write inserted as `id`, taken into the write's counts. */
@@ -673,24 +776,33 @@ export class SqliteStore implements Store<SqliteTx> {
   }
 
   #insert(jobs: NewJob[], now: number): InsertResult[] {
-    const { insertPlain, insertKeyed, byOccurrence, byUniqueKey } = this.#s;
+    const { insertKeyed, byOccurrence, byUniqueKey } = this.#s;
     const holder = (stmt: typeof byOccurrence, key: string | null) =>
       key === null ? undefined : stmt.get({ key }) as Row | undefined;
-    return jobs.map((job) => {
-      // A plain job cannot conflict.
-      if (job.occurrence === null && job.uniqueKey === null) {
-        return this.#inserted(job, insertPlain.run(...insertRow(job), now).lastInsertRowid, now);
-      }
+    const results: InsertResult[] = [];
+    // Runs of plain jobs (which cannot conflict) go in batches; each keyed
+    // job on its own, in order, so a later job's duplicate finds it.
+    let plainFrom = 0;
+    for (let i = 0; i <= jobs.length; i++) {
+      const job = jobs[i];
+      if (job !== undefined && job.occurrence === null && job.uniqueKey === null) continue;
+      if (i > plainFrom) this.#insertPlain(jobs.slice(plainFrom, i), now, results);
+      plainFrom = i + 1;
+      if (job === undefined) break;
       const row = insertKeyed.get(...insertRow(job), now) as Row | undefined;
-      if (row) return this.#inserted(job, row.id as number, now);
+      if (row) {
+        results.push(this.#inserted(job, row.id as number, now));
+        continue;
+      }
       // The row holding the occurrence or the key: an older one, or an
       // earlier job of this batch with the same key (this one is its duplicate).
       const existing = holder(byOccurrence, job.occurrence) ?? holder(byUniqueKey, job.uniqueKey);
       if (!existing) {
         throw new Error(`insert of a ${job.worker} job conflicted with a vanished row`);
       }
-      return toInsertResult(existing, true);
-    });
+      results.push(toInsertResult(existing, true));
+    }
+    return results;
   }
 
   // --------------------------------------------------------- claim and record

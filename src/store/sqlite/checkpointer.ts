@@ -1,0 +1,96 @@
+/**
+ * WAL checkpoints off the store's thread. SQLite's automatic checkpoint
+ * runs inside the commit that crosses its threshold, fsync of the main file
+ * included: that commit (a job's enqueue, a batch of results) waits for the
+ * disk while the event loop stands still. A writer that keeps writing hands
+ * the checkpoints to a thread of its own (checkpoint_worker.ts), whose
+ * connection checkpoints passively a few times a second; the store's own
+ * connection keeps an automatic checkpoint only as a safety net, far out.
+ *
+ * The thread starts once the store has committed {@linkcode START_AFTER}
+ * writes, so a command that writes a few rows and exits never pays for it.
+ * It does not keep the process alive, and it is stopped when the store
+ * closes. If it fails, the automatic checkpoint comes back where it was.
+ *
+ * Measured on this machine, one awaited enqueue at a time: 42-44k jobs/s
+ * with the automatic checkpoint on the commit path, 50-52k without it.
+ *
+ * @module
+ */
+
+import type { DatabaseSync } from "node:sqlite";
+import { Worker } from "node:worker_threads";
+
+/** The automatic checkpoint, in frames, while no thread checkpoints (SQLite's default is 1000). */
+export const INLINE_CHECKPOINT_FRAMES = 8000;
+/** The automatic checkpoint, in frames, while the thread does: only if it falls far behind. */
+export const SAFETY_CHECKPOINT_FRAMES = 40_000;
+/** Commits before the thread starts. */
+export const START_AFTER = 256;
+/** How often the thread looks for new commits, in ms. */
+export const CHECK_MS = 200;
+
+/** The checkpoints of one writable file store. */
+export class Checkpointer {
+  #commits = 0;
+  #worker: Worker | null = null;
+  #failed = false;
+  #closed = false;
+  /** Frames the thread checkpointed so far. */
+  checkpointed = 0;
+
+  constructor(
+    readonly path: string,
+    /** The store's own connection, whose automatic checkpoint is moved. */
+    readonly db: DatabaseSync,
+    readonly options: { startAfter?: number; everyMs?: number } = {},
+  ) {}
+
+  /** Whether the thread runs. */
+  get running(): boolean {
+    return this.#worker !== null;
+  }
+
+  /** Told after each commit of the store's connection. */
+  committed(): void {
+    if (this.#worker !== null || this.#failed || this.#closed) return;
+    if (++this.#commits < (this.options.startAfter ?? START_AFTER)) return;
+    this.#start();
+  }
+
+  #start(): void {
+    let worker: Worker;
+    try {
+      worker = new Worker(new URL("./checkpoint_worker.ts", import.meta.url));
+    } catch {
+      this.#failed = true;
+      return;
+    }
+    worker.unref();
+    worker.on("message", (message: { checkpointed?: number; error?: string }) => {
+      if (message.checkpointed) this.checkpointed += message.checkpointed;
+      if (message.error !== undefined) this.#fallBack();
+    });
+    worker.on("error", () => this.#fallBack());
+    worker.postMessage({ path: this.path, everyMs: this.options.everyMs ?? CHECK_MS });
+    this.#worker = worker;
+    this.db.exec(`PRAGMA wal_autocheckpoint = ${SAFETY_CHECKPOINT_FRAMES}`);
+  }
+
+  /** The thread failed: the commits checkpoint again, as before it started. */
+  #fallBack(): void {
+    this.#failed = true;
+    const worker = this.#worker;
+    this.#worker = null;
+    void worker?.terminate();
+    if (!this.#closed) this.db.exec(`PRAGMA wal_autocheckpoint = ${INLINE_CHECKPOINT_FRAMES}`);
+  }
+
+  /** Stops the thread (before the store's connection closes). */
+  async close(): Promise<void> {
+    this.#closed = true;
+    const worker = this.#worker;
+    this.#worker = null;
+    await worker?.terminate();
+  }
+}
