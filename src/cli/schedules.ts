@@ -129,6 +129,16 @@ export async function checkCommand(
     sink: p.sink.kind === "worker" ? p.sink.worker : p.sink.argv.join(" "),
     dropReasons: p.dropReasons,
   }));
+  // Each report with the bounds it is held to.
+  const reports = config.reports.map((r) => ({
+    id: r.id,
+    format: r.format?.type ?? null,
+    columns: r.format?.columns ?? [],
+    paging: r.paging ?? null,
+    params: Object.fromEntries(Object.entries(r.params ?? {}).map(([k, v]) => [k, v.type])),
+    tenancy: r.tenancy.mode,
+    audit: r.audit?.target ?? null,
+  }));
   if (options.json) {
     deps.out(JSON.stringify(
       {
@@ -139,6 +149,7 @@ export async function checkCommand(
         ...(workflows > 0 ? { workflows, sagas } : {}),
         ...(useCases > 0 ? { useCases } : {}),
         ...(pipelines.length > 0 ? { pipelines } : {}),
+        ...(reports.length > 0 ? { reports } : {}),
         ...(pruner ? { pruner } : {}),
       },
       null,
@@ -150,11 +161,22 @@ export async function checkCommand(
     workflows > 0 ? `, ${plural(workflows, "workflow")} (${plural(sagas, "saga")})` : "",
     useCases > 0 ? `, ${plural(useCases, "use case")}` : "",
     pipelines.length > 0 ? `, ${plural(pipelines.length, "pipeline")}` : "",
+    reports.length > 0 ? `, ${plural(reports.length, "report")}` : "",
   ].join("");
   deps.out(
     `${cell(options.config)}: valid, ${plural(config.schedules.length, "schedule")}, ` +
       plural(queues, "queue") + flows + (pruner ? `; ${prunerText(pruner)}` : ""),
   );
+  for (const r of reports) {
+    const paging = r.paging?.mode === "pages"
+      ? `pages of ${r.paging.size} by ${cell(r.paging.key)}`
+      : `no paging (${cell(r.paging?.reason ?? "")})`;
+    const params = Object.entries(r.params).map(([k, t]) => `${cell(k)}: ${t}`).join(", ");
+    deps.out(
+      `report ${cell(r.id)}: ${r.format} [${r.columns.map(cell).join(", ")}], ${paging}, ` +
+        `params ${params || "none"}, tenant ${r.tenancy}, audit to ${cell(r.audit ?? "")}`,
+    );
+  }
   for (const p of pipelines) {
     const steps = p.steps.map((step, i) =>
       `${i + 1}. ${step.mark} ${cell(step.name)}` +

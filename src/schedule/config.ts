@@ -79,6 +79,7 @@ import type { ScheduleConfig } from "./types.ts";
 import { build } from "./config/build.ts";
 import { validate, type WorkerNames } from "./config/checks.ts";
 import { misplacedKeys } from "./config/misplaced.ts";
+import type { QueryReader } from "./config/reports.ts";
 import { type ConfigError, type ConfigErrorCode, Positions, Reporter } from "./config/report.ts";
 import { MAX_FILE_BYTES, readYaml, tooLarge } from "./config/yaml.ts";
 
@@ -100,6 +101,12 @@ export interface ParseOptions {
    * not be loaded. Left out, worker names are not checked.
    */
   workers?: WorkerNames;
+  /**
+   * Reads a report's query file (resolved against the schedules file's
+   * folder), null when it cannot: the checks of its parameters need its
+   * text. Left out, those checks are skipped.
+   */
+  readQuery?: QueryReader;
 }
 
 /** What {@linkcode loadSchedules} may do beyond reading the file. */
@@ -134,7 +141,7 @@ export function parseSchedules(
   const report = new Reporter(file, read.doc, at, read.raw);
   // Keys at the wrong level are one mistake that the schema would report many times over.
   misplacedKeys(report);
-  if (report.errors.length === 0) validate(report, options.workers);
+  if (report.errors.length === 0) validate(report, options.workers, options.readQuery);
   if (report.errors.length === 0) return { ok: true, config: build(read.raw, file) };
   return fail(report.errors.sort((a, b) => a.line - b.line || a.column - b.column));
 }
@@ -175,7 +182,7 @@ export async function loadSchedules(
   } catch {
     return refuse("yaml-invalid", "the file is not UTF-8 text");
   }
-  const result = parseSchedules(text, path);
+  const result = parseSchedules(text, path, { readQuery: readTextOrNull });
   const module = result.ok ? result.config.workersModule : undefined;
   if (module === undefined || !options.workers) return result;
   let workers: ParseOptions["workers"];
@@ -184,7 +191,16 @@ export async function loadSchedules(
   } catch (error) {
     workers = { error: reasonOf(error) };
   }
-  return parseSchedules(text, path, { workers });
+  return parseSchedules(text, path, { workers, readQuery: readTextOrNull });
+}
+
+/** A report's query file, or null when it cannot be read. */
+function readTextOrNull(path: string): string | null {
+  try {
+    return Deno.readTextFileSync(path);
+  } catch {
+    return null;
+  }
 }
 
 /** An error's `reason` (a loader's cause, without the file it names), else its message, on one line. */

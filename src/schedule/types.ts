@@ -8,6 +8,7 @@
 
 import type { CompiledWorkflow, StepRun } from "../workflow/types.ts";
 import type { CompiledPipeline } from "../ingest/types.ts";
+import type { CompiledReport } from "../report/definition.ts";
 
 /** What to do with a local time that does not exist (spring forward). */
 export type GapPolicy = "skip" | "shift";
@@ -212,6 +213,12 @@ export interface ScheduleConfig {
    * read carried inside), in file order; empty when none.
    */
   pipelines: CompiledPipeline[];
+  /**
+   * The `reports:` section, each checked by `checkReport` (its query's
+   * parameters too, when the file was loaded from disk) and compiled (paths
+   * resolved against the file's folder), in file order; empty when none.
+   */
+  reports: CompiledReport[];
   /**
    * The `workers:` module, resolved against the schedules file's folder
    * (relative when the file's path is): its exported workers run the

@@ -79,6 +79,7 @@ Deno.test("a schedule with only id, rhythm and run gets the built-in defaults", 
     useCases: {},
     workflows: [],
     pipelines: [],
+    reports: [],
   });
   assert.equal(SCHEDULE_DEFAULTS.misfire, "fire_once");
   assert.equal(SCHEDULE_DEFAULTS.overlapPolicy, "allow");

@@ -41,6 +41,8 @@ import {
   type RawWorkflow,
 } from "./schema.ts";
 import { pipelineOptions } from "./pipelines.ts";
+import { reportOptions } from "./reports.ts";
+import { compileReport } from "../../report/definition.ts";
 import { workflowOptions } from "./workflows.ts";
 
 /** The built-in defaults, used where neither a schedule nor `defaults:` sets a value. */
@@ -98,6 +100,9 @@ export function build(raw: unknown, path: string): ScheduleConfig {
     )
   );
   const pipelinesById = new Map(pipelines.map((pipeline) => [pipeline.id, pipeline]));
+  const reports = ((raw as { reports?: unknown[] })?.reports ?? []).map((report) =>
+    compileReport(reportOptions(report, folder), folder)
+  );
   return compact<ScheduleConfig>({
     version: 1,
     queues: Object.fromEntries(
@@ -122,6 +127,7 @@ export function build(raw: unknown, path: string): ScheduleConfig {
     useCases,
     workflows,
     pipelines,
+    reports,
   });
 }
 

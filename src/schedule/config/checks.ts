@@ -30,7 +30,9 @@ import {
   scheduleSchema,
   zoneId,
 } from "./schema.ts";
+import { dirname } from "node:path";
 import { checkPipelines } from "./pipelines.ts";
+import { checkReports, type QueryReader } from "./reports.ts";
 import { checkWorkflows } from "./workflows.ts";
 
 /**
@@ -46,7 +48,7 @@ export type WorkerNames = { names: readonly string[] } | { error: string };
  *
  * @param workers given, each `run.worker` and `selection.worker` is checked against it
  */
-export function validate(report: Reporter, workers?: WorkerNames): void {
+export function validate(report: Reporter, workers?: WorkerNames, readQuery?: QueryReader): void {
   const result = fileSchema.safeParse(report.raw);
   // Where the schema found something wrong: the workflow rules say nothing more there.
   const reported: Path[] = [];
@@ -103,6 +105,7 @@ export function validate(report: Reporter, workers?: WorkerNames): void {
     }
   }
   checkPipelines(report, reported);
+  checkReports(report, reported, dirname(report.file), readQuery);
   const pipelineIds = pipelineList.map((p) => fields(p)?.id).filter((id) => typeof id === "string");
 
   const list = Array.isArray(root?.schedules) ? root.schedules as unknown[] : [];

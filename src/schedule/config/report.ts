@@ -15,6 +15,7 @@ import type { Document } from "npm:yaml@2.9.1";
 import type { core } from "npm:zod@4.6.7";
 import { didYouMean, nearest } from "../../text/suggest.ts";
 import type { PipelineProblemCode } from "../../ingest/definition.ts";
+import type { ReportProblemCode } from "../../report/definition.ts";
 import type { WorkflowProblemCode } from "../../workflow/definition.ts";
 
 /** What kind of problem a {@linkcode ConfigError} is. */
@@ -54,7 +55,13 @@ export type ConfigErrorCode =
    * `drop-reasons-missing`, `step-unmarked`, `source-undeclared`,
    * `overflow-reason-missing`, `poison-reason-missing`...
    */
-  | PipelineProblemCode;
+  | PipelineProblemCode
+  /**
+   * A report that breaks a rule of `checkReport`, with that rule's code:
+   * `report-need-missing`, `report-paging-missing`, `report-audit-missing`,
+   * `report-param-unbound`, `report-tenant-missing`...
+   */
+  | ReportProblemCode;
 
 /** One problem in a schedules file. */
 export interface ConfigError {
@@ -323,6 +330,13 @@ export class Reporter {
       const where = typeof id === "string" && id !== ""
         ? `pipeline ${quote(id)}`
         : `pipeline #${second + 1}`;
+      return [where, path.slice(2)];
+    }
+    if (first === "reports" && typeof second === "number") {
+      const id = valueAt(this.raw, [...path.slice(0, 2), "id"]);
+      const where = typeof id === "string" && id !== ""
+        ? `report ${quote(id)}`
+        : `report #${second + 1}`;
       return [where, path.slice(2)];
     }
     if (first === "sources" && second !== undefined) {

@@ -421,6 +421,69 @@ export const pipelineSchema = z.strictObject({
   }).optional(),
 });
 
+/** One entry of `reports:`; the rules spanning fields are `checkReport`'s (`reports.ts`). */
+export const reportSchema = z.strictObject({
+  id: slug,
+  /** Required, each field too, but their absence is `checkReport`'s `report-need-missing`. */
+  need: z.strictObject({
+    report: z.string().optional(),
+    volume: z.string().optional(),
+    plan: z.string().optional(),
+    latency_target: z.string().optional(),
+    max_result: z.string().optional(),
+    operator: z.string().optional(),
+  }).optional(),
+  source: z.strictObject({ sqlite: nonEmpty.optional(), postgres: nonEmpty.optional() })
+    .optional(),
+  query: nonEmpty,
+  params: z.record(
+    z.string(),
+    z.strictObject({
+      type: z.enum(["date", "datetime", "string", "integer", "number", "boolean"]),
+      values: z.array(nonEmpty).optional(),
+    }),
+  ).optional(),
+  paging: z.strictObject({
+    mode: z.enum(["pages", "none"]),
+    size: whole().min(1).optional(),
+    key: nonEmpty.optional(),
+    reason: z.string().optional(),
+  }).optional(),
+  audit: z.strictObject({ reason: z.string().optional(), target: z.string().optional() })
+    .optional(),
+  format: z.strictObject({
+    type: z.enum(["csv", "ndjson"]),
+    encoding: z.enum(["utf-8"]).optional(),
+    bom: z.boolean().optional(),
+    columns: z.array(nonEmpty).min(1),
+    formula_columns: z.array(nonEmpty).optional(),
+  }),
+  authorize: z.strictObject({
+    roles: z.array(nonEmpty).optional(),
+    sensitive: z.record(z.string(), z.array(nonEmpty)).optional(),
+  }).optional(),
+  tenancy: z.strictObject({
+    mode: z.enum(["isolated", "shared"]),
+    reason: z.string().optional(),
+  }).optional(),
+  sort: z.strictObject({
+    keys: z.record(z.string(), nonEmpty),
+    default: nonEmpty.optional(),
+  }).optional(),
+  storage: z.strictObject({
+    folder: nonEmpty.optional(),
+    s3: z.strictObject({
+      endpoint: nonEmpty,
+      bucket: nonEmpty,
+      access_key: nonEmpty,
+      secret_key: nonEmpty,
+      region: nonEmpty.optional(),
+      prefix: z.string().optional(),
+    }).optional(),
+  }).optional(),
+  contact: nonEmpty.optional(),
+});
+
 const queueSchema = z.strictObject({
   concurrency: whole().min(1).optional(),
   paused: z.boolean().optional(),
@@ -448,6 +511,7 @@ export const fileSchema = z.strictObject({
   workflows: z.array(workflowSchema).optional(),
   sources: z.record(z.string(), namedSourceSchema).optional(),
   pipelines: z.array(pipelineSchema).optional(),
+  reports: z.array(reportSchema).optional(),
   schedules: z.array(scheduleSchema).optional(),
 });
 
