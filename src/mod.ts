@@ -165,6 +165,18 @@ export {
   type PipelineOptions,
   type PipelineProblem,
 } from "./ingest/definition.ts";
+export {
+  checkReport,
+  type CompiledReport,
+  defineReport,
+  queryParams,
+  ReportDefinitionError,
+  type ReportOptions,
+  type ReportProblem,
+} from "./report/definition.ts";
+export { CsvWriter } from "./report/csv.ts";
+export { NdjsonWriter } from "./report/ndjson.ts";
+export { checkColumns, ReportColumnsChanged, ReportValueError } from "./report/columns.ts";
 export type {
   CompiledPipeline,
   CompiledStep,

@@ -273,3 +273,38 @@ export function compileReport(options: ReportOptions, baseDir = "."): CompiledRe
     tenancy: options.tenancy ?? { mode: "isolated" },
   };
 }
+
+/** Raised by {@linkcode defineReport}: every problem, one per line, with its code. */
+export class ReportDefinitionError extends Error {
+  constructor(readonly id: string, readonly problems: ReportProblem[]) {
+    super(
+      `report "${id}": ${problems.length} problem(s):\n` +
+        problems.map((p) => `  ${p.code}: ${p.message}`).join("\n"),
+    );
+    this.name = "ReportDefinitionError";
+  }
+}
+
+/**
+ * A report for the library: checked by {@linkcode checkReport} (the query
+ * file read from `baseDir` when `queryText` is not given, so its parameters
+ * are checked too) and compiled; every problem is thrown at once.
+ *
+ * @throws {ReportDefinitionError} when any rule is broken
+ */
+export function defineReport(options: ReportOptions, baseDir = "."): CompiledReport {
+  let checked = options;
+  if (options.queryText === undefined && options.query !== undefined) {
+    const file = isAbsolute(options.query) ? options.query : resolve(baseDir, options.query);
+    let text: string | null;
+    try {
+      text = Deno.readTextFileSync(file);
+    } catch {
+      text = null;
+    }
+    checked = { ...options, queryText: text };
+  }
+  const problems = checkReport(checked);
+  if (problems.length > 0) throw new ReportDefinitionError(options.id, problems);
+  return compileReport(checked, baseDir);
+}

@@ -134,3 +134,50 @@ Deno.test("jobs check lists a report's bounds and fails on a broken one, reading
     assert.match(bad.err, /report-tenant-missing/);
   });
 });
+
+Deno.test("defineReport reads the query from its folder and throws every problem with its code", async () => {
+  const { defineReport, ReportDefinitionError } = await import("../../src/mod.ts");
+  const dir = await Deno.makeTempDir();
+  try {
+    await Deno.writeTextFile(
+      `${dir}/statement.sql`,
+      STATEMENT_SQL.replace("tenant = :tenant AND ", ""),
+    );
+    const options = {
+      id: "statement",
+      need: {
+        report: "monthly statement",
+        volume: "2M rows",
+        plan: "range scan",
+        latency_target: "5m",
+        max_result: "500000 rows",
+        operator: "finance-ops",
+      },
+      source: { sqlite: "./app.db" },
+      query: "./statement.sql",
+      params: { from: { type: "date" as const }, to: { type: "date" as const } },
+      audit: { reason: "statements", target: "finance-audit" },
+      format: { type: "csv" as const, columns: ["id", "booked_at", "description", "amount"] },
+      storage: { folder: "./exports" },
+    };
+    let error: unknown;
+    try {
+      defineReport(options, dir);
+    } catch (thrown) {
+      error = thrown;
+    }
+    assert.ok(error instanceof ReportDefinitionError, String(error));
+    assert.deepEqual(error.problems.map((p) => p.code).sort(), [
+      "report-paging-missing",
+      "report-tenant-missing",
+    ]);
+    await Deno.writeTextFile(`${dir}/statement.sql`, STATEMENT_SQL);
+    const compiled = defineReport(
+      { ...options, paging: { mode: "pages", size: 5000, key: "id" } },
+      dir,
+    );
+    assert.equal(compiled.query, `${dir}/statement.sql`);
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
