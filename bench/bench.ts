@@ -12,6 +12,7 @@
  * PHASES=tui deno task bench                   # the dashboard's reads at 100,000 jobs
  * PHASES=prune RUNS=1 deno task bench          # the pruner on 1,000,000 final jobs
  * PHASES=workflow deno task bench              # a workflow step against a plain job
+ * PHASES=report deno task bench                # a report's CSV export, SQLite and PostgreSQL sources
  * PHASES=limit,process,process3,bulk,single deno task bench   # each against what SQLite allows
  * BENCH_DB=postgres://postgres@127.0.0.1:5432/test deno task bench   # the same on PostgreSQL
  * ```
@@ -37,6 +38,7 @@ import { phaseLimit } from "./limit.ts";
 import { Child } from "./child_process.ts";
 import { phaseMemory } from "./memory.ts";
 import { CAPPED_OLD_SPACE_MB, phaseIngest } from "./ingest.ts";
+import { phaseReport } from "./report.ts";
 
 const ALL_PHASES = [
   "bulk",
@@ -52,6 +54,7 @@ const ALL_PHASES = [
   "limit",
   "memory",
   "ingest",
+  "report",
 ] as const;
 type Phase = typeof ALL_PHASES[number];
 
@@ -642,6 +645,73 @@ async function runPhase(phase: Phase, run: number): Promise<void> {
       );
       break;
     }
+    case "report": {
+      const n = env("REPORT_N", 1_000_000);
+      const pg = Deno.env.get("BENCH_PG") ?? DB ?? "postgres://postgres@127.0.0.1:5432/test";
+      const v = await phaseReport({ n, pg, timeoutMs: CFG.timeoutMs }, log);
+      const shown = n.toLocaleString("en-US");
+      record(
+        "report_sqlite_per_s",
+        `report: ${shown} rows x 6 to CSV, SQLite source`,
+        "rows/s",
+        v.sqlitePerS,
+      );
+      record(
+        "report_sqlite_stringify_per_s",
+        `report: the same pages through csv-stringify, SQLite`,
+        "rows/s",
+        v.sqliteStringifyPerS,
+      );
+      record(
+        "report_postgres_per_s",
+        `report: ${shown} rows x 6 to CSV, PostgreSQL source`,
+        "rows/s",
+        v.postgresPerS,
+      );
+      record(
+        "report_postgres_stringify_per_s",
+        `report: the same pages through csv-stringify, PostgreSQL`,
+        "rows/s",
+        v.postgresStringifyPerS,
+      );
+      record(
+        "report_vs_stringify",
+        "report: ours / csv-stringify, SQLite source",
+        "x",
+        v.sqlitePerS / v.sqliteStringifyPerS,
+      );
+      record(
+        "report_peak_short_mb",
+        `report: peak RSS, ${(n / 4).toLocaleString("en-US")} rows, SQLite`,
+        "MB",
+        v.peakShortMb,
+      );
+      record("report_peak_long_mb", `report: peak RSS, ${shown} rows, SQLite`, "MB", v.peakLongMb);
+      record(
+        "report_live_short_mb",
+        `report: live heap after, ${(n / 4).toLocaleString("en-US")} rows, SQLite`,
+        "MB",
+        v.liveShortMb,
+      );
+      record(
+        "report_live_long_mb",
+        `report: live heap after, ${shown} rows, SQLite`,
+        "MB",
+        v.liveLongMb,
+      );
+      record(
+        "report_postgres_peak_mb",
+        `report: peak RSS, ${shown} rows, PostgreSQL`,
+        "MB",
+        v.postgresPeakMb,
+      );
+      log(
+        `run ${run} report: ${fmt("rows/s", v.sqlitePerS)} rows/s SQLite, ${
+          fmt("rows/s", v.postgresPerS)
+        } rows/s PostgreSQL`,
+      );
+      break;
+    }
     case "workflow": {
       const v = await phaseWorkflow(DB, {
         jobs: CFG.wfJobs,
@@ -791,6 +861,16 @@ const KEYS = [
   "ingest_live_long_mb",
   "ingest_capped_per_s",
   "ingest_peak_capped_mb",
+  "report_sqlite_per_s",
+  "report_sqlite_stringify_per_s",
+  "report_postgres_per_s",
+  "report_postgres_stringify_per_s",
+  "report_vs_stringify",
+  "report_peak_short_mb",
+  "report_peak_long_mb",
+  "report_live_short_mb",
+  "report_live_long_mb",
+  "report_postgres_peak_mb",
 ];
 for (const key of KEYS) {
   const row = rows.get(key);

@@ -37,6 +37,11 @@ import {
 import type { CompiledWorkflow } from "./workflow/types.ts";
 import { type CompiledPipeline, INGEST_WORKER } from "./ingest/types.ts";
 import { ingestJob, ingestWorker } from "./runners/ingest.ts";
+import { type StartedRun, startReport } from "./admin/reports.ts";
+import type { CompiledReport } from "./report/definition.ts";
+import type { RawRequest } from "./report/query.ts";
+import { REPORT_QUEUE, REPORT_WORKER } from "./report/types.ts";
+import { reportWorker } from "./runners/report.ts";
 
 /** Options for {@linkcode Jobs}. */
 export interface JobsOptions<Tx extends StoreTx> {
@@ -215,10 +220,27 @@ export class Jobs<Tx extends StoreTx = StoreTx> {
    * workers as the TypeScript steps and sinks it finds by name).
    */
   async ingest(pipeline: CompiledPipeline, options: TxOption<Tx> = {}): Promise<InsertResult> {
-    this.#ensureIngest();
+    this.#ensureRunners();
     const now = this.clock.now();
     const [result] = await this.#insert([ingestJob(pipeline, { now })], now, options);
     return result!;
+  }
+
+  /**
+   * Starts a run of a report (made with `defineReport`, or read from
+   * `reports:` of a schedules file) for `request`: checked, held to its
+   * limits, audited, and queued as a `jobs.report` job on the `reports`
+   * queue, which a runtime serving that queue runs (any runtime started by
+   * a `Jobs` has the report runner).
+   *
+   * @throws {ReportRequestError} for a request the report does not take
+   * @throws {ReportLimitExceeded} for one beyond its date range or concurrency
+   */
+  async report(report: CompiledReport, request: RawRequest): Promise<StartedRun> {
+    this.#ensureRunners();
+    const started = await startReport(this.store, report, request, this.clock.now());
+    this.#wake({ queues: new Set([REPORT_QUEUE]), scheduled: false });
+    return started;
   }
 
   async #insert(jobs: NewJob[], now: number, options: TxOption<Tx>): Promise<InsertResult[]> {
@@ -260,7 +282,7 @@ export class Jobs<Tx extends StoreTx = StoreTx> {
   async start(options: StartOptions = {}): Promise<Runtime> {
     const queues = options.queues ?? this.#defaultQueues();
     // After the default queues: the runner alone adds no `ingest` queue.
-    this.#ensureIngest();
+    this.#ensureRunners();
     const runtime = new Runtime(
       {
         store: this.store,
@@ -289,15 +311,24 @@ export class Jobs<Tx extends StoreTx = StoreTx> {
    * serves a pipeline's queue runs its runs whether or not this process
    * enqueued them.
    */
-  #ensureIngest(): void {
-    if (this.#registry.has(INGEST_WORKER)) return;
-    this.register(ingestWorker({
-      store: () => this.store,
-      clock: this.clock,
-      env: readEnv,
-      logger: this.logger,
-      workers: () => this.#registry,
-    }));
+  #ensureRunners(): void {
+    if (!this.#registry.has(INGEST_WORKER)) {
+      this.register(ingestWorker({
+        store: () => this.store,
+        clock: this.clock,
+        env: readEnv,
+        logger: this.logger,
+        workers: () => this.#registry,
+      }));
+    }
+    if (!this.#registry.has(REPORT_WORKER)) {
+      this.register(reportWorker({
+        store: () => this.store,
+        clock: this.clock,
+        env: readEnv,
+        logger: this.logger,
+      }));
+    }
   }
 
   #defaultQueues(): Record<string, number> {

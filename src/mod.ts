@@ -189,3 +189,23 @@ export type {
   PipelineSummary,
   SourceSpec,
 } from "./ingest/types.ts";
+export {
+  REPORT_QUEUE,
+  REPORT_WORKER,
+  type ReportJobArgs,
+  type ReportRequest,
+  type ReportRun,
+  type ReportRunState,
+} from "./report/types.ts";
+export { checkRequest, type RawRequest, ReportRequestError } from "./report/query.ts";
+export {
+  DEFAULT_LIMITS,
+  type EffectiveLimits,
+  effectiveLimits,
+  LIMIT_NAMES,
+  type LimitName,
+  ReportLimitExceeded,
+} from "./report/limits.ts";
+export { openStorage, outputKey, type OutputStorage, type StorageSpec } from "./report/storage.ts";
+export { reportWorker, type ReportWorkerOptions } from "./runners/report.ts";
+export { type StartedRun } from "./admin/reports.ts";

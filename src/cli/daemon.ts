@@ -36,6 +36,8 @@ import { reapOrphans } from "../runners/process_group.ts";
 import { httpWorker } from "../runners/http.ts";
 import { fanoutWorker } from "../runners/fanout.ts";
 import { ingestWorker } from "../runners/ingest.ts";
+import { REPORT_QUEUE, reportWorker, storageOf } from "../runners/report.ts";
+import { pruneReports } from "../admin/reports.ts";
 import type { CompiledPipeline } from "../ingest/types.ts";
 import { workflowStartWorker } from "../runners/workflow_start.ts";
 import { loadWorkersModule } from "../runners/workers_module.ts";
@@ -258,6 +260,8 @@ export async function runDaemon(options: DaemonOptions, deps: DaemonDeps): Promi
           clock,
           logger,
         }),
+        // A report run (`jobs report`, `POST /reports/<id>/runs`).
+        reportWorker({ store: () => jobs.store, env: deps.env, clock, logger }),
         ...moduleWorkers,
       ].map((worker) => guardEnvironment(worker, options.environment)),
     });
@@ -282,6 +286,8 @@ export async function runDaemon(options: DaemonOptions, deps: DaemonDeps): Promi
     return;
   }
   const jobs: Awaited<ReturnType<typeof openJobs>> = opened;
+  // Each report's output storage, for the pruner's expiry and the downloads.
+  const outputs = storageOf(deps.env);
   const queues = options.queues ?? queuesOf(source);
   await applyPausedQueues(jobs.store, clock.now(), source, logger);
   // Before any job is rescued and run again: a SIGKILLed daemon's commands must not overlap it.
@@ -301,7 +307,22 @@ export async function runDaemon(options: DaemonOptions, deps: DaemonDeps): Promi
         pipeline: p.id,
         retentionMs: p.dropsRetentionMs,
       }));
-      return { batch, retention, drops };
+      const reportOutputs = (now: number, endedBefore: number) =>
+        pruneReports({
+          store: jobs.store,
+          now,
+          endedBefore,
+          reports: (id) => source.config.reports.find((r) => r.id === id),
+          storage: outputs,
+          onError: (run, error) =>
+            logger("pruner.report_output_failed", {
+              level: "error",
+              run: run.id,
+              report: run.report,
+              error: String(error),
+            }),
+        });
+      return { batch, retention, drops, reportOutputs };
     },
   });
   wake.queues = (queues) => runtime.wake(queues);
@@ -316,6 +337,11 @@ export async function runDaemon(options: DaemonOptions, deps: DaemonDeps): Promi
       metrics: () => snapshotOf(registry, runtime, clock.now()),
       // The file's pipelines, for their freshness: read again on every scrape.
       pipelines: () => source.config.pipelines,
+      reports: {
+        reports: () => source.config.reports,
+        storage: outputs,
+        wake: (queues) => runtime.wake(queues),
+      },
       degraded: () => degradedReason(runtime),
     });
   } catch (error) {
@@ -512,6 +538,8 @@ async function applyPausedQueues(
 /** The file's queues, plus every queue a schedule names, at concurrency 10 unless declared. */
 /** How many pipeline runs a daemon runs at once on a queue the file gives no concurrency. */
 export const INGEST_CONCURRENCY = 2;
+/** Report runs at once on a node unless `queues:` says otherwise (each holds a connection and a thread). */
+export const REPORT_CONCURRENCY = 2;
 
 function queuesOf(
   source: {
@@ -519,6 +547,7 @@ function queuesOf(
       queues: Record<string, { concurrency: number }>;
       schedules: readonly Schedule[];
       pipelines?: readonly CompiledPipeline[];
+      reports?: readonly { id: string }[];
     };
   },
 ): Record<string, number> {
@@ -527,6 +556,7 @@ function queuesOf(
   for (const s of source.config.schedules) queues[s.queue] ??= 10;
   // A pipeline run holds its commands and a buffer: two at a time unless the file says.
   for (const p of source.config.pipelines ?? []) queues[p.queue] ??= INGEST_CONCURRENCY;
+  if ((source.config.reports ?? []).length > 0) queues[REPORT_QUEUE] ??= REPORT_CONCURRENCY;
   if (Object.keys(queues).length === 0) queues.default = 10;
   return queues;
 }

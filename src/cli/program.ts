@@ -27,6 +27,8 @@ import { registerPruneCommand } from "./prune.ts";
 import { registerQueueCommands } from "./queue_actions.ts";
 import { registerRunbookCommand } from "./runbook.ts";
 import { registerScheduleCommands } from "./schedule_actions.ts";
+import { registerSettingsCommands } from "./settings.ts";
+import { registerReportCommands } from "./report.ts";
 import { registerSchedulesCommands } from "./schedules.ts";
 import { commandLine, echo, ECHO_MAX } from "./text.ts";
 import { registerTuiCommand } from "./tui.ts";
@@ -126,6 +128,8 @@ export function buildProgram(deps: CliDeps): Command {
   registerTuiCommand(program, deps);
   registerWorkflowCommands(program, deps);
   registerIngestCommands(program, deps);
+  registerSettingsCommands(program, deps);
+  registerReportCommands(program, deps);
   return program;
 }
 

@@ -24,6 +24,7 @@ import { redact } from "../kernel/redact.ts";
 import type { Store } from "../store/store.ts";
 import type { Logger } from "../worker/logger.ts";
 import { METRICS_CONTENT_TYPE, type MetricsSnapshot, renderMetrics } from "./metrics.ts";
+import { reportRoute, type ReportRoutes } from "./reports.ts";
 
 /** Options for {@linkcode startHttpServer}. */
 export interface HttpServerOptions {
@@ -49,6 +50,13 @@ export interface HttpServerOptions {
    * `jobs_ingest_last_completed_timestamp_seconds`) read from the store.
    */
   pipelines?: () => readonly CompiledPipeline[];
+  /**
+   * The report API (`POST /reports/<id>/runs`, `GET /reports/runs/<run>`,
+   * `POST /reports/runs/<run>/links`, all requiring the token) and
+   * downloads (`GET /downloads/<token>`, whose signed token is its own
+   * credential); see `reports.ts`. Off when not given.
+   */
+  reports?: ReportRoutes;
   /**
    * Why the daemon cannot do its work now (its store calls fail), or null
    * when it can: a reason makes `/readyz` answer 503 with it.
@@ -104,10 +112,24 @@ export async function startHttpServer(options: HttpServerOptions): Promise<HttpS
   }
   const authorized = options.token === undefined ? null : await tokenChecker(options.token);
   const readyTimeoutMs = options.readyTimeoutMs ?? 2000;
+  /** `http://host:port` once listening: the start of the download links it mints. */
+  let base = "";
 
   const handler = async (request: Request): Promise<Response> => {
-    const path = new URL(request.url).pathname;
+    const url = new URL(request.url);
+    const path = url.pathname;
     if (path === "/healthz") return onlyGet(request) ?? text(200, "ok");
+    if (options.reports && (path.startsWith("/reports/") || path.startsWith("/downloads/"))) {
+      const bearer = authorized ? await authorized(request.headers.get("authorization")) : null;
+      const answer = await reportRoute(request, url, bearer, {
+        store,
+        clock,
+        logger,
+        routes: options.reports,
+        base: () => base,
+      });
+      if (answer) return answer;
+    }
     if (authorized && !(await authorized(request.headers.get("authorization")))) {
       return text(401, "unauthorized", { "www-authenticate": "Bearer" });
     }
@@ -166,6 +188,10 @@ export async function startHttpServer(options: HttpServerOptions): Promise<HttpS
   } catch (error) {
     throw new Error(`http: cannot listen on "${options.listen}": ${oneLine(error)}`);
   }
+  const host = server.addr.hostname.includes(":")
+    ? `[${server.addr.hostname}]`
+    : server.addr.hostname;
+  base = `http://${host}:${server.addr.port}`;
   let closed: Promise<void> | null = null;
   return {
     addr: { hostname: server.addr.hostname, port: server.addr.port },

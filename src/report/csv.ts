@@ -39,15 +39,8 @@
  * @module
  */
 
-import {
-  checkRowKeys,
-  checkWriterOptions,
-  type ReportRow,
-  ReportValueError,
-  type ReportWriter,
-  type ReportWriterOptions,
-  unsupported,
-} from "./columns.ts";
+import type { ReportRow, ReportWriterOptions } from "./columns.ts";
+import { LineWriter } from "./writer.ts";
 
 export {
   checkColumns,
@@ -98,18 +91,15 @@ function textField(s: string, formula: boolean): string {
  * for await (const batch of batches) await file.write(csv.rows(batch));
  * ```
  */
-export class CsvWriter implements ReportWriter {
-  readonly columns: readonly string[];
+export class CsvWriter extends LineWriter {
   readonly mediaType = "text/csv; charset=utf-8; header=present";
   readonly extension = "csv";
   readonly #formula: readonly boolean[];
   readonly #bom: boolean;
-  #written = 0;
-  #keysChecked = false;
 
   /** @throws RangeError when the columns are empty or repeated, a formula column is not declared, or the encoding is not UTF-8. */
   constructor(options: CsvWriterOptions) {
-    this.columns = checkWriterOptions(options);
+    super(options);
     const formula = new Set(options.formulaColumns ?? []);
     for (const name of formula) {
       if (!this.columns.includes(name)) {
@@ -135,38 +125,22 @@ export class CsvWriter implements ReportWriter {
     return out;
   }
 
-  /**
-   * The CSV lines of `rows`. The first row ever given must have exactly the
-   * declared columns as keys; a missing key in a later row is a null.
-   *
-   * @throws ReportColumnsChanged when the first row's keys are not the declared columns.
-   * @throws ReportValueError naming the column and row of a value with no CSV form.
-   */
-  rows(rows: readonly ReportRow[]): Uint8Array {
-    if (!this.#keysChecked && rows.length > 0) {
-      checkRowKeys(this.columns, rows[0]!);
-      this.#keysChecked = true;
-    }
+  /** One CSV line: its fields, separated by commas, then CRLF. */
+  protected line(row: ReportRow, r: number): string {
     const columns = this.columns;
     const formula = this.#formula;
     const n = columns.length;
-    let out = "";
-    for (let r = 0; r < rows.length; r++) {
-      const row = rows[r]!;
-      let line = "";
-      for (let i = 0; i < n; i++) {
-        const value = row[columns[i]!];
-        let field: string;
-        if (typeof value === "string") field = textField(value, formula[i]!);
-        else if (typeof value === "number" || typeof value === "bigint") field = String(value);
-        else if (value === null || value === undefined) field = "";
-        else field = this.#other(value, i, r);
-        line = i === 0 ? field : line + "," + field;
-      }
-      out += line + EOL;
+    let line = "";
+    for (let i = 0; i < n; i++) {
+      const value = row[columns[i]!];
+      let field: string;
+      if (typeof value === "string") field = textField(value, formula[i]!);
+      else if (typeof value === "number" || typeof value === "bigint") field = String(value);
+      else if (value === null || value === undefined) field = "";
+      else field = this.#other(value, i, r);
+      line = i === 0 ? field : line + "," + field;
     }
-    this.#written += rows.length;
-    return encoder.encode(out);
+    return line + EOL;
   }
 
   /** A boolean, a date or an object as its text field; anything else refused. */
@@ -175,15 +149,7 @@ export class CsvWriter implements ReportWriter {
     if (value instanceof Date && !Number.isNaN(value.getTime())) {
       return textField(value.toISOString(), this.#formula[i]!);
     }
-    const why = unsupported(value);
-    if (why !== undefined) throw new ReportValueError(this.columns[i]!, this.#written + r + 1, why);
-    let json: string | undefined;
-    try {
-      json = JSON.stringify(value);
-    } catch (error) {
-      const reason = `an object with no JSON text: ${(error as Error).message}`;
-      throw new ReportValueError(this.columns[i]!, this.#written + r + 1, reason, { cause: error });
-    }
+    const json = this.json(value, i, r);
     return json === undefined ? "" : textField(json, this.#formula[i]!);
   }
 }

@@ -14,6 +14,7 @@
  */
 
 import { isAbsolute, resolve } from "node:path";
+import type { LimitName } from "./limits.ts";
 
 /** The fields of a need record, each required. */
 export const NEED_FIELDS = [
@@ -58,6 +59,11 @@ export interface ReportOptions {
   sort?: { keys: Record<string, string>; default?: string };
   storage?: { folder: string } | { s3: Record<string, string> };
   contact?: string;
+  /**
+   * The file's limits, canonical (ms, bytes, counts); a stored setting
+   * overrides each, and a limit not given is the default (see `limits.ts`).
+   */
+  limits?: Partial<Record<LimitName, number>>;
 }
 
 /** What kind of problem a {@linkcode ReportProblem} is. */

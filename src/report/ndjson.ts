@@ -19,15 +19,8 @@
  * @module
  */
 
-import {
-  checkRowKeys,
-  checkWriterOptions,
-  type ReportRow,
-  ReportValueError,
-  type ReportWriter,
-  type ReportWriterOptions,
-  unsupported,
-} from "./columns.ts";
+import type { ReportRow, ReportWriterOptions } from "./columns.ts";
+import { LineWriter } from "./writer.ts";
 
 export {
   checkColumns,
@@ -40,7 +33,6 @@ export {
 /** Options of {@linkcode NdjsonWriter}. */
 export type NdjsonWriterOptions = ReportWriterOptions;
 
-const encoder = new TextEncoder();
 const EMPTY = new Uint8Array(0);
 
 /**
@@ -53,18 +45,15 @@ const EMPTY = new Uint8Array(0);
  * for await (const batch of batches) await file.write(ndjson.rows(batch));
  * ```
  */
-export class NdjsonWriter implements ReportWriter {
-  readonly columns: readonly string[];
+export class NdjsonWriter extends LineWriter {
   readonly mediaType = "application/x-ndjson; charset=utf-8";
   readonly extension = "ndjson";
   /** `{"id":`, `,"name":`: each column's key with what comes before it. */
   readonly #prefixes: readonly string[];
-  #written = 0;
-  #keysChecked = false;
 
   /** @throws RangeError when the columns are empty or repeated, or the encoding is not UTF-8. */
   constructor(options: NdjsonWriterOptions) {
-    this.columns = checkWriterOptions(options);
+    super(options);
     this.#prefixes = this.columns.map((name, i) =>
       (i === 0 ? "{" : ",") + JSON.stringify(name) + ":"
     );
@@ -75,50 +64,27 @@ export class NdjsonWriter implements ReportWriter {
     return EMPTY;
   }
 
-  /**
-   * The NDJSON lines of `rows`. The first row ever given must have exactly
-   * the declared columns as keys; a missing key in a later row is a null.
-   *
-   * @throws ReportColumnsChanged when the first row's keys are not the declared columns.
-   * @throws ReportValueError naming the column and row of a value with no JSON form.
-   */
-  rows(rows: readonly ReportRow[]): Uint8Array {
-    if (!this.#keysChecked && rows.length > 0) {
-      checkRowKeys(this.columns, rows[0]!);
-      this.#keysChecked = true;
-    }
+  /** One NDJSON line: the object of every declared column, then LF. */
+  protected line(row: ReportRow, r: number): string {
     const columns = this.columns;
     const prefixes = this.#prefixes;
     const n = columns.length;
-    let out = "";
-    for (let r = 0; r < rows.length; r++) {
-      const row = rows[r]!;
-      let line = "";
-      for (let i = 0; i < n; i++) {
-        const value = row[columns[i]!];
-        let json: string;
-        if (typeof value === "string") json = JSON.stringify(value);
-        else if (typeof value === "number") json = Number.isFinite(value) ? String(value) : "null";
-        else if (value === null || value === undefined) json = "null";
-        else json = this.#other(value, i, r);
-        line += prefixes[i]! + json;
-      }
-      out += line + "}\n";
+    let line = "";
+    for (let i = 0; i < n; i++) {
+      const value = row[columns[i]!];
+      let json: string;
+      if (typeof value === "string") json = JSON.stringify(value);
+      else if (typeof value === "number") json = Number.isFinite(value) ? String(value) : "null";
+      else if (value === null || value === undefined) json = "null";
+      else json = this.#other(value, i, r);
+      line += prefixes[i]! + json;
     }
-    this.#written += rows.length;
-    return encoder.encode(out);
+    return line + "}\n";
   }
 
   /** A bigint, a boolean, a date or an object as JSON; anything else refused. */
   #other(value: unknown, i: number, r: number): string {
     if (typeof value === "bigint" || typeof value === "boolean") return String(value);
-    const why = unsupported(value);
-    if (why !== undefined) throw new ReportValueError(this.columns[i]!, this.#written + r + 1, why);
-    try {
-      return JSON.stringify(value) ?? "null";
-    } catch (error) {
-      const reason = `an object with no JSON text: ${(error as Error).message}`;
-      throw new ReportValueError(this.columns[i]!, this.#written + r + 1, reason, { cause: error });
-    }
+    return this.json(value, i, r) ?? "null";
   }
 }

@@ -37,6 +37,7 @@ import type {
   NewFailure,
   PipelineSummary,
 } from "../ingest/types.ts";
+import type { ParamValue, ReportRun, ReportRunState } from "../report/types.ts";
 
 /** What `migrate()` did. */
 export interface MigrationReport {
@@ -83,6 +84,8 @@ export const STORE_TX_METHODS = [
   "workflowRetry",
   "workflowCursorSet",
   "ingestDropReplayed",
+  "reportRunCreate",
+  "reportRunGet",
 ] as const;
 
 /** The name of one method of {@linkcode STORE_TX_METHODS}. */
@@ -265,6 +268,49 @@ export interface IngestDropFilter {
   runId?: number;
   limit?: number;
   /** Only drops with a smaller id (the next page). */
+  before?: number;
+}
+
+/** Params of {@linkcode Store.reportRunCreate}. */
+export interface ReportRunCreateParams {
+  report: string;
+  /** The `jobs.report` job inserted in the same transaction. */
+  jobId: number;
+  tenant: string | null;
+  actor: string;
+  roles: string[];
+  params: Record<string, ParamValue>;
+  sort: string | null;
+  format: "csv" | "ndjson";
+  now: number;
+  /**
+   * The report's `max_concurrent`: nothing is written, and the active runs
+   * are returned, when this many runs of the report are queued or running.
+   */
+  maxConcurrent: number;
+}
+
+/** Params of {@linkcode Store.reportRunFinish}. */
+export interface ReportRunFinishParams {
+  lease: IngestLease;
+  state: Extract<ReportRunState, "completed" | "failed" | "cancelled">;
+  rows: number;
+  bytes: number;
+  output: string | null;
+  storageKey: string | null;
+  error: string | null;
+  limit: string | null;
+  expiresAt: number | null;
+  now: number;
+}
+
+/** Filters of {@linkcode Store.reportRunsList}; newest first. */
+export interface ReportRunFilter {
+  report?: string;
+  tenant?: string;
+  state?: ReportRunState;
+  limit?: number;
+  /** Only runs with a smaller id (the next page, newest first). */
   before?: number;
 }
 
@@ -753,6 +799,43 @@ export interface Store<Tx extends StoreTx = StoreTx> {
   ingestDropReplayed(params: { id: number; jobId: number; now: number }): Promise<boolean>;
   /** Deletes up to `limit` drops older than each pipeline's `before` (and `otherwise` for pipelines not listed). */
   ingestDropsPrune(params: IngestDropsPruneParams): Promise<number>;
+
+  /**
+   * Makes a `queued` run for the `jobs.report` job `jobId` (call it in the
+   * transaction that inserts the job), unless `maxConcurrent` runs of the
+   * report are already queued or running: then it writes nothing and
+   * returns their ids. Counted and written under one lock, so two requests
+   * at once cannot both pass on either store.
+   */
+  reportRunCreate(
+    params: ReportRunCreateParams,
+  ): Promise<{ run: ReportRun } | { active: number[] }>;
+  /**
+   * Marks the run of the `jobs.report` job `jobId` `running` (its first start keeps `started_at`; a retry
+   * starts again from nothing), fenced by the job's lease; null, and
+   * nothing written, when the lease is lost.
+   */
+  reportRunStart(params: { jobId: number; fence: number; now: number }): Promise<ReportRun | null>;
+  /** Records rows and bytes written so far; false when the lease is lost. */
+  reportRunProgress(
+    params: { lease: IngestLease; rows: number; bytes: number; now: number },
+  ): Promise<
+    boolean
+  >;
+  /** Ends a run (fenced as the progress is); false when the lease is lost. */
+  reportRunFinish(params: ReportRunFinishParams): Promise<boolean>;
+  /** One run; a `queued`/`running` row whose job ended without it reads as that job's end. */
+  reportRunGet(params: { id: number }): Promise<ReportRun | null>;
+  reportRunsList(params: ReportRunFilter): Promise<ReportRun[]>;
+  /** Runs whose output expired at `now` (oldest expiry first), for the pruner. */
+  reportRunsExpired(params: { now: number; limit: number }): Promise<ReportRun[]>;
+  /**
+   * Runs that ended without a stored output and finished before `before`
+   * (failed and cancelled runs, kept for `jobs reports` until then).
+   */
+  reportRunsEndedBefore(params: { before: number; limit: number }): Promise<ReportRun[]>;
+  /** Deletes a run's row (after its output is removed); false when there is none. */
+  reportRunDelete(params: { id: number }): Promise<boolean>;
 
   onExternalChange(listener: () => void): () => void;
 }

@@ -52,6 +52,12 @@ export interface PrunerOptions {
    * the drops of every other pipeline are kept {@linkcode DEFAULT_DROPS_RETENTION_MS}.
    */
   drops?: { pipeline: string; retentionMs: number }[];
+  /**
+   * Removes expired report outputs and their runs, and the rows of runs
+   * that ended without output past the discarded retention: the daemon's
+   * (it knows each report's storage). Returns how many runs went.
+   */
+  reportOutputs?: (now: number, endedBefore: number) => Promise<number>;
   /** Ends the pass between two batches (the runtime's shutdown); what was deleted stays deleted. */
   signal?: AbortSignal;
 }

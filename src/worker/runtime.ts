@@ -24,6 +24,7 @@ import type { Logger } from "./logger.ts";
 import { LeaseLostError, Producer } from "./producer.ts";
 import {
   DEFAULT_PRUNE_EVERY_MS,
+  DEFAULT_RETENTION,
   pruneIngestDrops,
   pruneJobs,
   type PrunerOptions,
@@ -432,6 +433,12 @@ export class Runtime {
     if (runs > 0) logger("pruner.workflow_runs_deleted", { node: this.node, runs });
     const { drops } = await pruneIngestDrops(store, clock.now(), { ...options, signal });
     if (drops > 0) logger("pruner.ingest_drops_deleted", { node: this.node, drops });
+    if (options.reportOutputs && !signal.aborted) {
+      const now = clock.now();
+      const kept = options.retention?.discarded ?? DEFAULT_RETENTION.discarded;
+      const runs = await options.reportOutputs(now, now - kept);
+      if (runs > 0) logger("pruner.report_runs_deleted", { node: this.node, runs });
+    }
   }
 
   #stager(signal: AbortSignal): Promise<void> {

@@ -32,6 +32,7 @@ import {
   silentLogger,
   type SqliteTx,
 } from "../../src/mod.ts";
+import { countedTable, pause } from "../support/crash_table.ts";
 
 /** The pipeline's id: the sink's keys are `<PIPELINE>/<sku>`. */
 export const PIPELINE = "crash-feed";
@@ -76,56 +77,14 @@ export function crashPipeline(feed: string): CompiledPipeline {
   });
 }
 
+/** The sink's table: each key it wrote, with `writes` counting the sink calls that wrote it. */
+const sinkTable = countedTable("ingest_crash_sink", "writes");
+
 /** Creates the table the sink writes (both stores). */
-export async function createSinkTable(jobs: Jobs<SqliteTx | PostgresTx>): Promise<void> {
-  await jobs.transaction(async (tx) => {
-    if ("sql" in tx) {
-      await tx.sql`CREATE TABLE IF NOT EXISTS ingest_crash_sink (
-        key TEXT PRIMARY KEY, writes INTEGER NOT NULL)`;
-    } else {
-      tx.db.exec(`CREATE TABLE IF NOT EXISTS ingest_crash_sink (
-        key TEXT PRIMARY KEY, writes INTEGER NOT NULL)`);
-    }
-  });
-}
+export const createSinkTable = sinkTable.create;
 
 /** Every key the sink wrote, with how many sink calls wrote it. */
-export function readSink(
-  jobs: Jobs<SqliteTx | PostgresTx>,
-): Promise<{ key: string; writes: number }[]> {
-  return jobs.transaction(async (tx) => {
-    const rows = "sql" in tx
-      ? await tx.sql`SELECT key, writes FROM ingest_crash_sink ORDER BY key`
-      : tx.db.prepare(`SELECT key, writes FROM ingest_crash_sink ORDER BY key`).all();
-    return rows.map((r) => ({ key: String(r.key), writes: Number(r.writes) }));
-  });
-}
-
-/** One sink call: each key's row once, and one more write of it. */
-async function writeBatch(jobs: Jobs<SqliteTx | PostgresTx>, keys: string[]): Promise<void> {
-  await jobs.transaction(async (tx) => {
-    if ("sql" in tx) {
-      await tx.sql`INSERT INTO ingest_crash_sink (key, writes)
-        SELECT k, 1 FROM unnest(${keys}::text[]) AS k
-        ON CONFLICT (key) DO UPDATE SET writes = ingest_crash_sink.writes + 1`;
-    } else {
-      const upsert = tx.db.prepare(`INSERT INTO ingest_crash_sink (key, writes) VALUES (?, 1)
-        ON CONFLICT (key) DO UPDATE SET writes = ingest_crash_sink.writes + 1`);
-      for (const key of keys) upsert.run(key);
-    }
-  });
-}
-
-/** Resolves after `ms`, or at once when `signal` aborts. */
-function pause(ms: number, signal: AbortSignal): Promise<void> {
-  return new Promise<void>((resolve) => {
-    const timer = setTimeout(resolve, ms);
-    signal.addEventListener("abort", () => {
-      clearTimeout(timer);
-      resolve();
-    }, { once: true });
-  });
-}
+export const readSink = sinkTable.read;
 
 async function main(): Promise<void> {
   const [location, node] = Deno.args;
@@ -145,7 +104,7 @@ async function main(): Promise<void> {
   const sink = defineSink({
     name: "crash-sink",
     write: async (batch, ctx) => {
-      await writeBatch(jobs, batch.map((entry) => entry.key));
+      await sinkTable.write(jobs, batch.map((entry) => entry.key));
       // Written but not yet committed: a kill here makes the batch be written again.
       await pause(5, ctx.signal);
     },

@@ -27,6 +27,7 @@ import {
   type SqliteTx,
 } from "../../src/mod.ts";
 import type { WorkflowOptions } from "../../src/workflow/definition.ts";
+import { countedTable, pause } from "../support/crash_table.ts";
 
 /** Items the `split` step fans `part` out to. */
 export const PARTS = 3;
@@ -47,43 +48,14 @@ export const CRASH_WORKFLOW: WorkflowOptions = {
   ],
 };
 
+/** The workers' side effects: each idempotency key, with `attempts` counting its committed tries. */
+const effects = countedTable("crash_effects", "attempts");
+
 /** Creates the side-effect table the workers write (both stores). */
-export async function createEffects(jobs: Jobs<SqliteTx | PostgresTx>): Promise<void> {
-  await jobs.transaction(async (tx) => {
-    if ("sql" in tx) {
-      await tx.sql`CREATE TABLE IF NOT EXISTS crash_effects (
-        key TEXT PRIMARY KEY, attempts INTEGER NOT NULL)`;
-    } else {
-      tx.db.exec(`CREATE TABLE IF NOT EXISTS crash_effects (
-        key TEXT PRIMARY KEY, attempts INTEGER NOT NULL)`);
-    }
-  });
-}
+export const createEffects = effects.create;
 
 /** Every side effect written: its key and how many tries committed it. */
-export function readEffects(
-  jobs: Jobs<SqliteTx | PostgresTx>,
-): Promise<{ key: string; attempts: number }[]> {
-  return jobs.transaction(async (tx) => {
-    const rows = "sql" in tx
-      ? await tx.sql`SELECT key, attempts FROM crash_effects ORDER BY key`
-      : tx.db.prepare(`SELECT key, attempts FROM crash_effects ORDER BY key`).all();
-    return rows.map((r) => ({ key: String(r.key), attempts: Number(r.attempts) }));
-  });
-}
-
-/** The side effect of one try: the row once per key, and one more committed attempt. */
-async function writeEffect(jobs: Jobs<SqliteTx | PostgresTx>, key: string): Promise<void> {
-  await jobs.transaction(async (tx) => {
-    if ("sql" in tx) {
-      await tx.sql`INSERT INTO crash_effects (key, attempts) VALUES (${key}, 1)
-        ON CONFLICT (key) DO UPDATE SET attempts = crash_effects.attempts + 1`;
-    } else {
-      tx.db.prepare(`INSERT INTO crash_effects (key, attempts) VALUES (?, 1)
-        ON CONFLICT (key) DO UPDATE SET attempts = crash_effects.attempts + 1`).run(key);
-    }
-  });
-}
+export const readEffects = effects.read;
 
 /** mulberry32: a small seeded generator, so a failing run can be replayed from its seed. */
 export function seeded(seed: number): () => number {
@@ -104,21 +76,14 @@ async function main(): Promise<void> {
     Deno.exit(2);
   }
   const random = seeded(Number(seedText));
-  const pause = (signal: AbortSignal) =>
-    new Promise<void>((resolve) => {
-      const timer = setTimeout(resolve, 20 + Math.floor(random() * 80));
-      signal.addEventListener("abort", () => {
-        clearTimeout(timer);
-        resolve();
-      }, { once: true });
-    });
+  const randomPause = (signal: AbortSignal) => pause(20 + Math.floor(random() * 80), signal);
   const step = (name: string, result: (ctx: JobContext) => unknown) =>
     defineWorker({
       name,
       perform: async (_args, ctx) => {
-        await pause(ctx.signal);
-        await writeEffect(jobs, ctx.idempotencyKey);
-        await pause(ctx.signal);
+        await randomPause(ctx.signal);
+        await effects.write(jobs, [ctx.idempotencyKey]);
+        await randomPause(ctx.signal);
         return { result: result(ctx) };
       },
     });

@@ -181,3 +181,60 @@ Deno.test("defineReport reads the query from its folder and throws every problem
     await Deno.remove(dir, { recursive: true });
   }
 });
+
+Deno.test("a report's limits: parse into canonical numbers (ms, bytes, counts)", () => {
+  const result = parse([
+    ...ISSUE,
+    "    limits: { max_rows: 500000, max_runtime: 10m, max_bytes: 200MB, max_range: 93d, " +
+    "max_concurrent: 1, lifetime: 3d }",
+  ]);
+  if (!result.ok) assert.fail(result.errors.map((e) => e.message).join("\n"));
+  assert.deepEqual(result.config.reports[0]!.limits, {
+    max_rows: 500_000,
+    max_runtime: 600_000,
+    max_bytes: 200_000_000,
+    max_range: 93 * 86_400_000,
+    max_concurrent: 1,
+    lifetime: 3 * 86_400_000,
+  });
+  const iso = parse([...ISSUE, "    limits:", "      max_runtime: PT15M", "      max_bytes: 1GiB"]);
+  if (!iso.ok) assert.fail(iso.errors.map((e) => e.message).join("\n"));
+  assert.deepEqual(iso.config.reports[0]!.limits, { max_runtime: 900_000, max_bytes: 1024 ** 3 });
+  // No limits: none from the file, so the defaults apply.
+  const none = parse(ISSUE);
+  assert.ok(none.ok && none.config.reports[0]!.limits === undefined);
+});
+
+Deno.test("a bad limit is an error at its line and column, naming the field and the value", () => {
+  const bad = errors([
+    ...ISSUE,
+    "    limits:",
+    "      max_rows: -3",
+    "      max_runtime: 10",
+    "      max_bytes: lots",
+    "      max_range: P1M",
+    "      max_concurent: 1",
+  ]);
+  assert.deepEqual(
+    bad.map((e) => [e.code, e.line, e.column, e.field, e.value]),
+    [
+      ["schedule-invalid", 23, 17, "limits.max_rows", -3],
+      ["schedule-invalid", 24, 20, "limits.max_runtime", 10],
+      ["schedule-invalid", 25, 18, "limits.max_bytes", "lots"],
+      ["schedule-invalid", 26, 18, "limits.max_range", "P1M"],
+      ["schedule-invalid", 27, 7, "limits.max_concurent", undefined],
+    ],
+  );
+  assert.equal(
+    bad[0]!.message,
+    '/srv/app/schedules.yaml:23:17: report "statement": limits.max_rows must be a whole number ' +
+      "above zero, such as 500000, got -3",
+  );
+  assert.match(bad[1]!.message, /limits\.max_runtime must be a duration such as "30s", .*got 10$/);
+  assert.match(bad[2]!.message, /limits\.max_bytes must be a size such as "500MB", .*got "lots"$/);
+  assert.match(bad[3]!.message, /limits\.max_range must not count months or years/);
+  assert.match(
+    bad[4]!.message,
+    /unknown field "limits\.max_concurent"; did you mean "max_concurrent"\?/,
+  );
+});

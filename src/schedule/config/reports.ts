@@ -12,7 +12,15 @@
  */
 
 import { isAbsolute, join } from "node:path";
+import { z } from "npm:zod@4.6.7";
 import { checkReport, type ReportOptions } from "../../report/definition.ts";
+import {
+  LIMIT_KINDS,
+  LIMIT_NAMES,
+  type LimitName,
+  tryParseValue,
+  type ValueKind,
+} from "../../report/limits.ts";
 import { type Path, quote, type Reporter } from "./report.ts";
 
 type Fields = Record<string, unknown>;
@@ -21,6 +29,43 @@ function fields(value: unknown): Fields | undefined {
   return value !== null && typeof value === "object" && !Array.isArray(value)
     ? value as Fields
     : undefined;
+}
+
+/** One limit of `limits:`, in the form people write it (`10m`, `200MB`, `500000`), as its canonical number. */
+function limitValue(kind: ValueKind) {
+  return z.unknown().transform((value, ctx) => {
+    const result = tryParseValue(kind, value);
+    if (result.ok) return result.value;
+    ctx.addIssue({ code: "custom", message: result.reason });
+    return z.NEVER;
+  });
+}
+
+/**
+ * A report's `limits:` mapping (the schema of `reportSchema`): each limit
+ * optional, a duration, a size or a count as `limits.ts` parses it; the
+ * output is canonical (ms, bytes, counts).
+ */
+export const reportLimitsSchema = z.strictObject({
+  max_range: limitValue(LIMIT_KINDS.max_range).optional(),
+  max_rows: limitValue(LIMIT_KINDS.max_rows).optional(),
+  max_runtime: limitValue(LIMIT_KINDS.max_runtime).optional(),
+  max_concurrent: limitValue(LIMIT_KINDS.max_concurrent).optional(),
+  max_bytes: limitValue(LIMIT_KINDS.max_bytes).optional(),
+  lifetime: limitValue(LIMIT_KINDS.lifetime).optional(),
+});
+
+/** The limits of `limits:` that parse, canonical; the schema reports the others. */
+function limitsOf(value: unknown): Partial<Record<LimitName, number>> | undefined {
+  const raw = fields(value);
+  if (!raw) return undefined;
+  const limits: Partial<Record<LimitName, number>> = {};
+  for (const name of LIMIT_NAMES) {
+    if (raw[name] === undefined) continue;
+    const result = tryParseValue(LIMIT_KINDS[name], raw[name]);
+    if (result.ok) limits[name] = result.value;
+  }
+  return limits;
 }
 
 /** Reads a report's query file (its path resolved against the schedules file's folder); null when it cannot. */
@@ -69,6 +114,7 @@ export function reportOptions(value: unknown, folder: string, read?: QueryReader
     ...(fields(r.sort) ? { sort: fields(r.sort) as ReportOptions["sort"] } : {}),
     ...(fields(r.storage) ? { storage: fields(r.storage) as ReportOptions["storage"] } : {}),
     ...(typeof r.contact === "string" ? { contact: r.contact } : {}),
+    ...(limitsOf(r.limits) ? { limits: limitsOf(r.limits) } : {}),
   };
   if (read && query !== undefined) {
     options.queryText = read(isAbsolute(query) ? query : join(folder, query));

@@ -20,6 +20,7 @@ import { didYouMean, editDistance, nearest } from "../../text/suggest.ts";
 import { tryParseDuration } from "../durations.ts";
 import { validateCron } from "../occurrences.ts";
 import { type IssueParams, type Path, quote } from "./report.ts";
+import { reportLimitsSchema } from "./reports.ts";
 
 /** The largest `batch_size` and `pruner.batch`: one transaction stays short. */
 export const MAX_BATCH_SIZE = 10_000;
@@ -482,6 +483,8 @@ export const reportSchema = z.strictObject({
     }).optional(),
   }).optional(),
   contact: nonEmpty.optional(),
+  /** Each limit's default for this report; a stored setting overrides it (`report/limits.ts`). */
+  limits: reportLimitsSchema.optional(),
 });
 
 const queueSchema = z.strictObject({

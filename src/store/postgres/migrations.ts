@@ -12,6 +12,7 @@ import leadership from "../../../migrations/postgres/0002_leadership.sql" with {
 import workflows from "../../../migrations/postgres/0003_workflows.sql" with { type: "text" };
 import jobCounts from "../../../migrations/postgres/0004_job_counts.sql" with { type: "text" };
 import ingest from "../../../migrations/postgres/0005_ingest.sql" with { type: "text" };
+import reports from "../../../migrations/postgres/0006_reports.sql" with { type: "text" };
 
 /** One numbered migration. */
 export interface Migration {
@@ -27,6 +28,7 @@ export const MIGRATIONS: readonly Migration[] = [
   { version: 3, name: "0003_workflows.sql", sql: workflows },
   { version: 4, name: "0004_job_counts.sql", sql: jobCounts },
   { version: 5, name: "0005_ingest.sql", sql: ingest },
+  { version: 6, name: "0006_reports.sql", sql: reports },
 ];
 
 /** The migrations a database at schema `version` has not applied yet, in order. */

@@ -70,14 +70,20 @@ import {
 } from "../errors.ts";
 import { describeLocation } from "../location.ts";
 import * as ingest from "./ingest.ts";
+import * as reports from "./reports.ts";
+import type { ReportRun } from "../../report/types.ts";
 import type {
   IngestChunkCommitParams,
   IngestDropFilter,
   IngestDropsPruneParams,
   IngestDropWithRecord,
+  IngestLease,
   IngestRunFilter,
   IngestRunFinishParams,
   IngestRunOpenParams,
+  ReportRunCreateParams,
+  ReportRunFilter,
+  ReportRunFinishParams,
 } from "../store.ts";
 import type { IngestDrop, IngestRun, PipelineSummary } from "../../ingest/types.ts";
 import { KNOWN_VERSION, pendingMigrations } from "./migrations.ts";
@@ -1662,6 +1668,50 @@ export class PostgresStore implements Store<PostgresTx> {
 
   async ingestDropsPrune(params: IngestDropsPruneParams): Promise<number> {
     return await ingest.dropsPrune(this.#tx ?? this.#sql, params);
+  }
+
+  // ------------------------------------------------------------------ reports
+
+  async reportRunCreate(
+    params: ReportRunCreateParams,
+  ): Promise<{ run: ReportRun } | { active: number[] }> {
+    return await this.#begin((tx) => reports.create(tx, this.schema, params));
+  }
+
+  async reportRunStart(
+    params: { jobId: number; fence: number; now: number },
+  ): Promise<ReportRun | null> {
+    return await this.#begin((tx) => reports.start(tx, params));
+  }
+
+  async reportRunProgress(
+    params: { lease: IngestLease; rows: number; bytes: number; now: number },
+  ): Promise<boolean> {
+    return await this.#begin((tx) => reports.progress(tx, params));
+  }
+
+  async reportRunFinish(params: ReportRunFinishParams): Promise<boolean> {
+    return await this.#begin((tx) => reports.finish(tx, params));
+  }
+
+  async reportRunGet(params: { id: number }): Promise<ReportRun | null> {
+    return await reports.get(this.#tx ?? this.#sql, params.id);
+  }
+
+  async reportRunsList(params: ReportRunFilter): Promise<ReportRun[]> {
+    return await reports.list(this.#tx ?? this.#sql, params);
+  }
+
+  async reportRunsExpired(params: { now: number; limit: number }): Promise<ReportRun[]> {
+    return await reports.expired(this.#tx ?? this.#sql, params);
+  }
+
+  async reportRunsEndedBefore(params: { before: number; limit: number }): Promise<ReportRun[]> {
+    return await reports.endedBefore(this.#tx ?? this.#sql, params);
+  }
+
+  async reportRunDelete(params: { id: number }): Promise<boolean> {
+    return await reports.remove(this.#tx ?? this.#sql, params.id);
   }
 
   onExternalChange(listener: () => void): () => void {

@@ -26,6 +26,7 @@ import workflows from "../../../migrations/sqlite/0009_workflows.sql" with { typ
 import cheapChecks from "../../../migrations/sqlite/0010_cheap_checks.sql" with { type: "text" };
 import jobCounts from "../../../migrations/sqlite/0011_job_counts.sql" with { type: "text" };
 import ingest from "../../../migrations/sqlite/0012_ingest.sql" with { type: "text" };
+import reports from "../../../migrations/sqlite/0013_reports.sql" with { type: "text" };
 
 /** One numbered migration. */
 export interface Migration {
@@ -48,6 +49,7 @@ export const MIGRATIONS: readonly Migration[] = [
   { version: 10, name: "0010_cheap_checks.sql", sql: cheapChecks },
   { version: 11, name: "0011_job_counts.sql", sql: jobCounts },
   { version: 12, name: "0012_ingest.sql", sql: ingest },
+  { version: 13, name: "0013_reports.sql", sql: reports },
 ];
 
 /** The migrations a database at schema `version` has not applied yet, in order. */

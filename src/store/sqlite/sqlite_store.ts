@@ -66,12 +66,18 @@ import type {
   IngestDropFilter,
   IngestDropsPruneParams,
   IngestDropWithRecord,
+  IngestLease,
   IngestRunFilter,
   IngestRunFinishParams,
   IngestRunOpenParams,
+  ReportRunCreateParams,
+  ReportRunFilter,
+  ReportRunFinishParams,
 } from "../store.ts";
 import type { IngestDrop, IngestRun, PipelineSummary } from "../../ingest/types.ts";
 import { SqliteIngest } from "./ingest.ts";
+import { SqliteReports } from "./reports.ts";
+import type { ReportRun } from "../../report/types.ts";
 import {
   type FileIdentity,
   SchemaTooNewError,
@@ -297,6 +303,7 @@ export class SqliteStore implements Store<SqliteTx> {
   #lost: StoreLostError | null = null;
   readonly #wf: SqliteWorkflows;
   readonly #ingest: SqliteIngest;
+  readonly #reports: SqliteReports;
   /** The job counts' changes of the write transaction running now (see #counted). */
   #countsWrite: CountsWrite | null = null;
   /** The counts' watermark this process saw last (see counts.ts). */
@@ -310,6 +317,7 @@ export class SqliteStore implements Store<SqliteTx> {
   constructor(path: string, options: SqliteOptions = {}) {
     this.location = path;
     this.#ingest = new SqliteIngest(() => this.db);
+    this.#reports = new SqliteReports(() => this.db);
     this.#wf = new SqliteWorkflows(
       () => this.db,
       (jobs, now) => this.#insertFresh(jobs, now),
@@ -510,6 +518,7 @@ export class SqliteStore implements Store<SqliteTx> {
     this.#statements = null;
     this.#wf.reset();
     this.#ingest.reset();
+    this.#reports.reset();
     const stopping = this.#checkpointer?.close() ?? Promise.resolve();
     this.db.close();
     return stopping;
@@ -1719,6 +1728,50 @@ export class SqliteStore implements Store<SqliteTx> {
 
   ingestDropsPrune(params: IngestDropsPruneParams): Promise<number> {
     return this.#exclusive(() => this.#write(() => this.#ingest.dropsPrune(params)));
+  }
+
+  // ------------------------------------------------------------------ reports
+
+  reportRunCreate(
+    params: ReportRunCreateParams,
+  ): Promise<{ run: ReportRun } | { active: number[] }> {
+    return this.#exclusive(() => this.#write(() => this.#reports.create(params)));
+  }
+
+  reportRunStart(params: { jobId: number; fence: number; now: number }): Promise<ReportRun | null> {
+    return this.#exclusive(() => this.#write(() => this.#reports.start(params)));
+  }
+
+  reportRunProgress(
+    params: { lease: IngestLease; rows: number; bytes: number; now: number },
+  ): Promise<
+    boolean
+  > {
+    return this.#exclusive(() => this.#write(() => this.#reports.progress(params)));
+  }
+
+  reportRunFinish(params: ReportRunFinishParams): Promise<boolean> {
+    return this.#exclusive(() => this.#write(() => this.#reports.finish(params)));
+  }
+
+  reportRunGet(params: { id: number }): Promise<ReportRun | null> {
+    return this.#exclusive(() => this.#reports.get(params.id));
+  }
+
+  reportRunsList(params: ReportRunFilter): Promise<ReportRun[]> {
+    return this.#exclusive(() => this.#reports.list(params));
+  }
+
+  reportRunsExpired(params: { now: number; limit: number }): Promise<ReportRun[]> {
+    return this.#exclusive(() => this.#reports.expired(params));
+  }
+
+  reportRunsEndedBefore(params: { before: number; limit: number }): Promise<ReportRun[]> {
+    return this.#exclusive(() => this.#reports.endedBefore(params));
+  }
+
+  reportRunDelete(params: { id: number }): Promise<boolean> {
+    return this.#exclusive(() => this.#write(() => this.#reports.delete(params.id)));
   }
 
   onExternalChange(listener: () => void): () => void {

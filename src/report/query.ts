@@ -1,0 +1,192 @@
+/**
+ * A report request's values, checked and bound: each `--param k=v` parsed
+ * by its declared type (never spliced into SQL), the sort key looked up in
+ * the report's fixed list, and the query's named parameters (`:tenant`)
+ * turned into what each driver binds: SQLite binds `:name` itself,
+ * PostgreSQL takes `$1..$n` with the values in order.
+ *
+ * @module
+ */
+
+import type { CompiledReport, ParamType } from "./definition.ts";
+import type { ParamValue, ReportRequest } from "./types.ts";
+
+/** A request the report refuses before anything runs; `field` names what is wrong. */
+export class ReportRequestError extends Error {
+  /** `message` is prefixed with `report <id>: ` unless it already starts so. */
+  constructor(readonly report: string, readonly field: string, message: string) {
+    super(message.startsWith(`report ${report}: `) ? message : `report ${report}: ${message}`);
+    this.name = "ReportRequestError";
+  }
+}
+
+const DATE = /^(\d{4})-(\d{2})-(\d{2})$/;
+const INSTANT = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|[+-]\d{2}:\d{2})$/;
+const INTEGER = /^-?\d{1,15}$/;
+
+/** `text` as a value of `type`, or a reason it is not one. */
+export function parseParam(type: ParamType, text: string): ParamValue | { invalid: string } {
+  switch (type) {
+    case "string":
+      return text;
+    case "date": {
+      const m = DATE.exec(text);
+      if (m) {
+        const [y, mo, d] = [Number(m[1]), Number(m[2]), Number(m[3])];
+        const day = new Date(Date.UTC(y, mo - 1, d));
+        if (day.getUTCFullYear() === y && day.getUTCMonth() === mo - 1 && day.getUTCDate() === d) {
+          return text;
+        }
+      }
+      return { invalid: "must be a date such as 2026-03-01" };
+    }
+    case "datetime":
+      return INSTANT.test(text) && !Number.isNaN(Date.parse(text))
+        ? text
+        : { invalid: "must be an ISO instant such as 2026-03-01T00:00:00Z" };
+    case "integer":
+      return INTEGER.test(text) ? Number(text) : { invalid: "must be a whole number" };
+    case "number": {
+      const n = Number(text);
+      return text.trim() !== "" && Number.isFinite(n) ? n : { invalid: "must be a number" };
+    }
+    case "boolean":
+      if (text === "true") return true;
+      if (text === "false") return false;
+      return { invalid: "must be true or false" };
+  }
+}
+
+/** What a caller gives: parameter texts by name, and who asks. */
+export interface RawRequest {
+  params: Record<string, string>;
+  tenant?: string | null;
+  actor: string;
+  roles?: string[];
+  sort?: string | null;
+}
+
+/**
+ * The request `raw` checked against `report`: every declared parameter
+ * given once and of its type (and one of its `values` when listed), no
+ * undeclared one, the tenant given unless tenancy is shared, the actor
+ * holding one of `authorize.roles` when the report lists any, and the sort
+ * a key of `sort.keys`.
+ *
+ * @throws {ReportRequestError} naming the field and the value
+ */
+export function checkRequest(report: CompiledReport, raw: RawRequest): ReportRequest {
+  const fail = (field: string, message: string): never => {
+    throw new ReportRequestError(report.id, field, message);
+  };
+  const declared = report.params ?? {};
+  const params: Record<string, ParamValue> = {};
+  for (const [name, text] of Object.entries(raw.params)) {
+    const spec = declared[name];
+    if (!spec) {
+      const names = Object.keys(declared);
+      fail(
+        `params.${name}`,
+        `has no parameter "${name}" (its parameters: ${names.join(", ") || "none"})`,
+      );
+    }
+    const value = parseParam(spec!.type, text);
+    if (typeof value === "object") {
+      fail(`params.${name}`, `param ${name}=${JSON.stringify(text)} ${value.invalid}`);
+    }
+    if (spec!.values && !spec!.values.includes(text)) {
+      fail(
+        `params.${name}`,
+        `param ${name}=${JSON.stringify(text)} is not one of ${spec!.values.join(", ")}`,
+      );
+    }
+    params[name] = value as ParamValue;
+  }
+  for (const name of Object.keys(declared)) {
+    if (!(name in params)) {
+      fail(`params.${name}`, `needs the param ${name} (a ${declared[name]!.type})`);
+    }
+  }
+  const tenant = raw.tenant?.trim() ? raw.tenant : null;
+  if (tenant === null && report.tenancy.mode === "isolated") {
+    fail("tenant", "is tenant-isolated: give the tenant whose rows it reads (tenant, --tenant)");
+  }
+  if (!raw.actor.trim()) fail("actor", "needs the actor it runs for (actor, --actor)");
+  const roles = [...new Set(raw.roles ?? [])];
+  const allowed = report.authorize?.roles ?? [];
+  if (allowed.length > 0 && !roles.some((r) => allowed.includes(r))) {
+    fail(
+      "roles",
+      `may be run by the roles ${allowed.join(", ")}; ${raw.actor} has ${
+        roles.length ? roles.join(", ") : "no role"
+      }`,
+    );
+  }
+  const keys = report.sort?.keys ?? {};
+  const sort = raw.sort ?? report.sort?.default ?? null;
+  if (sort !== null) {
+    if (!(sort in keys)) {
+      fail(
+        "sort",
+        `cannot sort by ${JSON.stringify(sort)}: the sort keys are ${
+          Object.keys(keys).join(", ") || "none"
+        }`,
+      );
+    }
+    if (report.paging?.mode === "pages" && keys[sort] !== report.paging.key) {
+      fail(
+        "sort",
+        `pages by ${report.paging.key}, so its order is ${report.paging.key}: sort key ` +
+          `${JSON.stringify(sort)} (${keys[sort]}) would break its keyset paging`,
+      );
+    }
+  }
+  return { params, tenant, actor: raw.actor, roles, sort };
+}
+
+/** The columns of `report` the actor may not read: each masked in the output. */
+export function maskedColumns(report: CompiledReport, roles: readonly string[]): string[] {
+  const sensitive = report.authorize?.sensitive ?? {};
+  return Object.entries(sensitive)
+    .filter(([, readers]) => !readers.some((r) => roles.includes(r)))
+    .map(([column]) => column);
+}
+
+/** What a masked value reads as in the output. */
+export const MASKED = "[REDACTED]";
+
+/**
+ * Every value the query may bind, by name: the declared parameters and the
+ * engine's (`tenant`, `actor`; `after_key` and `page_size` are set per page).
+ */
+export function boundValues(request: ReportRequest): Record<string, ParamValue | null> {
+  return { ...request.params, tenant: request.tenant, actor: request.actor };
+}
+
+// Strings, quoted identifiers and comments first, so a `:x` inside them is
+// not a parameter; `::` is a PostgreSQL cast.
+const TOKENS = /'(?:[^']|'')*'|"(?:[^"]|"")*"|--[^\n]*|\/\*[\s\S]*?\*\/|::|:([A-Za-z_]\w*)/g;
+
+/**
+ * `sql` with each `:name` replaced by `$n` (one number per distinct name,
+ * in order of first use), and the names in that order: the form postgres.js
+ * binds. Text inside strings, quoted identifiers and comments is left.
+ */
+export function positional(sql: string): { text: string; names: string[] } {
+  const names: string[] = [];
+  const text = sql.replace(TOKENS, (match, name: string | undefined) => {
+    if (name === undefined) return match;
+    let i = names.indexOf(name);
+    if (i < 0) i = names.push(name) - 1;
+    return `$${i + 1}`;
+  });
+  return { text, names };
+}
+
+/** The values of `names` from `values`, for a positional statement. */
+export function valuesOf(
+  names: readonly string[],
+  values: Record<string, ParamValue | null>,
+): (ParamValue | null)[] {
+  return names.map((name) => values[name] ?? null);
+}

@@ -1,0 +1,318 @@
+/**
+ * Report runs under a runtime, from a SQLite source and from a PostgreSQL
+ * source, on both job stores: an operator's cancel stops a run mid-query
+ * (a SQLite statement before its next batch, a sleeping PostgreSQL
+ * statement at once), the runtime limit interrupts a slow query, the
+ * output-size limit stops a large one, each leaving no file behind; a
+ * PostgreSQL source binds every value (a tenant carrying SQL reads
+ * nothing) and keeps `date`, `bigint` and `numeric` values as they read.
+ */
+
+import assert from "node:assert/strict";
+import { DatabaseSync } from "node:sqlite";
+import { FakeClock } from "../../src/clock.ts";
+import { defineReport, type ReportOptions } from "../../src/report/definition.ts";
+import { openStorage } from "../../src/report/storage.ts";
+import type { ReportRun } from "../../src/report/types.ts";
+import { reportWorker } from "../../src/runners/report.ts";
+import { postgresDriver } from "../../src/store/drivers.ts";
+import { waitUntil } from "../../src/testing.ts";
+import { silentLogger } from "../../src/worker/logger.ts";
+import {
+  backendJobs,
+  BACKENDS,
+  dropTestSchema,
+  POSTGRES_TEST_URL,
+  testSchema,
+} from "../support/backends.ts";
+import { tempDir } from "../support/stores.ts";
+
+const NEED = {
+  report: "an export too slow for a request",
+  volume: "millions of rows",
+  plan: "a full scan",
+  latency_target: "5m",
+  max_result: "1000000 rows",
+  operator: "ops",
+};
+
+/** A report of `query` (one statement, no paging) on `source`, stored in `folder`. */
+function slowReport(
+  id: string,
+  source: ReportOptions["source"],
+  query: string,
+  folder: string,
+): ReportOptions {
+  return {
+    id,
+    need: NEED,
+    source,
+    query,
+    paging: { mode: "none", reason: "one statement, read through in batches" },
+    audit: { reason: "test", target: "test-audit" },
+    format: { type: "csv", columns: ["id", "label"] },
+    storage: { folder },
+    contact: "ops@example.com",
+  };
+}
+
+const SQLITE_SLOW =
+  `WITH RECURSIVE n(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM n WHERE x < 200000000)
+SELECT x AS id, 'row ' || x AS label FROM n WHERE :tenant IS NOT NULL`;
+
+const PG_SLOW =
+  `SELECT 1 AS id, 'late' AS label FROM (SELECT pg_sleep(60)) AS s WHERE :tenant::text IS NOT NULL`;
+
+/** The runs' folder and the runner's temp folder, with whatever is left in them. */
+async function leftIn(dir: string): Promise<string[]> {
+  const found: string[] = [];
+  const walk = async (path: string) => {
+    for await (const entry of Deno.readDir(path)) {
+      const full = `${path}/${entry.name}`;
+      if (entry.isDirectory) await walk(full);
+      else found.push(full.slice(dir.length + 1));
+    }
+  };
+  await walk(dir).catch(() => {});
+  return found;
+}
+
+/** The sleeping statements of report connections now on the PostgreSQL server. */
+async function sleepingReports(): Promise<number> {
+  const postgres = await postgresDriver();
+  const sql = postgres(POSTGRES_TEST_URL, { max: 1, onnotice: () => {} });
+  try {
+    const [row] = await sql`SELECT count(*)::int AS n FROM pg_stat_activity
+      WHERE application_name = 'jobs report' AND state = 'active' AND query LIKE '%pg_sleep(60)%'`;
+    return row!.n as number;
+  } finally {
+    await sql.end();
+  }
+}
+
+interface Case {
+  name: string;
+  /** Whether the run's query is under way: a SQLite run has written rows, a PostgreSQL one sleeps on the server. */
+  underWay(run: ReportRun | null): Promise<boolean>;
+  /** Makes the source; returns its spec and a cleanup. */
+  source(
+    dir: string,
+  ): Promise<{ spec: ReportOptions["source"]; query: string; close(): Promise<void> }>;
+}
+
+const SOURCES: Case[] = [
+  {
+    name: "SQLite source",
+    underWay: (run) => Promise.resolve(run?.state === "running" && run.rows > 0),
+    source: async (dir) => {
+      const path = `${dir}/app.db`;
+      new DatabaseSync(path).close();
+      await Deno.writeTextFile(`${dir}/slow.sql`, SQLITE_SLOW);
+      return { spec: { sqlite: path }, query: `${dir}/slow.sql`, close: () => Promise.resolve() };
+    },
+  },
+  {
+    name: "PostgreSQL source",
+    underWay: async (run) => run?.state === "running" && await sleepingReports() > 0,
+    source: async (dir) => {
+      await Deno.writeTextFile(`${dir}/slow.sql`, PG_SLOW);
+      return {
+        spec: { postgres: POSTGRES_TEST_URL },
+        query: `${dir}/slow.sql`,
+        close: () => Promise.resolve(),
+      };
+    },
+  },
+];
+
+for (const backend of BACKENDS) {
+  for (const kind of SOURCES) {
+    Deno.test(`${backend.name}, ${kind.name}: a cancel stops a report mid-query and keeps nothing`, async () => {
+      const dir = await tempDir();
+      const tmp = `${dir.path}/tmp`;
+      await Deno.mkdir(tmp);
+      const source = await kind.source(dir.path);
+      const clock = new FakeClock();
+      const worker = reportWorker({
+        store: () => t.store,
+        clock,
+        logger: silentLogger,
+        env: () => undefined,
+        tmpDir: tmp,
+      });
+      await using t = await backendJobs(backend, [worker], { clock });
+      try {
+        const report = defineReport(
+          slowReport("slow", source.spec, source.query, `${dir.path}/out`),
+        );
+        const { run, job } = await t.jobs.report(report, {
+          params: {},
+          tenant: "acme",
+          actor: "ada",
+        });
+        const runtime = await t.jobs.start({ queues: { reports: 1 }, node: "n1" });
+        await waitUntil(
+          "the query is under way",
+          async () => kind.underWay(await t.store.reportRunGet({ id: run.id })),
+          { timeoutMs: 20_000 },
+        );
+        // The query is under way: a SQLite run has written rows, a PostgreSQL one sleeps.
+        await t.store.jobsCancel({ ids: [job], now: t.clock.now(), reason: "wrong month" });
+        t.clock.advance(1000); // the next heartbeat finds the lease gone
+        await waitUntil("the run stopped", () => runtime.running === 0, { timeoutMs: 20_000 });
+        const ended = await t.store.reportRunGet({ id: run.id });
+        assert.equal(ended!.state, "cancelled");
+        assert.equal(ended!.output, null);
+        assert.deepEqual(await leftIn(`${dir.path}/out`), []);
+        assert.deepEqual(await leftIn(tmp), []);
+        // The server's statement was interrupted, not left sleeping.
+        await waitUntil("no report statement runs", async () => await sleepingReports() === 0);
+        await runtime.stop({ grace: 0 });
+      } finally {
+        await source.close();
+        await dir.cleanup();
+      }
+    });
+
+    Deno.test(`${backend.name}, ${kind.name}: max_runtime interrupts a slow query, named`, async () => {
+      const dir = await tempDir();
+      const tmp = `${dir.path}/tmp`;
+      await Deno.mkdir(tmp);
+      const source = await kind.source(dir.path);
+      const clock = new FakeClock();
+      const worker = reportWorker({
+        store: () => t.store,
+        clock,
+        logger: silentLogger,
+        env: () => undefined,
+        tmpDir: tmp,
+      });
+      await using t = await backendJobs(backend, [worker], { clock });
+      try {
+        const report = defineReport(
+          slowReport("slow", source.spec, source.query, `${dir.path}/out`),
+        );
+        await t.store.settingSet({ key: "report.slow.max_runtime", value: 5000, now: 0 });
+        const { run, job } = await t.jobs.report(report, {
+          params: {},
+          tenant: "acme",
+          actor: "ada",
+        });
+        const runtime = await t.jobs.start({ queues: { reports: 1 }, node: "n1" });
+        await waitUntil(
+          "the query is under way",
+          async () => kind.underWay(await t.store.reportRunGet({ id: run.id })),
+          { timeoutMs: 20_000 },
+        );
+        t.clock.advance(5000);
+        await waitUntil("the run ended", async () => {
+          const seen = await t.store.reportRunGet({ id: run.id });
+          return seen?.state === "failed";
+        }, { timeoutMs: 20_000 });
+        const ended = (await t.store.reportRunGet({ id: run.id }))!;
+        assert.equal(ended.limit, "max_runtime");
+        assert.match(ended.error!, /max_runtime 5s \(setting report\.slow\.max_runtime\)/);
+        await waitUntil(
+          "the job ended",
+          async () => (await t.store.jobGet({ id: job }))?.state === "discarded",
+        );
+        assert.deepEqual(await leftIn(`${dir.path}/out`), []);
+        assert.deepEqual(await leftIn(tmp), []);
+        await runtime.stop({ grace: 0 });
+      } finally {
+        await source.close();
+        await dir.cleanup();
+      }
+    });
+  }
+}
+
+Deno.test("postgres source: values bound, types kept, max_bytes stops a large output", async () => {
+  const schema = testSchema();
+  const postgres = await postgresDriver();
+  const sql = postgres(POSTGRES_TEST_URL, { max: 1, onnotice: () => {} });
+  const dir = await tempDir();
+  try {
+    await sql.unsafe(`CREATE SCHEMA ${schema}`);
+    await sql.unsafe(`CREATE TABLE ${schema}.ledger (id bigint PRIMARY KEY, tenant text NOT NULL,
+      booked_at date NOT NULL, description text, amount numeric(12,2))`);
+    await sql.unsafe(`INSERT INTO ${schema}.ledger VALUES
+      (1, 'acme', '2026-03-01', '-1+1', -12.50), (2, 'acme', '2026-03-02', 'b', 7.00),
+      (9007199254740993, 'acme', '2026-03-03', 'big', 0.10), (4, 'globex', '2026-03-02', 'secret', 1)`);
+    await Deno.writeTextFile(
+      `${dir.path}/statement.sql`,
+      `SELECT id, booked_at, description, amount FROM ${schema}.ledger
+       WHERE tenant = :tenant AND booked_at >= :from::date AND booked_at < :to::date
+         AND (:after_key::bigint IS NULL OR id > :after_key::bigint)
+       ORDER BY id LIMIT :page_size`,
+    );
+    const options: ReportOptions = {
+      id: "statement",
+      need: NEED,
+      source: { postgres: "${APP_DATABASE_URL}" },
+      query: "./statement.sql",
+      params: { from: { type: "date" }, to: { type: "date" } },
+      paging: { mode: "pages", size: 2, key: "id" },
+      audit: { reason: "statements", target: "finance-audit" },
+      format: { type: "csv", columns: ["id", "booked_at", "description", "amount"] },
+      storage: { folder: "./out" },
+      contact: "ops@example.com",
+    };
+    const report = defineReport(options, dir.path);
+    const env = (name: string) => name === "APP_DATABASE_URL" ? POSTGRES_TEST_URL : undefined;
+    const clock = new FakeClock();
+    const worker = reportWorker({
+      store: () => t.store,
+      clock,
+      logger: silentLogger,
+      env,
+    });
+    await using t = await backendJobs(BACKENDS[0]!, [worker], { clock });
+    const runtime = await t.jobs.start({ queues: { reports: 1 }, node: "n1" });
+    const ended = async (id: number) => {
+      let run: ReportRun | null = null;
+      await waitUntil("the run ended", async () => {
+        run = await t.store.reportRunGet({ id });
+        return run?.state === "completed" || run?.state === "failed";
+      }, { timeoutMs: 20_000 });
+      return run! as ReportRun;
+    };
+    const month = { from: "2026-03-01", to: "2026-04-01" };
+
+    const good = await ended(
+      (await t.jobs.report(report, { params: month, tenant: "acme", actor: "ada" })).run.id,
+    );
+    assert.equal(good.state, "completed", good.error ?? "");
+    assert.equal(good.rows, 3);
+    assert.equal(
+      await Deno.readTextFile(good.output!),
+      "id,booked_at,description,amount\r\n" +
+        "1,2026-03-01,'-1+1,-12.5\r\n" +
+        "2,2026-03-02,b,7\r\n" +
+        "9007199254740993,2026-03-03,big,0.1\r\n",
+    );
+    const storage = openStorage({ folder: `${dir.path}/out` });
+    assert.deepEqual(await storage.list("acme/"), [`acme/statement/${good.id}.csv`]);
+
+    const injected = await ended(
+      (await t.jobs.report(report, { params: month, tenant: "acme' OR 1=1 --", actor: "ada" })).run
+        .id,
+    );
+    assert.equal(injected.state, "completed");
+    assert.equal(injected.rows, 0);
+
+    await t.store.settingSet({ key: "report.statement.max_bytes", value: 60, now: 0 });
+    const big = await ended(
+      (await t.jobs.report(report, { params: month, tenant: "acme", actor: "ada" })).run.id,
+    );
+    assert.equal(big.state, "failed");
+    assert.equal(big.limit, "max_bytes");
+    assert.match(big.error!, /max_bytes 60B/);
+    assert.deepEqual(await storage.list("acme/"), [`acme/statement/${good.id}.csv`]);
+    await runtime.stop({ grace: 0 });
+  } finally {
+    await sql.end();
+    await dropTestSchema(schema);
+    await dir.cleanup();
+  }
+});
