@@ -79,7 +79,8 @@ export type ReportProblemCode =
   | "report-paging-unbound"
   | "report-columns-invalid"
   | "report-sort-invalid"
-  | "report-storage-missing";
+  | "report-storage-missing"
+  | "report-contact-missing";
 
 /** One broken rule: its code, the path of the field under the report, and what is wrong. */
 export interface ReportProblem {
@@ -145,6 +146,12 @@ export function checkReport(options: ReportOptions): ReportProblem[] {
   }
   if (!options.storage) {
     add("report-storage-missing", [], `has no storage: { folder } or { s3 }`);
+  } else if (!options.contact?.trim()) {
+    add(
+      "report-contact-missing",
+      [],
+      `stores its output but names no contact: who answers for the files it keeps (contact)`,
+    );
   }
 
   const format = options.format;

@@ -91,6 +91,11 @@ Deno.test("a report without paging or without audit is refused", () => {
   assert.deepEqual(errors(none).map((e) => [e.code, e.line]), [["report-paging-missing", 16]]);
 });
 
+Deno.test("a report that stores its output without a contact is report-contact-missing", () => {
+  const found = errors(without(/^ {4}contact:/));
+  assert.deepEqual(found.map((e) => [e.code, e.line]), [["report-contact-missing", 3]]);
+});
+
 Deno.test("a parameter the query uses and nobody declared is report-param-unbound; :tenant is required", () => {
   const extra = errors(ISSUE, STATEMENT_SQL.replace("ORDER BY id", "AND kind = :kind ORDER BY id"));
   assert.deepEqual(extra.map((e) => [e.code, e.line]), [["report-param-unbound", 12]]);
@@ -159,6 +164,7 @@ Deno.test("defineReport reads the query from its folder and throws every problem
       audit: { reason: "statements", target: "finance-audit" },
       format: { type: "csv" as const, columns: ["id", "booked_at", "description", "amount"] },
       storage: { folder: "./exports" },
+      contact: "finance-ops@example.com",
     };
     let error: unknown;
     try {
