@@ -21,16 +21,13 @@ import {
   startIngestRun,
   totalDropped,
 } from "../admin/pipelines.ts";
-import { nodesView } from "../admin/views.ts";
 import type { CompiledPipeline, IngestDrop, IngestRun } from "../ingest/types.ts";
-import { Jobs } from "../jobs.ts";
-import { FINAL_STATES, type Job } from "../kernel/types.ts";
+import type { Job } from "../kernel/types.ts";
 import { ingestWorker } from "../runners/ingest.ts";
 import { loadWorkersModule } from "../runners/workers_module.ts";
 import type { ScheduleConfig } from "../schedule/types.ts";
 import type { Store } from "../store/store.ts";
 import { didYouMean } from "../text/suggest.ts";
-import type { Logger } from "../worker/logger.ts";
 import { prunerSettings } from "../worker/pruner.ts";
 import {
   type CliDeps,
@@ -43,14 +40,15 @@ import {
   who,
 } from "./common.ts";
 import { configIfAny, requireConfig } from "./config.ts";
+import { type Listing, listingOptions, printListing, tableLines } from "./list.ts";
 import { withStore } from "./open_store.ts";
+import { daemonsServing, type RunHere, untilEnded } from "./run_here.ts";
 import { cell, echo, iso, safeJson, table, when } from "./text.ts";
 
 /** How many drops `jobs drops` prints unless `--limit` says otherwise. */
 export const DROPS_DEFAULT_LIMIT = 50;
 
 /** How often `jobs ingest --wait` looks at a daemon's run. */
-const WAIT_POLL_MS = 250;
 
 /** Registers `ingest`, `pipelines` and `drops [replay]` on the program. */
 export function registerIngestCommands(program: Command, deps: CliDeps): void {
@@ -134,7 +132,7 @@ function ingestCommand(program: Command, deps: CliDeps): void {
           );
           return;
         }
-        const ran = await untilEnded(store, job, pipeline, config, deps);
+        const ran = await untilEnded(store, job, ingestHere(pipeline, config, deps), deps);
         const run = await store.ingestRunByJob({ jobId: job });
         report(ran.job, run, pipeline, ran.by, options, deps);
       });
@@ -144,117 +142,34 @@ function ingestCommand(program: Command, deps: CliDeps): void {
   );
 }
 
-/** The live daemons (fresh heartbeat) that run `queue`. */
-async function daemonsServing(store: Store, queue: string, now: number): Promise<string[]> {
-  return (await nodesView(store, now)).filter((n) => !n.stale && (n.queues[queue] ?? 0) > 0)
-    .map((n) => n.node);
-}
-
-/**
- * Waits for the job `id` to end: while a live daemon serves its queue, by
- * looking every {@linkcode WAIT_POLL_MS}; when none does (or the daemon
- * went away meanwhile), by running it here.
- */
-async function untilEnded(
-  store: Store,
-  id: number,
-  pipeline: CompiledPipeline,
-  config: ScheduleConfig,
-  deps: CliDeps,
-): Promise<{ job: Job; by: string[] | null }> {
-  let waited: string[] | null = null;
-  for (;;) {
-    const job = await store.jobGet({ id });
-    if (!job) throw new CommandFailed(`jobs ingest: job ${id} is gone from the store`);
-    if (FINAL_STATES.includes(job.state)) return { job, by: waited };
-    const serving = await daemonsServing(store, pipeline.queue, deps.clock.now());
-    if (serving.length === 0) {
-      return { job: await runHere(store, id, pipeline, config, deps), by: null };
-    }
-    if (waited === null) {
-      deps.err(
-        `jobs ingest: job ${id} enqueued; waiting for the run of ${serving.map(cell).join(", ")}`,
-      );
-    }
-    waited = serving;
-    await deps.clock.sleep(WAIT_POLL_MS);
-  }
-}
-
-/**
- * Runs the pipeline's queue in this process until the job `id` ended: the
- * ingest runner with the workers of the file's `workers:` module (the
- * TypeScript steps and sinks), one job at a time, the pruner as the file
- * sets it. What else waits on that queue (no daemon serves it) runs too, as
- * a daemon would run it.
- */
-async function runHere(
-  store: Store,
-  id: number,
-  pipeline: CompiledPipeline,
-  config: ScheduleConfig,
-  deps: CliDeps,
-): Promise<Job> {
-  const workers = config.workersModule === undefined
-    ? []
-    : await loadWorkersModule(config.workersModule).catch((error) => {
-      throw new CommandFailed(`jobs ingest: ${(error as Error).message}`);
-    });
-  // The run's job ended for good (a retry goes on here): a job's end reaches
-  // the log before its result is written, which stopping the runtime does.
-  let ended!: () => void;
-  const end = new Promise<void>((resolve) => ended = resolve);
-  const logger: Logger = (event, fields) => {
-    if (
-      event === "job.stop" && fields.job === id && FINAL_STATES.includes(fields.outcome as never)
-    ) {
-      ended();
-    }
-    deps.logger(event, fields);
-  };
-  const jobs: Jobs = new Jobs({
-    store,
-    clock: deps.clock,
-    logger,
-    workers: [
-      ingestWorker({
-        store: () => store,
-        clock: deps.clock,
-        env: deps.env,
-        logger,
-        workers: () => jobs.registry,
-      }),
-      ...workers,
-    ],
-  });
+/** Runs the pipeline's queue here when no daemon serves it (see run_here.ts). */
+function ingestHere(pipeline: CompiledPipeline, config: ScheduleConfig, deps: CliDeps): RunHere {
   const { batch, retention } = prunerSettings(config.pruner);
-  const runtime = await jobs.start({
-    queues: { [pipeline.queue]: 1 },
+  return {
+    command: "ingest",
+    queue: pipeline.queue,
+    // The ingest runner with the workers of the file's `workers:` module
+    // (the TypeScript steps and sinks), the pruner as the file sets it.
+    workers: async (logger, jobs) => {
+      const workers = config.workersModule === undefined
+        ? []
+        : await loadWorkersModule(config.workersModule).catch((error) => {
+          throw new CommandFailed(`jobs ingest: ${(error as Error).message}`);
+        });
+      return [
+        ingestWorker({
+          store: () => jobs().store,
+          clock: deps.clock,
+          env: deps.env,
+          logger,
+          workers: () => jobs().registry,
+        }),
+        ...workers,
+      ];
+    },
     pruner: { batch, retention },
-  });
-  let stopped = false;
-  const offs = (["SIGINT", "SIGTERM"] as const).map((signal) =>
-    deps.onSignal(signal, () => {
-      stopped = true;
-      ended();
-    })
-  );
-  try {
-    await end;
-  } finally {
-    offs.forEach((off) => off());
-    await runtime.stop({ grace: 0 });
-  }
-  const job = await store.jobGet({ id });
-  if (!job) throw new CommandFailed(`jobs ingest: job ${id} is gone from the store`);
-  if (stopped && !FINAL_STATES.includes(job.state)) {
-    throw new CommandFailed(
-      `jobs ingest: stopped while job ${id} was ${job.state}; its run resumes where it stood ` +
-        `when a daemon (or jobs ingest --wait) runs the queue`,
-      130,
-    );
-  }
-  return job;
+    resumes: "its run resumes where it stood when a daemon (or jobs ingest --wait) runs the queue",
+  };
 }
 
 /** Prints the run's counts; fails when the run did not complete. */
@@ -324,29 +239,22 @@ function pipelinesCommand(program: Command, deps: CliDeps): void {
       },
     ).action(async (options: { db?: string; config?: string; json?: boolean; runs: number }) => {
       const loaded = await configIfAny("pipelines", options.config, deps, { lenient: true });
-      const now = deps.clock.now();
-      await withStore("pipelines", dbPath(options.db, deps), "read", deps, async (store) => {
-        const views = await pipelinesView({
-          store,
-          pipelines: loaded.config?.pipelines ?? [],
-          now,
-          recent: options.runs,
-        });
-        if (options.json) {
-          deps.out(safeJson(views.map(viewJson)));
-          return;
-        }
-        if (views.length === 0) {
-          deps.out("no pipelines: none declared and none with runs in the store");
-          return;
-        }
-        for (const line of pipelinesText(views, now)) deps.out(line);
-      });
+      const pipelines = loaded.config?.pipelines ?? [];
+      const list = (store: Store, now: number) =>
+        pipelinesView({ store, pipelines, now, recent: options.runs });
+      await printListing("pipelines", options, deps, list, PIPELINES);
     }),
     deps,
     "pipelines",
   );
 }
+
+/** How `jobs pipelines` prints its pipelines. */
+const PIPELINES: Listing<PipelineView> = {
+  json: viewJson,
+  none: "no pipelines: none declared and none with runs in the store",
+  lines: pipelinesText,
+};
 
 /** A view as `--json` prints it: instants as ISO UTC. */
 function viewJson(view: PipelineView) {
@@ -390,7 +298,7 @@ function spanText(ms: number): string {
   return `${ms / 1000}s`;
 }
 
-function pipelinesText(views: PipelineView[], now: number): string[] {
+function pipelinesText(views: readonly PipelineView[], now: number): string[] {
   const lines: string[] = [];
   for (const view of views) {
     if (lines.length > 0) lines.push("");
@@ -441,7 +349,7 @@ interface ReplayOptions {
 
 function dropsCommand(program: Command, deps: CliDeps): void {
   const group = quiet(
-    globalOptions(
+    listingOptions(
       program.command("drops")
         .description(
           "a pipeline's dropped records, newest first (jobs drops replay <id> replays one)",
@@ -452,42 +360,16 @@ function dropsCommand(program: Command, deps: CliDeps): void {
         .option("--limit <n>", "how many drops at most", parseCount, DROPS_DEFAULT_LIMIT)
         // `--reason` after `replay` is the replay's (the audit's why), not the filter.
         .enablePositionalOptions(),
-      {
-        db: { mode: "read" },
-        config: { not: "it lists what the store holds; the file plays no part" },
-        json: true,
-        audit: { not: "it only reads: nothing to audit", reasonFilters: true },
-      },
-    ).action(async (pipeline: string, options: DropsOptions) => {
-      const now = deps.clock.now();
-      await withStore("drops", dbPath(options.db, deps), "read", deps, async (store) => {
-        const drops = await store.ingestDropsList({
-          pipeline,
-          ...(options.reason === undefined ? {} : { reason: options.reason }),
-          ...(options.run === undefined ? {} : { runId: options.run }),
-          limit: options.limit,
-        });
-        if (options.json) {
-          deps.out(safeJson(drops.map(dropJson)));
-          return;
-        }
-        if (drops.length === 0) {
-          deps.out(`no drops of pipeline ${cell(pipeline)} match`);
-          return;
-        }
-        const header = ["ID", "RUN", "KEY", "REASON", "STEP", "AT", "REPLAYED", "EXCERPT"];
-        const rows = drops.map((d) => [
-          String(d.id),
-          String(d.runId),
-          d.recordKey === null ? "-" : cell(d.recordKey),
-          cell(d.reason),
-          cell(d.step),
-          when(d.at, now),
-          d.replayedAt === null ? (d.replayable ? "no" : "not replayable") : `job ${d.replayedJob}`,
-          cell(d.excerpt),
-        ]);
-        for (const line of table([header, ...rows])) deps.out(line);
-      });
+      { reasonFilters: true },
+    ).action((pipeline: string, options: DropsOptions) => {
+      const filter = {
+        pipeline,
+        ...(options.reason === undefined ? {} : { reason: options.reason }),
+        ...(options.run === undefined ? {} : { runId: options.run }),
+        limit: options.limit,
+      };
+      const list = (store: Store) => store.ingestDropsList(filter);
+      return printListing("drops", options, deps, list, dropsListing(pipeline));
     }),
     deps,
     "drops",
@@ -539,6 +421,26 @@ function dropsCommand(program: Command, deps: CliDeps): void {
     deps,
     "drops replay",
   );
+}
+
+/** How `jobs drops <pipeline>` prints the pipeline's drops. */
+function dropsListing(pipeline: string): Listing<IngestDrop> {
+  const header = ["ID", "RUN", "KEY", "REASON", "STEP", "AT", "REPLAYED", "EXCERPT"];
+  const none = `no drops of pipeline ${cell(pipeline)} match`;
+  return { json: dropJson, none, lines: tableLines(header, dropCells) };
+}
+
+function dropCells(d: IngestDrop, now: number): string[] {
+  return [
+    String(d.id),
+    String(d.runId),
+    d.recordKey === null ? "-" : cell(d.recordKey),
+    cell(d.reason),
+    cell(d.step),
+    when(d.at, now),
+    d.replayedAt === null ? (d.replayable ? "no" : "not replayable") : `job ${d.replayedJob}`,
+    cell(d.excerpt),
+  ];
 }
 
 function dropJson(drop: IngestDrop) {

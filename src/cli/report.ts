@@ -162,13 +162,14 @@ function reportCommand(program: Command, deps: CliDeps): Command {
           );
           return;
         }
+        const pruning = prunerSettings(config.pruner);
         const ran = await untilEnded(store, started.job, {
           command: "report",
           queue: REPORT_QUEUE,
           workers: (logger) => [
             reportWorker({ store: () => store, clock: deps.clock, logger, env: deps.env }),
           ],
-          pruner: prunerSettings(config.pruner),
+          pruner: { batch: pruning.batch, retention: pruning.retention },
           resumes: "the run starts again when a daemon (or jobs report --wait) runs the queue",
         }, deps);
         const ended = await store.reportRunGet({ id: run.id });

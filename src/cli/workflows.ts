@@ -43,8 +43,9 @@ import {
   who,
 } from "./common.ts";
 import { requireConfig } from "./config.ts";
+import { type Listing, listingOptions, printListing, tableLines } from "./list.ts";
 import { withStore } from "./open_store.ts";
-import { cell, echo, iso, safeJson, table, when } from "./text.ts";
+import { cell, echo, iso, safeJson, when } from "./text.ts";
 
 /** How many runs `jobs workflows` prints unless `--limit` says otherwise. */
 export const WORKFLOWS_DEFAULT_LIMIT = 50;
@@ -97,42 +98,31 @@ interface ListOptions {
   json?: boolean;
 }
 
+/** How `jobs workflows` prints its runs. */
+const RUNS: Listing<WorkflowRunSummary> = {
+  json: summaryJson,
+  none: "no workflow runs match",
+  lines: tableLines(
+    ["ID", "WORKFLOW", "STATE", "STEPS", "STARTED", "FINISHED", "ERROR"],
+    summaryCells,
+  ),
+};
+
 function listCommand(program: Command, deps: CliDeps): void {
   quiet(
-    globalOptions(
+    listingOptions(
       program.command("workflows")
         .description("workflow runs, newest first, one line each with their steps' progress")
         .option("--state <states>", "only runs in these states, comma-separated", parseRunStates)
         .option("--workflow <id>", "only runs of this workflow")
         .option("--limit <n>", "how many runs at most", parseCount, WORKFLOWS_DEFAULT_LIMIT),
-      {
-        db: { mode: "read" },
-        config: { not: "it lists what the store holds; the file plays no part" },
-        json: true,
-        audit: { not: NO_AUDIT },
-      },
-    ).action(async (options: ListOptions) => {
-      const db = dbPath(options.db, deps);
-      const now = deps.clock.now();
-      await withStore("workflows", db, "read", deps, async (store) => {
-        const runs = await listWorkflowRuns(store, {
-          ...(options.state ? { state: options.state } : {}),
-          ...(options.workflow === undefined ? {} : { workflow: options.workflow }),
-          limit: options.limit,
-        });
-        if (options.json) {
-          deps.out(safeJson(runs.map(summaryJson)));
-          return;
-        }
-        if (runs.length === 0) {
-          deps.out("no workflow runs match");
-          return;
-        }
-        const header = ["ID", "WORKFLOW", "STATE", "STEPS", "STARTED", "FINISHED", "ERROR"];
-        for (const line of table([header, ...runs.map((r) => summaryCells(r, now))])) {
-          deps.out(line);
-        }
-      });
+    ).action((options: ListOptions) => {
+      const filter = {
+        ...(options.state ? { state: options.state } : {}),
+        ...(options.workflow === undefined ? {} : { workflow: options.workflow }),
+        limit: options.limit,
+      };
+      return printListing("workflows", options, deps, (s) => listWorkflowRuns(s, filter), RUNS);
     }),
     deps,
     "workflows",

@@ -11,12 +11,15 @@ import type { Jobs, PostgresTx, SqliteTx } from "../../src/mod.ts";
 /** The runtime of a crash test's node, on either store. */
 type AnyJobs = Jobs<SqliteTx | PostgresTx>;
 
+/** One row of a {@linkcode CountedTable}: its key and its count, named as the table names it. */
+export type Counted<C extends string> = { key: string } & Record<C, number>;
+
 /** A table of keys, each with `column` counting the committed writes of it. */
 export interface CountedTable<C extends string> {
   /** Creates the table unless it exists (both stores). */
   create(jobs: AnyJobs): Promise<void>;
   /** Every key written, in key order, with how many committed writes wrote it. */
-  read(jobs: AnyJobs): Promise<({ key: string } & Record<C, number>)[]>;
+  read(jobs: AnyJobs): Promise<Counted<C>[]>;
   /** One write of `keys`, in one transaction: each key's row once, and one more count. */
   write(jobs: AnyJobs, keys: readonly string[]): Promise<void>;
 }
@@ -27,7 +30,8 @@ export interface CountedTable<C extends string> {
  * they are.
  */
 export function countedTable<C extends string>(name: string, column: C): CountedTable<C> {
-  const ddl = `CREATE TABLE IF NOT EXISTS ${name} (key TEXT PRIMARY KEY, ${column} INTEGER NOT NULL)`;
+  const ddl = `CREATE TABLE IF NOT EXISTS ${name} (
+    key TEXT PRIMARY KEY, ${column} INTEGER NOT NULL)`;
   const select = `SELECT key, ${column} FROM ${name} ORDER BY key`;
   const upsert = (value: string) =>
     `INSERT INTO ${name} (key, ${column}) ${value}
@@ -43,10 +47,7 @@ export function countedTable<C extends string>(name: string, column: C): Counted
       return jobs.transaction(async (tx) => {
         const rows = "sql" in tx ? await tx.sql.unsafe(select) : tx.db.prepare(select).all();
         return rows.map((row) =>
-          ({ key: String(row.key), [column]: Number(row[column]) }) as { key: string } & Record<
-            C,
-            number
-          >
+          ({ key: String(row.key), [column]: Number(row[column]) }) as Counted<C>
         );
       });
     },

@@ -7,27 +7,49 @@
  *
  * Told `{ path, everyMs }` once; answers `{ checkpointed }` after each
  * checkpoint that moved frames (tests count them) and `{ error }` when the
- * connection fails, then stops.
+ * connection fails, then stops. Told `{ stop: true }`, it closes its
+ * connection and stops listening, and the thread ends by itself, its event
+ * loop empty: a thread terminated from outside keeps its connection's files
+ * open until its isolate is torn down, some time later.
  *
  * @module
  */
 
-import { DatabaseSync } from "node:sqlite";
+import { DatabaseSync, type StatementSync } from "node:sqlite";
 import { parentPort } from "node:worker_threads";
 
 const port = parentPort!;
 
-port.once("message", ({ path, everyMs }: { path: string; everyMs: number }) => {
-  let db: DatabaseSync;
+/** What the checkpointer tells its thread. */
+type Message = { path: string; everyMs: number } | { stop: true };
+
+let db: DatabaseSync | null = null;
+let timer: ReturnType<typeof setInterval> | undefined;
+
+/** Ends the thread's work: without the timer and the listener its event loop is empty. */
+function stop(): void {
+  clearInterval(timer);
+  db?.close();
+  db = null;
+  port.off("message", listen);
+}
+
+function start(path: string, everyMs: number): void {
+  let conn: DatabaseSync | null = null;
+  let version: StatementSync, checkpoint: StatementSync;
   try {
-    db = new DatabaseSync(path);
-    db.exec("PRAGMA busy_timeout = 0");
+    conn = new DatabaseSync(path);
+    conn.exec("PRAGMA busy_timeout = 0");
+    // Preparing reads the schema: locked while the store's last connection
+    // closes, which can happen before this thread is told to stop.
+    version = conn.prepare("PRAGMA data_version");
+    checkpoint = conn.prepare("PRAGMA wal_checkpoint(PASSIVE)");
   } catch (error) {
+    conn?.close();
     port.postMessage({ error: String(error) });
     return;
   }
-  const version = db.prepare("PRAGMA data_version");
-  const checkpoint = db.prepare("PRAGMA wal_checkpoint(PASSIVE)");
+  db = conn;
   let seen = -1;
   const tick = () => {
     try {
@@ -42,9 +64,17 @@ port.once("message", ({ path, everyMs }: { path: string; everyMs: number }) => {
       if (!/busy|locked/i.test(String(error))) {
         port.postMessage({ error: String(error) });
         clearInterval(timer);
-        db.close();
+        db?.close();
+        db = null;
       }
     }
   };
-  const timer = setInterval(tick, everyMs);
-});
+  timer = setInterval(tick, everyMs);
+}
+
+function listen(message: Message): void {
+  if ("stop" in message) stop();
+  else start(message.path, message.everyMs);
+}
+
+port.on("message", listen);
