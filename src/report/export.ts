@@ -16,6 +16,8 @@ import { CsvWriter } from "./csv.ts";
 import type { CompiledReport } from "./definition.ts";
 import { NdjsonWriter } from "./ndjson.ts";
 import { MASKED } from "./query.ts";
+import type { StopSwitch } from "./stop.ts";
+import type { ParamValue } from "./types.ts";
 
 /** Rows per write when the query is read as one statement (`paging: none`). */
 export const BATCH_ROWS = 1000;
@@ -69,6 +71,21 @@ export interface ExportHooks {
   stopped(): string | null;
   /** Told the totals after each batch. */
   progress(rows: number, bytes: number): void | Promise<void>;
+}
+
+/** What an export from either source needs beside where the source is. */
+export interface ExportOptions {
+  report: CompiledReport;
+  /** Every value the query may bind, by name (see `boundValues`). */
+  values: Record<string, ParamValue | null>;
+  /** Columns written as {@linkcode MASKED}. */
+  masked: string[];
+  limits: ExportLimits;
+  /** The output file, created by the export (it must not exist). */
+  output: string;
+  stop: StopSwitch;
+  /** Told the rows and bytes written after each batch. */
+  progress(rows: number, bytes: number): void;
 }
 
 /** The writer of `report`'s format. */

@@ -18,30 +18,21 @@
 import { open } from "node:fs/promises";
 import { postgresDriver } from "../store/drivers.ts";
 import type { ReportRow } from "./columns.ts";
-import type { CompiledReport } from "./definition.ts";
 import {
   type Batch,
   BATCH_ROWS,
   type BatchSource,
-  type ExportLimits,
+  type ExportOptions,
   exportRows,
   ExportStopped,
 } from "./export.ts";
 import { positional, valuesOf } from "./query.ts";
-import type { StopSwitch } from "./stop.ts";
 import type { ParamValue } from "./types.ts";
 
-/** What a PostgreSQL export needs. */
-export interface PostgresExportOptions {
-  /** The connection URL, variables already filled in (never printed). */
+/** What a PostgreSQL export needs: the connection URL beside the rest. */
+export interface PostgresExportOptions extends ExportOptions {
+  /** Variables already filled in (never printed). */
   url: string;
-  report: CompiledReport;
-  values: Record<string, ParamValue | null>;
-  masked: string[];
-  limits: ExportLimits;
-  output: string;
-  stop: StopSwitch;
-  progress(rows: number, bytes: number): void;
 }
 
 /** SQLSTATE of a statement cancelled by a cancel request. */

@@ -11,12 +11,9 @@
  */
 
 import { Worker } from "node:worker_threads";
-import type { CompiledReport } from "./definition.ts";
-import { ExportStopped, LimitReached } from "./export.ts";
-import type { ExportLimits } from "./export.ts";
+import { type ExportOptions, ExportStopped, LimitReached } from "./export.ts";
 import type { ExportMessage, ExportTask } from "./sqlite_export_worker.ts";
-import { STOP_REASONS, type StopSwitch } from "./stop.ts";
-import type { ParamValue } from "./types.ts";
+import { STOP_REASONS } from "./stop.ts";
 
 /**
  * The export thread's old-generation heap, MB. A run holds one page (the
@@ -31,16 +28,9 @@ export const THREAD_HEAP_MB = 64;
 /** After a stop, how long the thread may take to end before it is terminated. */
 export const TERMINATE_AFTER_MS = 2000;
 
-/** What a SQLite export needs. */
-export interface SqliteExportOptions {
+/** What a SQLite export needs: the source file beside the rest. */
+export interface SqliteExportOptions extends ExportOptions {
   path: string;
-  report: CompiledReport;
-  values: Record<string, ParamValue | null>;
-  masked: string[];
-  limits: ExportLimits;
-  output: string;
-  stop: StopSwitch;
-  progress(rows: number, bytes: number): void;
 }
 
 /** Runs the export on its thread; resolves with the totals, rejects as the loop would. */

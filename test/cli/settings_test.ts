@@ -12,36 +12,16 @@
 import assert from "node:assert/strict";
 import { BACKENDS } from "../support/backends.ts";
 import { runJobs, withFiles } from "../support/cli.ts";
+import { STATEMENT_QUERY, STATEMENT_SCHEDULES } from "../support/statement_report.ts";
 
 const NOW = Date.UTC(2026, 11, 3, 9);
 const ENV = { USER: "ada" };
 
-const SQL = `SELECT id, booked_at FROM ledger
-  WHERE tenant = :tenant AND booked_at >= :from AND booked_at < :to AND id > :after_key
-  ORDER BY id LIMIT :page_size`;
-
-const SCHEDULES = `version: 1
-reports:
-  - id: statement
-    need:
-      report: monthly statement of one customer's ledger
-      volume: 2 million ledger rows a month per large tenant
-      plan: a range scan over ledger by (tenant, booked_at)
-      latency_target: 5m
-      max_result: 500000 rows
-      operator: finance-ops
-    source: { sqlite: ./app.db }
-    query: ./statement.sql
-    params:
-      from: { type: date }
-      to: { type: date }
-    paging: { mode: pages, size: 5000, key: id }
-    audit: { reason: customer statements, target: finance-audit }
-    format: { type: csv, columns: [id, booked_at] }
-    storage: { folder: ./exports }
-    limits: { max_runtime: 10m, max_range: 93d }
-schedules: []
-`;
+const SQL = STATEMENT_QUERY;
+const SCHEDULES = STATEMENT_SCHEDULES.replace(
+  "limits: { max_range: 93d }",
+  "limits: { max_runtime: 10m, max_range: 93d }",
+);
 
 interface Listed {
   key: string;

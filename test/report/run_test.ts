@@ -18,7 +18,9 @@ import { reportWorker } from "../../src/runners/report.ts";
 import { postgresDriver } from "../../src/store/drivers.ts";
 import { waitUntil } from "../../src/testing.ts";
 import { silentLogger } from "../../src/worker/logger.ts";
+import type { Runtime } from "../../src/worker/runtime.ts";
 import {
+  type BackendJobs,
   backendJobs,
   BACKENDS,
   dropTestSchema,
@@ -125,104 +127,86 @@ const SOURCES: Case[] = [
   },
 ];
 
+/** A slow report's run on `backend` from `kind`, under way, handed to `body`; then its folders. */
+async function underWay(
+  backend: (typeof BACKENDS)[number],
+  kind: Case,
+  settings: Record<string, number>,
+  body: (ctx: {
+    t: BackendJobs;
+    runtime: Runtime;
+    run: number;
+    job: number;
+  }) => Promise<void>,
+): Promise<{ out: string[]; tmp: string[] }> {
+  const dir = await tempDir();
+  const tmp = `${dir.path}/tmp`;
+  await Deno.mkdir(tmp);
+  const source = await kind.source(dir.path);
+  const clock = new FakeClock();
+  const worker = reportWorker({
+    store: () => t.store,
+    clock,
+    logger: silentLogger,
+    env: () => undefined,
+    tmpDir: tmp,
+  });
+  await using t = await backendJobs(backend, [worker], { clock });
+  try {
+    const report = defineReport(slowReport("slow", source.spec, source.query, `${dir.path}/out`));
+    for (const [key, value] of Object.entries(settings)) {
+      await t.store.settingSet({ key, value, now: 0 });
+    }
+    const { run, job } = await t.jobs.report(report, { params: {}, tenant: "acme", actor: "ada" });
+    const runtime = await t.jobs.start({ queues: { reports: 1 }, node: "n1" });
+    // A SQLite run has written rows, a PostgreSQL one sleeps on the server.
+    await waitUntil(
+      "the query is under way",
+      async () => kind.underWay(await t.store.reportRunGet({ id: run.id })),
+      { timeoutMs: 20_000 },
+    );
+    await body({ t, runtime, run: run.id, job });
+    await runtime.stop({ grace: 0 });
+    return { out: await leftIn(`${dir.path}/out`), tmp: await leftIn(tmp) };
+  } finally {
+    await source.close();
+    await dir.cleanup();
+  }
+}
+
 for (const backend of BACKENDS) {
   for (const kind of SOURCES) {
     Deno.test(`${backend.name}, ${kind.name}: a cancel stops a report mid-query and keeps nothing`, async () => {
-      const dir = await tempDir();
-      const tmp = `${dir.path}/tmp`;
-      await Deno.mkdir(tmp);
-      const source = await kind.source(dir.path);
-      const clock = new FakeClock();
-      const worker = reportWorker({
-        store: () => t.store,
-        clock,
-        logger: silentLogger,
-        env: () => undefined,
-        tmpDir: tmp,
-      });
-      await using t = await backendJobs(backend, [worker], { clock });
-      try {
-        const report = defineReport(
-          slowReport("slow", source.spec, source.query, `${dir.path}/out`),
-        );
-        const { run, job } = await t.jobs.report(report, {
-          params: {},
-          tenant: "acme",
-          actor: "ada",
-        });
-        const runtime = await t.jobs.start({ queues: { reports: 1 }, node: "n1" });
-        await waitUntil(
-          "the query is under way",
-          async () => kind.underWay(await t.store.reportRunGet({ id: run.id })),
-          { timeoutMs: 20_000 },
-        );
-        // The query is under way: a SQLite run has written rows, a PostgreSQL one sleeps.
+      const left = await underWay(backend, kind, {}, async ({ t, runtime, run, job }) => {
         await t.store.jobsCancel({ ids: [job], now: t.clock.now(), reason: "wrong month" });
         t.clock.advance(1000); // the next heartbeat finds the lease gone
         await waitUntil("the run stopped", () => runtime.running === 0, { timeoutMs: 20_000 });
-        const ended = await t.store.reportRunGet({ id: run.id });
+        const ended = await t.store.reportRunGet({ id: run });
         assert.equal(ended!.state, "cancelled");
         assert.equal(ended!.output, null);
-        assert.deepEqual(await leftIn(`${dir.path}/out`), []);
-        assert.deepEqual(await leftIn(tmp), []);
         // The server's statement was interrupted, not left sleeping.
         await waitUntil("no report statement runs", async () => await sleepingReports() === 0);
-        await runtime.stop({ grace: 0 });
-      } finally {
-        await source.close();
-        await dir.cleanup();
-      }
+      });
+      assert.deepEqual(left, { out: [], tmp: [] });
     });
 
     Deno.test(`${backend.name}, ${kind.name}: max_runtime interrupts a slow query, named`, async () => {
-      const dir = await tempDir();
-      const tmp = `${dir.path}/tmp`;
-      await Deno.mkdir(tmp);
-      const source = await kind.source(dir.path);
-      const clock = new FakeClock();
-      const worker = reportWorker({
-        store: () => t.store,
-        clock,
-        logger: silentLogger,
-        env: () => undefined,
-        tmpDir: tmp,
-      });
-      await using t = await backendJobs(backend, [worker], { clock });
-      try {
-        const report = defineReport(
-          slowReport("slow", source.spec, source.query, `${dir.path}/out`),
-        );
-        await t.store.settingSet({ key: "report.slow.max_runtime", value: 5000, now: 0 });
-        const { run, job } = await t.jobs.report(report, {
-          params: {},
-          tenant: "acme",
-          actor: "ada",
-        });
-        const runtime = await t.jobs.start({ queues: { reports: 1 }, node: "n1" });
-        await waitUntil(
-          "the query is under way",
-          async () => kind.underWay(await t.store.reportRunGet({ id: run.id })),
-          { timeoutMs: 20_000 },
-        );
+      const settings = { "report.slow.max_runtime": 5000 };
+      const left = await underWay(backend, kind, settings, async ({ t, run, job }) => {
         t.clock.advance(5000);
         await waitUntil("the run ended", async () => {
-          const seen = await t.store.reportRunGet({ id: run.id });
+          const seen = await t.store.reportRunGet({ id: run });
           return seen?.state === "failed";
         }, { timeoutMs: 20_000 });
-        const ended = (await t.store.reportRunGet({ id: run.id }))!;
+        const ended = (await t.store.reportRunGet({ id: run }))!;
         assert.equal(ended.limit, "max_runtime");
         assert.match(ended.error!, /max_runtime 5s \(setting report\.slow\.max_runtime\)/);
         await waitUntil(
           "the job ended",
           async () => (await t.store.jobGet({ id: job }))?.state === "discarded",
         );
-        assert.deepEqual(await leftIn(`${dir.path}/out`), []);
-        assert.deepEqual(await leftIn(tmp), []);
-        await runtime.stop({ grace: 0 });
-      } finally {
-        await source.close();
-        await dir.cleanup();
-      }
+      });
+      assert.deepEqual(left, { out: [], tmp: [] });
     });
   }
 }

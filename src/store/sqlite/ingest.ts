@@ -10,6 +10,7 @@
  */
 
 import type { DatabaseSync, StatementSync } from "node:sqlite";
+import { Prepared } from "./prepared.ts";
 import type { IngestDrop, IngestRun, PipelineSummary } from "../../ingest/types.ts";
 import { toIngestDrop, toIngestRun, toSummaries } from "../ingest_rows.ts";
 import type {
@@ -87,22 +88,22 @@ const SQL = {
 
 /** The ingest statements of one connection. */
 export class SqliteIngest {
-  #s: Record<keyof typeof SQL, StatementSync> | null = null;
+  readonly #p: Prepared<keyof typeof SQL>;
 
   constructor(
     /** The connection (a function: the store opens it after building this). */
-    readonly connection: () => DatabaseSync,
-  ) {}
+    connection: () => DatabaseSync,
+  ) {
+    this.#p = new Prepared(connection, SQL);
+  }
 
   get #q(): Record<keyof typeof SQL, StatementSync> {
-    return this.#s ??= Object.fromEntries(
-      Object.entries(SQL).map(([k, sql]) => [k, this.connection().prepare(sql)]),
-    ) as Record<keyof typeof SQL, StatementSync>;
+    return this.#p.q;
   }
 
   /** Forgets the prepared statements (the connection closed). */
   reset(): void {
-    this.#s = null;
+    this.#p.reset();
   }
 
   #held(jobId: number, fence: number): boolean {

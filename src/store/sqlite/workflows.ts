@@ -9,6 +9,7 @@
  */
 
 import type { DatabaseSync, StatementSync } from "node:sqlite";
+import { Prepared } from "./prepared.ts";
 import type { InsertResult, JobState, NewJob } from "../../kernel/types.ts";
 import type { SnapshotRow } from "../../workflow/advance.ts";
 import type { Op } from "../../workflow/bookkeeping.ts";
@@ -106,7 +107,7 @@ const SQL = {
 
 /** The workflow statements of one connection, and the answers to the bookkeeping's ops. */
 export class SqliteWorkflows {
-  #s: Record<keyof typeof SQL, StatementSync> | null = null;
+  readonly #p: Prepared<keyof typeof SQL>;
 
   constructor(
     /** The connection (a function: the store opens it after building this). */
@@ -115,17 +116,17 @@ export class SqliteWorkflows {
     readonly insert: (jobs: NewJob[], now: number) => InsertResult[],
     /** The job counts' changes of the open write transaction. */
     readonly counts: () => CountsWrite,
-  ) {}
+  ) {
+    this.#p = new Prepared(connection, SQL);
+  }
 
   get #q(): Record<keyof typeof SQL, StatementSync> {
-    return this.#s ??= Object.fromEntries(
-      Object.entries(SQL).map(([k, sql]) => [k, this.connection().prepare(sql)]),
-    ) as Record<keyof typeof SQL, StatementSync>;
+    return this.#p.q;
   }
 
   /** Forgets the prepared statements (the connection closed). */
   reset(): void {
-    this.#s = null;
+    this.#p.reset();
   }
 
   /** Cancels the job `id` if it waits (not executing, not final), counting the move. */
