@@ -114,7 +114,8 @@ export async function runReport(
   };
   logger("report.started", { report: report.id, run: run.id, tenant: request.tenant });
   try {
-    await rm(local, { force: true });
+    // An earlier attempt's file, left by a process that crashed mid-run.
+    await removeEarlier(deps.tmpDir ?? tmpdir(), run.id, ctx.fence);
     const source = report.source!;
     const totals = "sqlite" in source
       ? await exportSqlite({ ...common, path: source.sqlite })
@@ -198,5 +199,14 @@ export async function runReport(
         })
       );
     }
+  }
+}
+
+/** Removes the local files of run `runId`'s attempts before `fence` (a crashed process's). */
+async function removeEarlier(dir: string, runId: number, fence: number): Promise<void> {
+  const mine = new RegExp(`^jobs-report-${runId}-(\\d+)\\.(csv|ndjson)$`);
+  for await (const entry of Deno.readDir(dir)) {
+    const match = mine.exec(entry.name);
+    if (match && Number(match[1]) <= fence) await rm(join(dir, entry.name), { force: true });
   }
 }

@@ -28,6 +28,7 @@ import {
   testSchema,
 } from "../support/backends.ts";
 import { tempDir } from "../support/stores.ts";
+import { MARCH, statementOptions, writeStatementSources } from "../support/statement_report.ts";
 
 const NEED = {
   report: "an export too slow for a request",
@@ -297,6 +298,43 @@ Deno.test("postgres source: values bound, types kept, max_bytes stops a large ou
   } finally {
     await sql.end();
     await dropTestSchema(schema);
+    await dir.cleanup();
+  }
+});
+
+Deno.test("a run removes the local file an earlier attempt's crashed process left", async () => {
+  const dir = await tempDir();
+  const tmp = `${dir.path}/tmp`;
+  await Deno.mkdir(tmp);
+  const clock = new FakeClock();
+  const worker = reportWorker({
+    store: () => t.store,
+    clock,
+    logger: silentLogger,
+    env: () => undefined,
+    tmpDir: tmp,
+  });
+  await using t = await backendJobs(BACKENDS[0]!, [worker], { clock });
+  try {
+    await writeStatementSources(dir.path);
+    const report = defineReport(statementOptions({ folder: "./out" }), dir.path);
+    const { run } = await t.jobs.report(report, {
+      params: MARCH,
+      tenant: "acme",
+      actor: "ada",
+      roles: ["finance"],
+    });
+    // What a process killed during attempt 0 of this run left behind, and another run's file.
+    await Deno.writeTextFile(`${tmp}/jobs-report-${run.id}-0.csv`, "id,booked_at\r\n1,");
+    await Deno.writeTextFile(`${tmp}/jobs-report-${run.id + 1}-0.csv`, "not this run's");
+    const runtime = await t.jobs.start({ queues: { reports: 1 }, node: "n1" });
+    await waitUntil(
+      "the run completed",
+      async () => (await t.store.reportRunGet({ id: run.id }))?.state === "completed",
+    );
+    await runtime.stop({ grace: 0 });
+    assert.deepEqual(await leftIn(tmp), [`jobs-report-${run.id + 1}-0.csv`]);
+  } finally {
     await dir.cleanup();
   }
 });

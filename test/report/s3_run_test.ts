@@ -33,7 +33,12 @@ import type { Store } from "../../src/store/store.ts";
 import { waitUntil } from "../../src/testing.ts";
 import { silentLogger } from "../../src/worker/logger.ts";
 import { backendJobs, BACKENDS } from "../support/backends.ts";
-import { MARCH, statementCsv, writeStatementSources } from "../support/statement_report.ts";
+import {
+  MARCH,
+  statementCsv,
+  statementOptions,
+  writeStatementSources,
+} from "../support/statement_report.ts";
 import { tempDir } from "../support/stores.ts";
 
 const BUCKET = "reports";
@@ -97,24 +102,8 @@ async function bucketObject(
 
 /** The statement report (test/support/statement_report.ts), stored in the bucket under `exports/`. */
 function statementReport(dir: string, endpoint: string): CompiledReport {
-  return defineReport({
-    id: "statement",
-    need: {
-      report: "monthly statement of one customer's ledger",
-      volume: "2 million ledger rows a month per large tenant",
-      plan: "a range scan over ledger by (tenant, booked_at)",
-      latency_target: "5m",
-      max_result: "500000 rows",
-      operator: "finance-ops",
-    },
-    source: { sqlite: "./app.db" },
-    query: "./statement.sql",
-    params: { from: { type: "date" }, to: { type: "date" } },
-    paging: { mode: "pages", size: 5, key: "id" },
-    audit: { reason: "customer statements", target: "finance-audit" },
-    format: { type: "csv", columns: ["id", "booked_at", "description", "amount"] },
-    authorize: { roles: ["finance"], sensitive: { description: ["finance-lead"] } },
-    storage: {
+  return defineReport(
+    statementOptions({
       s3: {
         endpoint,
         bucket: BUCKET,
@@ -122,9 +111,9 @@ function statementReport(dir: string, endpoint: string): CompiledReport {
         secret_key: "${S3_SECRET}",
         prefix: "exports",
       },
-    },
-    contact: "finance-ops@example.com",
-  }, dir);
+    }),
+    dir,
+  );
 }
 
 /** The run `id` once it has ended (completed, failed or cancelled). */

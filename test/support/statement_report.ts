@@ -10,6 +10,7 @@
  */
 
 import { DatabaseSync } from "node:sqlite";
+import type { ReportOptions } from "../../src/report/definition.ts";
 
 /** The statement's query: one tenant's March rows, a page at a time by id. */
 export const STATEMENT_QUERY = `SELECT id, booked_at, description, amount
@@ -57,6 +58,30 @@ export const TRICKY = [
   'say "hi", then\nleave',
   "café ünïcode",
 ];
+
+/** The statement report as the library declares it, stored in `storage` (paths relative to its folder). */
+export function statementOptions(storage: ReportOptions["storage"]): ReportOptions {
+  return {
+    id: "statement",
+    need: {
+      report: "monthly statement of one customer's ledger",
+      volume: "2 million ledger rows a month per large tenant",
+      plan: "a range scan over ledger by (tenant, booked_at)",
+      latency_target: "5m",
+      max_result: "500000 rows",
+      operator: "finance-ops",
+    },
+    source: { sqlite: "./app.db" },
+    query: "./statement.sql",
+    params: { from: { type: "date" }, to: { type: "date" } },
+    paging: { mode: "pages", size: 5, key: "id" },
+    audit: { reason: "customer statements", target: "finance-audit" },
+    format: { type: "csv", columns: ["id", "booked_at", "description", "amount"] },
+    authorize: { roles: ["finance"], sensitive: { description: ["finance-lead"] } },
+    storage,
+    contact: "finance-ops@example.com",
+  };
+}
 
 /** The March parameters of a statement run. */
 export const MARCH = { from: "2026-03-01", to: "2026-04-01" } as const;
