@@ -338,3 +338,51 @@ Deno.test("a run removes the local file an earlier attempt's crashed process lef
     await dir.cleanup();
   }
 });
+
+Deno.test("an NDJSON report writes one JSON object a row, its columns in order, masked the same", async () => {
+  const dir = await tempDir();
+  const clock = new FakeClock();
+  const worker = reportWorker({
+    store: () => t.store,
+    clock,
+    logger: silentLogger,
+    env: () => undefined,
+  });
+  await using t = await backendJobs(BACKENDS[0]!, [worker], { clock });
+  try {
+    await writeStatementSources(dir.path);
+    const options = statementOptions({ folder: "./out" });
+    const report = defineReport(
+      { ...options, format: { ...options.format!, type: "ndjson" } },
+      dir.path,
+    );
+    const { run } = await t.jobs.report(report, {
+      params: MARCH,
+      tenant: "globex",
+      actor: "ada",
+      roles: ["finance"],
+    });
+    const runtime = await t.jobs.start({ queues: { reports: 1 }, node: "n1" });
+    const done = await waitUntil("the run completed", async () => {
+      const seen = await t.store.reportRunGet({ id: run.id });
+      return seen?.state === "completed" ? seen : null;
+    });
+    await runtime.stop({ grace: 0 });
+    assert.equal(done.output, `${dir.path}/out/globex/statement/${run.id}.ndjson`);
+    const lines = (await Deno.readTextFile(done.output!)).split("\n");
+    assert.equal(lines.pop(), "");
+    assert.deepEqual(lines.map((l) => Object.keys(JSON.parse(l))), [
+      ["id", "booked_at", "description", "amount"],
+      ["id", "booked_at", "description", "amount"],
+      ["id", "booked_at", "description", "amount"],
+    ]);
+    assert.deepEqual(JSON.parse(lines[0]!), {
+      id: 14,
+      booked_at: "2026-03-05",
+      description: "[REDACTED]",
+      amount: 1000,
+    });
+  } finally {
+    await dir.cleanup();
+  }
+});
