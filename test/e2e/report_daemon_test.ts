@@ -63,6 +63,7 @@ const SCHEDULES = STATEMENT_SCHEDULES.replace(
     format: { type: csv, columns: [id, label] }
     authorize: { roles: [finance] }
     storage: { folder: ./exports }
+    contact: finance-ops@example.com
 `;
 
 /** The request of a March statement for acme by ada, a finance user. */
