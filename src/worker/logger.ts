@@ -12,11 +12,19 @@ import type { Clock } from "../clock.ts";
 import { escapeControl } from "../text/escape.ts";
 import { redact } from "../kernel/redact.ts";
 
-/** Receives runtime events (`job.start`, `job.stop`, `store.degraded`, ...). */
-export type Logger = (event: string, fields: Record<string, unknown>) => void;
+/**
+ * Receives runtime events (`job.start`, `job.stop`, `store.degraded`, ...).
+ * Any such function is a logger; one that drops every event may say so
+ * with `silent: true` (as {@linkcode silentLogger} does), and the runtime
+ * then skips building the fields of its per-job events.
+ */
+export type Logger = ((event: string, fields: Record<string, unknown>) => void) & {
+  /** Every event is dropped: callers need not build any. @default false */
+  readonly silent?: boolean;
+};
 
 /** Drops every event: for tests and benchmarks. */
-export const silentLogger: Logger = () => {};
+export const silentLogger: Logger = Object.assign(() => {}, { silent: true });
 
 /** Writes each event as one JSON line to stderr, redacted (no timestamp: the library default). */
 export const jsonLogger: Logger = (event, fields) => {

@@ -273,50 +273,68 @@ export class Producer {
   }
 
   #start(job: ClaimedJob): void {
-    const { clock, logger } = this.#deps;
     const control = new AbortController();
     const running: Running = { job, control, abandoned: false };
     this.#running.set(job.id, running);
-    const startedAt = clock.now();
+    const startedAt = this.#deps.clock.now();
     const began = performance.now();
-    const labels = { queue: this.queue, job: job.id, worker: job.worker, attempt: job.attempt };
-    const occurrence = job.occurrence !== null ? { occurrence: job.occurrence } : {};
-    logger("job.start", {
-      ...labels,
+    // A silent logger reads nothing: a job's events are not even built for it.
+    if (this.#deps.logger.silent !== true) this.#logStart(job);
+    execute(job, control, this.#deps, startedAt).then((result) =>
+      this.#finished(running, result, performance.now() - began)
+    );
+  }
+
+  /** A job's attempt ended after `ms`: its result waits for the next write. */
+  #finished(running: Running, result: JobResult, ms: number): void {
+    const job = running.job;
+    if (this.#deps.logger.silent !== true) this.#logStop(running, result, ms);
+    this.#meanMs = this.#meanMs === Infinity ? ms : this.#meanMs * 0.9 + ms * 0.1;
+    this.#running.delete(job.id);
+    if (!running.abandoned) {
+      if (this.#pending.length === 0) this.#pendingSince = performance.now();
+      this.#pending.push(result);
+    }
+    // The freed slot takes the next prefetched job now, not when the loop
+    // comes round: the loop may be waiting for the store, and prefetched
+    // jobs are there to run meanwhile.
+    if (this.#fetching && !this.#halt.signal.aborted && this.#buffer.length > 0) {
+      this.#start(this.#buffer.shift()!);
+    }
+    this.#nudge();
+  }
+
+  #logStart(job: ClaimedJob): void {
+    this.#deps.logger("job.start", {
+      ...this.#labels(job),
       // How long the job waited in its queue: from due to claimed.
       waitMs: Math.max(0, job.attemptedAt - job.scheduledAt),
-      ...occurrence,
+      ...(job.occurrence !== null ? { occurrence: job.occurrence } : {}),
     });
-    execute(job, control, this.#deps, startedAt).then((result) => {
-      const ms = performance.now() - began;
-      const outcome = running.abandoned ? "abandoned" : result.outcome;
-      logger("job.stop", {
-        ...labels,
-        outcome,
-        durationMs: Math.round(ms * 100) / 100,
-        ...occurrence,
-        ...(result.step
-          ? { workflow: result.step.workflow, step: result.step.step, stepKind: result.step.kind }
-          : {}),
-        ...(result.output ? { output: result.output.slice(-200) } : {}),
-      });
-      if ((outcome === "retryable" || outcome === "discarded") && "error" in result) {
-        logger("job.exception", { ...labels, outcome, error: result.error.slice(0, 1000) });
-      }
-      this.#meanMs = this.#meanMs === Infinity ? ms : this.#meanMs * 0.9 + ms * 0.1;
-      this.#running.delete(job.id);
-      if (!running.abandoned) {
-        if (this.#pending.length === 0) this.#pendingSince = performance.now();
-        this.#pending.push(result);
-      }
-      // The freed slot takes the next prefetched job now, not when the loop
-      // comes round: the loop may be waiting for the store, and prefetched
-      // jobs are there to run meanwhile.
-      if (this.#fetching && !this.#halt.signal.aborted && this.#buffer.length > 0) {
-        this.#start(this.#buffer.shift()!);
-      }
-      this.#nudge();
+  }
+
+  #logStop(running: Running, result: JobResult, ms: number): void {
+    const { job } = running;
+    const { logger } = this.#deps;
+    const labels = this.#labels(job);
+    const outcome = running.abandoned ? "abandoned" : result.outcome;
+    logger("job.stop", {
+      ...labels,
+      outcome,
+      durationMs: Math.round(ms * 100) / 100,
+      ...(job.occurrence !== null ? { occurrence: job.occurrence } : {}),
+      ...(result.step
+        ? { workflow: result.step.workflow, step: result.step.step, stepKind: result.step.kind }
+        : {}),
+      ...(result.output ? { output: result.output.slice(-200) } : {}),
     });
+    if ((outcome === "retryable" || outcome === "discarded") && "error" in result) {
+      logger("job.exception", { ...labels, outcome, error: result.error.slice(0, 1000) });
+    }
+  }
+
+  #labels(job: ClaimedJob): Record<string, unknown> {
+    return { queue: this.queue, job: job.id, worker: job.worker, attempt: job.attempt };
   }
 
   /** Gives back claimed jobs that never started: they are available again, no attempt spent. */

@@ -52,22 +52,26 @@ export function inserted(job: NewJob, id: number, now: number): InsertResult {
   return { id, duplicate: false, queue: job.queue, state };
 }
 
-/** A claim row, in the order of the claim's RETURNING list. */
-export function toClaimed(row: unknown[]): ClaimedJob {
+/**
+ * A claim row, in the order of the claim's RETURNING list, claimed from
+ * `queue` at `now` (its `attempted_at`); NULL meta and tags are the empty
+ * `{}` and `[]` (the columns are NOT NULL: the claim returns those as NULL).
+ */
+export function toClaimed(row: unknown[], queue: string, now: number): ClaimedJob {
   return {
     id: row[0] as number,
-    queue: row[1] as string,
-    worker: row[2] as string,
-    args: row[3] as string,
-    meta: row[4] as string,
-    tags: row[5] as string,
-    occurrence: row[6] as string | null,
-    attempt: row[7] as number,
-    maxAttempts: row[8] as number,
-    priority: row[9] as number,
-    fence: row[10] as number,
-    insertedAt: row[11] as number,
-    scheduledAt: row[12] as number,
-    attemptedAt: row[13] as number,
+    queue,
+    worker: row[1] as string,
+    args: row[2] as string,
+    meta: (row[3] as string | null) ?? "{}",
+    tags: (row[4] as string | null) ?? "[]",
+    occurrence: row[5] as string | null,
+    attempt: row[6] as number,
+    maxAttempts: row[7] as number,
+    priority: row[8] as number,
+    fence: row[9] as number,
+    insertedAt: row[10] as number,
+    scheduledAt: row[11] as number,
+    attemptedAt: now,
   };
 }

@@ -56,6 +56,45 @@ export function insertJobsSql(rows: number): string {
   return `${INSERT_COLUMNS} VALUES ${Array.from({ length: rows }, () => row).join(", ")}`;
 }
 
+/** `rows` rows of `columns` anonymous parameters each, for a `VALUES` list. */
+function valueRows(rows: number, columns: number): string {
+  const row = `(${Array.from({ length: columns }, () => "?").join(", ")})`;
+  return Array.from({ length: rows }, () => row).join(", ");
+}
+
+/**
+ * The completions of `rows` jobs in one statement, each row still filtered
+ * by its own lease (id, executing, node, fence): the (id, fence) pairs
+ * bound as anonymous values, `:now` and `:node` by name. Binding the pairs
+ * costs less than reading them from a JSON array with json_each and `->>`:
+ * 4.9 against 7.0 us a job in the runtime's own transactions, the two
+ * alternating in one process (median of 3 runs), the JSON text included.
+ */
+export function completedSql(rows: number): string {
+  return `UPDATE jobs SET state = 'completed', completed_at = :now, lease_expires_at = NULL,
+      ${CLEAR_UNIQUE}
+    FROM (SELECT column1 AS id, column2 AS fence FROM (VALUES ${valueRows(rows, 2)})) AS r
+    WHERE jobs.id = r.id AND +jobs.state = 'executing' AND jobs.attempted_by = :node
+      AND jobs.fence = r.fence
+    RETURNING jobs.id, jobs.queue`;
+}
+
+/**
+ * The attempt rows of `rows` completed attempts with no output and no
+ * definition, while no replay waits (the common case by far): each row's
+ * (job id, attempt, fence, started at) bound as anonymous values, the rest
+ * constant. The same rows through attemptsInsertNoReplays (eight `->>` a
+ * row from JSON) cost 4.7 us a job against 1.4 here, alternating in one
+ * run, batches of 100.
+ */
+export function attemptsCompletedSql(rows: number): string {
+  return `INSERT INTO attempts (job_id, attempt, fence, node, kind, started_at, finished_at,
+      outcome)
+    SELECT column1, column2, column3, :node, CASE WHEN column2 > 1 THEN 'retry' ELSE 'run' END,
+      column4, :now, 'completed'
+    FROM (VALUES ${valueRows(rows, 4)})`;
+}
+
 // The kind, actor and reason of an attempt row: those of the job's pending
 // replay (`replays`) when the attempt was claimed after it, whose row the
 // trigger `replays_consumed` then removes.
@@ -90,16 +129,15 @@ export const SQL = {
         AND NOT EXISTS (SELECT 1 FROM queues WHERE name = :queue AND paused = 1)
       ORDER BY priority, scheduled_at, id LIMIT :limit)
       AND +state = 'available'
-    RETURNING id, queue, worker, args, meta, tags, occurrence, attempt, max_attempts, priority,
-      fence, inserted_at, scheduled_at, attempted_at, schedule_id`,
-  // Completions come in batches: one statement for all of them, each row
-  // still filtered by its own lease (id, executing, node, fence).
-  completed: `UPDATE jobs SET state = 'completed', completed_at = :now, lease_expires_at = NULL,
-      ${CLEAR_UNIQUE}
-    FROM (SELECT value ->> 0 AS id, value ->> 1 AS fence FROM json_each(:leases)) AS r
-    WHERE jobs.id = r.id AND +jobs.state = 'executing' AND jobs.attempted_by = :node
-      AND jobs.fence = r.fence
-    RETURNING jobs.id, jobs.queue`,
+    -- The queue and attempted_at are the claim's own :queue and :now, so they
+    -- are not read back; the common empty meta and tags come back as NULL.
+    -- Each column returned is one more value in RETURNING's buffer and one
+    -- more JS value a row: 5.3 against 5.8 us a job with all 15 columns, the
+    -- claim and its rows mapped (see toClaimed), alternating in one process,
+    -- median of 5 runs.
+    RETURNING id, worker, args, nullif(meta, '{}'), nullif(tags, '[]'), occurrence, attempt,
+      max_attempts, priority, fence, inserted_at, scheduled_at, schedule_id`,
+  // Completions come in batches: see completedSql.
   snoozed: `UPDATE jobs SET
       state = CASE WHEN :until > :now THEN 'scheduled' ELSE 'available' END,
       scheduled_at = :until, attempt = attempt - 1, lease_expires_at = NULL

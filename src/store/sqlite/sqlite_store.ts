@@ -119,7 +119,9 @@ import { countsAnswer, sumMatching } from "../job_counts.ts";
 import { type CountStatements, CountsWrite, UNCOUNTED_MAX } from "./counts.ts";
 import { Checkpointer, INLINE_CHECKPOINT_FRAMES } from "./checkpointer.ts";
 import {
+  attemptsCompletedSql,
   checkState,
+  completedSql,
   COUNTS_ADD_VALUES,
   countsAddSql,
   DEAD_LETTER_SCAN,
@@ -249,7 +251,25 @@ type Statements = { -readonly [K in keyof typeof SQL]: StatementSync } & {
   lists: Map<string, StatementSync>;
   /** insertJobsSql(n) by n, prepared on first use. */
   inserts: Map<number, StatementSync>;
+  /** completedSql(n) by n (a power of two), prepared on first use. */
+  completions: Map<number, StatementSync>;
+  /** attemptsCompletedSql(n) by n (a power of two), prepared on first use. */
+  attemptsCompleted: Map<number, StatementSync>;
 };
+
+/**
+ * The most results one completion or attempts statement binds. A batch
+ * goes in pieces of powers of two up to it, so each of those statements is
+ * prepared in at most nine sizes, and a batch of 500 takes six of them.
+ */
+const RECORD_CHUNK = 256;
+
+/** The size of the next piece of a batch with `left` rows to go (see RECORD_CHUNK). */
+function pieceOf(left: number): number {
+  let size = RECORD_CHUNK;
+  while (size > left) size >>= 1;
+  return size;
+}
 
 /**
  * Opens (and by default migrates) a SQLite store at `path`; `:memory:` works
@@ -468,6 +488,8 @@ export class SqliteStore implements Store<SqliteTx> {
       ),
       lists: new Map(),
       inserts: new Map(),
+      completions: new Map(),
+      attemptsCompleted: new Map(),
     };
     // The claim is on the hot path: rows as arrays skip building an object per row.
     // (node:sqlite has it; Deno's type declarations do not list it yet.)
@@ -867,12 +889,14 @@ export class SqliteStore implements Store<SqliteTx> {
         }) as unknown as unknown[][];
         const counts = this.#counts;
         // The claimed jobs of a schedule (its occurrences, the last column) start it.
+        const jobs: ClaimedJob[] = [];
         for (const row of rows) {
           counts.moved(row[0] as number, params.queue, "available", "executing");
-          const schedule = row[14] as string | null;
+          const schedule = row[12] as string | null;
           if (schedule != null) this.#s.scheduleStarted.run({ schedule, now: params.now });
+          jobs.push(toClaimed(row, params.queue, params.now));
         }
-        return { jobs: rows.map(toClaimed), report };
+        return { jobs, report };
       })
     );
   }
@@ -890,12 +914,18 @@ export class SqliteStore implements Store<SqliteTx> {
     const recorded: JobResult[] = [];
     const done = results.filter((r) => r.outcome === "completed");
     if (done.length > 0) {
-      const leases = JSON.stringify(done.map((r) => [r.id, r.fence]));
-      const rows = s.completed.all({ now, node, leases }) as Row[];
       const ids = new Set<number>();
-      for (const row of rows) {
-        ids.add(row.id as number);
-        counts.moved(row.id as number, row.queue as string, "executing", "completed");
+      for (let from = 0; from < done.length;) {
+        const size = pieceOf(done.length - from);
+        const values: number[] = [];
+        for (let i = from; i < from + size; i++) values.push(done[i]!.id, done[i]!.fence);
+        const statement = this.#sized(s.completions, size, completedSql);
+        const rows = statement.all({ now, node }, ...values) as unknown as [number, string][];
+        for (const [id, queue] of rows) {
+          ids.add(id);
+          counts.moved(id, queue, "executing", "completed");
+        }
+        from += size;
       }
       for (const r of done) if (ids.has(r.id)) recorded.push(r);
     }
@@ -922,20 +952,7 @@ export class SqliteStore implements Store<SqliteTx> {
       counts.moved(r.id, row.queue as string, "executing", to);
       recorded.push(r);
     }
-    if (recorded.length > 0) {
-      const rows = JSON.stringify(recorded.map((r) => [
-        r.id,
-        r.attempt,
-        r.fence,
-        r.startedAt,
-        r.outcome,
-        "error" in r ? r.error : null,
-        r.output ?? null,
-        r.definition ?? null,
-      ]));
-      const { waiting } = s.replaysWaiting.get() as { waiting: number };
-      (waiting ? s.attemptsInsert : s.attemptsInsertNoReplays).run({ node, now, rows });
-    }
+    if (recorded.length > 0) this.#attemptsInsert(node, now, recorded);
     for (const r of recorded) {
       if (r.occurrence && r.workflow === undefined && r.outcome === "completed") {
         s.scheduleCompleted.run({ job: r.id, now });
@@ -950,6 +967,63 @@ export class SqliteStore implements Store<SqliteTx> {
     };
     if (queues.length > 0) report.queues = queues;
     return report;
+  }
+
+  /**
+   * The attempt rows of `recorded`: plain completions (no output, no
+   * definition) as bound values while no replay waits, every other one
+   * from JSON, joined to its pending replay when one may wait.
+   */
+  #attemptsInsert(node: string, now: number, recorded: JobResult[]): void {
+    const s = this.#s;
+    const { waiting } = s.replaysWaiting.get() as { waiting: number };
+    let rest = recorded;
+    if (!waiting) {
+      const plain: JobResult[] = [];
+      rest = [];
+      for (const r of recorded) {
+        const isPlain = r.outcome === "completed" && r.output === undefined &&
+          r.definition === undefined;
+        (isPlain ? plain : rest).push(r);
+      }
+      for (let from = 0; from < plain.length;) {
+        const size = pieceOf(plain.length - from);
+        const values: number[] = [];
+        for (let i = from; i < from + size; i++) {
+          const r = plain[i]!;
+          values.push(r.id, r.attempt, r.fence, r.startedAt);
+        }
+        this.#sized(s.attemptsCompleted, size, attemptsCompletedSql).run({ node, now }, ...values);
+        from += size;
+      }
+    }
+    if (rest.length === 0) return;
+    const rows = JSON.stringify(rest.map((r) => [
+      r.id,
+      r.attempt,
+      r.fence,
+      r.startedAt,
+      r.outcome,
+      "error" in r ? r.error : null,
+      r.output ?? null,
+      r.definition ?? null,
+    ]));
+    (waiting ? s.attemptsInsert : s.attemptsInsertNoReplays).run({ node, now, rows });
+  }
+
+  /** The statement `sql(size)` from `cache`, prepared (returning arrays) on first use. */
+  #sized(
+    cache: Map<number, StatementSync>,
+    size: number,
+    sql: (rows: number) => string,
+  ): StatementSync {
+    let statement = cache.get(size);
+    if (!statement) {
+      statement = this.db.prepare(sql(size));
+      (statement as StatementSync & { setReturnArrays(on: boolean): void }).setReturnArrays(true);
+      cache.set(size, statement);
+    }
+    return statement;
   }
 
   jobsRelease(params: { node: string; leases: Lease[] }): Promise<Lease[]> {
