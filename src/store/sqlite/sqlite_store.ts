@@ -813,11 +813,7 @@ export class SqliteStore implements Store<SqliteTx> {
 
   /** `batch` as one multi-row VALUES insert (see insertJobsSql). */
   #insertValues(batch: readonly NewJob[], now: number): StatementResultingChanges {
-    let statement = this.#s.inserts.get(batch.length);
-    if (!statement) {
-      statement = this.db.prepare(insertJobsSql(batch.length));
-      this.#s.inserts.set(batch.length, statement);
-    }
+    const statement = this.#sized(this.#s.inserts, batch.length, insertJobsSql, false);
     const values: SQLInputValue[] = [];
     for (const job of batch) {
       values.push(...insertRow(job), job.scheduledAt > now ? "scheduled" : "available", now);
@@ -915,17 +911,12 @@ export class SqliteStore implements Store<SqliteTx> {
     const done = results.filter((r) => r.outcome === "completed");
     if (done.length > 0) {
       const ids = new Set<number>();
-      for (let from = 0; from < done.length;) {
-        const size = pieceOf(done.length - from);
-        const values: number[] = [];
-        for (let i = from; i < from + size; i++) values.push(done[i]!.id, done[i]!.fence);
-        const statement = this.#sized(s.completions, size, completedSql);
-        const rows = statement.all({ now, node }, ...values) as unknown as [number, string][];
-        for (const [id, queue] of rows) {
-          ids.add(id);
-          counts.moved(id, queue, "executing", "completed");
-        }
-        from += size;
+      const rows = this.#inPieces(done, s.completions, completedSql, { now, node }, (r, out) => {
+        out.push(r.id, r.fence);
+      }) as [number, string][];
+      for (const [id, queue] of rows) {
+        ids.add(id);
+        counts.moved(id, queue, "executing", "completed");
       }
       for (const r of done) if (ids.has(r.id)) recorded.push(r);
     }
@@ -986,16 +977,9 @@ export class SqliteStore implements Store<SqliteTx> {
           r.definition === undefined;
         (isPlain ? plain : rest).push(r);
       }
-      for (let from = 0; from < plain.length;) {
-        const size = pieceOf(plain.length - from);
-        const values: number[] = [];
-        for (let i = from; i < from + size; i++) {
-          const r = plain[i]!;
-          values.push(r.id, r.attempt, r.fence, r.startedAt);
-        }
-        this.#sized(s.attemptsCompleted, size, attemptsCompletedSql).run({ node, now }, ...values);
-        from += size;
-      }
+      this.#inPieces(plain, s.attemptsCompleted, attemptsCompletedSql, { node, now }, (r, out) => {
+        out.push(r.id, r.attempt, r.fence, r.startedAt);
+      });
     }
     if (rest.length === 0) return;
     const rows = JSON.stringify(rest.map((r) => [
@@ -1011,16 +995,43 @@ export class SqliteStore implements Store<SqliteTx> {
     (waiting ? s.attemptsInsert : s.attemptsInsertNoReplays).run({ node, now, rows });
   }
 
-  /** The statement `sql(size)` from `cache`, prepared (returning arrays) on first use. */
+  /**
+   * `sql(n)` over `rows` in pieces of powers of two (see RECORD_CHUNK), each
+   * row's values pushed by `values` after the `named` ones; the rows the
+   * statements return, as arrays.
+   */
+  #inPieces<T>(
+    rows: readonly T[],
+    cache: Map<number, StatementSync>,
+    sql: (rows: number) => string,
+    named: Record<string, SQLInputValue>,
+    values: (row: T, out: SQLInputValue[]) => void,
+  ): unknown[][] {
+    const out: unknown[][] = [];
+    for (let from = 0; from < rows.length;) {
+      const size = pieceOf(rows.length - from);
+      const bound: SQLInputValue[] = [];
+      for (let i = from; i < from + size; i++) values(rows[i]!, bound);
+      const returned = this.#sized(cache, size, sql, true).all(named, ...bound);
+      for (const row of returned) out.push(row as unknown as unknown[]);
+      from += size;
+    }
+    return out;
+  }
+
+  /** The statement `sql(size)` from `cache`, prepared on first use (returning arrays when `arrays`). */
   #sized(
     cache: Map<number, StatementSync>,
     size: number,
     sql: (rows: number) => string,
+    arrays: boolean,
   ): StatementSync {
     let statement = cache.get(size);
     if (!statement) {
       statement = this.db.prepare(sql(size));
-      (statement as StatementSync & { setReturnArrays(on: boolean): void }).setReturnArrays(true);
+      if (arrays) {
+        (statement as StatementSync & { setReturnArrays(on: boolean): void }).setReturnArrays(true);
+      }
       cache.set(size, statement);
     }
     return statement;
