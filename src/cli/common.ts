@@ -137,6 +137,40 @@ export function parseCount(value: string): number {
   return n;
 }
 
+/** A commander parser of an id (a run, a drop): a whole number >= 1, `what` naming it. */
+export function positiveId(what: string): (value: string) => number {
+  return (value) => {
+    const n = Number(value);
+    if (!/^\d+$/.test(value) || !Number.isSafeInteger(n) || n < 1) {
+      throw new InvalidArgumentError(`"${echo(value)}" is not a ${what} (a whole number >= 1)`);
+    }
+    return n;
+  };
+}
+
+/**
+ * The entry `id` of a section of the schedules file (`pipeline`, `report`),
+ * or the command fails (exit 2) naming the file, the nearest id and what the
+ * section has.
+ */
+export function declaredIn<T extends { id: string }>(
+  command: string,
+  kind: string,
+  entries: readonly T[],
+  file: string,
+  id: string,
+): T {
+  const found = entries.find((e) => e.id === id);
+  if (found) return found;
+  const ids = entries.map((e) => e.id);
+  const known = ids.map((e) => `"${echo(e)}"`).join(", ");
+  throw new CommandFailed(
+    `jobs ${command}: no ${kind} "${echo(id)}" in ${echo(file)}${echo(didYouMean(id, ids))} ` +
+      `(it has ${known || "none"})`,
+    2,
+  );
+}
+
 /** A commander parser for a whole number from `min` to `max`, naming the option's value. */
 export function wholeNumber(min: number, max: number): (value: string) => number {
   return (value: string): number => {

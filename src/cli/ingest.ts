@@ -12,7 +12,7 @@
  * @module
  */
 
-import { type Command, InvalidArgumentError } from "commander";
+import type { Command } from "commander";
 import {
   PipelineActionRefused,
   pipelinesView,
@@ -27,15 +27,16 @@ import { ingestWorker } from "../runners/ingest.ts";
 import { loadWorkersModule } from "../runners/workers_module.ts";
 import type { ScheduleConfig } from "../schedule/types.ts";
 import type { Store } from "../store/store.ts";
-import { didYouMean } from "../text/suggest.ts";
 import { prunerSettings } from "../worker/pruner.ts";
 import {
   type CliDeps,
   CommandFailed,
   configPath,
   dbPath,
+  declaredIn,
   globalOptions,
   parseCount,
+  positiveId,
   quiet,
   who,
 } from "./common.ts";
@@ -55,30 +56,6 @@ export function registerIngestCommands(program: Command, deps: CliDeps): void {
   ingestCommand(program, deps);
   pipelinesCommand(program, deps);
   dropsCommand(program, deps);
-}
-
-/** A whole number >= 1 given as an argument (`--run 3`, a drop id). */
-function positive(what: string): (value: string) => number {
-  return (value) => {
-    const n = Number(value);
-    if (!/^\d+$/.test(value) || !Number.isSafeInteger(n) || n < 1) {
-      throw new InvalidArgumentError(`"${echo(value)}" is not a ${what} (a whole number >= 1)`);
-    }
-    return n;
-  };
-}
-
-/** The pipeline `id` of the file, or the command fails naming what the file has. */
-function pipelineOf(command: string, config: ScheduleConfig, file: string, id: string) {
-  const found = config.pipelines.find((p) => p.id === id);
-  if (found) return found;
-  const ids = config.pipelines.map((p) => p.id);
-  const known = ids.map((p) => `"${echo(p)}"`).join(", ");
-  throw new CommandFailed(
-    `jobs ${command}: no pipeline "${echo(id)}" in ${echo(file)}${echo(didYouMean(id, ids))} ` +
-      `(it has ${known || "none"})`,
-    2,
-  );
 }
 
 // ------------------------------------------------------------------- ingest
@@ -114,7 +91,7 @@ function ingestCommand(program: Command, deps: CliDeps): void {
     ).action(async (id: string, options: IngestOptions) => {
       const file = configPath(options.config, deps);
       const { config } = await requireConfig("ingest", file, deps);
-      const pipeline = pipelineOf("ingest", config, file, id);
+      const pipeline = declaredIn("ingest", "pipeline", config.pipelines, file, id);
       const db = dbPath(options.db, deps);
       await withStore("ingest", db, "write", deps, async (store) => {
         const actor = who(options, deps);
@@ -356,7 +333,7 @@ function dropsCommand(program: Command, deps: CliDeps): void {
         )
         .argument("<pipeline>", "the pipeline's id")
         .option("--reason <reason>", "only drops with this reason")
-        .option("--run <id>", "only drops of this run", positive("run id"))
+        .option("--run <id>", "only drops of this run", positiveId("run id"))
         .option("--limit <n>", "how many drops at most", parseCount, DROPS_DEFAULT_LIMIT)
         // `--reason` after `replay` is the replay's (the audit's why), not the filter.
         .enablePositionalOptions(),
@@ -380,7 +357,7 @@ function dropsCommand(program: Command, deps: CliDeps): void {
         .description(
           "run one dropped record again, through the schedules file's definition of now (audited)",
         )
-        .argument("<id>", "the drop's id (jobs drops <pipeline> lists them)", positive("drop id"))
+        .argument("<id>", "the drop's id (jobs drops <pipeline> lists them)", positiveId("drop id"))
         .option("--again", "replay a drop that was replayed before"),
       {
         db: { mode: "write" },

@@ -25,18 +25,18 @@ import type { CompiledReport } from "../report/definition.ts";
 import { ReportLimitExceeded } from "../report/limits.ts";
 import { REPORT_QUEUE, type ReportRun } from "../report/types.ts";
 import { reportWorker, storageOf } from "../runners/report.ts";
-import type { ScheduleConfig } from "../schedule/types.ts";
 import type { Store } from "../store/store.ts";
-import { didYouMean } from "../text/suggest.ts";
 import { prunerSettings } from "../worker/pruner.ts";
 import {
   type CliDeps,
   CommandFailed,
   configPath,
   dbPath,
+  declaredIn,
   globalOptions,
   parseCount,
   parseDuration,
+  positiveId,
   quiet,
 } from "./common.ts";
 import { configIfAny, requireConfig } from "./config.ts";
@@ -65,27 +65,6 @@ function param(value: string, previous: Record<string, string>): Record<string, 
 
 function collect(value: string, previous: string[]): string[] {
   return [...previous, value];
-}
-
-/** A run id. */
-function runId(value: string): number {
-  const n = Number(value);
-  if (!/^\d+$/.test(value) || !Number.isSafeInteger(n) || n < 1) {
-    throw new InvalidArgumentError(`"${echo(value)}" is not a run id (a whole number >= 1)`);
-  }
-  return n;
-}
-
-/** The report `id` of the file, or the command fails naming what the file has. */
-function reportOf(command: string, config: ScheduleConfig, file: string, id: string) {
-  const found = config.reports.find((r) => r.id === id);
-  if (found) return found;
-  const ids = config.reports.map((r) => r.id);
-  throw new CommandFailed(
-    `jobs ${command}: no report "${echo(id)}" in ${echo(file)}${echo(didYouMean(id, ids))} ` +
-      `(it has ${ids.map((r) => `"${echo(r)}"`).join(", ") || "none"})`,
-    2,
-  );
 }
 
 // ------------------------------------------------------------------- report
@@ -131,7 +110,7 @@ function reportCommand(program: Command, deps: CliDeps): Command {
     ).action(async (id: string, options: ReportOptions) => {
       const file = configPath(options.config, deps);
       const { config } = await requireConfig("report", file, deps);
-      const report = reportOf("report", config, file, id);
+      const report = declaredIn("report", "report", config.reports, file, id);
       const actor = options.actor ?? deps.osUser();
       await withStore("report", dbPath(options.db, deps), "write", deps, async (store) => {
         const started = await startReport(store, report, {
@@ -215,7 +194,7 @@ function urlCommand(group: Command, deps: CliDeps): void {
           "a short-lived download link to a run's output (audited): the bucket's pre-signed URL, " +
             "or a link the daemon's /downloads/ serves",
         )
-        .argument("<run>", "the run's id", runId)
+        .argument("<run>", "the run's id", positiveId("run id"))
         .option(
           "--ttl <duration>",
           "how long the link works (never past the output's expiry)",
@@ -242,7 +221,7 @@ function urlCommand(group: Command, deps: CliDeps): void {
       await withStore("report url", dbPath(options.db, deps), "write", deps, async (store) => {
         const run = await store.reportRunGet({ id });
         if (!run) throw new CommandFailed(`jobs report url: there is no run ${id}`);
-        const report = reportOf("report url", config, file, run.report);
+        const report = declaredIn("report url", "report", config.reports, file, run.report);
         const link = await mintLink({
           store,
           report,

@@ -13,6 +13,7 @@
 import { defineWorker, type Worker } from "../kernel/worker.ts";
 import { expandHttp, expandVariables } from "../runners/env.ts";
 import { postgresDriver } from "../store/drivers.ts";
+import { positional } from "../text/named_params.ts";
 import type { NamedSource } from "./types.ts";
 
 /** What a step answers for one record. */
@@ -229,12 +230,7 @@ export class RunSources {
     }
     if (spec.kind === "postgres") {
       // Named parameters (:sku) become $1..$n, bound by the driver.
-      const names: string[] = [];
-      const text = spec.query.replace(/(?<!:):([A-Za-z_]\w*)/g, (_m, n: string) => {
-        let i = names.indexOf(n);
-        if (i === -1) i = names.push(n) - 1;
-        return `$${i + 1}`;
-      });
+      const { text, names } = positional(spec.query);
       // deno-lint-ignore no-explicit-any
       let sql: any = null;
       return async (params) => {

@@ -14,6 +14,9 @@
  */
 
 import { isAbsolute, resolve } from "node:path";
+import { queryParams } from "../text/named_params.ts";
+
+export { queryParams };
 import type { LimitName } from "./limits.ts";
 
 /** The fields of a need record, each required. */
@@ -87,18 +90,6 @@ export interface ReportProblem {
   code: ReportProblemCode;
   path: (string | number)[];
   message: string;
-}
-
-/** The named parameters a query uses (`:name`), in order of first use, outside strings and comments. */
-export function queryParams(sql: string): string[] {
-  const names: string[] = [];
-  // Strings, quoted identifiers and comments first, so a `:x` inside them is not a parameter.
-  const pattern = /'(?:[^']|'')*'|"(?:[^"]|"")*"|--[^\n]*|\/\*[\s\S]*?\*\/|::|:([A-Za-z_]\w*)/g;
-  for (const match of sql.matchAll(pattern)) {
-    const name = match[1];
-    if (name !== undefined && !names.includes(name)) names.push(name);
-  }
-  return names;
 }
 
 /** Every rule `options` breaks; none when the report may run. */

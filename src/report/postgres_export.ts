@@ -26,7 +26,8 @@ import {
   exportRows,
   ExportStopped,
 } from "./export.ts";
-import { positional, valuesOf } from "./query.ts";
+import { positional } from "../text/named_params.ts";
+import { valuesOf } from "./query.ts";
 import type { ParamValue } from "./types.ts";
 
 /** What a PostgreSQL export needs: the connection URL beside the rest. */

@@ -163,26 +163,6 @@ export function boundValues(request: ReportRequest): Record<string, ParamValue |
   return { ...request.params, tenant: request.tenant, actor: request.actor };
 }
 
-// Strings, quoted identifiers and comments first, so a `:x` inside them is
-// not a parameter; `::` is a PostgreSQL cast.
-const TOKENS = /'(?:[^']|'')*'|"(?:[^"]|"")*"|--[^\n]*|\/\*[\s\S]*?\*\/|::|:([A-Za-z_]\w*)/g;
-
-/**
- * `sql` with each `:name` replaced by `$n` (one number per distinct name,
- * in order of first use), and the names in that order: the form postgres.js
- * binds. Text inside strings, quoted identifiers and comments is left.
- */
-export function positional(sql: string): { text: string; names: string[] } {
-  const names: string[] = [];
-  const text = sql.replace(TOKENS, (match, name: string | undefined) => {
-    if (name === undefined) return match;
-    let i = names.indexOf(name);
-    if (i < 0) i = names.push(name) - 1;
-    return `$${i + 1}`;
-  });
-  return { text, names };
-}
-
 /** The values of `names` from `values`, for a positional statement. */
 export function valuesOf(
   names: readonly string[],

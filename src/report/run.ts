@@ -81,14 +81,14 @@ export async function runReport(
     () => {},
   );
 
-  const extension = writerOf(report).extension as "csv" | "ndjson";
+  const { extension, mediaType } = writerOf(report);
   const local = join(deps.tmpDir ?? tmpdir(), `jobs-report-${run.id}-${ctx.fence}.${extension}`);
   const storage = deps.storage(report);
   const key = outputKey({
     tenant: request.tenant ?? "_shared",
     report: report.id,
     run: run.id,
-    ext: extension,
+    ext: extension as "csv" | "ndjson",
   });
   const started = clock.now();
   let stored = false;
@@ -125,7 +125,7 @@ export async function runReport(
       });
     if (stop.reason) throw new ExportStopped(stop.reason);
     await pending;
-    const put = await storage.put(key, local, writerOf(report).mediaType);
+    const put = await storage.put(key, local, mediaType);
     stored = true;
     const now = clock.now();
     const finished = await store.reportRunFinish({

@@ -81,8 +81,3 @@ export interface ReportRun {
   /** When the pruner removes the output (a completed run only). */
   expiresAt: number | null;
 }
-
-/** The file extension of a report's format. */
-export function extensionOf(format: "csv" | "ndjson"): "csv" | "ndjson" {
-  return format;
-}

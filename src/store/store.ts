@@ -37,7 +37,7 @@ import type {
   NewFailure,
   PipelineSummary,
 } from "../ingest/types.ts";
-import type { ParamValue, ReportRun, ReportRunState } from "../report/types.ts";
+import type { ReportRun, ReportRunState } from "../report/types.ts";
 
 /** What `migrate()` did. */
 export interface MigrationReport {
@@ -271,24 +271,20 @@ export interface IngestDropFilter {
   before?: number;
 }
 
-/** Params of {@linkcode Store.reportRunCreate}. */
-export interface ReportRunCreateParams {
-  report: string;
-  /** The `jobs.report` job inserted in the same transaction. */
-  jobId: number;
-  tenant: string | null;
-  actor: string;
-  roles: string[];
-  params: Record<string, ParamValue>;
-  sort: string | null;
-  format: "csv" | "ndjson";
-  now: number;
-  /**
-   * The report's `max_concurrent`: nothing is written, and the active runs
-   * are returned, when this many runs of the report are queued or running.
-   */
-  maxConcurrent: number;
-}
+/** Params of {@linkcode Store.reportRunCreate}: the run's request, and its job made in the same transaction. */
+export type ReportRunCreateParams =
+  & Pick<
+    ReportRun,
+    "report" | "jobId" | "tenant" | "actor" | "roles" | "params" | "sort" | "format"
+  >
+  & {
+    now: number;
+    /**
+     * The report's `max_concurrent`: nothing is written, and the active runs
+     * are returned, when this many runs of the report are queued or running.
+     */
+    maxConcurrent: number;
+  };
 
 /** Params of {@linkcode Store.reportRunFinish}. */
 export interface ReportRunFinishParams {

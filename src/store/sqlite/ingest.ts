@@ -9,7 +9,7 @@
  * @module
  */
 
-import type { DatabaseSync, StatementSync } from "node:sqlite";
+import type { DatabaseSync } from "node:sqlite";
 import { Prepared } from "./prepared.ts";
 import type { IngestDrop, IngestRun, PipelineSummary } from "../../ingest/types.ts";
 import { toIngestDrop, toIngestRun, toSummaries } from "../ingest_rows.ts";
@@ -87,33 +87,20 @@ const SQL = {
 } as const;
 
 /** The ingest statements of one connection. */
-export class SqliteIngest {
-  readonly #p: Prepared<keyof typeof SQL>;
-
-  constructor(
-    /** The connection (a function: the store opens it after building this). */
-    connection: () => DatabaseSync,
-  ) {
-    this.#p = new Prepared(connection, SQL);
-  }
-
-  get #q(): Record<keyof typeof SQL, StatementSync> {
-    return this.#p.q;
-  }
-
-  /** Forgets the prepared statements (the connection closed). */
-  reset(): void {
-    this.#p.reset();
+export class SqliteIngest extends Prepared<keyof typeof SQL> {
+  /** `connection` is a function: the store opens it after building this. */
+  constructor(connection: () => DatabaseSync) {
+    super(connection, SQL);
   }
 
   #held(jobId: number, fence: number): boolean {
-    return this.#q.leaseHeld.get({ job: jobId, fence }) !== undefined;
+    return this.q.leaseHeld.get({ job: jobId, fence }) !== undefined;
   }
 
   /** Call inside a write transaction. */
   runOpen(params: IngestRunOpenParams): IngestRun | null {
     if (!this.#held(params.jobId, params.fence)) return null;
-    const q = this.#q;
+    const q = this.q;
     const existing = q.runByJob.get({ job: params.jobId }) as Row | undefined;
     if (existing) {
       q.runTouch.run({ job: params.jobId, now: params.now });
@@ -132,7 +119,7 @@ export class SqliteIngest {
   failuresGet(params: { pipeline: string; records: string[] }): Map<string, number> {
     const out = new Map<string, number>();
     if (params.records.length === 0) return out;
-    const rows = this.#q.failuresGet.all({
+    const rows = this.q.failuresGet.all({
       pipeline: params.pipeline,
       records: JSON.stringify(params.records),
     }) as Row[];
@@ -144,7 +131,7 @@ export class SqliteIngest {
   chunkCommit(params: IngestChunkCommitParams): boolean {
     const { lease, pipeline, delta, now } = params;
     if (!this.#held(lease.jobId, lease.fence)) return false;
-    const q = this.#q;
+    const q = this.q;
     const changed = q.runAdd.run({
       run: lease.runId,
       job: lease.jobId,
@@ -181,7 +168,7 @@ export class SqliteIngest {
 
   /** Call inside a write transaction. */
   runFinish(params: IngestRunFinishParams): boolean {
-    return this.#q.runFinish.run({
+    return this.q.runFinish.run({
       run: params.lease.runId,
       job: params.lease.jobId,
       fence: params.lease.fence,
@@ -193,12 +180,12 @@ export class SqliteIngest {
   }
 
   runGet(id: number): IngestRun | null {
-    const row = this.#q.runGet.get({ id }) as Row | undefined;
+    const row = this.q.runGet.get({ id }) as Row | undefined;
     return row ? toIngestRun(row) : null;
   }
 
   runByJob(jobId: number): IngestRun | null {
-    const row = this.#q.runByJob.get({ job: jobId }) as Row | undefined;
+    const row = this.q.runByJob.get({ job: jobId }) as Row | undefined;
     return row ? toIngestRun(row) : null;
   }
 
@@ -208,7 +195,7 @@ export class SqliteIngest {
     let before = filter.before ?? null;
     // A state filter applies to the derived state: read pages until enough match.
     for (;;) {
-      const rows = this.#q.runsList.all({
+      const rows = this.q.runsList.all({
         pipeline: filter.pipeline ?? null,
         before,
         limit: filter.state ? Math.max(limit, 200) : limit,
@@ -224,7 +211,7 @@ export class SqliteIngest {
   }
 
   summaries(since: number): PipelineSummary[] {
-    const q = this.#q;
+    const q = this.q;
     const heads = q.heads.all() as Row[];
     const ids = heads.map((h) => Number(h.last_id));
     const runs = new Map(
@@ -241,7 +228,7 @@ export class SqliteIngest {
   }
 
   dropsList(filter: IngestDropFilter): IngestDrop[] {
-    return (this.#q.dropsList.all({
+    return (this.q.dropsList.all({
       pipeline: filter.pipeline,
       reason: filter.reason ?? null,
       run: filter.runId ?? null,
@@ -251,20 +238,20 @@ export class SqliteIngest {
   }
 
   dropGet(id: number): IngestDropWithRecord | null {
-    const row = this.#q.dropGet.get({ id }) as Row | undefined;
+    const row = this.q.dropGet.get({ id }) as Row | undefined;
     return row ? { ...toIngestDrop(row), record: (row.record as string | null) ?? null } : null;
   }
 
   /** Call inside a write transaction. */
   dropReplayed(params: { id: number; jobId: number; now: number }): boolean {
-    return this.#q.dropReplayed.run({ id: params.id, job: params.jobId, now: params.now })
+    return this.q.dropReplayed.run({ id: params.id, job: params.jobId, now: params.now })
       .changes !== 0;
   }
 
   /** Call inside a write transaction. */
   dropsPrune(params: IngestDropsPruneParams): number {
     return Number(
-      this.#q.dropsPrune.run({
+      this.q.dropsPrune.run({
         before: JSON.stringify(params.before.map((b) => [b.pipeline, b.before])),
         otherwise: params.otherwise,
         limit: params.limit,

@@ -9,7 +9,7 @@
  * @module
  */
 
-import type { DatabaseSync, StatementSync } from "node:sqlite";
+import type { DatabaseSync } from "node:sqlite";
 import { Prepared } from "./prepared.ts";
 import type { ReportRun } from "../../report/types.ts";
 import { toReportRun } from "../report_rows.ts";
@@ -62,28 +62,15 @@ const SQL = {
 } as const;
 
 /** The report statements of one connection. */
-export class SqliteReports {
-  readonly #p: Prepared<keyof typeof SQL>;
-
-  constructor(
-    /** The connection (a function: the store opens it after building this). */
-    connection: () => DatabaseSync,
-  ) {
-    this.#p = new Prepared(connection, SQL);
-  }
-
-  get #q(): Record<keyof typeof SQL, StatementSync> {
-    return this.#p.q;
-  }
-
-  /** Forgets the prepared statements (the connection closed). */
-  reset(): void {
-    this.#p.reset();
+export class SqliteReports extends Prepared<keyof typeof SQL> {
+  /** `connection` is a function: the store opens it after building this. */
+  constructor(connection: () => DatabaseSync) {
+    super(connection, SQL);
   }
 
   /** Call inside a write transaction. */
   create(params: ReportRunCreateParams): { run: ReportRun } | { active: number[] } {
-    const q = this.#q;
+    const q = this.q;
     const active = (q.active.all({ report: params.report }) as Row[])
       // A run whose job ended without it no longer holds a place.
       .filter((row) =>
@@ -108,7 +95,7 @@ export class SqliteReports {
 
   /** Call inside a write transaction. */
   start(params: { jobId: number; fence: number; now: number }): ReportRun | null {
-    const q = this.#q;
+    const q = this.q;
     const changed =
       q.start.run({ job: params.jobId, fence: params.fence, now: params.now }).changes;
     if (changed === 0) return null;
@@ -116,7 +103,7 @@ export class SqliteReports {
   }
 
   progress(params: { lease: IngestLease; rows: number; bytes: number; now: number }): boolean {
-    return this.#q.progress.run({
+    return this.q.progress.run({
       run: params.lease.runId,
       job: params.lease.jobId,
       fence: params.lease.fence,
@@ -127,7 +114,7 @@ export class SqliteReports {
   }
 
   finish(params: ReportRunFinishParams): boolean {
-    return this.#q.finish.run({
+    return this.q.finish.run({
       run: params.lease.runId,
       job: params.lease.jobId,
       fence: params.lease.fence,
@@ -144,12 +131,12 @@ export class SqliteReports {
   }
 
   get(id: number): ReportRun | null {
-    const row = this.#q.get.get({ id }) as Row | undefined;
+    const row = this.q.get.get({ id }) as Row | undefined;
     return row ? toReportRun(row) : null;
   }
 
   list(filter: ReportRunFilter): ReportRun[] {
-    const rows = this.#q.list.all({
+    const rows = this.q.list.all({
       report: filter.report ?? null,
       tenant: filter.tenant ?? null,
       before: filter.before ?? null,
@@ -162,14 +149,14 @@ export class SqliteReports {
   }
 
   expired(params: { now: number; limit: number }): ReportRun[] {
-    return (this.#q.expired.all(params) as Row[]).map(toReportRun);
+    return (this.q.expired.all(params) as Row[]).map(toReportRun);
   }
 
   endedBefore(params: { before: number; limit: number }): ReportRun[] {
-    return (this.#q.endedBefore.all(params) as Row[]).map(toReportRun);
+    return (this.q.endedBefore.all(params) as Row[]).map(toReportRun);
   }
 
   delete(id: number): boolean {
-    return this.#q.delete.run({ id }).changes > 0;
+    return this.q.delete.run({ id }).changes > 0;
   }
 }

@@ -8,7 +8,7 @@
  * @module
  */
 
-import type { DatabaseSync, StatementSync } from "node:sqlite";
+import type { DatabaseSync } from "node:sqlite";
 import { Prepared } from "./prepared.ts";
 import type { InsertResult, JobState, NewJob } from "../../kernel/types.ts";
 import type { SnapshotRow } from "../../workflow/advance.ts";
@@ -106,32 +106,21 @@ const SQL = {
 } as const;
 
 /** The workflow statements of one connection, and the answers to the bookkeeping's ops. */
-export class SqliteWorkflows {
-  readonly #p: Prepared<keyof typeof SQL>;
-
+export class SqliteWorkflows extends Prepared<keyof typeof SQL> {
   constructor(
     /** The connection (a function: the store opens it after building this). */
-    readonly connection: () => DatabaseSync,
+    connection: () => DatabaseSync,
     /** The store's own insert (ids, uniqueness, wake-ups), inside the open transaction. */
     readonly insert: (jobs: NewJob[], now: number) => InsertResult[],
     /** The job counts' changes of the open write transaction. */
     readonly counts: () => CountsWrite,
   ) {
-    this.#p = new Prepared(connection, SQL);
-  }
-
-  get #q(): Record<keyof typeof SQL, StatementSync> {
-    return this.#p.q;
-  }
-
-  /** Forgets the prepared statements (the connection closed). */
-  reset(): void {
-    this.#p.reset();
+    super(connection, SQL);
   }
 
   /** Cancels the job `id` if it waits (not executing, not final), counting the move. */
   #cancel(id: number, now: number, error: string): boolean {
-    const q = this.#q;
+    const q = this.q;
     const was = q.jobState.get({ id }) as Row | undefined;
     if (!was || q.jobCancel.get({ id, now, error }) === undefined) return false;
     this.counts().moved(id, was.queue as string, was.state as JobState, "cancelled");
@@ -140,7 +129,7 @@ export class SqliteWorkflows {
 
   /** Answers one op of the bookkeeping; call only inside a write transaction. */
   answer(op: Op): unknown {
-    const q = this.#q;
+    const q = this.q;
     switch (op.op) {
       case "all":
         return op.ops.map((o) => this.answer(o));
@@ -294,9 +283,9 @@ export class SqliteWorkflows {
   }
 
   get(id: number): WorkflowRunDetail | null {
-    const row = this.#q.runRow.get({ run: id }) as Row | undefined;
+    const row = this.q.runRow.get({ run: id }) as Row | undefined;
     if (!row) return null;
-    const steps = (this.#q.rows.all({ run: id }) as Row[]).map(toWorkflowStepRow);
+    const steps = (this.q.rows.all({ run: id }) as Row[]).map(toWorkflowStepRow);
     return { run: toWorkflowRun(row), definition: JSON.parse(String(row.definition)), steps };
   }
 
@@ -331,7 +320,7 @@ export class SqliteWorkflows {
   }
 
   count(): { workflow: string; state: WorkflowRun["state"]; count: number }[] {
-    return (this.#q.count.all() as Row[]).map((r) => ({
+    return (this.q.count.all() as Row[]).map((r) => ({
       workflow: String(r.workflow),
       state: r.state as WorkflowRun["state"],
       count: Number(r.count),
@@ -339,7 +328,7 @@ export class SqliteWorkflows {
   }
 
   compensations(): { workflow: string; state: string; count: number }[] {
-    return (this.#q.compensations.all() as Row[]).map((r) => ({
+    return (this.q.compensations.all() as Row[]).map((r) => ({
       workflow: String(r.workflow),
       state: String(r.state),
       count: Number(r.count),
@@ -353,19 +342,19 @@ export class SqliteWorkflows {
   }): number {
     const { completed = null, cancelled = null, discarded = null } = params.before;
     const ids =
-      (this.#q.prune.all({ completed, cancelled, discarded, limit: params.limit }) as Row[])
+      (this.q.prune.all({ completed, cancelled, discarded, limit: params.limit }) as Row[])
         .map((r) => Number(r.id));
-    if (ids.length > 0) this.#q.pruneSteps.run({ ids: JSON.stringify(ids) });
+    if (ids.length > 0) this.q.pruneSteps.run({ ids: JSON.stringify(ids) });
     return ids.length;
   }
 
   cursorGet(jobId: number): string | null {
-    const row = this.#q.cursorGet.get({ job: jobId }) as Row | undefined;
+    const row = this.q.cursorGet.get({ job: jobId }) as Row | undefined;
     return (row?.cursor as string | null | undefined) ?? null;
   }
 
   cursorSet(params: { jobId: number; fence: number; value: string }): boolean {
-    return this.#q.cursorSet.run({
+    return this.q.cursorSet.run({
       job: params.jobId,
       fence: params.fence,
       value: params.value,
