@@ -128,6 +128,25 @@ const SOURCES: Case[] = [
   },
 ];
 
+/** Jobs on a fresh database of `backend` (FakeClock) with the report runner, its files in `tmpDir`. */
+async function withRunner(
+  backend: (typeof BACKENDS)[number],
+  env: (name: string) => string | undefined,
+  tmpDir?: string,
+): Promise<BackendJobs> {
+  const clock = new FakeClock();
+  let t: BackendJobs | null = null;
+  const worker = reportWorker({
+    store: () => t!.store,
+    clock,
+    logger: silentLogger,
+    env,
+    ...(tmpDir ? { tmpDir } : {}),
+  });
+  t = await backendJobs(backend, [worker], { clock });
+  return t;
+}
+
 /** A slow report's run on `backend` from `kind`, under way, handed to `body`; then its folders. */
 async function underWay(
   backend: (typeof BACKENDS)[number],
@@ -144,15 +163,7 @@ async function underWay(
   const tmp = `${dir.path}/tmp`;
   await Deno.mkdir(tmp);
   const source = await kind.source(dir.path);
-  const clock = new FakeClock();
-  const worker = reportWorker({
-    store: () => t.store,
-    clock,
-    logger: silentLogger,
-    env: () => undefined,
-    tmpDir: tmp,
-  });
-  await using t = await backendJobs(backend, [worker], { clock });
+  await using t = await withRunner(backend, () => undefined, tmp);
   try {
     const report = defineReport(slowReport("slow", source.spec, source.query, `${dir.path}/out`));
     for (const [key, value] of Object.entries(settings)) {
@@ -245,14 +256,7 @@ Deno.test("postgres source: values bound, types kept, max_bytes stops a large ou
     };
     const report = defineReport(options, dir.path);
     const env = (name: string) => name === "APP_DATABASE_URL" ? POSTGRES_TEST_URL : undefined;
-    const clock = new FakeClock();
-    const worker = reportWorker({
-      store: () => t.store,
-      clock,
-      logger: silentLogger,
-      env,
-    });
-    await using t = await backendJobs(BACKENDS[0]!, [worker], { clock });
+    await using t = await withRunner(BACKENDS[0]!, env);
     const runtime = await t.jobs.start({ queues: { reports: 1 }, node: "n1" });
     const ended = async (id: number) => {
       let run: ReportRun | null = null;
@@ -306,15 +310,7 @@ Deno.test("a run removes the local file an earlier attempt's crashed process lef
   const dir = await tempDir();
   const tmp = `${dir.path}/tmp`;
   await Deno.mkdir(tmp);
-  const clock = new FakeClock();
-  const worker = reportWorker({
-    store: () => t.store,
-    clock,
-    logger: silentLogger,
-    env: () => undefined,
-    tmpDir: tmp,
-  });
-  await using t = await backendJobs(BACKENDS[0]!, [worker], { clock });
+  await using t = await withRunner(BACKENDS[0]!, () => undefined, tmp);
   try {
     await writeStatementSources(dir.path);
     const report = defineReport(statementOptions({ folder: "./out" }), dir.path);
@@ -341,14 +337,7 @@ Deno.test("a run removes the local file an earlier attempt's crashed process lef
 
 Deno.test("an NDJSON report writes one JSON object a row, its columns in order, masked the same", async () => {
   const dir = await tempDir();
-  const clock = new FakeClock();
-  const worker = reportWorker({
-    store: () => t.store,
-    clock,
-    logger: silentLogger,
-    env: () => undefined,
-  });
-  await using t = await backendJobs(BACKENDS[0]!, [worker], { clock });
+  await using t = await withRunner(BACKENDS[0]!, () => undefined);
   try {
     await writeStatementSources(dir.path);
     const options = statementOptions({ folder: "./out" });

@@ -12,8 +12,6 @@
  */
 
 import assert from "node:assert/strict";
-import { join } from "node:path";
-import S3rver from "@20minutes/s3rver";
 import { AwsClient } from "aws4fetch";
 import { mintLink, pruneReports } from "../../src/admin/reports.ts";
 import { FakeClock } from "../../src/clock.ts";
@@ -39,6 +37,7 @@ import {
   statementOptions,
   writeStatementSources,
 } from "../support/statement_report.ts";
+import { startS3 } from "../support/s3.ts";
 import { tempDir } from "../support/stores.ts";
 
 const BUCKET = "reports";
@@ -56,26 +55,6 @@ const aws = new AwsClient({
   service: "s3",
   region: "us-east-1",
 });
-
-/** What the test uses of s3rver (a CommonJS package with no types). */
-interface S3rverServer {
-  run(): Promise<{ address: string; port: number }>;
-  close(): Promise<void>;
-}
-const S3rverClass = S3rver as unknown as new (options: Record<string, unknown>) => S3rverServer;
-
-/** An s3rver on 127.0.0.1 keeping its objects under `dir`, with the empty bucket {@linkcode BUCKET}. */
-async function startS3(dir: string): Promise<{ endpoint: string; close(): Promise<void> }> {
-  const server = new S3rverClass({
-    address: "127.0.0.1",
-    port: 0,
-    silent: true,
-    directory: join(dir, "s3"),
-    configureBuckets: [{ name: BUCKET }],
-  });
-  const { port } = await server.run();
-  return { endpoint: `http://127.0.0.1:${port}`, close: () => server.close() };
-}
 
 /** Every key of the bucket under `prefix`, sorted, as S3's ListObjectsV2 answers. */
 async function bucketKeys(endpoint: string, prefix = ""): Promise<string[]> {
@@ -129,7 +108,7 @@ const decode = (bytes: Uint8Array) => new TextDecoder("utf-8", { fatal: true }).
 for (const backend of BACKENDS) {
   Deno.test(`${backend.name}: a run stores exports/<tenant>/statement/<run>.csv in a real bucket; a pre-signed link serves it; the pruner removes it`, async () => {
     const dir = await tempDir();
-    const s3 = await startS3(dir.path);
+    const s3 = await startS3(dir.path, [BUCKET]);
     try {
       await writeStatementSources(dir.path);
       const report = statementReport(dir.path, s3.endpoint);
@@ -269,7 +248,7 @@ for (const backend of BACKENDS) {
 
   Deno.test(`${backend.name}: a run over max_rows, or cancelled while its object uploads, leaves nothing in the bucket`, async () => {
     const dir = await tempDir();
-    const s3 = await startS3(dir.path);
+    const s3 = await startS3(dir.path, [BUCKET]);
     try {
       await writeStatementSources(dir.path);
       const report = statementReport(dir.path, s3.endpoint);

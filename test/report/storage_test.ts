@@ -9,7 +9,7 @@
 
 import assert from "node:assert/strict";
 import { join } from "node:path";
-import S3rver from "@20minutes/s3rver";
+import { startS3 } from "../support/s3.ts";
 import { MissingVariableError } from "../../src/runners/env.ts";
 import {
   openStorage,
@@ -233,26 +233,12 @@ Deno.test("folder store: a key with a .. segment is refused before it touches th
 
 // --- S3 -----------------------------------------------------------------
 
-/** What the test uses of s3rver (a CommonJS package with no types). */
-interface S3rverServer {
-  run(): Promise<{ address: string; port: number }>;
-  close(): Promise<void>;
-}
-const S3rverClass = S3rver as unknown as new (options: Record<string, unknown>) => S3rverServer;
-
 /** An s3rver on 127.0.0.1 with an empty bucket {@linkcode BUCKET}, for the length of `fn`. */
 async function withS3(fn: (endpoint: string) => Promise<void>): Promise<void> {
   await withDir(async (dir) => {
-    const server = new S3rverClass({
-      address: "127.0.0.1",
-      port: 0,
-      silent: true,
-      directory: join(dir, "s3"),
-      configureBuckets: [{ name: BUCKET }],
-    });
-    const { port } = await server.run();
+    const server = await startS3(dir, [BUCKET]);
     try {
-      await fn(`http://127.0.0.1:${port}`);
+      await fn(server.endpoint);
     } finally {
       await server.close();
     }
