@@ -46,6 +46,7 @@ const ALL_PHASES = [
   "process",
   "process1",
   "process3",
+  "connections3",
   "latency",
   "cross",
   "tui",
@@ -248,10 +249,56 @@ function phaseProcess(): Promise<number> {
 }
 
 /**
+ * jobs/s from `start` until the store reports N completed: `connections`
+ * runtimes in this one process, each on a connection (a Jobs) of its own to
+ * the same file. Against `process`, what sharing the file between
+ * connections costs (SQLite drops a connection's page cache whenever
+ * another one committed) without what sharing it between processes costs.
+ */
+function phaseConnections(connections: number): Promise<number> {
+  return withFresh(async (location) => {
+    let handled = 0;
+    const all: Jobs[] = [];
+    try {
+      for (let i = 0; i < connections; i++) all.push(await open(location, () => void handled++));
+      await prefill(all[0]!, CFG.n);
+      let done = 0;
+      const t0 = performance.now();
+      const runtimes = await Promise.all(
+        all.map((jobs) => jobs.start({ queues: { default: CONCURRENCY } })),
+      );
+      await waitFor(
+        () => `${CFG.n} completed (store ${done}, handlers ran ${handled})`,
+        async () => handled >= CFG.n && (done = await completed(all[0]!)) >= CFG.n,
+        CFG.pollMs,
+      );
+      const seconds = (performance.now() - t0) / 1000;
+      await Promise.all(runtimes.map((runtime) => runtime.stop()));
+      const final = await completed(all[0]!);
+      if (final !== CFG.n || handled !== CFG.n) {
+        throw new Error(
+          `connections x${connections}: ${final} completed, handlers ran ${handled}, expected ${CFG.n}`,
+        );
+      }
+      return CFG.n / seconds;
+    } finally {
+      for (const jobs of all) await jobs.close();
+    }
+  });
+}
+
+/** A `process1`/`process3` figure: the rate, and the children's CPU time per job. */
+interface ProcessesRun {
+  perS: number;
+  /** User and system CPU of all the children from "go" to "stop", per job, in µs. */
+  cpuUsPerJob: number;
+}
+
+/**
  * jobs/s from "go" until the store reports N completed, `processes` child
  * processes on one store, each a runtime of the same concurrency.
  */
-function phaseProcesses(processes: number): Promise<number> {
+function phaseProcesses(processes: number): Promise<ProcessesRun> {
   return withFresh(async (location) => {
     const jobs = await open(location);
     const children: Child[] = [];
@@ -271,7 +318,7 @@ function phaseProcesses(processes: number): Promise<number> {
       const seconds = (performance.now() - t0) / 1000;
       const reports = await Promise.all(children.map(async (c) => {
         await c.send("stop");
-        const report = JSON.parse(await c.next()) as { ran: number; ids: number[] };
+        const report = JSON.parse(await c.next()) as { ran: number; ids: number[]; cpuMs: number };
         await c.wait();
         return report;
       }));
@@ -284,8 +331,14 @@ function phaseProcesses(processes: number): Promise<number> {
             `${reports.map((r) => r.ran).join(" + ")}), expected ${CFG.n}`,
         );
       }
-      log(`  per process: ${reports.map((r) => r.ran).join(" + ")}`);
-      return CFG.n / seconds;
+      const cpuMs = reports.reduce((s, r) => s + r.cpuMs, 0);
+      const cpuUsPerJob = cpuMs * 1000 / CFG.n;
+      log(
+        `  per process: ${reports.map((r) => r.ran).join(" + ")}, CPU ${
+          cpuUsPerJob.toFixed(1)
+        } µs/job`,
+      );
+      return { perS: CFG.n / seconds, cpuUsPerJob };
     } finally {
       await Promise.all(children.map((c) => c.kill()));
       await jobs.close();
@@ -392,7 +445,7 @@ async function clockOffset(child: Child): Promise<number> {
 interface Row {
   key: string;
   label: string;
-  unit: "jobs/s" | "rows/s" | "steps/s" | "runs/s" | "rec/s" | "ms" | "s" | "x" | "MB";
+  unit: "jobs/s" | "rows/s" | "steps/s" | "runs/s" | "rec/s" | "ms" | "µs" | "s" | "x" | "MB";
   values: number[];
 }
 
@@ -443,14 +496,32 @@ async function runPhase(phase: Phase, run: number): Promise<void> {
     }
     case "process1": {
       const v = await phaseProcesses(1);
-      record("process1_per_s", "process, 1 child process x 10", "jobs/s", v);
-      log(`run ${run} process1: ${fmt("jobs/s", v)} jobs/s`);
+      record("process1_per_s", "process, 1 child process x 10", "jobs/s", v.perS);
+      record("process1_cpu_us", "process, 1 child process: CPU per job", "µs", v.cpuUsPerJob);
+      log(`run ${run} process1: ${fmt("jobs/s", v.perS)} jobs/s`);
       break;
     }
     case "process3": {
       const v = await phaseProcesses(CFG.processes);
-      record("process3_per_s", `process, ${CFG.processes} processes x 10`, "jobs/s", v);
-      log(`run ${run} process3: ${fmt("jobs/s", v)} jobs/s`);
+      record("process3_per_s", `process, ${CFG.processes} processes x 10`, "jobs/s", v.perS);
+      record(
+        "process3_cpu_us",
+        `process, ${CFG.processes} processes: CPU per job`,
+        "µs",
+        v.cpuUsPerJob,
+      );
+      log(`run ${run} process3: ${fmt("jobs/s", v.perS)} jobs/s`);
+      break;
+    }
+    case "connections3": {
+      const v = await phaseConnections(CFG.processes);
+      record(
+        "connections3_per_s",
+        `process, ${CFG.processes} connections in 1 process x 10`,
+        "jobs/s",
+        v,
+      );
+      log(`run ${run} connections3: ${fmt("jobs/s", v)} jobs/s`);
       break;
     }
     case "latency": {
@@ -808,6 +879,9 @@ const KEYS = [
   "process_per_s",
   "process1_per_s",
   "process3_per_s",
+  "process1_cpu_us",
+  "process3_cpu_us",
+  "connections3_per_s",
   "latency_p50_ms",
   "latency_p95_ms",
   "latency_cross_p95_ms",
@@ -897,6 +971,11 @@ const ratio = (of: string, to: string): number | null => {
 };
 result.process_vs_limit = ratio("process_per_s", "limit_per_s");
 result.process3_vs_limit3 = ratio("process3_per_s", "limit3_per_s");
+// What the bare loop itself gains from three processes, and what three
+// connections in one process cost: process3_vs_1 beside what SQLite allows.
+result.limit3_vs_1 = ratio("limit3_per_s", "limit_per_s");
+result.connections3_vs_process = ratio("connections3_per_s", "process_per_s");
+result.process3_cpu_vs_1 = ratio("process3_cpu_us", "process1_cpu_us");
 result.bulk_vs_loop = ratio("enqueue_bulk_per_s", "limit_insert_loop_per_s");
 result.single_vs_tx = ratio("enqueue_single_per_s", "limit_insert_tx_per_s");
 // The worse of the two shapes, each the median of its per-run ratios (the aim is <= 2).

@@ -12,14 +12,16 @@
  * {@linkcode WARMUP_JOBS}), then prints `ready`; it prints `ran N` as its
  * runtime runs jobs (every 5 ms while the count moves, so the parent need
  * not query the store until the end), and
- * answers `stop` with `{"ran": n, "ids": [...]}`: the jobs its runtime ran,
- * so the parent can check that no job ran twice. `enqueue`
+ * answers `stop` with `{"ran": n, "ids": [...], "cpuMs": ms}`: the jobs its
+ * runtime ran, so the parent can check that no job ran twice, and its user
+ * and system CPU time since "go". `enqueue`
  * enqueues N jobs GAP ms apart and prints `{"stamps": [...]}`, the epoch ms
  * (see {@linkcode epochNow}) just before each enqueue call.
  *
  * @module
  */
 
+import { cpuUsage } from "node:process";
 import { defineWorker, type Jobs, openJobs, type Runtime, silentLogger } from "../src/mod.ts";
 import { CONCURRENCY, epochNow, NOOP, readLines, WARMUP_JOBS, withWarmupStore } from "./shared.ts";
 
@@ -66,6 +68,7 @@ async function warmUp(): Promise<void> {
 
 async function runWorker(jobs: Jobs): Promise<void> {
   let runtime: Runtime | null = null;
+  let cpuAtGo = cpuUsage();
   let reported = 0;
   const progress = setInterval(() => {
     if (ids.length === reported) return;
@@ -75,10 +78,13 @@ async function runWorker(jobs: Jobs): Promise<void> {
   try {
     for await (const line of readLines(Deno.stdin.readable)) {
       if (line === "go") {
+        cpuAtGo = cpuUsage();
         runtime = await jobs.start({ queues: { default: CONCURRENCY } });
       } else if (line === "stop") {
         await runtime?.stop();
-        console.log(JSON.stringify({ ran: ids.length, ids }));
+        const cpu = cpuUsage(cpuAtGo);
+        const cpuMs = (cpu.user + cpu.system) / 1000;
+        console.log(JSON.stringify({ ran: ids.length, ids, cpuMs }));
         return;
       }
     }
