@@ -218,42 +218,13 @@ function phaseSingle(): Promise<number> {
   });
 }
 
-/** jobs/s from `start` until the store reports N completed, one process. */
-function phaseProcess(): Promise<number> {
-  return withFresh(async (location) => {
-    let handled = 0;
-    const jobs = await open(location, () => {
-      handled++;
-    });
-    try {
-      await prefill(jobs, CFG.n);
-      let done = 0;
-      const t0 = performance.now();
-      const runtime = await jobs.start({ queues: { default: CONCURRENCY } });
-      await waitFor(
-        () => `${CFG.n} completed (store ${done}, handler ran ${handled})`,
-        async () => handled >= CFG.n && (done = await completed(jobs)) >= CFG.n,
-        CFG.pollMs,
-      );
-      const seconds = (performance.now() - t0) / 1000;
-      await runtime.stop();
-      const final = await completed(jobs);
-      if (final !== CFG.n || handled !== CFG.n) {
-        throw new Error(`process: ${final} completed, handler ran ${handled}, expected ${CFG.n}`);
-      }
-      return CFG.n / seconds;
-    } finally {
-      await jobs.close();
-    }
-  });
-}
-
 /**
  * jobs/s from `start` until the store reports N completed: `connections`
  * runtimes in this one process, each on a connection (a Jobs) of its own to
- * the same file. Against `process`, what sharing the file between
- * connections costs (SQLite drops a connection's page cache whenever
- * another one committed) without what sharing it between processes costs.
+ * the same file. One is the `process` phase; against it, three show what
+ * sharing the file between connections costs (SQLite drops a connection's
+ * page cache whenever another one committed) without what sharing it
+ * between processes costs.
  */
 function phaseConnections(connections: number): Promise<number> {
   return withFresh(async (location) => {
@@ -276,9 +247,8 @@ function phaseConnections(connections: number): Promise<number> {
       await Promise.all(runtimes.map((runtime) => runtime.stop()));
       const final = await completed(all[0]!);
       if (final !== CFG.n || handled !== CFG.n) {
-        throw new Error(
-          `connections x${connections}: ${final} completed, handlers ran ${handled}, expected ${CFG.n}`,
-        );
+        const phase = connections === 1 ? "process" : `connections x${connections}`;
+        throw new Error(`${phase}: ${final} completed, handlers ran ${handled}, expected ${CFG.n}`);
       }
       return CFG.n / seconds;
     } finally {
@@ -489,28 +459,19 @@ async function runPhase(phase: Phase, run: number): Promise<void> {
       break;
     }
     case "process": {
-      const v = await phaseProcess();
+      const v = await phaseConnections(1);
       record("process_per_s", "process, 1 process x 10", "jobs/s", v);
       log(`run ${run} process: ${fmt("jobs/s", v)} jobs/s`);
       break;
     }
-    case "process1": {
-      const v = await phaseProcesses(1);
-      record("process1_per_s", "process, 1 child process x 10", "jobs/s", v.perS);
-      record("process1_cpu_us", "process, 1 child process: CPU per job", "µs", v.cpuUsPerJob);
-      log(`run ${run} process1: ${fmt("jobs/s", v.perS)} jobs/s`);
-      break;
-    }
+    case "process1":
     case "process3": {
-      const v = await phaseProcesses(CFG.processes);
-      record("process3_per_s", `process, ${CFG.processes} processes x 10`, "jobs/s", v.perS);
-      record(
-        "process3_cpu_us",
-        `process, ${CFG.processes} processes: CPU per job`,
-        "µs",
-        v.cpuUsPerJob,
-      );
-      log(`run ${run} process3: ${fmt("jobs/s", v.perS)} jobs/s`);
+      const processes = phase === "process1" ? 1 : CFG.processes;
+      const v = await phaseProcesses(processes);
+      const what = processes === 1 ? "1 child process" : `${processes} processes`;
+      record(`${phase}_per_s`, `process, ${what} x 10`, "jobs/s", v.perS);
+      record(`${phase}_cpu_us`, `process, ${what}: CPU per job`, "µs", v.cpuUsPerJob);
+      log(`run ${run} ${phase}: ${fmt("jobs/s", v.perS)} jobs/s`);
       break;
     }
     case "connections3": {
