@@ -127,6 +127,8 @@ export async function runReport(
     await pending;
     const put = await storage.put(key, local, mediaType);
     stored = true;
+    // Gone before the run says it completed: a completed run leaves no local file.
+    await rm(local, { force: true });
     const now = clock.now();
     const finished = await store.reportRunFinish({
       lease,

@@ -323,12 +323,21 @@ Deno.test("a run removes the local file an earlier attempt's crashed process lef
     // What a process killed during attempt 0 of this run left behind, and another run's file.
     await Deno.writeTextFile(`${tmp}/jobs-report-${run.id}-0.csv`, "id,booked_at\r\n1,");
     await Deno.writeTextFile(`${tmp}/jobs-report-${run.id + 1}-0.csv`, "not this run's");
+    // What the folder holds when the run is recorded as completed: a reader
+    // who sees "completed" must find no file of the run left behind.
+    const finish = t.store.reportRunFinish.bind(t.store);
+    let atFinish: string[] | null = null;
+    t.store.reportRunFinish = async (params) => {
+      atFinish = await leftIn(tmp);
+      return await finish(params);
+    };
     const runtime = await t.jobs.start({ queues: { reports: 1 }, node: "n1" });
     await waitUntil(
       "the run completed",
       async () => (await t.store.reportRunGet({ id: run.id }))?.state === "completed",
     );
     await runtime.stop({ grace: 0 });
+    assert.deepEqual(atFinish, [`jobs-report-${run.id + 1}-0.csv`]);
     assert.deepEqual(await leftIn(tmp), [`jobs-report-${run.id + 1}-0.csv`]);
   } finally {
     await dir.cleanup();
