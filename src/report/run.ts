@@ -14,6 +14,10 @@
  * - the job is cancelled or its lease is lost: the run reads as its job's
  *   end (`cancelled`), and a running statement is interrupted (PostgreSQL)
  *   or stopped before its next page (SQLite);
+ * - the output's key cannot be made (a tenant that is no path segment, in
+ *   a job enqueued around the request's check): the run ends `failed`
+ *   saying why and the job is discarded, at once, since no retry could
+ *   store it;
  * - anything else fails (the source is down): the error is thrown, so the
  *   job retries and the retry starts the export again from nothing.
  *
@@ -67,6 +71,36 @@ export async function runReport(
   const run = await store.reportRunStart({ jobId: ctx.job.id, fence: ctx.fence, now: clock.now() });
   if (run === null) throw new LeaseLostError(ctx.job.id);
   const lease = { runId: run.id, jobId: ctx.job.id, fence: ctx.fence };
+  const { extension, mediaType } = writerOf(report);
+  let key: string;
+  try {
+    key = outputKey({
+      tenant: request.tenant ?? "_shared",
+      report: report.id,
+      run: run.id,
+      ext: extension as "csv" | "ndjson",
+    });
+  } catch (error) {
+    // No attempt can store under this key: fail now, holding no
+    // max_concurrent slot through retries (a request is refused before
+    // this; a job enqueued around it is not).
+    const message = `report ${report.id}: ${(error as Error).message}; run ${run.id} wrote nothing`;
+    const finished = await store.reportRunFinish({
+      lease,
+      state: "failed",
+      rows: 0,
+      bytes: 0,
+      output: null,
+      storageKey: null,
+      error: message,
+      limit: null,
+      expiresAt: null,
+      now: clock.now(),
+    });
+    if (!finished) throw new LeaseLostError(ctx.job.id);
+    logger("report.failed", { level: "warn", report: report.id, run: run.id, limit: null });
+    return { discard: message };
+  }
   const limits = await deps.limits(report);
   const stop = new StopSwitch();
   const onAbort = () => {
@@ -81,15 +115,8 @@ export async function runReport(
     () => {},
   );
 
-  const { extension, mediaType } = writerOf(report);
   const local = join(deps.tmpDir ?? tmpdir(), `jobs-report-${run.id}-${ctx.fence}.${extension}`);
   const storage = deps.storage(report);
-  const key = outputKey({
-    tenant: request.tenant ?? "_shared",
-    report: report.id,
-    run: run.id,
-    ext: extension as "csv" | "ndjson",
-  });
   const started = clock.now();
   let stored = false;
   let lastProgress = 0;
