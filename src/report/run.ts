@@ -19,7 +19,9 @@
  *   saying why and the job is discarded, at once, since no retry could
  *   store it;
  * - anything else fails (the source is down): the error is thrown, so the
- *   job retries and the retry starts the export again from nothing.
+ *   job retries and the retry starts the export again from nothing; the
+ *   last attempt also ends the run `failed` with the error's first line
+ *   (the job's stored error keeps its frames).
  *
  * @module
  */
@@ -71,6 +73,23 @@ export async function runReport(
   const run = await store.reportRunStart({ jobId: ctx.job.id, fence: ctx.fence, now: clock.now() });
   if (run === null) throw new LeaseLostError(ctx.job.id);
   const lease = { runId: run.id, jobId: ctx.job.id, fence: ctx.fence };
+  /** Ends the run `failed` with `message` (one line: answers show it). */
+  const finishFailed = async (message: string, limit: string | null): Promise<void> => {
+    const finished = await store.reportRunFinish({
+      lease,
+      state: "failed",
+      rows: 0,
+      bytes: 0,
+      output: null,
+      storageKey: null,
+      error: message,
+      limit,
+      expiresAt: null,
+      now: clock.now(),
+    });
+    if (!finished) throw new LeaseLostError(ctx.job.id);
+    logger("report.failed", { level: "warn", report: report.id, run: run.id, limit });
+  };
   const { extension, mediaType } = writerOf(report);
   let key: string;
   try {
@@ -85,20 +104,7 @@ export async function runReport(
     // max_concurrent slot through retries (a request is refused before
     // this; a job enqueued around it is not).
     const message = `report ${report.id}: ${(error as Error).message}; run ${run.id} wrote nothing`;
-    const finished = await store.reportRunFinish({
-      lease,
-      state: "failed",
-      rows: 0,
-      bytes: 0,
-      output: null,
-      storageKey: null,
-      error: message,
-      limit: null,
-      expiresAt: null,
-      now: clock.now(),
-    });
-    if (!finished) throw new LeaseLostError(ctx.job.id);
-    logger("report.failed", { level: "warn", report: report.id, run: run.id, limit: null });
+    await finishFailed(message, null);
     return { discard: message };
   }
   const limits = await deps.limits(report);
@@ -185,6 +191,15 @@ export async function runReport(
       : null;
     if (name === null) {
       if (error instanceof ExportStopped && ctx.signal.aborted) throw ctx.signal.reason;
+      if (ctx.attempt >= ctx.job.maxAttempts) {
+        // The last attempt: the run keeps one line of why; the job's error
+        // keeps the frames for whoever debugs it (`jobs job <id>`).
+        await pending;
+        const why = describeError(error).split("\n", 1)[0]!;
+        await finishFailed(`report ${report.id}: run ${run.id} failed: ${why}`, null).catch(
+          () => {},
+        );
+      }
       throw error;
     }
     const limit = new ReportLimitExceeded({
@@ -196,20 +211,7 @@ export async function runReport(
     });
     const message = `${limit.message}; run ${run.id} wrote nothing`;
     await pending;
-    const finished = await store.reportRunFinish({
-      lease,
-      state: "failed",
-      rows: 0,
-      bytes: 0,
-      output: null,
-      storageKey: null,
-      error: message,
-      limit: name,
-      expiresAt: null,
-      now: clock.now(),
-    });
-    if (!finished) throw new LeaseLostError(ctx.job.id);
-    logger("report.failed", { level: "warn", report: report.id, run: run.id, limit: name });
+    await finishFailed(message, name);
     return { discard: message };
   } finally {
     timer.abort();

@@ -232,3 +232,31 @@ Deno.test("a run whose tenant cannot be a storage path fails at once, discarded,
     await dir.cleanup();
   }
 });
+
+Deno.test("a run whose source fails on every attempt ends failed with one line of why", async () => {
+  const dir = await tempDir();
+  const clock = new FakeClock();
+  const opened: { store?: SqliteStore } = {};
+  await using t = await tempJobs([
+    reportWorker({ store: () => opened.store!, clock, logger: silentLogger, env: () => undefined }),
+  ], { clock });
+  opened.store = t.store;
+  try {
+    await writeStatementSources(dir.path);
+    const report = statement(dir.path, { source: { sqlite: "./missing.db" } });
+    const started = await startReport(t.store, report, REQUEST, t.clock.now());
+    const drained = await drainQueue(t.jobs, "reports", { withScheduled: true });
+    assert.deepEqual({ retryable: drained.retryable, discarded: drained.discarded }, {
+      retryable: 2,
+      discarded: 1,
+    });
+    const run = (await t.store.reportRunGet({ id: started.run.id }))!;
+    assert.equal(run.state, "failed");
+    assert.match(run.error!, /^report statement: run \d+ failed: .*unable to open database file/);
+    assert.ok(!run.error!.includes("\n"), run.error!);
+    const job = (await t.store.jobGet({ id: started.job }))!;
+    assert.equal(job.state, "discarded");
+  } finally {
+    await dir.cleanup();
+  }
+});
