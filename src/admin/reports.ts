@@ -10,6 +10,7 @@
  * @module
  */
 
+import { redact } from "../kernel/redact.ts";
 import type { CompiledReport } from "../report/definition.ts";
 import { writerOf } from "../report/export.ts";
 import { checkRange, effectiveLimits, ReportLimitExceeded } from "../report/limits.ts";
@@ -243,7 +244,18 @@ export async function download(params: {
   };
 }
 
-/** A run as `--json` and the daemon's endpoint show it: instants as ISO UTC. */
+/**
+ * Why a run failed as an answer shows it: the first line of the stored
+ * error. A failure the run did not foresee (a source that is down) is
+ * stored as its job's error, which keeps stack frames and source paths for
+ * whoever debugs it (`jobs job <id>`); an API answer never carries them.
+ */
+export function runError(error: string | null): string | null {
+  if (error === null) return null;
+  return redact(error.split("\n", 1)[0]!.trim());
+}
+
+/** A run as `--json` and the daemon's endpoint show it: instants as ISO UTC, the error one line. */
 export function runJson(run: ReportRun) {
   const at = (ms: number | null) => ms === null ? null : new Date(ms).toISOString();
   return {
@@ -257,7 +269,7 @@ export function runJson(run: ReportRun) {
     tenant: run.tenant,
     actor: run.actor,
     params: run.params,
-    error: run.error,
+    error: runError(run.error),
     limit: run.limit,
     requestedAt: at(run.requestedAt),
     startedAt: at(run.startedAt),

@@ -59,7 +59,11 @@ function param(value: string, previous: Record<string, string>): Record<string, 
   const at = value.indexOf("=");
   if (at <= 0) throw new InvalidArgumentError(`"${echo(value)}" is not name=value`);
   const name = value.slice(0, at);
-  if (name in previous) throw new InvalidArgumentError(`--param ${echo(name)} is given twice`);
+  // Own properties only: `constructor` is in every object, given or not.
+  if (Object.hasOwn(previous, name)) {
+    throw new InvalidArgumentError(`--param ${echo(name)} is given twice`);
+  }
+  // A computed key defines an own property, even `__proto__` (refused later as undeclared).
   return { ...previous, [name]: value.slice(at + 1) };
 }
 

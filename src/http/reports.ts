@@ -51,6 +51,36 @@ const json = (status: number, body: unknown, headers: Record<string, string> = {
     headers: { "content-type": "application/json", "cache-control": "no-store", ...headers },
   });
 
+/**
+ * A refused request: `{ error, code }` (plus `field` or `limit` where they
+ * say more). `error` stays the one-line message it always was; `code` is
+ * stable for a program to branch on.
+ */
+const refusal = (
+  status: number,
+  code: string,
+  message: string,
+  extra: Record<string, unknown> = {},
+  headers: Record<string, string> = {},
+) => json(status, { error: message, code, ...extra }, headers);
+
+/**
+ * A path segment percent-decoded, or null when its encoding is malformed
+ * (`%`, `%zz`, a cut UTF-8 sequence): a 400 for the caller, never the
+ * URIError that reached the listener's error handler as a 500 and an
+ * `http.error` line per request.
+ */
+function decoded(segment: string): string | null {
+  try {
+    return decodeURIComponent(segment);
+  } catch {
+    return null;
+  }
+}
+
+/** The answer to a path whose percent-encoding is malformed. */
+const badPath = () => refusal(400, "path-invalid", "the path is not valid percent-encoded UTF-8");
+
 const ENDED = new Set(["completed", "failed", "cancelled"]);
 
 /**
@@ -71,10 +101,12 @@ export async function reportRoute(
   const downloadMatch = /^\/downloads\/([^/]+)$/.exec(path);
   if (downloadMatch) {
     if (request.method !== "GET") return json(405, { error: "use GET" }, { allow: "GET" });
+    const token = decoded(downloadMatch[1]!);
+    if (token === null) return badPath();
     const tenant = request.headers.get("x-jobs-tenant") ?? url.searchParams.get("tenant");
     const got = await download({
       store,
-      token: decodeURIComponent(downloadMatch[1]!),
+      token,
       now: clock.now(),
       ...(tenant !== null ? { tenant } : {}),
       reports: declared,
@@ -147,12 +179,23 @@ export async function reportRoute(
   }
 
   if (request.method !== "POST") return json(405, { error: "use POST" }, { allow: "POST" });
-  const report = declared(decodeURIComponent(start![1]!));
+  const id = decoded(start![1]!);
+  if (id === null) return badPath();
+  const report = declared(id);
   if (!report) return json(404, { error: `no report ${JSON.stringify(start![1])}` });
-  const params: Record<string, string> = {};
-  for (const [k, v] of Object.entries(input.params ?? {})) {
-    params[k] = typeof v === "string" ? v : JSON.stringify(v);
+  const given = input.params ?? {};
+  if (given === null || typeof given !== "object" || Array.isArray(given)) {
+    return refusal(400, "params-invalid", "params must be a JSON object of name: value", {
+      field: "params",
+    });
   }
+  if (input.tenant !== undefined && input.tenant !== null && typeof input.tenant !== "string") {
+    return refusal(400, "tenant-invalid", "tenant must be a string", { field: "tenant" });
+  }
+  // fromEntries defines own properties: a `__proto__` key stays a (refused) param, not a prototype.
+  const params: Record<string, string> = Object.fromEntries(
+    Object.entries(given).map(([k, v]) => [k, typeof v === "string" ? v : JSON.stringify(v)]),
+  );
   let started;
   try {
     started = await startReport(store, report, {
@@ -164,11 +207,10 @@ export async function reportRoute(
     }, clock.now());
   } catch (error) {
     if (error instanceof ReportLimitExceeded) {
-      return json(429, { error: error.message, limit: error.limit });
+      return refusal(429, "report-limit", error.message, { limit: error.limit });
     }
     if (error instanceof ReportRequestError) {
-      return json(error.field === "roles" ? 403 : 400, {
-        error: error.message,
+      return refusal(error.field === "roles" ? 403 : 400, error.code, error.message, {
         field: error.field,
       });
     }

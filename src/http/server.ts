@@ -116,6 +116,18 @@ export async function startHttpServer(options: HttpServerOptions): Promise<HttpS
   let base = "";
 
   const handler = async (request: Request): Promise<Response> => {
+    try {
+      return await route(request);
+    } catch (error) {
+      // A malformed percent-encoding a route decoded: the caller's fault, so
+      // a 400 and no `http.error` line (anyone reaching the listener could
+      // otherwise fill the log). The report routes answer it themselves.
+      if (error instanceof URIError) return text(400, "path-invalid: malformed percent-encoding");
+      throw error;
+    }
+  };
+
+  const route = async (request: Request): Promise<Response> => {
     const url = new URL(request.url);
     const path = url.pathname;
     if (path === "/healthz") return onlyGet(request) ?? text(200, "ok");

@@ -78,6 +78,7 @@ export type ReportProblemCode =
   | "report-query-unreadable"
   | "report-param-unbound"
   | "report-param-unused"
+  | "report-param-name-invalid"
   | "report-tenant-missing"
   | "report-paging-unbound"
   | "report-columns-invalid"
@@ -194,7 +195,10 @@ export function checkReport(options: ReportOptions): ReportProblem[] {
       );
     }
   }
-  if (options.sort?.default !== undefined && !(options.sort.default in (options.sort.keys ?? {}))) {
+  if (
+    options.sort?.default !== undefined &&
+    !Object.hasOwn(options.sort.keys ?? {}, options.sort.default)
+  ) {
     add(
       "report-sort-invalid",
       ["sort", "default"],
@@ -202,6 +206,20 @@ export function checkReport(options: ReportOptions): ReportProblem[] {
     );
   }
 
+  for (const name of Object.keys(options.params ?? {})) {
+    // Every other name works (requests look params up as own properties:
+    // `constructor` or `toString` can be declared and given), but this one
+    // sets an object's prototype when written as a plain key, in a request's
+    // JSON and in code: it could never be given reliably.
+    if (name === "__proto__") {
+      add(
+        "report-param-name-invalid",
+        ["params", name],
+        `param "__proto__" cannot be declared: JavaScript objects treat that name specially; ` +
+          `rename it`,
+      );
+    }
+  }
   if (options.query !== undefined && options.queryText === null) {
     add("report-query-unreadable", ["query"], `cannot read the query file ${options.query}`);
   }

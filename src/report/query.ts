@@ -9,15 +9,44 @@
  */
 
 import type { CompiledReport, ParamType } from "./definition.ts";
+import { TENANT_RULE, tenantProblem } from "./tenant.ts";
 import type { ParamValue, ReportRequest } from "./types.ts";
 
-/** A request the report refuses before anything runs; `field` names what is wrong. */
+/**
+ * The stable code of a refused request, as the daemon's API answers it
+ * (`code`): `report-param-unknown` (a param the report does not declare),
+ * `report-param-invalid` (of the wrong type, or not one of its values, or a
+ * date range past `max_range`), `report-param-missing`, `tenant-invalid`
+ * (breaks {@linkcode TENANT_RULE}), `tenant-missing`, `actor-missing`,
+ * `role-refused`, `sort-invalid`.
+ */
+export type ReportRequestCode =
+  | "report-param-unknown"
+  | "report-param-invalid"
+  | "report-param-missing"
+  | "tenant-invalid"
+  | "tenant-missing"
+  | "actor-missing"
+  | "role-refused"
+  | "sort-invalid";
+
+/** A request the report refuses before anything runs; `field` names what is wrong, `code` how. */
 export class ReportRequestError extends Error {
   /** `message` is prefixed with `report <id>: ` unless it already starts so. */
-  constructor(readonly report: string, readonly field: string, message: string) {
+  constructor(
+    readonly report: string,
+    readonly field: string,
+    message: string,
+    readonly code: ReportRequestCode = "report-param-invalid",
+  ) {
     super(message.startsWith(`report ${report}: `) ? message : `report ${report}: ${message}`);
     this.name = "ReportRequestError";
   }
+}
+
+/** `text` quoted for an error, cut after 40 characters (a 300-character tenant stays readable). */
+function quoted(text: string): string {
+  return text.length <= 40 ? JSON.stringify(text) : `${JSON.stringify(text.slice(0, 40))}...`;
 }
 
 const DATE = /^(\d{4})-(\d{2})-(\d{2})$/;
@@ -76,42 +105,65 @@ export interface RawRequest {
  * @throws {ReportRequestError} naming the field and the value
  */
 export function checkRequest(report: CompiledReport, raw: RawRequest): ReportRequest {
-  const fail = (field: string, message: string): never => {
-    throw new ReportRequestError(report.id, field, message);
+  const fail = (field: string, message: string, code: ReportRequestCode): never => {
+    throw new ReportRequestError(report.id, field, message, code);
   };
+  // Own properties only, here and below: a param named `constructor` or
+  // `toString` is not declared because every object inherits one.
   const declared = report.params ?? {};
-  const params: Record<string, ParamValue> = {};
-  for (const [name, text] of Object.entries(raw.params)) {
-    const spec = declared[name];
-    if (!spec) {
-      const names = Object.keys(declared);
+  const names = Object.keys(declared);
+  const given = raw.params === null || typeof raw.params !== "object" ? {} : raw.params;
+  const params = new Map<string, ParamValue>();
+  for (const [name, text] of Object.entries(given)) {
+    if (!Object.hasOwn(declared, name)) {
       fail(
         `params.${name}`,
-        `has no parameter "${name}" (its parameters: ${names.join(", ") || "none"})`,
+        `has no parameter ${quoted(name)} (its parameters: ${names.join(", ") || "none"})`,
+        "report-param-unknown",
       );
     }
-    const value = parseParam(spec!.type, text);
+    const spec = declared[name]!;
+    const value = parseParam(spec.type, text);
     if (typeof value === "object") {
-      fail(`params.${name}`, `param ${name}=${JSON.stringify(text)} ${value.invalid}`);
-    }
-    if (spec!.values && !spec!.values.includes(text)) {
       fail(
         `params.${name}`,
-        `param ${name}=${JSON.stringify(text)} is not one of ${spec!.values.join(", ")}`,
+        `param ${name}=${JSON.stringify(text)} ${value.invalid}`,
+        "report-param-invalid",
       );
     }
-    params[name] = value as ParamValue;
+    if (spec.values && !spec.values.includes(text)) {
+      fail(
+        `params.${name}`,
+        `param ${name}=${JSON.stringify(text)} is not one of ${spec.values.join(", ")}`,
+        "report-param-invalid",
+      );
+    }
+    params.set(name, value as ParamValue);
   }
-  for (const name of Object.keys(declared)) {
-    if (!(name in params)) {
-      fail(`params.${name}`, `needs the param ${name} (a ${declared[name]!.type})`);
+  for (const name of names) {
+    if (!params.has(name)) {
+      fail(
+        `params.${name}`,
+        `needs the param ${name} (a ${declared[name]!.type})`,
+        "report-param-missing",
+      );
     }
   }
   const tenant = raw.tenant?.trim() ? raw.tenant : null;
   if (tenant === null && report.tenancy.mode === "isolated") {
-    fail("tenant", "is tenant-isolated: give the tenant whose rows it reads (tenant, --tenant)");
+    fail(
+      "tenant",
+      "is tenant-isolated: give the tenant whose rows it reads (tenant, --tenant)",
+      "tenant-missing",
+    );
   }
-  if (!raw.actor.trim()) fail("actor", "needs the actor it runs for (actor, --actor)");
+  const problem = tenant === null ? null : tenantProblem(tenant);
+  if (problem !== null) {
+    fail("tenant", `tenant ${quoted(tenant!)} ${problem}: ${TENANT_RULE}`, "tenant-invalid");
+  }
+  if (!raw.actor.trim()) {
+    fail("actor", "needs the actor it runs for (actor, --actor)", "actor-missing");
+  }
   const roles = [...new Set(raw.roles ?? [])];
   const allowed = report.authorize?.roles ?? [];
   if (allowed.length > 0 && !roles.some((r) => allowed.includes(r))) {
@@ -120,17 +172,19 @@ export function checkRequest(report: CompiledReport, raw: RawRequest): ReportReq
       `may be run by the roles ${allowed.join(", ")}; ${raw.actor} has ${
         roles.length ? roles.join(", ") : "no role"
       }`,
+      "role-refused",
     );
   }
   const keys = report.sort?.keys ?? {};
   const sort = raw.sort ?? report.sort?.default ?? null;
   if (sort !== null) {
-    if (!(sort in keys)) {
+    if (!Object.hasOwn(keys, sort)) {
       fail(
         "sort",
         `cannot sort by ${JSON.stringify(sort)}: the sort keys are ${
           Object.keys(keys).join(", ") || "none"
         }`,
+        "sort-invalid",
       );
     }
     if (report.paging?.mode === "pages" && keys[sort] !== report.paging.key) {
@@ -138,10 +192,12 @@ export function checkRequest(report: CompiledReport, raw: RawRequest): ReportReq
         "sort",
         `pages by ${report.paging.key}, so its order is ${report.paging.key}: sort key ` +
           `${JSON.stringify(sort)} (${keys[sort]}) would break its keyset paging`,
+        "sort-invalid",
       );
     }
   }
-  return { params, tenant, actor: raw.actor, roles, sort };
+  // fromEntries defines own properties: even a declared `__proto__` stays a value.
+  return { params: Object.fromEntries(params), tenant, actor: raw.actor, roles, sort };
 }
 
 /** The columns of `report` the actor may not read: each masked in the output. */
@@ -168,5 +224,5 @@ export function valuesOf(
   names: readonly string[],
   values: Record<string, ParamValue | null>,
 ): (ParamValue | null)[] {
-  return names.map((name) => values[name] ?? null);
+  return names.map((name) => Object.hasOwn(values, name) ? values[name] ?? null : null);
 }

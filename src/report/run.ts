@@ -14,8 +14,14 @@
  * - the job is cancelled or its lease is lost: the run reads as its job's
  *   end (`cancelled`), and a running statement is interrupted (PostgreSQL)
  *   or stopped before its next page (SQLite);
+ * - the output's key cannot be made (a tenant that is no path segment, in
+ *   a job enqueued around the request's check): the run ends `failed`
+ *   saying why and the job is discarded, at once, since no retry could
+ *   store it;
  * - anything else fails (the source is down): the error is thrown, so the
- *   job retries and the retry starts the export again from nothing.
+ *   job retries and the retry starts the export again from nothing; the
+ *   last attempt also ends the run `failed` with the error's first line
+ *   (the job's stored error keeps its frames).
  *
  * @module
  */
@@ -67,6 +73,40 @@ export async function runReport(
   const run = await store.reportRunStart({ jobId: ctx.job.id, fence: ctx.fence, now: clock.now() });
   if (run === null) throw new LeaseLostError(ctx.job.id);
   const lease = { runId: run.id, jobId: ctx.job.id, fence: ctx.fence };
+  /** Ends the run `failed` with `message` (one line: answers show it). */
+  const finishFailed = async (message: string, limit: string | null): Promise<void> => {
+    const finished = await store.reportRunFinish({
+      lease,
+      state: "failed",
+      rows: 0,
+      bytes: 0,
+      output: null,
+      storageKey: null,
+      error: message,
+      limit,
+      expiresAt: null,
+      now: clock.now(),
+    });
+    if (!finished) throw new LeaseLostError(ctx.job.id);
+    logger("report.failed", { level: "warn", report: report.id, run: run.id, limit });
+  };
+  const { extension, mediaType } = writerOf(report);
+  let key: string;
+  try {
+    key = outputKey({
+      tenant: request.tenant ?? "_shared",
+      report: report.id,
+      run: run.id,
+      ext: extension as "csv" | "ndjson",
+    });
+  } catch (error) {
+    // No attempt can store under this key: fail now, holding no
+    // max_concurrent slot through retries (a request is refused before
+    // this; a job enqueued around it is not).
+    const message = `report ${report.id}: ${(error as Error).message}; run ${run.id} wrote nothing`;
+    await finishFailed(message, null);
+    return { discard: message };
+  }
   const limits = await deps.limits(report);
   const stop = new StopSwitch();
   const onAbort = () => {
@@ -81,15 +121,8 @@ export async function runReport(
     () => {},
   );
 
-  const { extension, mediaType } = writerOf(report);
   const local = join(deps.tmpDir ?? tmpdir(), `jobs-report-${run.id}-${ctx.fence}.${extension}`);
   const storage = deps.storage(report);
-  const key = outputKey({
-    tenant: request.tenant ?? "_shared",
-    report: report.id,
-    run: run.id,
-    ext: extension as "csv" | "ndjson",
-  });
   const started = clock.now();
   let stored = false;
   let lastProgress = 0;
@@ -160,6 +193,15 @@ export async function runReport(
       : null;
     if (name === null) {
       if (error instanceof ExportStopped && ctx.signal.aborted) throw ctx.signal.reason;
+      if (ctx.attempt >= ctx.job.maxAttempts) {
+        // The last attempt: the run keeps one line of why; the job's error
+        // keeps the frames for whoever debugs it (`jobs job <id>`).
+        await pending;
+        const why = describeError(error).split("\n", 1)[0]!;
+        await finishFailed(`report ${report.id}: run ${run.id} failed: ${why}`, null).catch(
+          () => {},
+        );
+      }
       throw error;
     }
     const limit = new ReportLimitExceeded({
@@ -171,20 +213,7 @@ export async function runReport(
     });
     const message = `${limit.message}; run ${run.id} wrote nothing`;
     await pending;
-    const finished = await store.reportRunFinish({
-      lease,
-      state: "failed",
-      rows: 0,
-      bytes: 0,
-      output: null,
-      storageKey: null,
-      error: message,
-      limit: name,
-      expiresAt: null,
-      now: clock.now(),
-    });
-    if (!finished) throw new LeaseLostError(ctx.job.id);
-    logger("report.failed", { level: "warn", report: report.id, run: run.id, limit: name });
+    await finishFailed(message, name);
     return { discard: message };
   } finally {
     timer.abort();

@@ -2,7 +2,8 @@
  * The report commands end to end through the command line, on both job
  * stores, with a SQLite source: `jobs report <id> --wait --json` runs a
  * monthly statement page by page to a tenant-scoped CSV in its folder;
- * values carrying SQL are bound (another tenant's rows never come back);
+ * a tenant carrying SQL, or one that is no storage path, is refused, and
+ * so are params named like object properties (`constructor`);
  * the sensitive column is masked for an actor without its role; the date
  * range, rows and concurrency limits are enforced with the limit named and
  * a changed setting applies to the next run; `jobs reports` lists the runs;
@@ -22,6 +23,48 @@ const NOW = Date.UTC(2026, 11, 3, 9);
 const ENV = { USER: "ada" };
 
 const MARCH = ["--param", "from=2026-03-01", "--param", "to=2026-04-01"];
+
+Deno.test("jobs report refuses --param constructor=x and a tenant that cannot be a storage path, exit 1 naming them", async () => {
+  const sqlite = BACKENDS.find((b) => b.name === "sqlite")!;
+  const h = await sqlite.open(NOW);
+  try {
+    await withFiles(SCHEDULES, async ({ dir, config }) => {
+      await Deno.writeTextFile(`${dir}/statement.sql`, QUERY);
+      makeLedger(`${dir}/app.db`);
+      const run = (...args: string[]) =>
+        runJobs([
+          "report",
+          "statement",
+          ...args,
+          "--role",
+          "finance",
+          "--db",
+          h.location,
+          "--config",
+          config,
+        ], {
+          now: NOW,
+          env: ENV,
+        });
+      for (const name of ["constructor", "toString", "hasOwnProperty", "__proto__"]) {
+        const got = await run(...MARCH, "--param", `${name}=x`, "--tenant", "acme");
+        assert.equal(got.code, 1, `${name}: ${got.err}`);
+        assert.match(
+          got.err,
+          new RegExp(`has no parameter "${name}" \\(its parameters: from, to\\)`),
+        );
+      }
+      for (const tenant of ["../x", "a/b", ".", "a\nb", "x".repeat(300)]) {
+        const got = await run(...MARCH, "--tenant", tenant);
+        assert.equal(got.code, 1, `${JSON.stringify(tenant)}: ${got.err}`);
+        assert.match(got.err, /a tenant is 1 to 64 characters of A-Z, a-z, 0-9/);
+      }
+      assert.deepEqual(await h.store.reportRunsList({}), [], "no run was started");
+    });
+  } finally {
+    await h.close();
+  }
+});
 
 for (const backend of BACKENDS) {
   Deno.test(`${backend.name}: jobs report --wait, its limits, reports and report url`, async () => {
@@ -66,7 +109,7 @@ for (const backend of BACKENDS) {
         assert.match(maskedText, /^2,2026-03-01,\[REDACTED\],-2\.5\r$/m);
         assert.doesNotMatch(maskedText, /HYPERLINK|unicode|ünïcode/);
 
-        // A tenant carrying SQL is a value: no row matches it, none of another tenant's.
+        // A tenant carrying SQL never reaches the query: it is no tenant (issue 25.12).
         const injected = await run([
           "report",
           "statement",
@@ -78,10 +121,8 @@ for (const backend of BACKENDS) {
           "--wait",
           "--json",
         ]);
-        assert.equal(injected.code, 0, injected.err);
-        const none = JSON.parse(injected.out);
-        assert.equal(none.rows, 0);
-        assert.equal(await Deno.readTextFile(none.output), "id,booked_at,description,amount\r\n");
+        assert.equal(injected.code, 1, injected.err);
+        assert.match(injected.err, /tenant "acme' OR 1=1 --" holds "'"/);
 
         // Refused before anything runs: no role, a bad date, beyond the range, an unknown sort.
         const noRole = await run(["report", "statement", ...MARCH, "--tenant", "acme"]);
@@ -145,10 +186,10 @@ for (const backend of BACKENDS) {
         const runs = JSON.parse(listed.out);
         assert.deepEqual(
           runs.map((r: { state: string }) => r.state),
-          ["queued", "failed", "completed", "completed", "completed"],
+          ["queued", "failed", "completed", "completed"],
         );
-        assert.equal(runs[4].rows, 12);
-        assert.equal(runs[4].expiresAt, new Date(NOW + 7 * 86_400_000).toISOString());
+        assert.equal(runs[3].rows, 12);
+        assert.equal(runs[3].expiresAt, new Date(NOW + 7 * 86_400_000).toISOString());
         const table = await run(["reports"]);
         assert.match(table.out, /RUN\s+JOB\s+REPORT\s+TENANT\s+STATE/);
 
@@ -167,7 +208,7 @@ for (const backend of BACKENDS) {
         const audit = await h.store.auditList({ target: "finance-audit" });
         assert.deepEqual(
           audit.map((a) => a.action),
-          ["report.run", "report.run", "report.run", "report.run", "report.run", "report.link"],
+          ["report.run", "report.run", "report.run", "report.run", "report.link"],
         );
         assert.ok(audit.every((a) => a.reason === "customer statements" && a.actor === "ada"));
       });

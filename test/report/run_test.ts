@@ -4,8 +4,8 @@
  * (a SQLite statement before its next batch, a sleeping PostgreSQL
  * statement at once), the runtime limit interrupts a slow query, the
  * output-size limit stops a large one, each leaving no file behind; a
- * PostgreSQL source binds every value (a tenant carrying SQL reads
- * nothing) and keeps `date`, `bigint` and `numeric` values as they read.
+ * PostgreSQL source binds every value (a tenant carrying SQL is refused
+ * before it runs) and keeps `date`, `bigint` and `numeric` values as they read.
  */
 
 import assert from "node:assert/strict";
@@ -239,6 +239,7 @@ Deno.test("postgres source: values bound, types kept, max_bytes stops a large ou
       `${dir.path}/statement.sql`,
       `SELECT id, booked_at, description, amount FROM ${schema}.ledger
        WHERE tenant = :tenant AND booked_at >= :from::date AND booked_at < :to::date
+         AND description IS DISTINCT FROM :memo::text
          AND (:after_key::bigint IS NULL OR id > :after_key::bigint)
        ORDER BY id LIMIT :page_size`,
     );
@@ -247,7 +248,7 @@ Deno.test("postgres source: values bound, types kept, max_bytes stops a large ou
       need: NEED,
       source: { postgres: "${APP_DATABASE_URL}" },
       query: "./statement.sql",
-      params: { from: { type: "date" }, to: { type: "date" } },
+      params: { from: { type: "date" }, to: { type: "date" }, memo: { type: "string" } },
       paging: { mode: "pages", size: 2, key: "id" },
       audit: { reason: "statements", target: "finance-audit" },
       format: { type: "csv", columns: ["id", "booked_at", "description", "amount"] },
@@ -266,7 +267,7 @@ Deno.test("postgres source: values bound, types kept, max_bytes stops a large ou
       }, { timeoutMs: 20_000 });
       return run! as ReportRun;
     };
-    const month = { from: "2026-03-01", to: "2026-04-01" };
+    const month = { from: "2026-03-01", to: "2026-04-01", memo: "none" };
 
     const good = await ended(
       (await t.jobs.report(report, { params: month, tenant: "acme", actor: "ada" })).run.id,
@@ -283,12 +284,22 @@ Deno.test("postgres source: values bound, types kept, max_bytes stops a large ou
     const storage = openStorage({ folder: `${dir.path}/out` });
     assert.deepEqual(await storage.list("acme/"), [`acme/statement/${good.id}.csv`]);
 
+    // A value carrying SQL is bound: spliced, its OR 1=1 would read globex's row too.
     const injected = await ended(
-      (await t.jobs.report(report, { params: month, tenant: "acme' OR 1=1 --", actor: "ada" })).run
-        .id,
+      (await t.jobs.report(report, {
+        params: { ...month, memo: "x' OR 1=1 --" },
+        tenant: "acme",
+        actor: "ada",
+      })).run.id,
     );
-    assert.equal(injected.state, "completed");
-    assert.equal(injected.rows, 0);
+    assert.equal(injected.state, "completed", injected.error ?? "");
+    assert.equal(injected.rows, 3);
+    assert.doesNotMatch(await Deno.readTextFile(injected.output!), /secret/);
+    // A tenant carrying SQL never reaches the query: it is refused as no tenant.
+    await assert.rejects(
+      t.jobs.report(report, { params: month, tenant: "acme' OR 1=1 --", actor: "ada" }),
+      (error: Error) => (error as { code?: string }).code === "tenant-invalid",
+    );
 
     await t.store.settingSet({ key: "report.statement.max_bytes", value: 60, now: 0 });
     const big = await ended(
@@ -297,7 +308,13 @@ Deno.test("postgres source: values bound, types kept, max_bytes stops a large ou
     assert.equal(big.state, "failed");
     assert.equal(big.limit, "max_bytes");
     assert.match(big.error!, /max_bytes 60B/);
-    assert.deepEqual(await storage.list("acme/"), [`acme/statement/${good.id}.csv`]);
+    assert.deepEqual(
+      await storage.list("acme/"),
+      [
+        `acme/statement/${good.id}.csv`,
+        `acme/statement/${injected.id}.csv`,
+      ].sort(),
+    );
     await runtime.stop({ grace: 0 });
   } finally {
     await sql.end();
