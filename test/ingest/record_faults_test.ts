@@ -16,7 +16,7 @@ import type { Worker } from "../../src/kernel/worker.ts";
 import type { SqliteStore } from "../../src/store/sqlite/sqlite_store.ts";
 import type { Store } from "../../src/store/store.ts";
 import { drainJobs } from "../../src/testing.ts";
-import { type BackendJobs, backendJobs, BACKENDS } from "../support/backends.ts";
+import { type Backend, type BackendJobs, backendJobs, BACKENDS } from "../support/backends.ts";
 import { tempDir } from "../support/stores.ts";
 
 function pipelineOf(id: string, path: string, over: Partial<CompiledPipeline> = {}) {
@@ -55,6 +55,38 @@ function countingSink(sunk: Map<string, number>) {
       for (const { key } of batch) sunk.set(key, (sunk.get(key) ?? 0) + 1);
     },
   });
+}
+
+/**
+ * Runs `fn` with a Jobs on a fresh database of `backend` and a temporary
+ * folder, then closes both; a failure to close after a failed body is
+ * printed, so it never hides the body's own error.
+ */
+async function withJobs(
+  backend: Backend,
+  workers: Worker<unknown>[],
+  fn: (jobs: BackendJobs, dir: string) => Promise<void>,
+): Promise<void> {
+  const dir = await tempDir();
+  const jobs = await backendJobs(backend, workers);
+  let failure: { error: unknown } | null = null;
+  try {
+    await fn(jobs, dir.path);
+  } catch (error) {
+    failure = { error };
+  }
+  let closing: { error: unknown } | null = null;
+  try {
+    await jobs[Symbol.asyncDispose]();
+    await dir.cleanup();
+  } catch (error) {
+    closing = { error };
+  }
+  if (failure !== null) {
+    if (closing !== null) console.error("closing after this failure also failed:", closing.error);
+    throw failure.error;
+  }
+  if (closing !== null) throw closing.error;
 }
 
 interface Ran {
@@ -136,7 +168,6 @@ const deepArray = `{"sku":"deep-array","d":${"[".repeat(DEPTH)}${"]".repeat(DEPT
 
 for (const backend of BACKENDS) {
   Deno.test(`${backend.name}: a record nested 10,000 deep fails alone: the run completes, the good records are sunk once, and it is dropped as poison on the third run`, async () => {
-    const dir = await tempDir();
     const sunk = new Map<string, number>();
     const screened: string[] = [];
     const screen = defineStep({
@@ -146,9 +177,8 @@ for (const backend of BACKENDS) {
         return String(r.sku).startsWith("deep") ? { drop: "junk" } : { keep: true };
       },
     });
-    await using jobs = await backendJobs(backend, [screen, countingSink(sunk)]);
-    try {
-      const path = `${dir.path}/feed.ndjson`;
+    await withJobs(backend, [screen, countingSink(sunk)], async (jobs, dir) => {
+      const path = `${dir}/feed.ndjson`;
       await Deno.writeTextFile(
         path,
         [`{"sku":"a"}`, deepObject, `{"sku":"b"}`, deepArray, `{"sku":"c"}`].join("\n") + "\n",
@@ -196,13 +226,10 @@ for (const backend of BACKENDS) {
         ["deep-array", "poison", "source"],
       ]);
       assert.deepEqual(await failureRows(jobs.store, "deep"), []);
-    } finally {
-      await dir.cleanup();
-    }
+    });
   });
 
   Deno.test(`${backend.name}: a step answer or a record the engine cannot write as JSON fails that record with a one-line reason, not the run`, async () => {
-    const dir = await tempDir();
     const screen = defineStep({
       name: "screen",
       run: (r) => {
@@ -214,9 +241,8 @@ for (const backend of BACKENDS) {
     // A command sink: the engine writes each record to it as a JSON line.
     const sinkCode =
       `const d=new TextDecoder();let c="";for await(const b of Deno.stdin.readable){c+=d.decode(b);let i;while((i=c.indexOf("\\n"))>=0){c=c.slice(i+1);console.log('{"ok":true}');}}`;
-    await using jobs = await backendJobs(backend, [screen as Worker<unknown>]);
-    try {
-      const path = `${dir.path}/feed.ndjson`;
+    await withJobs(backend, [screen as Worker<unknown>], async (jobs, dir) => {
+      const path = `${dir}/feed.ndjson`;
       await Deno.writeTextFile(
         path,
         [`{"sku":"a"}`, `{"sku":"odd"}`, `{"sku":"big"}`, `{"sku":"b"}`].join("\n") + "\n",
@@ -240,13 +266,10 @@ for (const backend of BACKENDS) {
         /^pipeline "unwritable" step "screen" answered a value that is not JSON \(.*BigInt.*\), not keep or drop$/,
       );
       for (const row of rows) assertPlain(row.error, row.record);
-    } finally {
-      await dir.cleanup();
-    }
+    });
   });
 
   Deno.test(`${backend.name}: records holding U+0000 are dropped and failed like any other, kept escaped, and read back the same on both stores`, async () => {
-    const dir = await tempDir();
     const sunk = new Map<string, number>();
     const screen = defineStep({
       name: "screen",
@@ -255,9 +278,8 @@ for (const backend of BACKENDS) {
         return String(r.note ?? "").includes("\0") ? { drop: "junk" } : { keep: true };
       },
     });
-    await using jobs = await backendJobs(backend, [screen, countingSink(sunk)]);
-    try {
-      const ndjson = `${dir.path}/feed.ndjson`;
+    await withJobs(backend, [screen, countingSink(sunk)], async (jobs, dir) => {
+      const ndjson = `${dir}/feed.ndjson`;
       await Deno.writeTextFile(
         ndjson,
         [
@@ -271,7 +293,7 @@ for (const backend of BACKENDS) {
           `{"sku":"b"}`,
         ].join("\n") + "\n",
       );
-      const csv = `${dir.path}/feed.csv`;
+      const csv = `${dir}/feed.csv`;
       await Deno.writeTextFile(csv, "sku,note\nc,fine\nd,x\0y\n");
       const lines = pipelineOf("nul-lines", ndjson);
       const rows = pipelineOf("nul-csv", csv, {
@@ -363,9 +385,7 @@ for (const backend of BACKENDS) {
       ]);
       assert.deepEqual(await failureRows(jobs.store, "nul-lines"), []);
       assert.deepEqual(sunk.get("nul-lines/a"), 3, "once per run");
-    } finally {
-      await dir.cleanup();
-    }
+    });
   });
 }
 
