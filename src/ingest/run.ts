@@ -9,10 +9,14 @@
  * lease lost stops the run at once: the next owner resumes from the last
  * committed cursor, and only records after it are read (and sunk) again.
  *
- * A failing record (it did not parse, a step failed or answered a drop
- * outside the set, the sink refused it) is counted `failed` and retried on
- * the next run, until it has failed `poisonAfter` times across runs: then
- * it is dropped as `poison`.
+ * A failing record (it did not parse, it is nested deeper than
+ * {@linkcode MAX_RECORD_DEPTH} levels, a step failed or answered a drop
+ * outside the set, the sink refused it, the engine could not write it or a
+ * step's answer as JSON) is counted `failed` and retried on the next run,
+ * until it has failed `poisonAfter` times across runs: then it is dropped
+ * as `poison`. What goes wrong with one record is that record's failure,
+ * with a one-line reason; only what goes wrong with the run (the store, a
+ * command that dies, a sink that throws) fails the run's attempt.
  *
  * @module
  */
@@ -46,6 +50,7 @@ import {
   type IngestCounts,
   type IngestJobArgs,
   type IngestRun,
+  MAX_RECORD_DEPTH,
   MAX_STORED_RECORD_BYTES,
   type NewDrop,
   type NewFailure,
@@ -281,13 +286,8 @@ async function processChunk(
     });
   };
   for (const r of evicted) {
-    dropOf(
-      OVERFLOW_REASON,
-      "buffer",
-      r.value ? identityOf(r.value, pipeline.key) : null,
-      r.raw,
-      r.value,
-    );
+    const key = r.value ? keyOf(r.value, pipeline.key) : null;
+    dropOf(OVERFLOW_REASON, "buffer", typeof key === "string" ? key : null, r.raw, r.value);
   }
 
   let alive: Item[] = [];
@@ -301,17 +301,29 @@ async function processChunk(
       });
       continue;
     }
-    const identity = identityOf(record.value, pipeline.key);
-    if (identity === null) {
+    const key = keyOf(record.value, pipeline.key);
+    if (typeof key !== "string") {
       failing.push({
         identity: rawIdentity(record.raw),
         step: "source",
-        error: `record has no key ${pipeline.key.map((k) => `"${k}"`).join(", ")}`,
+        error: key === null
+          ? `record has no key ${pipeline.key.map((k) => `"${k}"`).join(", ")}`
+          : key.error,
         raw: record.raw,
       });
       continue;
     }
-    alive.push({ record, identity, value: record.value, failed: null });
+    if (nestedDeeper(record.value, MAX_RECORD_DEPTH)) {
+      // Its value is not handed on (not even to storedRecord): the raw text is kept instead.
+      failing.push({
+        identity: key,
+        step: "source",
+        error: `record nested deeper than ${MAX_RECORD_DEPTH} levels`,
+        raw: record.raw,
+      });
+      continue;
+    }
+    alive.push({ record, identity: key, value: record.value, failed: null });
   }
   const itemFailed = (item: Item) => {
     failing.push({
@@ -406,12 +418,104 @@ export function identityOf(value: Record<string, unknown>, key: string[]): strin
   return JSON.stringify(parts);
 }
 
+/**
+ * A record's identity, null when a key field is missing, or why it cannot
+ * be had (a key value `JSON.stringify` refuses): the record's failure.
+ */
+function keyOf(value: Record<string, unknown>, key: string[]): string | null | { error: string } {
+  try {
+    return identityOf(value, key);
+  } catch (error) {
+    return { error: `cannot read the record's key: ${reasonOf(error)}` };
+  }
+}
+
+/**
+ * Whether `value` nests deeper than `limit` levels (`value` itself is level
+ * 1). A loop over an explicit stack, so a record of any depth cannot
+ * overflow the call stack here; it stops at the first level past the limit.
+ * A flat record (the common one) allocates nothing. `value` is a record as
+ * read (JSON or CSV): plain data, no cycles.
+ */
+export function nestedDeeper(value: unknown, limit: number): boolean {
+  if (value === null || typeof value !== "object") return false;
+  let pending: unknown[] | null = null;
+  let levels: number[] | null = null;
+  let current = value as Record<string, unknown> | unknown[];
+  let level = 1;
+  for (;;) {
+    if (level > limit) return true;
+    if (Array.isArray(current)) {
+      for (let i = 0; i < current.length; i++) {
+        const child = current[i];
+        if (child !== null && typeof child === "object") {
+          (pending ??= []).push(child);
+          (levels ??= []).push(level + 1);
+        }
+      }
+    } else {
+      for (const name in current) {
+        const child = current[name];
+        if (child !== null && typeof child === "object") {
+          (pending ??= []).push(child);
+          (levels ??= []).push(level + 1);
+        }
+      }
+    }
+    if (pending === null || pending.length === 0) return false;
+    current = pending.pop() as Record<string, unknown> | unknown[];
+    level = levels!.pop()!;
+  }
+}
+
+/**
+ * Why `error` was thrown, as a record's failure says it: its message alone,
+ * never its stack (a record's reason names no frame and no source path),
+ * e.g. `Maximum call stack size exceeded`.
+ */
+function reasonOf(error: unknown): string {
+  try {
+    const text = error instanceof Error ? error.message : String(error);
+    return text.trim() || (error as Error)?.name || "unknown error";
+  } catch {
+    return "unknown error";
+  }
+}
+
+/** `value` as JSON for an error message (at most 80 characters), or why it is not JSON. */
+function shown(value: unknown): string {
+  try {
+    return JSON.stringify(value)?.slice(0, 80) ?? String(value);
+  } catch (error) {
+    return `a value that is not JSON (${reasonOf(error)})`;
+  }
+}
+
+/** `value` as one JSON line for a command, or the reason it cannot be (the record's failure). */
+function lineOf(value: unknown): string | { error: string } {
+  try {
+    return JSON.stringify(value);
+  } catch (error) {
+    return { error: `cannot process record: ${reasonOf(error)}` };
+  }
+}
+
 function rawIdentity(raw: string): string {
   return `raw:${createHash("sha256").update(raw).digest("hex").slice(0, 16)}`;
 }
 
 function excerptOf(raw: string): string {
-  const text = redact(raw);
+  let text: string;
+  try {
+    text = redact(raw);
+  } catch {
+    // A pattern that gives up on a pathological record: redact the excerpt's length alone.
+    try {
+      text = redact(raw.slice(0, EXCERPT_CHARS));
+    } catch {
+      text = "";
+    }
+  }
   return text.length > EXCERPT_CHARS ? text.slice(0, EXCERPT_CHARS) : text;
 }
 
@@ -419,7 +523,14 @@ const encoder = new TextEncoder();
 
 function storedRecord(raw: string, value: unknown): string | null {
   // Replays read NDJSON: a CSV row is kept as the object it parsed to.
-  const text = value !== undefined ? JSON.stringify(value) : raw;
+  let text = raw;
+  if (value !== undefined) {
+    try {
+      text = JSON.stringify(value);
+    } catch {
+      // A value JSON cannot hold (a step kept a BigInt): the record as it was read.
+    }
+  }
   return text.length * 3 <= MAX_STORED_RECORD_BYTES ||
       encoder.encode(text).length <= MAX_STORED_RECORD_BYTES
     ? text
@@ -503,7 +614,7 @@ function stepProcessor(
     }
     item.failed = {
       step: step.name,
-      error: `${where} answered ${JSON.stringify(answer)?.slice(0, 80)}, not keep or drop`,
+      error: `${where} answered ${shown(answer)}, not keep or drop`,
     };
     return null;
   };
@@ -543,7 +654,7 @@ function stepProcessor(
           } catch (error) {
             item.failed = {
               step: step.name,
-              error: `${where}: ${(error as Error)?.message ?? String(error)}`,
+              error: `${where}: ${reasonOf(error)}`,
             };
             out.push(item);
             continue;
@@ -569,10 +680,32 @@ function stepProcessor(
         killGraceMs: p.deps.killGraceMs ?? 5_000,
         daemonEnv: p.deps.env,
       });
-      const answers = await process.exchange(items.map((i) => JSON.stringify(i.value)), p.signal);
-      return settle(items, answers, drops);
+      const { sent, lines, unsent } = linesOf(items, (i) => i.value);
+      for (const [item, error] of unsent) {
+        item.failed = { step: step.name, error: `${where}: ${error}` };
+      }
+      const answers = await process.exchange(lines, p.signal);
+      return [...settle(sent, answers, drops), ...unsent.map(([item]) => item)];
     },
   };
+}
+
+/** The JSON lines of `items` for a command, and the items that cannot be written as JSON. */
+function linesOf(
+  items: Item[],
+  message: (item: Item) => unknown,
+): { sent: Item[]; lines: string[]; unsent: [Item, string][] } {
+  const sent: Item[] = [];
+  const lines: string[] = [];
+  const unsent: [Item, string][] = [];
+  for (const item of items) {
+    const line = lineOf(message(item));
+    if (typeof line === "string") {
+      sent.push(item);
+      lines.push(line);
+    } else unsent.push([item, line.error]);
+  }
+  return { sent, lines, unsent };
 }
 
 function sourcesEnv(pipeline: CompiledPipeline, names: string[]): Record<string, string> {
@@ -605,7 +738,7 @@ function sinkProcessor(
       if (a && (a as { ok?: unknown }).ok === true) continue;
       if (a && typeof (a as { error?: unknown }).error === "string") {
         fail(batch[i]!, (a as { error: string }).error);
-      } else fail(batch[i]!, `answered ${JSON.stringify(a)?.slice(0, 80)}, not ok or error`);
+      } else fail(batch[i]!, `answered ${shown(a)}, not ok or error`);
     }
   };
   if (pipeline.sink.kind === "worker") {
@@ -649,13 +782,12 @@ function sinkProcessor(
         daemonEnv: p.deps.env,
       });
       for (let start = 0; start < items.length; start += size) {
-        const batch = items.slice(start, start + size);
-        const answers = await process.exchange(
-          batch.map((i) =>
-            JSON.stringify({ key: `${pipeline.id}/${i.identity}`, record: i.value })
-          ),
-          p.signal,
+        const { sent: batch, lines, unsent } = linesOf(
+          items.slice(start, start + size),
+          (i) => ({ key: `${pipeline.id}/${i.identity}`, record: i.value }),
         );
+        for (const [item, error] of unsent) fail(item, error);
+        const answers = await process.exchange(lines, p.signal);
         for (let i = 0; i < batch.length; i++) {
           const a = answers[i] as Record<string, unknown> | null;
           if (a?.ok === true) continue;

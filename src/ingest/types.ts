@@ -37,6 +37,15 @@ export const DEFAULT_DROPS_RETENTION_MS = 30 * 86_400_000;
 export const EXCERPT_CHARS = 512;
 /** Longest record text kept with a drop so it can be replayed, in bytes; longer ones are not replayable. */
 export const MAX_STORED_RECORD_BYTES = 64 * 1024;
+/**
+ * Deepest nesting of a record (the record itself is level 1). A deeper one
+ * fails at the source, before a step, a sink or the engine walks it: the
+ * runtime's own recursive walks (`JSON.stringify` off its fast path,
+ * `structuredClone`, a driver's serializer) overflow the stack on records
+ * some thousands deep, and a record is nobody's run to fail.
+ * @default 1000
+ */
+export const MAX_RECORD_DEPTH = 1000;
 
 /** The formats a source may hold. */
 export type SourceFormat = "ndjson" | "csv";

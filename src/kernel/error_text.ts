@@ -12,6 +12,9 @@
  * which is the same for every job, and frames of the JavaScript runtime
  * (`ext:`, `node:`) are never the user's; both are dropped. An error thrown
  * by the library itself, where no user frame is above, keeps its frames.
+ * A stack overflow keeps none: its frames are one recursion repeated, most
+ * often inside the runtime (`JSON.stringify`, `structuredClone`), and say
+ * nothing its one line does not.
  *
  * @module
  */
@@ -53,7 +56,9 @@ function textOf(error: unknown, depth: number): string {
     const head = error.name && error.name !== "Error"
       ? `${error.name}: ${error.message}`
       : error.message;
-    const frames = depth === 0 && typeof error.stack === "string" ? framesOf(error.stack) : [];
+    const frames = depth === 0 && typeof error.stack === "string" && !isStackOverflow(error)
+      ? framesOf(error.stack)
+      : [];
     const cause = error.cause !== undefined && depth < CAUSES_KEPT
       ? `\ncaused by: ${textOf(error.cause, depth + 1)}`
       : "";
@@ -65,6 +70,11 @@ function textOf(error: unknown, depth: number): string {
   } catch {
     return String(error);
   }
+}
+
+/** Whether `error` is the runtime's stack overflow (V8's RangeError). */
+function isStackOverflow(error: Error): boolean {
+  return error instanceof RangeError && error.message === "Maximum call stack size exceeded";
 }
 
 type FrameKind = "user" | "library" | "engine" | "neutral";

@@ -1,12 +1,14 @@
 /**
  * Rows of the ingest tables as the views read them, shared by the SQLite
- * and PostgreSQL adapters (their SQL returns the same columns), and what a
- * `running` run reads as once its job ended without it.
+ * and PostgreSQL adapters (their SQL returns the same columns), what a
+ * `running` run reads as once its job ended without it, and the text both
+ * adapters write.
  *
  * @module
  */
 
 import type { IngestDrop, IngestRun, IngestRunState, PipelineSummary } from "../ingest/types.ts";
+import type { IngestChunkCommitParams } from "./store.ts";
 
 type Row = Record<string, unknown>;
 
@@ -112,4 +114,65 @@ export function toSummaries(
     if (summary) summary.droppedSince[row.reason as string] = num(row.count);
   }
   return [...byPipeline.values()].sort((a, b) => a.pipeline.localeCompare(b.pipeline));
+}
+
+const NUL = "\u0000";
+/** How U+0000 is stored: the six characters of its JSON escape. */
+const NUL_ESCAPED = "\\u0000";
+
+/**
+ * `text` as the ingest tables keep it, on both stores alike: U+0000 written
+ * as the six characters `\u0000`. PostgreSQL's `text` and `jsonb` cannot
+ * hold U+0000 (the chunk's commit would fail, and the run with it), and
+ * SQLite hands back such text cut at the NUL; a record read from a feed
+ * may hold one all the same (`"\u0000"` in its JSON, a raw NUL byte in a
+ * line or a CSV row). The escape is JSON's, so a replayed record's NUL
+ * inside a string reads back as U+0000; a record that already held the six
+ * characters reads the same (the price of one text for both stores).
+ */
+export function storedText(text: string): string;
+export function storedText(text: string | null): string | null;
+export function storedText(text: string | null): string | null {
+  return text !== null && text.includes(NUL) ? text.replaceAll(NUL, NUL_ESCAPED) : text;
+}
+
+/** A chunk's commit with every text it writes as {@linkcode storedText} makes it. */
+export function storedChunk(params: IngestChunkCommitParams): IngestChunkCommitParams {
+  const dropped: Record<string, number> = {};
+  for (const [reason, n] of Object.entries(params.delta.dropped)) {
+    const key = storedText(reason);
+    dropped[key] = (dropped[key] ?? 0) + n;
+  }
+  return {
+    ...params,
+    delta: { ...params.delta, dropped },
+    cursor: storedText(params.cursor),
+    drops: params.drops.map((d) => ({
+      recordKey: storedText(d.recordKey),
+      reason: storedText(d.reason),
+      step: storedText(d.step),
+      excerpt: storedText(d.excerpt),
+      record: storedText(d.record),
+    })),
+    failures: params.failures.map((f) => ({
+      record: storedText(f.record),
+      error: storedText(f.error),
+      excerpt: storedText(f.excerpt),
+    })),
+    cleared: params.cleared.map((r) => storedText(r)),
+  };
+}
+
+/**
+ * The failure counts of `records` (the caller's keys) from rows of
+ * `ingest_failures` read by their stored text (`record`, `failures`).
+ */
+export function failureCounts(records: string[], rows: Row[]): Map<string, number> {
+  const byStored = new Map(rows.map((row) => [row.record as string, Number(row.failures)]));
+  const out = new Map<string, number>();
+  for (const record of records) {
+    const n = byStored.get(storedText(record));
+    if (n !== undefined) out.set(record, n);
+  }
+  return out;
 }

@@ -118,3 +118,19 @@ Deno.test("a JobFailure and a JobTimeoutError are stored as their message alone"
   assert.match(plain, /^boom\n\s+at .*\ncaused by: root$/s);
   assert.doesNotMatch(plain, /caused by: root\n\s+at /, "causes keep no frames");
 });
+
+Deno.test("a stack overflow is stored as one line, without frames or source paths", () => {
+  const deep = (n: number): number => n === 0 ? 0 : 1 + deep(n - 1);
+  let overflow: unknown;
+  try {
+    deep(10_000_000);
+  } catch (error) {
+    overflow = error;
+  }
+  assert.ok(overflow instanceof RangeError, String(overflow));
+  assert.match((overflow as Error).stack!, /\n\s+at /);
+  assert.equal(errorText(overflow), "RangeError: Maximum call stack size exceeded");
+  assert.equal(describeError(overflow), "RangeError: Maximum call stack size exceeded");
+  // A RangeError of another kind keeps its frames.
+  assert.match(errorText(new RangeError("invoice line must be >= 0")), /\n\s+at /);
+});

@@ -214,6 +214,68 @@ for (const backend of BACKENDS) {
     assert.equal(other.size, 0);
   });
 
+  test("U+0000 in a chunk's drops, failures, reasons and run error is kept as \\u0000, and failures are found by their own keys", async ({ store }) => {
+    const { run, lease } = await openRun(store);
+    assert.ok(
+      await store.ingestChunkCommit({
+        lease,
+        pipeline: "catalog",
+        delta: delta({ received: 3, failed: 1, dropped: { "odd\0reason": 1, duplicate: 1 } }),
+        pending: 0,
+        cursor: "x",
+        drops: [{
+          recordKey: "k\0ey",
+          reason: "duplicate",
+          step: "st\0ep",
+          excerpt: "a\0b",
+          record: '{"sku":"raw\0"}',
+        }],
+        failures: [{ record: "f\0ail", error: "bad\0input", excerpt: "e\0x" }],
+        cleared: [],
+        now: NOW,
+      }),
+    );
+    const [drop] = await store.ingestDropsList({ pipeline: "catalog" });
+    assert.deepEqual(
+      [drop?.recordKey, drop?.step, drop?.excerpt],
+      ["k\\u0000ey", "st\\u0000ep", "a\\u0000b"],
+    );
+    assert.equal((await store.ingestDropGet({ id: drop!.id }))?.record, '{"sku":"raw\\u0000"}');
+    assert.deepEqual(
+      (await store.ingestRunGet({ id: run.id }))?.counts.dropped,
+      { "odd\\u0000reason": 1, duplicate: 1 },
+    );
+    const counts = await store.ingestFailuresGet({ pipeline: "catalog", records: ["f\0ail", "x"] });
+    assert.deepEqual([...counts.entries()], [["f\0ail", 1]]);
+    assert.ok(
+      await store.ingestChunkCommit({
+        lease,
+        pipeline: "catalog",
+        delta: delta({ received: 1 }),
+        pending: 0,
+        cursor: "y",
+        drops: [],
+        failures: [],
+        cleared: ["f\0ail"],
+        now: NOW,
+      }),
+    );
+    assert.equal(
+      (await store.ingestFailuresGet({ pipeline: "catalog", records: ["f\0ail"] })).size,
+      0,
+    );
+    assert.ok(
+      await store.ingestRunFinish({
+        lease,
+        state: "failed",
+        error: "does not add up\0",
+        pending: 0,
+        now: NOW + 1,
+      }),
+    );
+    assert.equal((await store.ingestRunGet({ id: run.id }))?.error, "does not add up\\u0000");
+  });
+
   test("a running run reads as its job's end: discarded is failed, cancelled is cancelled", async ({ store }) => {
     const { job, run } = await openRun(store);
     await store.jobsRecord({

@@ -10,7 +10,14 @@
  */
 
 import type { IngestDrop, IngestRun, PipelineSummary } from "../../ingest/types.ts";
-import { toIngestDrop, toIngestRun, toSummaries } from "../ingest_rows.ts";
+import {
+  failureCounts,
+  storedChunk,
+  storedText,
+  toIngestDrop,
+  toIngestRun,
+  toSummaries,
+} from "../ingest_rows.ts";
 import type {
   IngestChunkCommitParams,
   IngestDropFilter,
@@ -59,16 +66,16 @@ export async function failuresGet(
   q: Sql,
   params: { pipeline: string; records: string[] },
 ): Promise<Map<string, number>> {
-  const out = new Map<string, number>();
-  if (params.records.length === 0) return out;
+  if (params.records.length === 0) return new Map();
+  const stored = params.records.map((r) => storedText(r));
   const rows = await q`SELECT record, failures FROM ingest_failures
-    WHERE pipeline = ${params.pipeline} AND record = ANY(${params.records}::text[])`;
-  for (const row of rows) out.set(row.record as string, Number(row.failures));
-  return out;
+    WHERE pipeline = ${params.pipeline} AND record = ANY(${stored}::text[])`;
+  return failureCounts(params.records, rows);
 }
 
 /** Run inside a transaction. */
-export async function chunkCommit(q: Sql, params: IngestChunkCommitParams): Promise<boolean> {
+export async function chunkCommit(q: Sql, chunk: IngestChunkCommitParams): Promise<boolean> {
+  const params = storedChunk(chunk);
   const { lease, pipeline, delta, now } = params;
   if (!await held(q, lease.jobId, lease.fence)) return false;
   const dropped = JSON.stringify(delta.dropped);
@@ -114,7 +121,8 @@ export async function chunkCommit(q: Sql, params: IngestChunkCommitParams): Prom
 export async function runFinish(q: Sql, params: IngestRunFinishParams): Promise<boolean> {
   const { lease } = params;
   if (!await held(q, lease.jobId, lease.fence)) return false;
-  const result = await q`UPDATE ingest_runs SET state = ${params.state}, error = ${params.error},
+  const result = await q`UPDATE ingest_runs SET state = ${params.state},
+      error = ${storedText(params.error)},
       pending = ${params.pending}::bigint, finished_at = ${params.now}::bigint,
       updated_at = ${params.now}::bigint
     WHERE id = ${lease.runId}::bigint AND job_id = ${lease.jobId}::bigint`;

@@ -12,7 +12,14 @@
 import type { DatabaseSync } from "node:sqlite";
 import { Prepared } from "./prepared.ts";
 import type { IngestDrop, IngestRun, PipelineSummary } from "../../ingest/types.ts";
-import { toIngestDrop, toIngestRun, toSummaries } from "../ingest_rows.ts";
+import {
+  failureCounts,
+  storedChunk,
+  storedText,
+  toIngestDrop,
+  toIngestRun,
+  toSummaries,
+} from "../ingest_rows.ts";
 import type {
   IngestChunkCommitParams,
   IngestDropFilter,
@@ -117,18 +124,17 @@ export class SqliteIngest extends Prepared<keyof typeof SQL> {
   }
 
   failuresGet(params: { pipeline: string; records: string[] }): Map<string, number> {
-    const out = new Map<string, number>();
-    if (params.records.length === 0) return out;
+    if (params.records.length === 0) return new Map();
     const rows = this.q.failuresGet.all({
       pipeline: params.pipeline,
-      records: JSON.stringify(params.records),
+      records: JSON.stringify(params.records.map((r) => storedText(r))),
     }) as Row[];
-    for (const row of rows) out.set(row.record as string, Number(row.failures));
-    return out;
+    return failureCounts(params.records, rows);
   }
 
   /** Call inside a write transaction. */
-  chunkCommit(params: IngestChunkCommitParams): boolean {
+  chunkCommit(chunk: IngestChunkCommitParams): boolean {
+    const params = storedChunk(chunk);
     const { lease, pipeline, delta, now } = params;
     if (!this.#held(lease.jobId, lease.fence)) return false;
     const q = this.q;
@@ -173,7 +179,7 @@ export class SqliteIngest extends Prepared<keyof typeof SQL> {
       job: params.lease.jobId,
       fence: params.lease.fence,
       state: params.state,
-      error: params.error,
+      error: storedText(params.error),
       pending: params.pending,
       now: params.now,
     }).changes !== 0;
