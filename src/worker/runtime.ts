@@ -98,7 +98,8 @@ export interface RuntimeOptions {
   /**
    * With `maintenance: "leader"`, how long the role is held without
    * renewal (renewed every third of it): a node that stops or hangs is
-   * replaced within this long.
+   * replaced within this long. The holder stops counting itself leader a
+   * fifth of it earlier (`leaderMarginMs` of leadership.ts).
    * @default 15_000
    */
   leaderTtlMs?: number;
