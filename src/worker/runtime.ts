@@ -55,7 +55,12 @@ export interface RuntimeOptions {
    * @default 30_000
    */
   leaseMs?: number;
-  /** Heartbeat period (node row, cancelled jobs, lease renewal). @default 1000 */
+  /**
+   * Heartbeat period (node row, cancelled jobs, lease renewal); at most a
+   * sixth of `leaseMs` is used, so a renewal due at a third of the lease
+   * gets two tries before the lease's margin is reached.
+   * @default 1000
+   */
   heartbeatMs?: number;
   /** Producer fallback timer, jittered by +/- 20 %. @default 1000 */
   pollMs?: number;
@@ -275,7 +280,7 @@ export class Runtime {
     for (const producer of this.#producers.values()) this.#producerLoops.push(producer.start());
     const signal = this.#stop.signal;
     this.#plugins.push(
-      this.#every("heartbeat", () => this.#options.heartbeatMs, () => this.#heartbeat()),
+      this.#every("heartbeat", () => this.#heartbeatMs(), () => this.#heartbeat()),
       this.#watchdog(signal),
       this.#every("poll", () => jitter(this.#options.pollMs, this.#random()), () => {
         this.#wakeAll();
@@ -408,6 +413,11 @@ export class Runtime {
     return [...this.#producers.values()].flatMap((p) => p.leases());
   }
 
+  /** The heartbeat period: as set, but no more than a sixth of the lease. */
+  #heartbeatMs(): number {
+    return Math.max(1, Math.min(this.#options.heartbeatMs, Math.floor(this.#options.leaseMs / 6)));
+  }
+
   /** Whether a third of the lease has passed since the leases held were last renewed. */
   #renewDue(now: number): boolean {
     return now - this.#lastRenew >= this.#options.leaseMs / 3;
@@ -475,7 +485,7 @@ export class Runtime {
   async #watchdog(signal: AbortSignal): Promise<void> {
     const { clock } = this.#deps;
     const margin = leaseMarginMs(this.#options.leaseMs);
-    const every = Math.max(1, Math.min(this.#options.heartbeatMs, Math.floor(margin / 3)));
+    const every = Math.max(1, Math.min(this.#heartbeatMs(), Math.floor(margin / 3)));
     while (!signal.aborted) {
       await clock.sleep(every, signal);
       if (!signal.aborted) this.#expireUnrenewed(clock.now(), margin);

@@ -15,8 +15,8 @@ import type { Store } from "../../src/store/store.ts";
 import { waitUntil } from "../../src/testing.ts";
 import { rescueOrphans } from "../../src/worker/lifeline.ts";
 import type { Logger } from "../../src/worker/logger.ts";
-class LeaseExpiredError extends Error {}
-const leaseMarginMs = (l: number) => Math.floor(l / 4);
+import { LeaseExpiredError } from "../../src/worker/producer.ts";
+import { leaseMarginMs } from "../../src/worker/runtime.ts";
 import { tempStore } from "../support/stores.ts";
 
 const LEASE_MS = 30_000;
