@@ -76,6 +76,11 @@ export function registerDaemonCommand(program: Command, deps: CliDeps): void {
           "how long running jobs get on stop [env JOBS_SHUTDOWN_GRACE]",
         )
         .option(
+          "--lease <ms>",
+          "how long a claim holds a job without renewal; a job whose lease cannot be renewed " +
+            "is stopped a quarter of it before it runs out [env JOBS_LEASE] (default: 30000)",
+        )
+        .option(
           "--listen <addr>",
           "host:port of /healthz, /readyz, /metrics, or off [env JOBS_LISTEN]",
         )
@@ -104,6 +109,7 @@ export function registerDaemonCommand(program: Command, deps: CliDeps): void {
       node?: string;
       environment?: string;
       shutdownGrace?: string;
+      lease?: string;
       listen?: string;
       token?: string;
       stateDir?: string;
@@ -114,6 +120,14 @@ export function registerDaemonCommand(program: Command, deps: CliDeps): void {
       if (!Number.isFinite(grace) || grace < 0) {
         throw new CommandFailed(
           `jobs daemon: --shutdown-grace "${graceText}" is not a number of ms`,
+          2,
+        );
+      }
+      const leaseText = options.lease ?? deps.env("JOBS_LEASE");
+      const leaseMs = Number(leaseText ?? 30_000);
+      if (!Number.isInteger(leaseMs) || leaseMs < 1000) {
+        throw new CommandFailed(
+          `jobs daemon: --lease "${leaseText}" is not a whole number of ms of at least 1000`,
           2,
         );
       }
@@ -134,6 +148,7 @@ export function registerDaemonCommand(program: Command, deps: CliDeps): void {
         node: options.node ?? deps.env("JOBS_NODE"),
         environment: options.environment ?? deps.env("JOBS_ENVIRONMENT"),
         shutdownGraceMs: grace,
+        leaseMs,
         listen: options.listen ?? deps.env("JOBS_LISTEN") ?? "127.0.0.1:9464",
         token: options.token ?? deps.env("JOBS_TOKEN"),
         stateDir: options.stateDir,
@@ -154,6 +169,8 @@ export interface DaemonOptions {
   /** Where this daemon runs; manual schedules state theirs (`runs_where`). */
   environment?: string;
   shutdownGraceMs: number;
+  /** How long a claim holds a job without renewal, in ms. @default 30_000 */
+  leaseMs?: number;
   /** `host:port` of the health, readiness and metrics endpoint, or `off`. @default "127.0.0.1:9464" */
   listen: string;
   /** Required to listen beyond loopback; every route but /healthz then needs it. */
@@ -296,6 +313,7 @@ export async function runDaemon(options: DaemonOptions, deps: DaemonDeps): Promi
     queues,
     node: options.node,
     environment: options.environment,
+    ...(options.leaseMs !== undefined ? { leaseMs: options.leaseMs } : {}),
     // Several daemons share a PostgreSQL database: one of them maintains.
     maintenance: jobs.store.kind === "postgres" ? "leader" : "everywhere",
     schedules: () => source.config.schedules,

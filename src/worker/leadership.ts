@@ -15,8 +15,14 @@
  * idempotent on its own, so a stale leader (one that hung past its expiry
  * and has not found out yet) running one more pass does no harm. The role
  * only spares the other nodes passes that would contend for the same rows.
- * A node counts itself leader only while its own clock is before the
- * expiry it last wrote, so one that cannot renew stops by itself.
+ * A node counts itself leader only while its own clock is a margin
+ * ({@linkcode leaderMarginMs}: a fifth of the lease) before the expiry it
+ * last wrote, so one that cannot renew stops by itself, and does so before
+ * any other node may take over (at the expiry, by the other node's clock):
+ * the margin absorbs the difference between the two hosts' clocks. It
+ * notices at that instant, not at its next try: a take that has not
+ * answered by then is waited for beside a timer, which announces the loss
+ * (`leader.lost`, reason `expired`).
  *
  * @module
  */
@@ -48,6 +54,15 @@ export interface LeadershipDeps {
   health: StoreHealth;
 }
 
+/**
+ * How long before the expiry it wrote a holder stops counting itself
+ * leader: a fifth of the lease (3 s of the default 15 s), at least 1 ms.
+ * Renewals every third of the lease keep the role well clear of it.
+ */
+export function leaderMarginMs(ttlMs: number): number {
+  return Math.max(1, Math.floor(ttlMs / 5));
+}
+
 /** Why a node stopped being leader, as `leader.lost` says. */
 export type LostReason = "taken" | "expired" | "released";
 
@@ -77,10 +92,19 @@ export class Leadership {
     this.ttlMs = ttlMs;
   }
 
-  /** Whether this node holds the role now: it took or renewed it and its expiry has not come. */
+  /**
+   * Whether this node holds the role now: it took or renewed it and its
+   * expiry, less {@linkcode leaderMarginMs}, has not come.
+   */
   get isLeader(): boolean {
+    const lossAt = this.#lossAt();
+    return lossAt !== null && this.#deps.clock.now() < lossAt;
+  }
+
+  /** When this node stops counting itself leader, or null when it does not hold the role. */
+  #lossAt(): number | null {
     const state = this.#state;
-    return state !== null && state.held && this.#deps.clock.now() < state.expiresAt;
+    return state !== null && state.held ? state.expiresAt - leaderMarginMs(this.ttlMs) : null;
   }
 
   /** The fence of this node's hold while it is leader, else null. */
@@ -119,27 +143,51 @@ export class Leadership {
    * (meanwhile a hold runs out by itself at its expiry).
    */
   async #attempt(): Promise<number> {
-    const { store, clock, health } = this.#deps;
+    const { clock, health } = this.#deps;
     const now = clock.now();
     const renewEvery = Math.floor(this.ttlMs / 3);
     try {
-      this.#state = await store.leaderTake({
-        name: this.name,
-        node: this.node,
-        now,
-        ttlMs: this.ttlMs,
-      });
+      this.#state = await this.#take(now);
       health.succeeded("leader");
     } catch (error) {
       health.failed("leader", error);
       this.#announce();
-      return renewEvery;
+      return this.#notPast(renewEvery);
     }
     this.#announce();
     const state = this.#state;
-    if (state.held || state.node === null) return renewEvery;
+    if (state.held || state.node === null) return this.#notPast(renewEvery);
     // Another node holds it: come back when it runs out, if that is sooner.
     return Math.max(1, Math.min(renewEvery, state.expiresAt - clock.now()));
+  }
+
+  /** `wait`, or less when this node's hold ends sooner: the loop wakes then to announce it. */
+  #notPast(wait: number): number {
+    const lossAt = this.#lossAt();
+    const now = this.#deps.clock.now();
+    return lossAt !== null && lossAt > now ? Math.max(1, Math.min(wait, lossAt - now)) : wait;
+  }
+
+  /**
+   * One `leaderTake`. While this node holds the role, a timer at the loss
+   * instant runs beside it: a take that hangs past it must not keep the
+   * node from announcing that it stopped being leader.
+   */
+  async #take(now: number): Promise<LeaderState> {
+    const { store, clock } = this.#deps;
+    const call = store.leaderTake({ name: this.name, node: this.node, now, ttlMs: this.ttlMs });
+    const lossAt = this.#lossAt();
+    if (lossAt === null) return await call;
+    const answered = new AbortController();
+    const signal = AbortSignal.any([answered.signal, this.#stop.signal]);
+    clock.sleep(lossAt - clock.now(), signal).then(() => {
+      if (!signal.aborted) this.#announce();
+    });
+    try {
+      return await call;
+    } finally {
+      answered.abort();
+    }
   }
 
   async #run(firstWait: number): Promise<void> {

@@ -24,6 +24,18 @@ export class LeaseLostError extends Error {
   }
 }
 
+/**
+ * Raised into a job's signal when this node could not renew its lease and
+ * the lease is about to run out in the store: another node may rescue the
+ * job then, so this copy stops first.
+ */
+export class LeaseExpiredError extends Error {
+  constructor(readonly jobId: number, readonly expiresAt: number) {
+    super(`lease of job ${jobId} runs out at ${expiresAt} and could not be renewed`);
+    this.name = "LeaseExpiredError";
+  }
+}
+
 /** Raised into a job's signal when shutdown's grace period ran out. */
 export class ShutdownError extends Error {
   constructor() {
@@ -54,6 +66,12 @@ interface Running {
   control: AbortController;
   /** Lease lost or shutdown: whatever the job returns is not recorded. */
   abandoned: boolean;
+}
+
+/** What `job.stop` needs of a finished job, kept until its result is written. */
+interface Stop {
+  running: Running;
+  ms: number;
 }
 
 /** Waits between tries while the store refuses the claim-and-record write, in ms. */
@@ -87,6 +105,11 @@ export class Producer {
   /** Claimed, not yet started, oldest first. */
   #buffer: ClaimedJob[] = [];
   #pending: JobResult[] = [];
+  /**
+   * The `job.stop` of each result not written yet (only with a logger that
+   * reads events): logged once the write says what the store recorded.
+   */
+  #stops = new WeakMap<JobResult, Stop>();
   #pendingSince = 0;
   #fetching = true;
   /** The last claim filled its request, or something may have arrived since. */
@@ -129,6 +152,22 @@ export class Producer {
     for (const job of this.#buffer) leases.push({ id: job.id, fence: job.fence });
     for (const result of this.#pending) leases.push({ id: result.id, fence: result.fence });
     return leases;
+  }
+
+  /**
+   * The jobs this node runs or is about to run (claimed, not finished), each
+   * with when its claim was made: its lease in the store runs until then
+   * plus the lease length, or later if a renewal since then succeeded.
+   * Finished results are not listed: they are written whatever happens
+   * (the store's fence decides whether they still count).
+   */
+  claims(): { id: number; claimedAt: number }[] {
+    const claims: { id: number; claimedAt: number }[] = [];
+    for (const r of this.#running.values()) {
+      if (!r.abandoned) claims.push({ id: r.job.id, claimedAt: r.job.attemptedAt });
+    }
+    for (const job of this.#buffer) claims.push({ id: job.id, claimedAt: job.attemptedAt });
+    return claims;
   }
 
   /** Finished jobs whose result waits to be written. */
@@ -242,6 +281,7 @@ export class Producer {
           for (const id of report.lost) {
             logger("job.lease_lost", { queue: this.queue, job: id, node });
           }
+          if (logger.silent !== true) this.#logStops(results, report.lost);
           if (report.queues) this.#deps.onEnqueued?.(report.queues);
           // A short claim means the queue ran dry, unless a wake came while
           // it was under way: what woke it may have committed after the
@@ -285,10 +325,17 @@ export class Producer {
     );
   }
 
-  /** A job's attempt ended after `ms`: its result waits for the next write. */
+  /**
+   * A job's attempt ended after `ms`: its result waits for the next write,
+   * and so does its `job.stop`, which says what the store recorded. An
+   * abandoned job's result is never written: its `job.stop` is logged now.
+   */
   #finished(running: Running, result: JobResult, ms: number): void {
     const job = running.job;
-    if (this.#deps.logger.silent !== true) this.#logStop(running, result, ms);
+    if (this.#deps.logger.silent !== true) {
+      if (running.abandoned) this.#logStop(running, result, ms, "abandoned");
+      else this.#stops.set(result, { running, ms });
+    }
     this.#meanMs = this.#meanMs === Infinity ? ms : this.#meanMs * 0.9 + ms * 0.1;
     this.#running.delete(job.id);
     if (!running.abandoned) {
@@ -313,11 +360,25 @@ export class Producer {
     });
   }
 
-  #logStop(running: Running, result: JobResult, ms: number): void {
+  /**
+   * Logs the `job.stop` of written results: the outcome recorded, or
+   * `lease_lost` for those the store refused because the lease had gone.
+   */
+  #logStops(results: JobResult[], lost: number[]): void {
+    const gone = lost.length > 0 ? new Set(lost) : null;
+    for (const result of results) {
+      const stop = this.#stops.get(result);
+      if (!stop) continue;
+      this.#stops.delete(result);
+      const outcome = gone?.has(result.id) ? "lease_lost" : result.outcome;
+      this.#logStop(stop.running, result, stop.ms, outcome);
+    }
+  }
+
+  #logStop(running: Running, result: JobResult, ms: number, outcome: string): void {
     const { job } = running;
     const { logger } = this.#deps;
     const labels = this.#labels(job);
-    const outcome = running.abandoned ? "abandoned" : result.outcome;
     logger("job.stop", {
       ...labels,
       outcome,
@@ -352,9 +413,14 @@ export class Producer {
     }
   }
 
-  /** Drops results that will never be written (shutdown past its grace during an outage). */
+  /**
+   * Drops results that will never be written (shutdown past its grace
+   * during an outage); their `job.stop` says `unrecorded`.
+   */
   #giveUp(results: JobResult[]): void {
     for (const result of results) {
+      const stop = this.#stops.get(result);
+      if (stop) this.#logStop(stop.running, result, stop.ms, "unrecorded");
       this.#deps.logger("job.unrecorded", {
         queue: this.queue,
         job: result.id,

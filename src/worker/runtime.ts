@@ -21,7 +21,7 @@ import { beat } from "./heartbeat.ts";
 import { Leadership } from "./leadership.ts";
 import { rescueOrphans } from "./lifeline.ts";
 import type { Logger } from "./logger.ts";
-import { LeaseLostError, Producer } from "./producer.ts";
+import { LeaseExpiredError, LeaseLostError, Producer } from "./producer.ts";
 import {
   DEFAULT_PRUNE_EVERY_MS,
   DEFAULT_RETENTION,
@@ -47,9 +47,20 @@ export interface RuntimeOptions {
    * @default null (not stated)
    */
   environment?: string | null;
-  /** How long a claim holds a job without renewal. @default 30_000 */
+  /**
+   * How long a claim holds a job without renewal. Renewed every third of
+   * it; a job whose lease could not be renewed is stopped on this node a
+   * quarter of it before it runs out in the store (see
+   * {@linkcode leaseMarginMs}).
+   * @default 30_000
+   */
   leaseMs?: number;
-  /** Heartbeat period (node row, cancelled jobs, lease renewal). @default 1000 */
+  /**
+   * Heartbeat period (node row, cancelled jobs, lease renewal); at most a
+   * sixth of `leaseMs` is used, so a renewal due at a third of the lease
+   * gets two tries before the lease's margin is reached.
+   * @default 1000
+   */
   heartbeatMs?: number;
   /** Producer fallback timer, jittered by +/- 20 %. @default 1000 */
   pollMs?: number;
@@ -92,7 +103,8 @@ export interface RuntimeOptions {
   /**
    * With `maintenance: "leader"`, how long the role is held without
    * renewal (renewed every third of it): a node that stops or hangs is
-   * replaced within this long.
+   * replaced within this long. The holder stops counting itself leader a
+   * fifth of it earlier (`leaderMarginMs` of leadership.ts).
    * @default 15_000
    */
   leaderTtlMs?: number;
@@ -130,6 +142,14 @@ export class Runtime {
   #started = false;
   #stopped: Promise<void> | null = null;
   #lastRenew = -Infinity;
+  /**
+   * Job id -> the `now` sent with the last renewal of its lease that
+   * succeeded: the store holds the lease until then plus `leaseMs` (or
+   * from the claim, when that is later).
+   */
+  #renewedAt = new Map<number, number>();
+  /** When the first of the renewals failing in a row was sent; null while they succeed. */
+  #renewFailingSince: number | null = null;
   /** When the planner last finished a pass (or the runtime started). */
   #plannedAt = -Infinity;
 
@@ -260,7 +280,8 @@ export class Runtime {
     for (const producer of this.#producers.values()) this.#producerLoops.push(producer.start());
     const signal = this.#stop.signal;
     this.#plugins.push(
-      this.#every("heartbeat", () => this.#options.heartbeatMs, () => this.#heartbeat()),
+      this.#every("heartbeat", () => this.#heartbeatMs(), () => this.#heartbeat()),
+      this.#watchdog(signal),
       this.#every("poll", () => jitter(this.#options.pollMs, this.#random()), () => {
         this.#wakeAll();
         return Promise.resolve();
@@ -392,30 +413,100 @@ export class Runtime {
     return [...this.#producers.values()].flatMap((p) => p.leases());
   }
 
+  /** The heartbeat period: as set, but no more than a sixth of the lease. */
+  #heartbeatMs(): number {
+    return Math.max(1, Math.min(this.#options.heartbeatMs, Math.floor(this.#options.leaseMs / 6)));
+  }
+
   /** Whether a third of the lease has passed since the leases held were last renewed. */
   #renewDue(now: number): boolean {
     return now - this.#lastRenew >= this.#options.leaseMs / 3;
   }
 
+  /**
+   * One heartbeat: the node's row, and the leases it holds checked or (every
+   * third of the lease) renewed. A beat that has not answered within
+   * {@linkcode renewDeadlineMs} counts as failed: a connection that hangs
+   * must not hold the heartbeat (nor what it knows of the leases) up.
+   */
   async #heartbeat(): Promise<void> {
     const { store, clock } = this.#deps;
     const now = clock.now();
     const inflight = this.#inflight();
-    const renew = this.#renewDue(now);
-    const { lost } = await beat(store, now, {
-      node: this.node,
-      queues: this.queues,
-      environment: this.#options.environment ?? null,
-      inflight,
-      leaseMs: this.#options.leaseMs,
-      renew,
-    });
-    if (renew && inflight.length > 0) this.#lastRenew = now;
+    const renew = this.#renewDue(now) && inflight.length > 0;
+    let lost: Lease[];
+    try {
+      ({ lost } = await this.#within(
+        renewDeadlineMs(this.#options.leaseMs),
+        beat(store, now, {
+          node: this.node,
+          queues: this.queues,
+          environment: this.#options.environment ?? null,
+          inflight,
+          leaseMs: this.#options.leaseMs,
+          renew,
+        }),
+      ));
+    } catch (error) {
+      if (renew) this.#renewFailingSince ??= now;
+      throw error;
+    }
+    if (renew) {
+      this.#lastRenew = now;
+      this.#renewFailingSince = null;
+      this.#renewedAt = new Map(inflight.map((lease) => [lease.id, now]));
+    }
     for (const lease of lost) {
       for (const p of this.#producers.values()) {
         if (p.abandon(lease.id, new LeaseLostError(lease.id))) {
           this.#deps.logger("job.lease_lost", { queue: p.queue, job: lease.id, node: this.node });
         }
+      }
+    }
+  }
+
+  /** `call`, or an error once `ms` of the clock have passed without an answer (or at stop). */
+  #within<T>(ms: number, call: Promise<T>): Promise<T> {
+    const answered = new AbortController();
+    const late = new Promise<never>((_, reject) => {
+      const signal = AbortSignal.any([answered.signal, this.#stop.signal]);
+      this.#deps.clock.sleep(ms, signal).then(() => {
+        if (!answered.signal.aborted) reject(new Error(`no answer from the store within ${ms} ms`));
+      });
+    });
+    return Promise.race([call, late]).finally(() => answered.abort());
+  }
+
+  /**
+   * Stops, every check, the jobs whose lease runs out in the store within
+   * {@linkcode leaseMarginMs} (it was not renewed since): another node may
+   * rescue and run them from then on, so this copy must be gone first.
+   */
+  async #watchdog(signal: AbortSignal): Promise<void> {
+    const { clock } = this.#deps;
+    const margin = leaseMarginMs(this.#options.leaseMs);
+    const every = Math.max(1, Math.min(this.#heartbeatMs(), Math.floor(margin / 3)));
+    while (!signal.aborted) {
+      await clock.sleep(every, signal);
+      if (!signal.aborted) this.#expireUnrenewed(clock.now(), margin);
+    }
+  }
+
+  #expireUnrenewed(now: number, margin: number): void {
+    const { leaseMs } = this.#options;
+    for (const p of this.#producers.values()) {
+      for (const { id, claimedAt } of p.claims()) {
+        const expiresAt = Math.max(claimedAt, this.#renewedAt.get(id) ?? -Infinity) + leaseMs;
+        if (now < expiresAt - margin) continue;
+        if (!p.abandon(id, new LeaseExpiredError(id, expiresAt))) continue;
+        const since = this.#renewFailingSince;
+        this.#deps.logger("job.lease_expired", {
+          queue: p.queue,
+          job: id,
+          node: this.node,
+          expiresAt,
+          renewFailingMs: since === null ? 0 : now - since,
+        });
       }
     }
   }
@@ -516,6 +607,28 @@ export class Runtime {
       }
     }
   }
+}
+
+/**
+ * How long before its lease runs out in the store a job that could not be
+ * renewed is stopped: a quarter of the lease (7.5 s of the default 30 s).
+ * It covers the clock difference between this host and the one that
+ * rescues the job, and the command runner's SIGTERM-to-SIGKILL grace (5 s
+ * by default), so the process group is gone before anyone may take the job.
+ * Renewals (every third of the lease) leave two thirds of it, well above
+ * the margin, while the store answers.
+ */
+export function leaseMarginMs(leaseMs: number): number {
+  return Math.floor(leaseMs / 4);
+}
+
+/**
+ * How long a heartbeat may take before it counts as failed: a sixth of the
+ * lease (5 s of the default 30 s), shorter than the margin, so a renewal
+ * that hangs is given up and tried again before the margin is reached.
+ */
+export function renewDeadlineMs(leaseMs: number): number {
+  return Math.max(1, Math.floor(leaseMs / 6));
 }
 
 /** A setting given as a value, or as a function read each time it is needed. */

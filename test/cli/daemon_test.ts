@@ -101,3 +101,23 @@ Deno.test("jobs daemon refuses a schedules.yaml with errors, naming them, and ex
   assert.equal(out.code, 1);
   assert.match(out.stderr, /schedules\.yaml:\d+:\d+: schedule "tick"/);
 });
+
+Deno.test("jobs daemon refuses a --lease (or JOBS_LEASE) that is not a whole number of ms of at least 1000", async () => {
+  await using dir = await daemonDir();
+  for (const lease of ["999", "2.5", "soon"]) {
+    const bad = await jobsCommand([
+      "daemon",
+      "--db",
+      dir.db,
+      "--config",
+      dir.config,
+      "--lease",
+      lease,
+    ]);
+    assert.equal(bad.code, 2, bad.stderr);
+    assert.match(
+      bad.stderr,
+      new RegExp(`jobs daemon: --lease "${lease}" is not a whole number of ms of at least 1000`),
+    );
+  }
+});

@@ -40,6 +40,16 @@ export interface TcpProxy {
    * killed at one exact statement.
    */
   cutWhen: ((sent: string) => boolean) | null;
+  /**
+   * A database that hangs: connections stay open (and new ones are
+   * accepted) but no byte is forwarded either way until {@linkcode resume};
+   * what was held back then goes through in order.
+   */
+  stall(): void;
+  /** Forwards again what {@linkcode stall} held back, and all that follows. */
+  resume(): void;
+  /** Whether the proxy is stalled now. */
+  readonly isStalled: boolean;
   /** Down for good. */
   close(): Promise<void>;
   [Symbol.asyncDispose](): Promise<void>;
@@ -63,6 +73,13 @@ export function startTcpProxy(target: ProxyTarget = {}): TcpProxy {
   const decoder = new TextDecoder();
   // Read only once connections come, after `proxy` below is made.
   const cut = (chunk: Uint8Array) => proxy.cutWhen?.(decoder.decode(chunk)) ?? false;
+  /** While stalled: what a pipe awaits before it writes a chunk on. */
+  let stalled: { until: Promise<void>; release: () => void } | null = null;
+  const gate = () => stalled?.until;
+  const resume = () => {
+    stalled?.release();
+    stalled = null;
+  };
 
   async function accept(on: Deno.TcpListener): Promise<void> {
     for (;;) {
@@ -89,8 +106,8 @@ export function startTcpProxy(target: ProxyTarget = {}): TcpProxy {
     const server = pair.server;
     // Whichever side ends first ends both: a half-open session is no use to PostgreSQL.
     await Promise.race([
-      pipe(pair.client, server, cut),
-      pipe(server, pair.client, () => false),
+      pipe(pair.client, server, cut, gate),
+      pipe(server, pair.client, () => false, gate),
     ]);
     closeQuietly(pair.client);
     closeQuietly(server);
@@ -107,6 +124,8 @@ export function startTcpProxy(target: ProxyTarget = {}): TcpProxy {
       closeQuietly(pair.client);
       if (pair.server) closeQuietly(pair.server);
     }
+    // Held chunks find their connections closed: a stall ends with the proxy.
+    resume();
     await Promise.all([...pairs].map((p) => p.done));
   }
 
@@ -128,6 +147,16 @@ export function startTcpProxy(target: ProxyTarget = {}): TcpProxy {
       parsed.port = String(port);
       return parsed.toString();
     },
+    get isStalled() {
+      return stalled !== null;
+    },
+    stall(): void {
+      if (stalled) return;
+      let release!: () => void;
+      const until = new Promise<void>((resolve) => (release = resolve));
+      stalled = { until, release };
+    },
+    resume,
     down,
     up(): void {
       if (listener) return;
@@ -140,17 +169,23 @@ export function startTcpProxy(target: ProxyTarget = {}): TcpProxy {
   return proxy;
 }
 
-/** Copies `from` to `to` until either ends or fails, or a chunk is one to `cut` at. */
+/**
+ * Copies `from` to `to` until either ends or fails, or a chunk is one to `cut` at;
+ * each chunk waits for what `gate` returns (a stall) before it is written on.
+ */
 async function pipe(
   from: Deno.TcpConn,
   to: Deno.TcpConn,
   cut: (chunk: Uint8Array) => boolean,
+  gate: () => Promise<void> | undefined = () => undefined,
 ): Promise<void> {
   const buffer = new Uint8Array(64 * 1024);
   try {
     for (;;) {
       const n = await from.read(buffer);
       if (n === null || cut(buffer.subarray(0, n))) return;
+      const held = gate();
+      if (held) await held;
       let written = 0;
       while (written < n) written += await to.write(buffer.subarray(written, n));
     }

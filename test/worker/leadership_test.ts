@@ -16,7 +16,7 @@ import type { PostgresStore } from "../../src/store/postgres/postgres_store.ts";
 import { openPostgresStore } from "../../src/store/postgres/postgres_store.ts";
 import type { LeaderState, Store } from "../../src/store/store.ts";
 import { waitUntil } from "../../src/testing.ts";
-import { Leadership } from "../../src/worker/leadership.ts";
+import { leaderMarginMs, Leadership } from "../../src/worker/leadership.ts";
 import type { Logger } from "../../src/worker/logger.ts";
 import { StoreHealth } from "../../src/worker/store_health.ts";
 import {
@@ -306,7 +306,7 @@ test("one leader at a time: renewals every third of the lease keep it and its fe
   });
 });
 
-test("a leader that hangs is replaced at its lease's expiry, with a higher fence; its late renewal loses", async (backend) => {
+test("a leader that hangs stops a margin before its lease's expiry and is replaced at it, with a higher fence; its late renewal loses", async (backend) => {
   await withHarness(backend, async (h) => {
     const clock = new FakeClock(T0);
     const log = recorder();
@@ -317,39 +317,80 @@ test("a leader that hangs is replaced at its lease's expiry, with a higher fence
     await a.start();
     await b.start();
 
-    wa.hang = true; // a's last renewal was at T0: its lease ends at T0 + TTL
-    await advance(clock, TTL / 3, 1, wb);
-    await advance(clock, TTL / 3, 1, wb);
+    // a's last renewal was at T0: its lease ends at T0 + TTL, its hold a margin earlier.
+    wa.hang = true;
+    // a's hung renewal waits beside the timer of its loss.
+    await advance(clock, TTL / 3, 2, wb);
+    await advance(clock, TTL / 3, 2, wb);
     assert.equal(b.isLeader, false, "b waits for the lease a holds");
-    assert.equal(a.isLeader, true, "a hangs inside its lease: a stale leader");
+    assert.equal(a.isLeader, true, "a hangs inside its hold");
     await advance(clock, TTL / 3, 1, wb);
     assert.equal(clock.now(), T0 + TTL);
     assert.equal(b.isLeader, true, "b took over at the expiry, within one lease");
     assert.equal(b.fence, 2);
-    assert.equal(a.isLeader, false, "a's own clock says its lease is over");
+    assert.equal(a.isLeader, false, "a's own clock says its hold is over");
 
     // a wakes up: its renewal from before the takeover changes nothing.
-    const lost = new Promise<boolean>((resolve) => a.onChange(resolve));
     wa.unhang();
-    assert.equal(await lost, false);
     await advance(clock, TTL / 3, 2, wa, wb);
     assert.deepEqual([a.isLeader, b.isLeader], [false, true]);
     assert.equal(b.fence, 2);
     assert.deepEqual(
-      log.events.map((e) => [e.event, e.fields.node, e.fields.fence ?? e.fields.holder]),
+      log.events.map((e) => [e.event, e.fields.node, e.fields.fence ?? e.fields.reason]),
       [
         ["leader.acquired", "a", 1],
+        ["leader.lost", "a", "expired"],
         ["leader.acquired", "b", 2],
-        ["leader.lost", "a", "b"],
       ],
     );
-    assert.equal(log.events.at(-1)!.fields.reason, "taken");
     await a.stop();
     await b.stop();
   });
 });
 
-test("a leader that cannot reach the store stops being leader at its expiry, and another takes over", async (backend) => {
+for (const mode of ["fails", "hangs"] as const) {
+  test(`a leader whose renewal ${mode} stops being leader, and says so, strictly before anyone may take over`, async (backend) => {
+    await withHarness(backend, async (h) => {
+      const clock = new FakeClock(T0);
+      const events: { event: string; at: number; fields: Record<string, unknown> }[] = [];
+      const wa = watched(h.store);
+      const a = leadership(wa, clock, "a", (event, fields) => {
+        if (event.startsWith("leader.")) events.push({ event, at: clock.now(), fields });
+      });
+      const other = await h.connect();
+      const take = (now: number) => other.leaderTake({ name: ROLE, node: "c", now, ttlMs: TTL });
+      await a.start();
+      if (mode === "fails") wa.fail = true;
+      else wa.hang = true;
+      // Either the loop (after a failed renewal) or the timer beside the hung one sleeps.
+      await advance(clock, TTL / 3, 1, wa);
+      await advance(clock, TTL / 3, 1, wa);
+      const lossAt = T0 + TTL - leaderMarginMs(TTL);
+      assert.ok(lossAt < T0 + TTL);
+      await advance(clock, lossAt - 1 - clock.now(), 1, wa);
+      assert.equal(a.isLeader, true, "a holds the role up to its margin");
+      assert.deepEqual(events.map((e) => e.event), ["leader.acquired"]);
+      await advance(clock, 1, mode === "fails" ? 1 : 0, wa);
+      assert.equal(a.isLeader, false, `a still counts itself leader at +${clock.now() - T0} ms`);
+      const lost = events.find((e) => e.event === "leader.lost");
+      assert.deepEqual(lost && { at: lost.at, ...lost.fields }, {
+        at: lossAt,
+        name: ROLE,
+        node: "a",
+        reason: "expired",
+        holder: null,
+      });
+      // Nobody may take the role until its expiry: a stopped before that.
+      assert.equal((await take(lossAt)).held, false);
+      assert.equal((await take(T0 + TTL - 1)).held, false);
+      assert.equal((await take(T0 + TTL)).held, true);
+      wa.unhang();
+      await a.stop();
+    });
+  });
+}
+
+test("a leader that cannot reach the store stops being leader a margin before its expiry, and another takes over at it", async (backend) => {
   await withHarness(backend, async (h) => {
     const clock = new FakeClock(T0);
     const log = recorder();
