@@ -30,8 +30,8 @@ const MASK = REDACTED;
 // https://bob:p/x@host this one redacts more. Its cost: a URL with a port
 // and an "@" in its path (https://host:8080/a@b) loses "8080/a" too.
 const URL_CREDENTIALS = /\b([a-z][a-z0-9+.-]*:\/\/)([^/\s:"'<>]+):([^\s"'<>]*)@/gi;
-// user@ alone (a token used as the user name)
-const URL_USER = /\b([a-z][a-z0-9+.-]*:\/\/)([^/\s:@]{16,})@/gi;
+// user@ alone (a token used as the user name), to the last "@" as above
+const URL_USER = /\b([a-z][a-z0-9+.-]*:\/\/)([^/\s:"'<>]{16,})@/gi;
 // key=value, key: value, "key": "value" for names that hold secrets. `pass`
 // counts as a word of its own only (DB_PASS, pass.word), not inside bypass
 // or passed.

@@ -88,10 +88,16 @@ export function searchesShown(params: JobMatch): boolean {
   return params.search !== undefined && params.search !== "";
 }
 
-/** The raw rows a counting search reads at a time. */
+/** The raw rows a counting search reads first. */
 const COUNT_PAGE = 1000;
-/** The fewest raw rows a listing with a search asks for at a time. */
+/** The fewest raw rows a listing with a search asks for first. */
 const LIST_PAGE = 100;
+/**
+ * The most raw rows one read asks for: each read past the first asks for
+ * twice the last, so a search whose stored matches are mostly secrets
+ * spends its time matching rows, not in queries.
+ */
+const MAX_PAGE = 10_000;
 
 /**
  * The raw listings a search reads, one after the other, and the matches
@@ -111,6 +117,7 @@ export class SearchPaging {
   #limit: number | undefined;
   #atMost: number | undefined;
   #keep: boolean;
+  #page = LIST_PAGE;
   #next: JobFilter | null;
 
   /** The listing of `params` (it must have a search). */
@@ -128,6 +135,7 @@ export class SearchPaging {
     paging.#limit = undefined;
     paging.#atMost = atMost;
     paging.#keep = false;
+    paging.#page = COUNT_PAGE;
     if (atMost === 0) paging.#next = null;
     return paging;
   }
@@ -152,7 +160,8 @@ export class SearchPaging {
     const wanted = asked.limit;
     if (wanted === undefined || !validLimit(wanted) || rows.length < wanted) return;
     const remaining = this.#limit === undefined ? undefined : this.#limit - this.matched;
-    this.#next = this.#raw({ ...asked, after: rows.at(-1)!.id }, remaining);
+    this.#page = Math.min(this.#page * 2, MAX_PAGE);
+    this.#next = this.#raw({ ...asked, after: rows.at(-1)!.id }, remaining ?? this.#page);
   }
 
   #full(): boolean {
@@ -166,7 +175,7 @@ export class SearchPaging {
     const raw = rawSearch(this.#search);
     const listing: JobFilter = raw === null ? rest : { ...rest, search: raw };
     if (remaining !== undefined && validLimit(remaining)) {
-      listing.limit = Math.max(remaining, this.#keep ? LIST_PAGE : COUNT_PAGE);
+      listing.limit = Math.max(remaining, this.#page);
     }
     return listing;
   }

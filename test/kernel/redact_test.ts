@@ -78,6 +78,10 @@ Deno.test("redact() masks URL userinfo up to the last @, a password holding @ or
   assert.equal(redact("https://bob:p@SECRET@host/x"), "https://bob:[REDACTED]@host/x");
   assert.equal(redact("https://bob:p/SECRET@host"), "https://bob:[REDACTED]@host");
   assert.equal(
+    redact("https://ghp_0123456789abcdef@SECRET@github.com/acme"),
+    "https://[REDACTED]@github.com/acme",
+  );
+  assert.equal(
     redact("GET https://bob:p/S@CRET@api.example.com/v1 failed; retry https://h/a"),
     "GET https://bob:[REDACTED]@api.example.com/v1 failed; retry https://h/a",
   );
