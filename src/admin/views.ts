@@ -11,7 +11,7 @@
  */
 
 import type { Clock } from "../clock.ts";
-import { redact, redactValue } from "../kernel/redact.ts";
+import { redactValue } from "../kernel/redact.ts";
 
 export { redactValue };
 import { type Attempt, type Job, JOB_STATES, type JobState } from "../kernel/types.ts";
