@@ -12,12 +12,13 @@
 
 import type { Clock } from "../clock.ts";
 import { redactValue } from "../kernel/redact.ts";
-
-export { redactValue };
 import { type Attempt, type Job, JOB_STATES, type JobState } from "../kernel/types.ts";
 import { next } from "../schedule/occurrences.ts";
 import type { Schedule, ScheduleConfig } from "../schedule/types.ts";
 import type { AuditRow, JobFilter, JobMatch, ScheduleRow, Store } from "../store/store.ts";
+
+/** Re-exported from its new home, `kernel/redact.ts`, for the callers of this module. */
+export { redactValue };
 
 /**
  * The heartbeat period the daemon runs with (the runtime's `heartbeatMs`).
