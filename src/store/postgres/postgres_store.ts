@@ -1918,8 +1918,11 @@ function listConditions(q: Sql, params: JobMatch): Fragment[] {
   if (params.scheduleId !== undefined) where.push(q`schedule_id = ${params.scheduleId}`);
   if (params.occurrence !== undefined) where.push(q`occurrence = ${params.occurrence}`);
   if (params.search !== undefined) {
-    // ILIKE's escape character is a backslash; tags and errors are searched
-    // in their values (unescaped), args in its JSON text as on SQLite.
+    // This reads the stored text: a listing with a search narrows its rows
+    // with it, then keeps those whose shown (redacted) text matches
+    // (src/store/search.ts). ILIKE's escape character is a backslash; tags
+    // and errors are searched in their values (unescaped), args in its JSON
+    // text as on SQLite.
     const pattern = `%${escapeLike(params.search)}%`;
     const match = q`(worker ILIKE ${pattern} OR args ILIKE ${pattern}
       OR occurrence ILIKE ${pattern}
