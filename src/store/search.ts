@@ -105,8 +105,9 @@ const MAX_PAGE = 10_000;
  * the {@linkcode rawSearch}, or none), reads it its own way and hands the
  * rows to {@linkcode take}, until `next` is null. A listing reads raw pages
  * past the last row read until its `limit` of matches is full or the rows
- * end; a count ({@linkcode SearchPaging.count}) reads pages of 1000 oldest
- * first and stops at `atMost` matches.
+ * end; a count ({@linkcode SearchPaging.count}) reads oldest first from
+ * 1000 rows a page and stops at `atMost` matches. Each page asks for twice
+ * the rows of the last, up to 10,000.
  */
 export class SearchPaging {
   /** The jobs matched so far, in listing order (none kept for a count). */
@@ -123,7 +124,8 @@ export class SearchPaging {
   /** The listing of `params` (it must have a search). */
   constructor(params: JobFilter) {
     this.#search = params.search!;
-    this.#limit = params.limit;
+    // A limit it cannot page with goes to the store as given (which may refuse it).
+    this.#limit = params.limit !== undefined && validLimit(params.limit) ? params.limit : undefined;
     this.#atMost = undefined;
     this.#keep = true;
     this.#next = this.#raw(params, params.limit);
