@@ -42,9 +42,10 @@ const SECRET_NAMES = String
 const PAIR_WORD = String.raw`\[REDACTED\]|"[^"]*"|'[^']*'|[^\s&,;"'}\])]+`;
 // After a separator and a space (`token: one two`, `password = a b`) the
 // value is the rest of the line: up to a double quote (the end of a JSON
-// string holding the line) or a comma or semicolon that starts another pair.
+// string holding the line; an escaped one, \", is inside the value) or a
+// comma or semicolon that starts another pair.
 const PAIR_REST = String
-  .raw`[^\s"][^\r\n"]*?(?=[^\S\r\n]*(?:$|[\r\n"]|[,;][^\S\r\n]*["']?[\w.-]+["']?[^\S\r\n]*[=:]))`;
+  .raw`[^\s"](?:\\.|[^\r\n"\\])*?(?=[^\S\r\n]*(?:$|[\r\n"]|[,;][^\S\r\n]*["']?[\w.-]+["']?[^\S\r\n]*[=:]))`;
 const PAIR = new RegExp(
   String.raw`(["']?\b${SECRET_NAMES}["']?\s*[=:])` +
     String.raw`(?:([^\S\r\n]+)(?!\[REDACTED\]|["'])(${PAIR_REST})|([^\S\r\n]*)(${PAIR_WORD}))`,

@@ -106,6 +106,11 @@ Deno.test("redact() masks a spaced pair's value to the end of the line, key=valu
   assert.equal(redact("token: one SECRET"), "token: [REDACTED]");
   assert.equal(redact("password = two words\nnext line"), "password = [REDACTED]\nnext line");
   assert.equal(redact('{"msg":"token: one SECRET","n":1}'), '{"msg":"token: [REDACTED]","n":1}');
+  // An escaped quote inside the JSON string does not end the value.
+  assert.equal(
+    redact(String.raw`{"msg":"token: a "b" SECRET","n":1}`),
+    '{"msg":"token: [REDACTED]","n":1}',
+  );
   assert.equal(
     redact("config: api_key: one SECRET, region: eu"),
     "config: api_key: [REDACTED], region: eu",
