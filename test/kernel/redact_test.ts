@@ -108,7 +108,7 @@ Deno.test("redact() masks a spaced pair's value to the end of the line, key=valu
   assert.equal(redact('{"msg":"token: one SECRET","n":1}'), '{"msg":"token: [REDACTED]","n":1}');
   // An escaped quote inside the JSON string does not end the value.
   assert.equal(
-    redact(String.raw`{"msg":"token: a "b" SECRET","n":1}`),
+    redact(String.raw`{"msg":"token: a \"b\" SECRET","n":1}`),
     '{"msg":"token: [REDACTED]","n":1}',
   );
   assert.equal(
