@@ -8,7 +8,7 @@
 
 import assert from "node:assert/strict";
 import type { ClaimedJob, JobResult, JobState, NewJob } from "../src/kernel/types.ts";
-import type { JobMatch, Store, StoreTx } from "../src/store/store.ts";
+import type { JobFilter, JobMatch, Store, StoreTx } from "../src/store/store.ts";
 import { BACKENDS, harnessTest, newJob as makeJob } from "./support/backends.ts";
 
 const T0 = Date.UTC(2026, 0, 1);
@@ -847,6 +847,69 @@ for (const backend of BACKENDS) {
     assert.deepEqual(await ids(":\\t"), [slashed]);
     assert.deepEqual(await ids('one\nsaid "NO"'), [failing]);
     assert.deepEqual(await ids("said"), [failing]);
+  });
+
+  test("jobsList() and jobsCountMatching() search what a reader is shown, never a redacted secret", async ({ store }) => {
+    const [argv, keyed, contact, failing] = await insert(store, [
+      newJob({ args: JSON.stringify({ argv: ["deploy", "password=PASS-222"] }) }),
+      newJob({ args: JSON.stringify({ password: "PASS-333" }) }),
+      newJob({ args: JSON.stringify({ note: "contact the PASS-2 desk" }) }),
+      newJob(),
+    ]);
+    // An error stored before `pass=` was a secret name: shown redacted all the same.
+    await store.jobsDiscard({ ids: [failing!], now: T0, reason: "login with pass=PASS-444" });
+    const ids = async (search: string, more: Omit<JobFilter, "search"> = {}) =>
+      (await store.jobsList({ ...more, search })).map((j) => j.id);
+    const found: [string, (number | undefined)[]][] = [
+      ["PASS-2", [contact]],
+      ["PASS-222", []],
+      ["PASS-333", []],
+      ["PASS-444", []],
+      ["password", [argv, keyed]],
+      ["password=", [argv]],
+      ["pass=", [failing]],
+      ["[REDACTED]", [argv, keyed, failing]],
+      ["password=[REDACTED]", [argv]],
+      ['"password":"[REDACTED]"', [keyed]],
+      ["d=[red", [argv]],
+      ["acted]", [argv, keyed, failing]],
+      // "act" is in "contact" and in every [REDACTED] a reader sees.
+      ["act", [argv, keyed, contact, failing]],
+    ];
+    for (const [search, expected] of found) {
+      assert.deepEqual(await ids(search), expected, search);
+      assert.equal(await store.jobsCountMatching({ search }), expected.length, `${search} counted`);
+    }
+    assert.deepEqual(await ids("act", { desc: true, limit: 2 }), [failing, contact]);
+    assert.deepEqual(await ids("act", { desc: true, limit: 2, after: contact }), [keyed, argv]);
+    assert.equal(await store.jobsCountMatching({ search: "act" }, { atMost: 3 }), 3);
+  });
+
+  test("a search pages past rows whose stored text matches and whose shown text does not", async ({ store }) => {
+    // Ids 1-250: every tenth says "PASS-2" where a reader sees it, the others only in a secret.
+    const jobs = Array.from({ length: 250 }, (_, n) =>
+      newJob({
+        args: JSON.stringify(
+          n % 10 === 9 ? { note: `PASS-2 shown ${n}` } : { argv: [`password=PASS-2${n}`] },
+        ),
+      }));
+    const ids = await insert(store, jobs);
+    const shown = ids.filter((_, n) => n % 10 === 9);
+    for (const desc of [false, true]) {
+      const expected = desc ? [...shown].reverse() : shown;
+      const paged: number[] = [];
+      let after: number | undefined;
+      for (let page = 0; page < 50; page++) {
+        const rows = await store.jobsList({ search: "pass-2", desc, limit: 4, after });
+        paged.push(...rows.map((j) => j.id));
+        if (rows.length < 4) break;
+        after = rows.at(-1)!.id;
+      }
+      assert.deepEqual(paged, expected, desc ? "desc" : "asc");
+    }
+    assert.equal(await store.jobsCountMatching({ search: "PASS-2" }), 25);
+    assert.equal(await store.jobsCountMatching({ search: "PASS-2" }, { atMost: 7 }), 7);
+    assert.equal(await store.jobsCountMatching({ search: "PASS-2", above: ids[199] }), 5);
   });
 
   test("jobsList() pages with after: each job exactly once, in order, asc and desc, any filter", async ({ store }) => {

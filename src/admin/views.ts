@@ -11,11 +11,14 @@
  */
 
 import type { Clock } from "../clock.ts";
-import { redact } from "../kernel/redact.ts";
+import { redactValue } from "../kernel/redact.ts";
 import { type Attempt, type Job, JOB_STATES, type JobState } from "../kernel/types.ts";
 import { next } from "../schedule/occurrences.ts";
 import type { Schedule, ScheduleConfig } from "../schedule/types.ts";
 import type { AuditRow, JobFilter, JobMatch, ScheduleRow, Store } from "../store/store.ts";
+
+/** Re-exported from its new home, `kernel/redact.ts`, for the callers of this module. */
+export { redactValue };
 
 /**
  * The heartbeat period the daemon runs with (the runtime's `heartbeatMs`).
@@ -336,24 +339,6 @@ export async function latestOccurrence(store: Store, scheduleId: string): Promis
 /** A copy of `job` whose args and meta carry no secret (see {@linkcode redactValue}). */
 export function redactJob(job: Job): Job {
   return { ...job, args: redactValue(job.args), meta: redactValue(job.meta) as Job["meta"] };
-}
-
-/**
- * Redacts every string in a JSON value: a string under a key that names a
- * secret (`password`, `API_TOKEN`, `Authorization`) is masked whole, any other
- * string goes through `redact` (URL credentials, `token=` pairs). Redacting
- * the JSON text instead could break its quoting.
- */
-export function redactValue(value: unknown, key?: string): unknown {
-  if (typeof value === "string") {
-    if (key !== undefined && redact(`${key}=x`) !== `${key}=x`) return "[REDACTED]";
-    return redact(value);
-  }
-  if (Array.isArray(value)) return value.map((v) => redactValue(v));
-  if (value !== null && typeof value === "object") {
-    return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, redactValue(v, k)]));
-  }
-  return value;
 }
 
 function oneLine(error: unknown): string {

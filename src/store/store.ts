@@ -118,8 +118,11 @@ export interface JobFilter {
   /** The job of one occurrence identity. */
   occurrence?: string;
   /**
-   * A case-insensitive substring (`%` and `_` match only themselves) of the
-   * worker, the args, a tag, the occurrence or a stored error.
+   * A case-insensitive substring (`%` and `_` match only themselves) of what
+   * a reader is shown of the worker, the args (as JSON, redacted as the
+   * views redact them), a tag, the occurrence or a stored error (redacted):
+   * a secret shown as `[REDACTED]` is not found, its key and `[REDACTED]`
+   * are (see `src/store/search.ts`).
    */
   search?: string;
   /**

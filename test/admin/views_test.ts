@@ -220,3 +220,23 @@ for (const backend of BACKENDS) {
     }
   });
 }
+
+for (const backend of BACKENDS) {
+  Deno.test(`[${backend.name}] jobsView and jobsMatching search the redacted args, not the secret`, async () => {
+    const harness = await backend.open(NOW);
+    try {
+      const { store } = harness;
+      const [secret] = (await store.jobsInsert({
+        now: NOW,
+        jobs: [newJob({ scheduledAt: NOW, args: JSON.stringify({ argv: ["password=PASS-222"] }) })],
+      })).map((r) => r.id);
+      for (const [search, expected] of [["PASS-2", []], ["password", [secret]]] as const) {
+        const listed = await jobsView(store, { search });
+        assert.deepEqual(listed.map((j) => j.id), expected, search);
+        assert.equal(await jobsMatching(store, { search }), expected.length, search);
+      }
+    } finally {
+      await harness.close();
+    }
+  });
+}

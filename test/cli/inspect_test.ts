@@ -6,7 +6,7 @@ import { occurrenceJob } from "../../src/schedule/plan.ts";
 import type { Schedule } from "../../src/schedule/types.ts";
 import { openSqliteStore, type SqliteStore } from "../../src/store/sqlite/sqlite_store.ts";
 import { syncSchedules } from "../../src/worker/planner.ts";
-import { newJob } from "../support/backends.ts";
+import { BACKENDS, newJob } from "../support/backends.ts";
 import { runJobs } from "../support/cli.ts";
 import { tempDir } from "../support/stores.ts";
 
@@ -199,6 +199,31 @@ Deno.test("jobs ls --json prints every field with ISO instants, escaping bidi ov
     }]);
   });
 });
+
+for (const backend of BACKENDS) {
+  Deno.test(`[${backend.name}] jobs ls --search finds the shown password= key, not the secret behind it`, async () => {
+    const harness = await backend.open(NOW - 60 * MINUTE);
+    try {
+      const [secret] = (await harness.store.jobsInsert({
+        now: NOW - 30 * MINUTE,
+        jobs: [plainJob({ args: JSON.stringify({ argv: ["password=PASS-222"] }) })],
+      })).map((r) => r.id);
+      const ls = async (search: string) => {
+        const r = await jobs(["ls", "--db", harness.location, "--json", "--search", search]);
+        assert.equal(r.code, 0, r.err);
+        assert.ok(!r.out.includes("PASS-222"), r.out);
+        return JSON.parse(r.out).map((j: { id: number }) => j.id);
+      };
+      assert.deepEqual(await ls("PASS-2"), []);
+      assert.deepEqual(await ls("password"), [secret]);
+      assert.deepEqual(await ls("password=[REDACTED]"), [secret]);
+      const text = await jobs(["ls", "--db", harness.location, "--search", "PASS-2"]);
+      assert.equal(text.out, "no jobs match");
+    } finally {
+      await harness.close();
+    }
+  });
+}
 
 Deno.test("jobs ls filters by state, queue, schedule, worker, tag and search", async () => {
   await withFixture(async (f) => {

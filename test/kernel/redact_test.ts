@@ -74,6 +74,57 @@ Deno.test("redact() masks password=, api_key: and quoted JSON secrets", () => {
   assert.ok(kept.includes("next=/home"), kept);
 });
 
+Deno.test("redact() masks URL userinfo up to the last @, a password holding @ or / too", () => {
+  assert.equal(redact("https://bob:p@SECRET@host/x"), "https://bob:[REDACTED]@host/x");
+  assert.equal(redact("https://bob:p/SECRET@host"), "https://bob:[REDACTED]@host");
+  assert.equal(
+    redact("https://ghp_0123456789abcdef@SECRET@github.com/acme"),
+    "https://[REDACTED]@github.com/acme",
+  );
+  assert.equal(
+    redact("GET https://bob:p/S@CRET@api.example.com/v1 failed; retry https://h/a"),
+    "GET https://bob:[REDACTED]@api.example.com/v1 failed; retry https://h/a",
+  );
+  // A quote ends the URL: the next JSON value's @ is not its host.
+  assert.equal(
+    redact('{"url":"https://bob:pw@host","mail":"a@b.example"}'),
+    '{"url":"https://bob:[REDACTED]@host","mail":"a@b.example"}',
+  );
+});
+
+Deno.test("redact() masks pass=, passphrase= and other short secret names", () => {
+  for (const name of ["pass", "DB_PASS", "passphrase", "secret_key", "signing-key", "jwt"]) {
+    assert.equal(redact(`${name}=SECRET`), `${name}=[REDACTED]`, name);
+  }
+  // pass only as a word of its own: these hold no secret.
+  for (const text of ["bypass=true", "tests passed=42", "compass=north"]) {
+    assert.equal(redact(text), text);
+  }
+});
+
+Deno.test("redact() masks a spaced pair's value to the end of the line, key=value to a space", () => {
+  assert.equal(redact("token: one SECRET"), "token: [REDACTED]");
+  assert.equal(redact("password = two words\nnext line"), "password = [REDACTED]\nnext line");
+  assert.equal(redact('{"msg":"token: one SECRET","n":1}'), '{"msg":"token: [REDACTED]","n":1}');
+  // An escaped quote inside the JSON string does not end the value.
+  assert.equal(
+    redact(String.raw`{"msg":"token: a \"b\" SECRET","n":1}`),
+    '{"msg":"token: [REDACTED]","n":1}',
+  );
+  assert.equal(
+    redact("config: api_key: one SECRET, region: eu"),
+    "config: api_key: [REDACTED], region: eu",
+  );
+  assert.equal(redact('token: "one SECRET" kept'), 'token: "[REDACTED]" kept');
+  // key=value without a space is one word (argv, query strings): the next word is not its value.
+  assert.equal(redact("token=SECRET next=1"), "token=[REDACTED] next=1");
+  // The separators are kept as they were (a search of the shown text relies on it).
+  assert.equal(
+    redact("Authorization:\tBearer\t\tabcdefghijk"),
+    "Authorization:\tBearer\t\t[REDACTED]",
+  );
+});
+
 Deno.test("redact() leaves text without secrets unchanged", () => {
   for (
     const text of [

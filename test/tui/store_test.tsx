@@ -17,7 +17,8 @@ import { App } from "../../src/tui/app.tsx";
 import { configFile, fixedStore, storeAt, storeData } from "../../src/tui/data.ts";
 import { openFailure } from "../../src/cli/open_store.ts";
 import { openSqliteStore } from "../../src/store/sqlite/sqlite_store.ts";
-import { newJob } from "../support/backends.ts";
+import { BACKENDS, newJob } from "../support/backends.ts";
+import { parseSearch } from "../../src/tui/search.ts";
 import { insertJob, tempJobs, tempStore } from "../support/stores.ts";
 import { startWorkflowRun } from "../../src/admin/workflows.ts";
 import { defineWorker } from "../../src/kernel/worker.ts";
@@ -424,6 +425,42 @@ Deno.test("the store-backed workflows data pages runs with their step counts and
     /workflow run \d+ \(greet\) is already completed: nothing to cancel/,
   );
 });
+
+for (const backend of BACKENDS) {
+  Deno.test(`[${backend.name}] the TUI's / search finds what its rows show, not a redacted secret`, async () => {
+    const harness = await backend.open(NOW);
+    try {
+      const [secret, other] = (await harness.store.jobsInsert({
+        now: NOW,
+        jobs: [
+          newJob({ scheduledAt: NOW, args: JSON.stringify({ argv: ["password=PASS-222"] }) }),
+          newJob({ scheduledAt: NOW, args: JSON.stringify({ note: "nothing secret" }) }),
+        ],
+      })).map((r) => r.id);
+      const data = storeData({
+        source: fixedStore(harness.store),
+        config: noConfig,
+        clock: new FakeClock(NOW),
+      });
+      const search = async (text: string) => {
+        const parsed = parseSearch(text);
+        assert.ok("filter" in parsed, text);
+        const rows = await data.jobs({ filter: parsed.filter, desc: true, limit: 50 });
+        const { count } = await data.jobsCount(parsed.filter);
+        assert.equal(count, rows.length, `${text}: the count agrees with the rows`);
+        return rows.map((j) => j.id);
+      };
+      assert.deepEqual(await search("PASS-2"), []);
+      assert.deepEqual(await search("password"), [secret]);
+      assert.deepEqual(await search("[REDACTED]"), [secret]);
+      assert.deepEqual(await search("secret"), [other]);
+      const [shown] = await data.jobs({ filter: { search: "password" }, desc: true, limit: 1 });
+      assert.deepEqual(shown?.args, { argv: ["password=[REDACTED]"] });
+    } finally {
+      await harness.close();
+    }
+  });
+}
 
 Deno.test("the store-backed data bounds a search to the newest ids and its count to its cap", async () => {
   await using temp = await tempStore();

@@ -62,6 +62,7 @@ import type {
   WorkflowStartParams,
 } from "../store.ts";
 import { STORE_TX_METHODS } from "../store.ts";
+import { searchesShown, SearchPaging } from "../search.ts";
 import {
   isStoreUnreachable,
   SchemaTooNewError,
@@ -1181,6 +1182,20 @@ export class PostgresStore implements Store<PostgresTx> {
 
   async jobsList(params: JobFilter): Promise<Job[]> {
     checkBounds(params);
+    if (!searchesShown(params)) return await this.#list(params);
+    return (await this.#search(new SearchPaging(params))).found;
+  }
+
+  /** Drives `paging` through raw listings to its end. */
+  async #search(paging: SearchPaging): Promise<SearchPaging> {
+    for (let next = paging.next; next !== null; next = paging.next) {
+      paging.take(await this.#list(next));
+    }
+    return paging;
+  }
+
+  /** The rows of one listing as SQL finds them (a search matches the stored text). */
+  async #list(params: JobFilter): Promise<Job[]> {
     const q = this.#sql;
     const conditions = listConditions(q, params);
     const desc = params.desc ?? false;
@@ -1199,6 +1214,9 @@ export class PostgresStore implements Store<PostgresTx> {
     for (const state of [params.state ?? []].flat()) checkState(state);
     if (countsAnswer(params)) {
       return Math.min(sumMatching(await readCounts(this.#sql), params), atMost ?? Infinity);
+    }
+    if (searchesShown(params)) {
+      return (await this.#search(SearchPaging.count(params, atMost))).matched;
     }
     const q = this.#sql;
     const where = and(q, listConditions(q, params));
@@ -1900,8 +1918,11 @@ function listConditions(q: Sql, params: JobMatch): Fragment[] {
   if (params.scheduleId !== undefined) where.push(q`schedule_id = ${params.scheduleId}`);
   if (params.occurrence !== undefined) where.push(q`occurrence = ${params.occurrence}`);
   if (params.search !== undefined) {
-    // ILIKE's escape character is a backslash; tags and errors are searched
-    // in their values (unescaped), args in its JSON text as on SQLite.
+    // This reads the stored text: a listing with a search narrows its rows
+    // with it, then keeps those whose shown (redacted) text matches
+    // (src/store/search.ts). ILIKE's escape character is a backslash; tags
+    // and errors are searched in their values (unescaped), args in its JSON
+    // text as on SQLite.
     const pattern = `%${escapeLike(params.search)}%`;
     const match = q`(worker ILIKE ${pattern} OR args ILIKE ${pattern}
       OR occurrence ILIKE ${pattern}

@@ -416,8 +416,10 @@ const LIST_FILTERS = {
   // The IS NOT NULL lets the planner use the partial index jobs_schedule.
   schedule: `schedule_id = :schedule AND schedule_id IS NOT NULL`,
   occurrence: `occurrence = :occurrence`,
-  // :search is a LIKE pattern whose escape character is a backslash. A
-  // search text that JSON writes as it is (:plain, no quote, backslash or
+  // :search reads the stored text: a listing with a search narrows its rows
+  // with it, then keeps those whose shown (redacted) text matches
+  // (src/store/search.ts). It is a LIKE pattern whose escape character is a
+  // backslash. A search text that JSON writes as it is (:plain, no quote, backslash or
   // control character) can be inside a tag or an error only if it is inside
   // the array's text (the store writes both arrays with JSON.stringify or
   // json_object, which escape nothing else): that cheap test spares most

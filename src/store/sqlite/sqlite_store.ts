@@ -61,6 +61,7 @@ import type {
   WorkflowStartParams,
 } from "../store.ts";
 import { STORE_TX_METHODS } from "../store.ts";
+import { searchesShown, SearchPaging } from "../search.ts";
 import type {
   IngestChunkCommitParams,
   IngestDropFilter,
@@ -1340,20 +1341,29 @@ export class SqliteStore implements Store<SqliteTx> {
     } catch (error) {
       return Promise.reject(error);
     }
+    if (!searchesShown(params)) return this.#exclusive(() => this.#list(params));
+    // Every raw page inside one #exclusive: in a transaction only the
+    // call's own turn holds the connection.
+    return this.#exclusive(() => this.#search(new SearchPaging(params)).found);
+  }
+
+  /** Drives `paging` through raw listings to its end. */
+  #search(paging: SearchPaging): SearchPaging {
+    for (let next = paging.next; next !== null; next = paging.next) paging.take(this.#list(next));
+    return paging;
+  }
+
+  /** The rows of one listing as SQL finds them (a search matches the stored text). */
+  #list(params: JobFilter): Job[] {
     const { values, shape } = listValues(params);
-    let text: string;
-    try {
-      text = jobsListSql({
-        ...shape,
-        desc: params.desc ?? false,
-        after: params.after !== undefined,
-      });
-    } catch (error) {
-      return Promise.reject(error);
-    }
+    const text = jobsListSql({
+      ...shape,
+      desc: params.desc ?? false,
+      after: params.after !== undefined,
+    });
     if (params.after !== undefined) values.after = params.after;
     values.limit = params.limit ?? -1;
-    return this.#exclusive(() => (this.#listStatement(text).all(values) as Row[]).map(toJob));
+    return (this.#listStatement(text).all(values) as Row[]).map(toJob);
   }
 
   jobsCountMatching(params: JobMatch, options: { atMost?: number } = {}): Promise<number> {
@@ -1368,6 +1378,9 @@ export class SqliteStore implements Store<SqliteTx> {
       return this.#exclusive(() =>
         Math.min(sumMatching(this.#countRows(), params), atMost ?? Infinity)
       );
+    }
+    if (searchesShown(params)) {
+      return this.#exclusive(() => this.#search(SearchPaging.count(params, atMost)).matched);
     }
     const { values, shape } = listValues(params);
     let text: string;
