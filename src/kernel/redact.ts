@@ -43,9 +43,14 @@ const PAIR_WORD = String.raw`\[REDACTED\]|"[^"]*"|'[^']*'|[^\s&,;"'}\])]+`;
 // After a separator and a space (`token: one two`, `password = a b`) the
 // value is the rest of the line: up to a double quote (the end of a JSON
 // string holding the line; an escaped one, \", is inside the value) or a
-// comma or semicolon that starts another pair.
+// comma or semicolon that starts another pair. Written so that every
+// character has one way to match (a run of spaces is taken whole, and only
+// when more of the value follows it): a lazy match with a lookahead at each
+// character took 26 s on one line of 100,000 spaces.
+const PAIR_START = String.raw`[^\S\r\n]*["']?[\w.-]+["']?[^\S\r\n]*[=:]`;
+const REST_CHAR = String.raw`\\.|[^\s"\\,;]|[,;](?!${PAIR_START})`;
 const PAIR_REST = String
-  .raw`[^\s"](?:\\.|[^\r\n"\\])*?(?=[^\S\r\n]*(?:$|[\r\n"]|[,;][^\S\r\n]*["']?[\w.-]+["']?[^\S\r\n]*[=:]))`;
+  .raw`(?:${REST_CHAR})(?:${REST_CHAR}|[^\S\r\n]+(?=${REST_CHAR}))*`;
 const PAIR = new RegExp(
   String.raw`(["']?\b${SECRET_NAMES}["']?\s*[=:])` +
     String.raw`(?:([^\S\r\n]+)(?!\[REDACTED\]|["'])(${PAIR_REST})|([^\S\r\n]*)(${PAIR_WORD}))`,

@@ -313,3 +313,25 @@ Deno.test("redact() masks every secret name in any case (its quick test for secr
     '{"event":"job.stop","queue":"default","job":7,"worker":"noop","outcome":"completed"}';
   assert.equal(redact(line), line);
 });
+
+Deno.test("redact() takes time in proportion to the text on hostile lines (no backtracking blow-up)", () => {
+  // Each line ran for seconds or more with the first rest-of-line pattern:
+  // 100,000 spaces after "token: x" took 26 s. A bound 50 times what a
+  // linear pass needs on a busy machine still fails that by far.
+  const n = 100_000;
+  const lines = [
+    `token: x${" ".repeat(n)}y`,
+    `password = a${", ".repeat(n)}z`,
+    `secret: ${"a ".repeat(n)}`,
+    `token: ${"\\".repeat(n)}`,
+    `https://${"a".repeat(n)}:`,
+    `${"a".repeat(n)}key=`,
+  ];
+  for (const line of lines) {
+    const began = performance.now();
+    const shown = redact(line);
+    const ms = performance.now() - began;
+    assert.ok(ms < 2_000, `${ms.toFixed(0)} ms for ${JSON.stringify(line.slice(0, 20))}...`);
+    assert.ok(!shown.includes("y") || !line.startsWith("token: x"), "the value is redacted whole");
+  }
+});
