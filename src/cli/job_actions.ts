@@ -18,6 +18,7 @@ import {
   type Skipped,
 } from "../admin/actions.ts";
 import { type DefinitionChoice, definitionText } from "../admin/definitions.ts";
+import { zonesOf } from "../admin/views.ts";
 import { escapeControl } from "../text/escape.ts";
 import type { Job } from "../kernel/types.ts";
 import { describeLocation } from "../store/open.ts";
@@ -72,9 +73,13 @@ async function definitionSource(
   options: { config?: string; asPlanned?: boolean },
   deps: CliDeps,
 ): Promise<DefinitionSource> {
-  if (options.asPlanned) return AS_PLANNED;
   const file = configPath(options.config, deps);
   const loaded = await loadConfig(file, { optional: !configNamed(options.config, deps) });
+  if (options.asPlanned) {
+    // The file's definitions play no part, but its zones still read an
+    // occurrence typed as a local time; a file with errors just lends none.
+    return { ...AS_PLANNED, zoneOf: zonesOf(loaded.config?.schedules) };
+  }
   if (loaded.errors.length > 0) {
     for (const error of loaded.errors) deps.err(escapeControl(error.message));
     throw new CommandFailed(
@@ -155,7 +160,7 @@ function replayCommand(program: Command, deps: CliDeps): void {
         const actor = { ...who(options, deps), reason: options.reason };
         const result = await replayJob(store, ref, actor, !!options.force, source).catch(
           (error) => {
-            throw new CommandFailed(`jobs replay: ${echo(error.message, 400)}`);
+            throw new CommandFailed(`jobs replay: ${echo(error.message, 1000)}`);
           },
         );
         const { job } = result;
