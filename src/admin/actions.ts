@@ -18,6 +18,7 @@ import {
   type JobDefinition,
   type JobState,
 } from "../kernel/types.ts";
+import { checkRunnerArgs } from "../runners/builtin_args.ts";
 import { occurrenceId } from "../schedule/occurrences.ts";
 import { occurrenceJob } from "../schedule/plan.ts";
 import type { Schedule } from "../schedule/types.ts";
@@ -362,6 +363,7 @@ export async function enqueueJob(
   who: Actor,
 ): Promise<InsertResult> {
   const job = buildJob(worker, args, options, who.now);
+  checkRunnerArgs(job.worker, job.args);
   return await store.transaction(async (tx) => {
     const [result] = await tx.jobsInsert({ jobs: [job], now: who.now });
     if (!result) throw new Error(`enqueue "${worker}": the insert returned nothing`);
