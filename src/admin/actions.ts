@@ -25,7 +25,7 @@ import type { Schedule } from "../schedule/types.ts";
 import type { Store, StoreTx } from "../store/store.ts";
 import { DEFAULT_RETENTION, pruneJobs, type PrunerOptions } from "../worker/pruner.ts";
 import { chooseDefinition, type DefinitionChoice, type LiveSchedules } from "./definitions.ts";
-import { findJob, occurrenceMiss, type ZoneOf, zonesOf } from "./views.ts";
+import { findJob, JobNotFound, occurrenceMiss, type ZoneOf, zonesOf } from "./views.ts";
 
 /** Who acts, why, and when (from the caller's clock). */
 export interface Actor {
@@ -245,7 +245,7 @@ export async function replayJob(
   const zoneOf = sourceZones(source);
   const job = await findJob(store, ref, zoneOf);
   if (!job) {
-    throw new Error(`no job or occurrence "${ref}"${await occurrenceMiss(store, ref, zoneOf)}`);
+    throw new JobNotFound(ref, await occurrenceMiss(store, ref, zoneOf));
   }
   const { choice, definition } = chooseDefinition(job, source.live, source.asPlanned);
   const result = await store.transaction(async (tx) => {

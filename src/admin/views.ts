@@ -335,6 +335,18 @@ export async function findJob(store: Store, ref: string, zoneOf?: ZoneOf): Promi
   return null;
 }
 
+/**
+ * Raised when a job or occurrence reference finds no job: `hint` is
+ * {@linkcode occurrenceMiss}'s (why the instant cannot be read, the nearest
+ * stored occurrences), kept apart so a face can cut `ref` without cutting it.
+ */
+export class JobNotFound extends Error {
+  constructor(readonly ref: string, readonly hint: string) {
+    super(`no job or occurrence "${ref}"${hint}`);
+    this.name = "JobNotFound";
+  }
+}
+
 /** How many stored occurrences of a schedule a near miss looks through, newest first. */
 const NEAREST_SCAN = 5000;
 /** How many occurrences a near miss lists on each side of the instant asked for. */

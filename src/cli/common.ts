@@ -366,6 +366,15 @@ export function quiet(command: Command, deps: CliDeps, name: string | undefined)
     });
 }
 
+/**
+ * How much of a job or occurrence reference a "no job" error quotes, and
+ * of the hint after it (the nearest occurrences): the line stays within a
+ * terminal's few hundred characters whatever was typed.
+ */
+export const REF_CUT = 80;
+/** See {@linkcode REF_CUT}. */
+export const HINT_CUT = 260;
+
 /** `1 job`, `2 jobs`. */
 export function plural(n: number, word: string): string {
   return `${n} ${word}${n === 1 ? "" : "s"}`;

@@ -38,10 +38,12 @@ import {
   dbPath,
   filterOptions,
   globalOptions,
+  HINT_CUT,
   jobFilter,
   type JobFilterOptions,
   parseCount,
   quiet,
+  REF_CUT,
 } from "./common.ts";
 import { fileZones, loadConfig } from "./config.ts";
 import { freshnessText } from "./ingest.ts";
@@ -392,7 +394,8 @@ export async function showCommand(
       const where = echo(describeLocation(options.db));
       const miss = await occurrenceMiss(store, options.ref, options.zoneOf);
       throw new CommandFailed(
-        `jobs show: no ${kind} "${echo(options.ref)}" in the store "${where}"${echo(miss, 1000)}`,
+        `jobs show: no ${kind} "${echo(options.ref, miss === "" ? undefined : REF_CUT)}" in ` +
+          `the store "${where}"${echo(miss, HINT_CUT)}`,
       );
     }
     if (options.json) {

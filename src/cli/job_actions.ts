@@ -18,7 +18,7 @@ import {
   type Skipped,
 } from "../admin/actions.ts";
 import { type DefinitionChoice, definitionText } from "../admin/definitions.ts";
-import { zonesOf } from "../admin/views.ts";
+import { JobNotFound, zonesOf } from "../admin/views.ts";
 import { escapeControl } from "../text/escape.ts";
 import type { Job } from "../kernel/types.ts";
 import { describeLocation } from "../store/open.ts";
@@ -31,12 +31,14 @@ import {
   dbPath,
   filterOptions,
   globalOptions,
+  HINT_CUT,
   jobFilter,
   type JobFilterOptions,
   parseCount,
   parseJobId,
   plural,
   quiet,
+  REF_CUT,
   who,
 } from "./common.ts";
 import { loadConfig } from "./config.ts";
@@ -160,7 +162,13 @@ function replayCommand(program: Command, deps: CliDeps): void {
         const actor = { ...who(options, deps), reason: options.reason };
         const result = await replayJob(store, ref, actor, !!options.force, source).catch(
           (error) => {
-            throw new CommandFailed(`jobs replay: ${echo(error.message, 1000)}`);
+            if (error instanceof JobNotFound) {
+              throw new CommandFailed(
+                `jobs replay: no job or occurrence "${echo(error.ref, REF_CUT)}"` +
+                  echo(error.hint, HINT_CUT),
+              );
+            }
+            throw new CommandFailed(`jobs replay: ${echo(error.message, 400)}`);
           },
         );
         const { job } = result;

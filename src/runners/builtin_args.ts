@@ -46,17 +46,32 @@ export const RUNNER_ARGS: ReadonlyMap<string, RunnerArgs> = new Map<string, Runn
   [FANOUT_WORKER, {
     schema: fanOutRunSchema,
     shape: `{"kind":"fanout","schedule":"nightly","selection":{"kind":"command",` +
-      `"argv":["list-items"]},"batchSize":100,"run":{"kind":"command","argv":["work"]},` +
+      `"argv":["list"]},"batchSize":100,"run":{"kind":"command","argv":["work"]},` +
       `"item":{"queue":"default","priority":0,"maxAttempts":20,"tags":[],"tenant":null,` +
       `"meta":{}}}`,
   }],
 ]);
 
+/** Raised by {@linkcode checkRunnerArgs}: what is wrong, and the shape expected. */
+export class RunnerArgsError extends EnqueueError {
+  constructor(
+    readonly worker: string,
+    /** The runner's own words (they may quote the value refused). */
+    readonly problem: string,
+    /** The shape expected, with which fields are optional. */
+    readonly expected: string,
+  ) {
+    super(`${worker} args: ${problem}; expected ${expected}`);
+    this.name = "RunnerArgsError";
+  }
+}
+
 /**
  * Checks the args of a job of `worker`, as stored (JSON text), as the
- * built-in runner of that name will when it runs; throws an
- * {@linkcode EnqueueError} naming the runner, what is wrong and the shape
- * expected. Any other worker passes, and its args are not parsed.
+ * built-in runner of that name will when it runs; throws a
+ * {@linkcode RunnerArgsError} (an `EnqueueError`) naming the runner, what is
+ * wrong and the shape expected. Any other worker passes, and its args are
+ * not parsed.
  */
 export function checkRunnerArgs(worker: string, argsJson: string): void {
   const runner = RUNNER_ARGS.get(worker);
@@ -64,8 +79,8 @@ export function checkRunnerArgs(worker: string, argsJson: string): void {
   try {
     runner.schema.parse(JSON.parse(argsJson));
   } catch (error) {
-    const why = error instanceof Error ? error.message : String(error);
+    const problem = error instanceof Error ? error.message : String(error);
     const optional = runner.optional ? ` (${runner.optional} optional)` : "";
-    throw new EnqueueError(`${worker} args: ${why}; expected ${runner.shape}${optional}`);
+    throw new RunnerArgsError(worker, problem, `${runner.shape}${optional}`);
   }
 }

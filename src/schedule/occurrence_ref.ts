@@ -61,14 +61,14 @@ export function readOccurrenceRef(
   const local = LOCAL.exec(text)?.groups;
   if (!local || !DATE_TIME.test(local.wall!)) {
     return refused(
-      `"${text}" is not an instant such as 2026-03-08T07:00Z, 2026-03-08T08:00+01:00 or a ` +
+      `its instant is not one such as 2026-03-08T07:00Z, 2026-03-08T08:00+01:00 or a ` +
         `local time such as 2026-03-08T08:00[Europe/Paris]`,
     );
   }
   const zone = local.zone ?? zoneOf(scheduleId);
   if (zone === undefined) {
     return refused(
-      `"${text}" has no offset, and the schedules file declares no schedule "${scheduleId}" ` +
+      `its local time has no offset, and the schedules file declares no schedule of that id ` +
         `whose zone would read it: add the offset (Z, +01:00) or the zone ([Europe/Paris])`,
     );
   }
@@ -76,7 +76,7 @@ export function readOccurrenceRef(
   try {
     wall = Temporal.PlainDateTime.from(local.wall!.replace(" ", "T"));
   } catch {
-    return refused(`"${text}" is not a date and time of day`);
+    return refused(`its instant is not a date and time of day`);
   }
   try {
     // Both readings: a repeated local time (fall back) names two instants,

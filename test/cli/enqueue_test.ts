@@ -354,6 +354,14 @@ Deno.test("jobs enqueue refuses a built-in runner's args its runner would discar
     assert.equal(fanout.code, 2);
     assert.match(fanout.err, /^jobs enqueue: jobs\.fanout args: fan-out schedule must be a /);
     assert.match(fanout.err, /; expected \{"kind":"fanout","schedule":"nightly",/);
+    // Long args are cut in the runner's words, never in the shape.
+    const long = await run(
+      "jobs.command",
+      JSON.stringify({ kind: "command", argv: ["x".repeat(9999), 3] }),
+    );
+    assert.equal(long.code, 2);
+    assert.ok(long.err.length <= 500, long.err);
+    assert.ok(long.err.endsWith(`"env":{"NAME":"value"}} (shell, cwd and env optional)`), long.err);
     // --force names another process's worker; it does not waive a runner's args.
     const forced = await runJobs(
       ["enqueue", "jobs.command", "--args", "{}", "--db", db, "--create", "--force"],

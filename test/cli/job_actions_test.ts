@@ -114,7 +114,7 @@ Deno.test("jobs replay adds a replay attempt to the same occurrence, audited", a
     assert.equal(unknown.code, 1);
     assert.equal(
       unknown.err,
-      `jobs replay: no job or occurrence "nightly@1999": "1999" is not an instant such as ` +
+      `jobs replay: no job or occurrence "nightly@1999": its instant is not one such as ` +
         `2026-03-08T07:00Z, 2026-03-08T08:00+01:00 or a local time such as ` +
         `2026-03-08T08:00[Europe/Paris]; did you mean "${OCCURRENCE}"? (the latest stored ` +
         `occurrences)`,
@@ -382,7 +382,10 @@ Deno.test("jobs replay and show list the nearest occurrences on a near miss", as
       env: bare,
     });
     assert.equal(noZone.code, 1);
-    assert.match(noZone.err, /has no offset, and the schedules file declares no schedule "hello"/);
+    assert.match(
+      noZone.err,
+      /its local time has no offset, and the schedules file declares no schedule of that id/,
+    );
     assert.match(noZone.err, /did you mean/);
   });
 });
