@@ -42,6 +42,7 @@ import type { CompiledReport } from "./report/definition.ts";
 import type { RawRequest } from "./report/query.ts";
 import { REPORT_QUEUE, REPORT_WORKER } from "./report/types.ts";
 import { reportWorker } from "./runners/report.ts";
+import { checkRunnerArgs } from "./runners/builtin_args.ts";
 
 /** Options for {@linkcode Jobs}. */
 export interface JobsOptions<Tx extends StoreTx> {
@@ -207,7 +208,10 @@ export class Jobs<Tx extends StoreTx = StoreTx> {
       const def = typeof e.worker === "string"
         ? this.#registry.get(e.worker) ?? e.worker
         : e.worker;
-      return buildJob(def, e.args, e.options ?? {}, now, this.#argsLimit);
+      const job = buildJob(def, e.args, e.options ?? {}, now, this.#argsLimit);
+      // A built-in runner's args are checked now, not discarded when it runs.
+      checkRunnerArgs(job.worker, job.args);
+      return job;
     });
     return await this.#insert(jobs, now, options);
   }

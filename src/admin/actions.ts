@@ -18,13 +18,14 @@ import {
   type JobDefinition,
   type JobState,
 } from "../kernel/types.ts";
+import { checkRunnerArgs } from "../runners/builtin_args.ts";
 import { occurrenceId } from "../schedule/occurrences.ts";
 import { occurrenceJob } from "../schedule/plan.ts";
 import type { Schedule } from "../schedule/types.ts";
 import type { Store, StoreTx } from "../store/store.ts";
 import { DEFAULT_RETENTION, pruneJobs, type PrunerOptions } from "../worker/pruner.ts";
 import { chooseDefinition, type DefinitionChoice, type LiveSchedules } from "./definitions.ts";
-import { findJob } from "./views.ts";
+import { findJob, JobNotFound, occurrenceMiss, type ZoneOf, zonesOf } from "./views.ts";
 
 /** Who acts, why, and when (from the caller's clock). */
 export interface Actor {
@@ -102,6 +103,16 @@ const ACTS_ON: Record<JobAction, readonly JobState[]> = {
 export interface DefinitionSource {
   live: LiveSchedules | null;
   asPlanned: boolean;
+  /**
+   * The schedules' zones, to read an occurrence typed as a local time
+   * without offset (see {@linkcode findJob}). @default the live file's
+   */
+  zoneOf?: ZoneOf;
+}
+
+/** The zones `source` reads a local-time occurrence in: its own, else the live file's. */
+function sourceZones(source: DefinitionSource): ZoneOf {
+  return source.zoneOf ?? zonesOf(source.live?.schedules);
 }
 
 /** Every job runs the definition it holds: for actions that change no definition. */
@@ -231,8 +242,11 @@ export async function replayJob(
   force: boolean,
   source: DefinitionSource = AS_PLANNED,
 ): Promise<ReplayResult> {
-  const job = await findJob(store, ref);
-  if (!job) throw new Error(`no job or occurrence "${ref}"`);
+  const zoneOf = sourceZones(source);
+  const job = await findJob(store, ref, zoneOf);
+  if (!job) {
+    throw new JobNotFound(ref, await occurrenceMiss(store, ref, zoneOf));
+  }
   const { choice, definition } = chooseDefinition(job, source.live, source.asPlanned);
   const result = await store.transaction(async (tx) => {
     const result = await tx.jobReplay({
@@ -264,7 +278,7 @@ export async function previewReplay(
   ref: string,
   source: DefinitionSource,
 ): Promise<{ job: Job; definition: DefinitionChoice } | null> {
-  const job = await findJob(store, ref);
+  const job = await findJob(store, ref, sourceZones(source));
   if (!job) return null;
   return { job, definition: chooseDefinition(job, source.live, source.asPlanned).choice };
 }
@@ -349,6 +363,7 @@ export async function enqueueJob(
   who: Actor,
 ): Promise<InsertResult> {
   const job = buildJob(worker, args, options, who.now);
+  checkRunnerArgs(job.worker, job.args);
   return await store.transaction(async (tx) => {
     const [result] = await tx.jobsInsert({ jobs: [job], now: who.now });
     if (!result) throw new Error(`enqueue "${worker}": the insert returned nothing`);

@@ -14,6 +14,7 @@ import type { Clock } from "../clock.ts";
 import { redactValue } from "../kernel/redact.ts";
 import { type Attempt, type Job, JOB_STATES, type JobState } from "../kernel/types.ts";
 import { next } from "../schedule/occurrences.ts";
+import { readOccurrenceRef } from "../schedule/occurrence_ref.ts";
 import type { Schedule, ScheduleConfig } from "../schedule/types.ts";
 import type { AuditRow, JobFilter, JobMatch, ScheduleRow, Store } from "../store/store.ts";
 
@@ -305,23 +306,115 @@ export async function jobsMatching(
 }
 
 /**
- * One job by id (all digits) or occurrence identity (`nightly@2026-...`),
- * or null when there is none.
+ * The IANA zone of a schedule the schedules file declares, to read a local
+ * time typed without offset; undefined when the file does not declare it.
  */
-export async function findJob(store: Store, ref: string): Promise<Job | null> {
+export type ZoneOf = (scheduleId: string) => string | undefined;
+
+/** The zones of `schedules` (the live file's), as {@linkcode findJob} takes them. */
+export function zonesOf(schedules: readonly Schedule[] | null | undefined): ZoneOf {
+  return (id) => schedules?.find((s) => s.id === id)?.timezone;
+}
+
+/**
+ * One job by id (all digits) or occurrence, or null when there is none. An
+ * occurrence may be spelled as its identity (`nightly@2026-03-08T07:00:00.000Z`)
+ * or as any spelling of the same instant (no milliseconds, an offset, a local
+ * time in the schedule's zone: see {@linkcode readOccurrenceRef}).
+ */
+export async function findJob(store: Store, ref: string, zoneOf?: ZoneOf): Promise<Job | null> {
   if (/^\d+$/.test(ref)) {
     const id = Number(ref);
     return Number.isSafeInteger(id) ? await store.jobGet({ id }) : null;
   }
-  const found = await store.jobsList({ occurrence: ref, limit: 1 });
-  // The identity is unique; the comparison guards against a store that
-  // does not know the filter and would answer with any job.
-  return found.find((j) => j.occurrence === ref) ?? null;
+  const read = readOccurrenceRef(ref, zoneOf);
+  for (const identity of new Set([ref, ...(read?.ids ?? [])])) {
+    const found = await store.jobsList({ occurrence: identity, limit: 1 });
+    // The identity is unique; the comparison guards against a store that
+    // does not know the filter and would answer with any job.
+    const job = found.find((j) => j.occurrence === identity);
+    if (job) return job;
+  }
+  return null;
+}
+
+/**
+ * Raised when a job or occurrence reference finds no job: `hint` is
+ * {@linkcode occurrenceMiss}'s (why the instant cannot be read, the nearest
+ * stored occurrences), kept apart so a face can cut `ref` without cutting it.
+ */
+export class JobNotFound extends Error {
+  constructor(readonly ref: string, readonly hint: string) {
+    super(`no job or occurrence "${ref}"${hint}`);
+    this.name = "JobNotFound";
+  }
+}
+
+/** How many stored occurrences of a schedule a near miss looks through, newest first. */
+const NEAREST_SCAN = 5000;
+/** How many occurrences a near miss lists on each side of the instant asked for. */
+const NEAREST_EACH_SIDE = 3;
+
+/**
+ * Why `ref` found no job, for the error after `no job or occurrence "..."`:
+ * why its instant could not be read, and the stored occurrences of its
+ * schedule nearest the instant asked for (up to 3 before and 3 after; the
+ * latest ones when the instant cannot be read), as `did you mean ...`.
+ * Empty when `ref` is not shaped like an occurrence.
+ */
+export async function occurrenceMiss(
+  store: Store,
+  ref: string,
+  zoneOf?: ZoneOf,
+): Promise<string> {
+  const read = readOccurrenceRef(ref, zoneOf);
+  if (!read) return "";
+  const why = "why" in read ? `: ${read.why}` : "";
+  const prefix = `${read.scheduleId}@`;
+  const stored = new Map<string, number>();
+  let after: number | undefined;
+  while (stored.size < NEAREST_SCAN) {
+    const page = await store.jobsList({
+      scheduleId: read.scheduleId,
+      desc: true,
+      limit: 500,
+      ...(after === undefined ? {} : { after }),
+    });
+    for (const job of page) {
+      const occurrence = job.occurrence;
+      // Fan-out items (`<occurrence>#<key>`) are not occurrences of their own.
+      if (occurrence === null || !occurrence.startsWith(prefix) || occurrence.includes("#")) {
+        continue;
+      }
+      const instant = Date.parse(occurrence.slice(prefix.length));
+      if (Number.isFinite(instant)) stored.set(occurrence, instant);
+    }
+    if (page.length < 500) break;
+    after = page[page.length - 1]!.id;
+  }
+  if (stored.size === 0) {
+    return `${why}; schedule "${read.scheduleId}" has no occurrence in the store`;
+  }
+  const all = [...stored].sort((a, b) => a[1] - b[1]);
+  const target = read.instants[0];
+  const near = target === undefined ? all.slice(-NEAREST_EACH_SIDE) : [
+    ...all.filter(([, at]) => at < target).slice(-NEAREST_EACH_SIDE),
+    ...all.filter(([, at]) => at >= target).slice(0, NEAREST_EACH_SIDE),
+  ];
+  const names = near.map(([id]) => JSON.stringify(id));
+  const last = names.pop()!;
+  const list = names.length > 0 ? `${names.join(", ")} or ${last}` : last;
+  const which = target === undefined ? "latest" : "nearest";
+  return `${why}; did you mean ${list}? (the ${which} stored occurrences)`;
 }
 
 /** A job with its attempts (oldest first) and its audit trail, or null when there is none. */
-export async function jobDetail(store: Store, ref: string): Promise<JobDetail | null> {
-  const job = await findJob(store, ref);
+export async function jobDetail(
+  store: Store,
+  ref: string,
+  zoneOf?: ZoneOf,
+): Promise<JobDetail | null> {
+  const job = await findJob(store, ref, zoneOf);
   if (!job) return null;
   return {
     job: redactJob(job),

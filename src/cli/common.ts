@@ -14,6 +14,7 @@
 
 import { type Command, InvalidArgumentError } from "commander";
 import type { Actor } from "../admin/actions.ts";
+import { placeholderMessage, placeholderReason } from "../admin/reasons.ts";
 import type { Clock } from "../clock.ts";
 import { JOB_STATES, type JobState } from "../kernel/types.ts";
 import { tryParseDuration } from "../schedule/durations.ts";
@@ -126,6 +127,17 @@ export function parseInstant(value: string): number {
       `"${echo(value)}" is not an ISO instant with an offset, such as 2026-03-08T00:00:00Z`,
     );
   }
+}
+
+/**
+ * A `--reason` for the audit trail: refused when it is a placeholder
+ * (`...`, `<why you are disabling it>` pasted from the runbook, `TODO`: see
+ * `src/admin/reasons.ts`), asking for the why.
+ */
+export function parseReason(value: string): string {
+  const why = placeholderReason(value);
+  if (why !== null) throw new InvalidArgumentError(echo(placeholderMessage(value, why), 300));
+  return value;
 }
 
 /** A count from 1 to 10000 (`--count`, `--limit`). */
@@ -327,8 +339,8 @@ export function globalOptions(command: Command, spec: GlobalOptions): Command {
   if ("reason" in spec.audit) {
     command.option("--actor <name>", "who, for the audit trail (default: the OS user)");
     if (spec.audit.reason === "required") {
-      command.requiredOption("--reason <text>", "why, for the audit trail (required)");
-    } else command.option("--reason <text>", "why, for the audit trail");
+      command.requiredOption("--reason <text>", "why, for the audit trail (required)", parseReason);
+    } else command.option("--reason <text>", "why, for the audit trail", parseReason);
   } else if ("noReason" in spec.audit) {
     command.option("--actor <name>", "who, for the audit trail (default: the OS user)");
     not.push(["--reason", spec.audit.noReason]);
@@ -365,6 +377,15 @@ export function quiet(command: Command, deps: CliDeps, name: string | undefined)
       outputError: () => {},
     });
 }
+
+/**
+ * How much of a job or occurrence reference a "no job" error quotes, and
+ * of the hint after it (the nearest occurrences): the line stays within a
+ * terminal's few hundred characters whatever was typed.
+ */
+export const REF_CUT = 80;
+/** See {@linkcode REF_CUT}. */
+export const HINT_CUT = 260;
 
 /** `1 job`, `2 jobs`. */
 export function plural(n: number, word: string): string {

@@ -9,6 +9,7 @@
  * @module
  */
 
+import { type ZoneOf, zonesOf } from "../admin/views.ts";
 import { type ConfigError, loadSchedules } from "../schedule/config.ts";
 import type { ScheduleConfig } from "../schedule/types.ts";
 import { workerNames } from "../runners/workers_module.ts";
@@ -43,6 +44,18 @@ export interface LoadedConfig {
   errors: ConfigError[];
   /** The first error (and how many more), on one line, or null. */
   problem: string | null;
+}
+
+/**
+ * The zones of the schedules the file declares (`--config`, else
+ * `JOBS_CONFIG`, else `./schedules.yaml` when present), to read an
+ * occurrence typed as a local time without offset. A missing or invalid
+ * file lends none: the command then asks for an offset.
+ */
+export async function fileZones(option: string | undefined, deps: CliDeps): Promise<ZoneOf> {
+  const file = configPath(option, deps);
+  const loaded = await loadConfig(file, { optional: !configNamed(option, deps) });
+  return zonesOf(loaded.config?.schedules);
 }
 
 /** Reads the schedules file at `file` (see {@linkcode LoadConfigOptions}). */

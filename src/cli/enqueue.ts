@@ -23,6 +23,7 @@ import type { UniqueOptions } from "../kernel/unique.ts";
 import { defineWorker } from "../kernel/worker.ts";
 import { COMMAND_WORKER } from "../runners/command.ts";
 import { HTTP_WORKER } from "../runners/http.ts";
+import { checkRunnerArgs, RunnerArgsError } from "../runners/builtin_args.ts";
 import { FANOUT_WORKER } from "../schedule/plan.ts";
 import { didYouMean } from "../text/suggest.ts";
 import {
@@ -147,7 +148,10 @@ async function enqueueCommand(
   const enqueue = enqueueOptions(options);
   const args = await readArgs(options, deps);
   // Refused args and options are a wrong command line (exit 2), whatever the worker.
-  usage(() => buildJob(worker, args, enqueue, deps.clock.now()));
+  usage(() => {
+    const job = buildJob(worker, args, enqueue, deps.clock.now());
+    checkRunnerArgs(job.worker, job.args);
+  });
   const db = dbPath(options.db, deps);
   const check = !options.force && !RUNNER_WORKERS.includes(worker);
   const defined = check
@@ -259,6 +263,14 @@ function usage(check: () => unknown): void {
   try {
     check();
   } catch (error) {
+    if (error instanceof RunnerArgsError) {
+      // Cut the runner's words (they quote the args), never the shape.
+      throw new CommandFailed(
+        `jobs enqueue: ${error.worker} args: ${echo(error.problem, 160)}; expected ` +
+          error.expected,
+        2,
+      );
+    }
     if (error instanceof EnqueueError) {
       // The kernel's message quotes the value it refuses (a queue name): cut it.
       throw new CommandFailed(`jobs enqueue: ${echo(error.message, 400)}`, 2);

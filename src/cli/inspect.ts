@@ -17,12 +17,14 @@ import {
   jobDetail,
   jobsView,
   type NodeView,
+  occurrenceMiss,
   type QueueView,
   type ScheduleStatus,
   type StatusView,
   statusView,
   type StoreCheck,
   storeCheck,
+  type ZoneOf,
 } from "../admin/views.ts";
 import { redact } from "../kernel/redact.ts";
 import { type Attempt, FINAL_STATES, type Job, JOB_STATES } from "../kernel/types.ts";
@@ -36,12 +38,14 @@ import {
   dbPath,
   filterOptions,
   globalOptions,
+  HINT_CUT,
   jobFilter,
   type JobFilterOptions,
   parseCount,
   quiet,
+  REF_CUT,
 } from "./common.ts";
-import { loadConfig } from "./config.ts";
+import { fileZones, loadConfig } from "./config.ts";
 import { freshnessText } from "./ingest.ts";
 import { openStore, tryOpenStore } from "./open_store.ts";
 import { block, cell, echo, firstLine, iso, safeJson, table, truncate, when } from "./text.ts";
@@ -110,12 +114,20 @@ export function registerInspectCommands(program: Command, deps: CliDeps): void {
         ),
       {
         db: { mode: "read" },
-        config: { not: "it shows what the store holds; the file plays no part" },
+        config: {
+          for: "whose zones read an occurrence typed as a local time without offset " +
+            "(default ./schedules.yaml when present)",
+        },
         json: true,
         audit: { not: NO_AUDIT },
       },
-    ).action(async (ref: string, options: { db?: string; json?: boolean }) => {
-      await showCommand({ db: dbPath(options.db, deps), ref, json: !!options.json }, deps);
+    ).action(async (ref: string, options: { db?: string; json?: boolean; config?: string }) => {
+      await showCommand({
+        db: dbPath(options.db, deps),
+        ref,
+        json: !!options.json,
+        zoneOf: await fileZones(options.config, deps),
+      }, deps);
     }),
     deps,
     "show",
@@ -370,18 +382,20 @@ function finishedAt(job: Job): number | null {
 
 /** `jobs show <id | occurrence>`: exit 1 when there is no such job. */
 export async function showCommand(
-  options: { db: string; ref: string; json: boolean },
+  options: { db: string; ref: string; json: boolean; zoneOf?: ZoneOf },
   deps: CliDeps,
 ): Promise<void> {
   const now = deps.clock.now();
   const { store } = await openStore("show", options.db, "read", deps);
   try {
-    const detail = await jobDetail(store, options.ref);
+    const detail = await jobDetail(store, options.ref, options.zoneOf);
     if (!detail) {
       const kind = /^\d+$/.test(options.ref) ? "job" : "job with occurrence";
       const where = echo(describeLocation(options.db));
+      const miss = await occurrenceMiss(store, options.ref, options.zoneOf);
       throw new CommandFailed(
-        `jobs show: no ${kind} "${echo(options.ref)}" in the store "${where}"`,
+        `jobs show: no ${kind} "${echo(options.ref, miss === "" ? undefined : REF_CUT)}" in ` +
+          `the store "${where}"${echo(miss, HINT_CUT)}`,
       );
     }
     if (options.json) {

@@ -18,6 +18,7 @@ import {
   type Skipped,
 } from "../admin/actions.ts";
 import { type DefinitionChoice, definitionText } from "../admin/definitions.ts";
+import { JobNotFound, zonesOf } from "../admin/views.ts";
 import { escapeControl } from "../text/escape.ts";
 import type { Job } from "../kernel/types.ts";
 import { describeLocation } from "../store/open.ts";
@@ -30,12 +31,14 @@ import {
   dbPath,
   filterOptions,
   globalOptions,
+  HINT_CUT,
   jobFilter,
   type JobFilterOptions,
   parseCount,
   parseJobId,
   plural,
   quiet,
+  REF_CUT,
   who,
 } from "./common.ts";
 import { loadConfig } from "./config.ts";
@@ -72,9 +75,13 @@ async function definitionSource(
   options: { config?: string; asPlanned?: boolean },
   deps: CliDeps,
 ): Promise<DefinitionSource> {
-  if (options.asPlanned) return AS_PLANNED;
   const file = configPath(options.config, deps);
   const loaded = await loadConfig(file, { optional: !configNamed(options.config, deps) });
+  if (options.asPlanned) {
+    // The file's definitions play no part, but its zones still read an
+    // occurrence typed as a local time; a file with errors just lends none.
+    return { ...AS_PLANNED, zoneOf: zonesOf(loaded.config?.schedules) };
+  }
   if (loaded.errors.length > 0) {
     for (const error of loaded.errors) deps.err(escapeControl(error.message));
     throw new CommandFailed(
@@ -155,6 +162,12 @@ function replayCommand(program: Command, deps: CliDeps): void {
         const actor = { ...who(options, deps), reason: options.reason };
         const result = await replayJob(store, ref, actor, !!options.force, source).catch(
           (error) => {
+            if (error instanceof JobNotFound) {
+              throw new CommandFailed(
+                `jobs replay: no job or occurrence "${echo(error.ref, REF_CUT)}"` +
+                  echo(error.hint, HINT_CUT),
+              );
+            }
             throw new CommandFailed(`jobs replay: ${echo(error.message, 400)}`);
           },
         );

@@ -13,6 +13,7 @@
  */
 
 import type { Command } from "commander";
+import { reasonPlaceholder } from "../admin/reasons.ts";
 import { latestOccurrence, type ScheduleStatus, scheduleStatus } from "../admin/views.ts";
 import type { Job, JobState } from "../kernel/types.ts";
 import { formatDuration } from "../schedule/durations.ts";
@@ -68,8 +69,28 @@ export interface Runbook {
   procedures: Procedure[];
 }
 
-/** Where a command to paste takes `--reason "..."`, for the person to fill in. */
-const REASON: unique symbol = Symbol("reason");
+/**
+ * Where a command to paste takes `--reason`, for the person to fill in:
+ * printed as `--reason '<why you are disabling it>'`, plainly unfinished, and
+ * refused if pasted unedited (see `src/admin/reasons.ts`).
+ */
+interface Why {
+  why: string;
+}
+
+/** The reason placeholder of a command that is `doing` (`disabling it`). */
+function why(doing: string): Why {
+  return { why: reasonPlaceholder(doing) };
+}
+
+/** A command line to paste: `program` and `words`, each quoted; a {@linkcode Why} as its `--reason`. */
+function pasteLine(program: string, words: (string | Why)[]): string {
+  return words.reduce<string>(
+    (line, word) =>
+      `${line} ${typeof word === "string" ? shellQuote(word) : `--reason ${shellQuote(word.why)}`}`,
+    program,
+  );
+}
 
 /** Registers `jobs runbook` on the program. */
 export function registerRunbookCommand(program: Command, deps: CliDeps): void {
@@ -194,12 +215,8 @@ export function runbookOf(
   // Pasted and shown: without credentials (the person's own environment supplies them).
   const db = given.db === undefined ? [] : ["--db", describeLocation(given.db)];
   const config = given.config === undefined ? [] : ["--config", given.config];
-  // The reason is for the person to write: printed as a placeholder, not a word to quote.
-  const paste = (...words: (string | typeof REASON)[]) =>
-    words.reduce<string>(
-      (line, word) => `${line} ${word === REASON ? `--reason "..."` : shellQuote(word)}`,
-      program,
-    );
+  // The reason is for the person to write: printed as a placeholder they cannot miss.
+  const paste = (...words: (string | Why)[]) => pasteLine(program, words);
   const occurrence = latest?.occurrence ?? null;
   const manual = schedule.rhythm.kind === "manual";
 
@@ -223,9 +240,9 @@ export function runbookOf(
       ...(occurrence === null ? ["Nothing to replay yet: no occurrence in the store."] : []),
     ],
     commands: occurrence === null ? [] : [
-      paste("replay", occurrence, REASON, ...db),
+      paste("replay", occurrence, why("replaying it"), ...db),
       ...(latest!.state === "executing"
-        ? [paste("replay", occurrence, "--force", REASON, ...db)]
+        ? [paste("replay", occurrence, "--force", why("breaking its lease to replay it"), ...db)]
         : []),
     ],
   };
@@ -242,8 +259,8 @@ export function runbookOf(
         : [`Enabling applies the misfire policy (${schedule.misfire.policy}) to the gap.`]),
     ],
     commands: [
-      paste("disable", schedule.id, REASON, ...db, ...config),
-      paste("enable", schedule.id, REASON, ...db, ...config),
+      paste("disable", schedule.id, why("disabling it"), ...db, ...config),
+      paste("enable", schedule.id, why("enabling it"), ...db, ...config),
     ],
   };
   const environment = manual && schedule.runsWhere !== undefined
@@ -259,7 +276,7 @@ export function runbookOf(
           : [`Runs only where the environment is "${schedule.runsWhere}".`]),
       ]
       : ["Runs it once now; the planned occurrences are unchanged."],
-    commands: [paste("run", schedule.id, ...environment, REASON, ...db, ...config)],
+    commands: [paste("run", schedule.id, ...environment, why("running it now"), ...db, ...config)],
   };
   const pause: Procedure = {
     title: "Pause the queue",
@@ -268,8 +285,8 @@ export function runbookOf(
       "occurrences; running jobs finish.",
     ],
     commands: [
-      paste("pause", schedule.queue, REASON, ...db, ...config),
-      paste("resume", schedule.queue, REASON, ...db, ...config),
+      paste("pause", schedule.queue, why("pausing the queue"), ...db, ...config),
+      paste("resume", schedule.queue, why("resuming the queue"), ...db, ...config),
     ],
   };
   return {
@@ -340,11 +357,7 @@ export function workflowRunbookOf(
 ): WorkflowRunbook {
   const db = given.db === undefined ? [] : ["--db", describeLocation(given.db)];
   const config = given.config === undefined ? [] : ["--config", given.config];
-  const paste = (...words: (string | typeof REASON)[]) =>
-    words.reduce<string>(
-      (line, word) => `${line} ${word === REASON ? `--reason "..."` : shellQuote(word)}`,
-      program,
-    );
+  const paste = (...words: (string | Why)[]) => pasteLine(program, words);
   const ref = (run: WorkflowRun | null | undefined) =>
     run ? { id: run.id, state: run.state } : null;
   const latest = found?.latest ?? null;
@@ -383,7 +396,7 @@ export function workflowRunbookOf(
     ],
     commands: active === null
       ? []
-      : [paste("workflow", "cancel", String(active.id), REASON, ...db)],
+      : [paste("workflow", "cancel", String(active.id), why("cancelling it"), ...db)],
   };
   const retry: Procedure = {
     title: "Retry a failed run",
@@ -395,7 +408,9 @@ export function workflowRunbookOf(
         `Newest failed run: ${failed.id}.`,
       ]),
     ],
-    commands: failed === null ? [] : [paste("workflow", "retry", String(failed.id), REASON, ...db)],
+    commands: failed === null
+      ? []
+      : [paste("workflow", "retry", String(failed.id), why("retrying it"), ...db)],
   };
   return {
     id: workflow.id,

@@ -86,7 +86,14 @@ export async function execute(
     args = JSON.parse(job.args);
     if (worker.args) args = worker.args.parse(args);
   } catch (error) {
-    return { ...base, outcome: "discarded", error: `invalid args: ${describeError(error)}` };
+    // The schema's message says what is wrong with the args; the frames
+    // would only say where the schema noticed, the same for every job.
+    const why = error instanceof Error
+      ? new JobFailure(
+        error.name && error.name !== "Error" ? `${error.name}: ${error.message}` : error.message,
+      )
+      : error;
+    return { ...base, outcome: "discarded", error: `invalid args: ${describeError(why)}` };
   }
   const ctx = new Context(
     job,

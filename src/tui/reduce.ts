@@ -18,6 +18,7 @@
 
 import { type JobAction, planJobAction } from "../admin/actions.ts";
 import { definitionText } from "../admin/definitions.ts";
+import { placeholderMessage, placeholderReason, reasonPlaceholder } from "../admin/reasons.ts";
 import { type Job, JOB_STATES } from "../kernel/types.ts";
 import { commandLine, shellQuote } from "../text/shell.ts";
 import { FINAL_RUN_STATES, RUN_STATES, type RunState } from "../workflow/types.ts";
@@ -555,6 +556,12 @@ function submit(state: DashboardState, purpose: PromptPurpose, text: string): Da
     status: { text: message, tone: "error" },
   });
   const reason = text.trim();
+  // An empty reason is each case's own refusal (a manual run's only); any
+  // other placeholder (`...`, `TODO`) is refused as on the command line.
+  const placeholder = purpose.kind === "search" || reason === "" ? null : placeholderReason(reason);
+  if (placeholder !== null) {
+    return error(`${placeholderMessage(reason, placeholder)}; nothing changed`);
+  }
   switch (purpose.kind) {
     case "search": {
       const parsed = parseSearch(text);
@@ -724,7 +731,9 @@ function replay(state: DashboardState, target: Job | null): DashboardState {
   if (no) return no;
   if (target.state === "executing") {
     const command = `${commandLine(state.program, ["replay", String(target.id), "--force"])} ` +
-      `--reason "..."${state.location === "" ? "" : ` --db ${shellQuote(state.location)}`}`;
+      `--reason ${shellQuote(reasonPlaceholder("breaking its lease to replay it"))}${
+        state.location === "" ? "" : ` --db ${shellQuote(state.location)}`
+      }`;
     return info(
       state,
       `job ${target.id} is executing: a replay would break its lease; ` +

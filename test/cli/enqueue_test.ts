@@ -112,7 +112,11 @@ Deno.test("jobs enqueue refuses a worker no daemon of this configuration defines
     await assert.rejects(Deno.stat(db), Deno.errors.NotFound);
 
     for (const worker of ["greet", "reindex-search", "jobs.command"]) {
-      const known = await run([worker]);
+      // A built-in runner's args are checked at enqueue: give a whole command run.
+      const args = worker === "jobs.command"
+        ? ["--args", '{"kind":"command","argv":["true"]}']
+        : [];
+      const known = await run([worker, ...args]);
       assert.equal(known.code, 0, `${worker}: ${known.err}`);
     }
     const elsewhere = await run(["mailer", "--force"]);
@@ -327,5 +331,50 @@ Deno.test("jobs enqueue on a missing store file says so and creates nothing; --c
     const again = await run(["--db", db]);
     assert.equal(again.code, 0, again.err);
     await withStore(db, async (store) => assert.equal((await store.jobsList({})).length, 2));
+  });
+});
+
+Deno.test("jobs enqueue refuses a built-in runner's args its runner would discard, showing the shape", async () => {
+  await withFiles(SCHEDULES.replace("workers: ./workers.ts\n", ""), async ({ db }) => {
+    const run = (worker: string, args: string) =>
+      runJobs(["enqueue", worker, "--args", args, "--db", db, "--create"], { now: NOW, env: ENV });
+    const noKind = await run("jobs.command", '{"argv":["sleep","40"]}');
+    assert.equal(noKind.code, 2);
+    assert.equal(
+      noKind.err,
+      `jobs enqueue: jobs.command args: command run kind must be "command", got undefined; ` +
+        `expected {"kind":"command","argv":["prog","arg"],"shell":false,"cwd":"/srv/app",` +
+        `"env":{"NAME":"value"}} (shell, cwd and env optional)`,
+    );
+    const http = await run("jobs.http", '{"kind":"http","url":"https://example.com"}');
+    assert.equal(http.code, 2);
+    assert.match(http.err, /^jobs enqueue: jobs\.http args: http run: method must be an HTTP /);
+    assert.match(http.err, /; expected \{"kind":"http","method":"POST","url":/);
+    const fanout = await run("jobs.fanout", '{"kind":"fanout"}');
+    assert.equal(fanout.code, 2);
+    assert.match(fanout.err, /^jobs enqueue: jobs\.fanout args: fan-out schedule must be a /);
+    assert.match(fanout.err, /; expected \{"kind":"fanout","schedule":"nightly",/);
+    // Long args are cut in the runner's words, never in the shape.
+    const long = await run(
+      "jobs.command",
+      JSON.stringify({ kind: "command", argv: ["x".repeat(9999), 3] }),
+    );
+    assert.equal(long.code, 2);
+    assert.ok(long.err.length <= 500, long.err);
+    assert.ok(long.err.endsWith(`"env":{"NAME":"value"}} (shell, cwd and env optional)`), long.err);
+    // --force names another process's worker; it does not waive a runner's args.
+    const forced = await runJobs(
+      ["enqueue", "jobs.command", "--args", "{}", "--db", db, "--create", "--force"],
+      { now: NOW, env: ENV },
+    );
+    assert.equal(forced.code, 2);
+    // Nothing was stored, and the store was not even created.
+    await assert.rejects(Deno.stat(db), Deno.errors.NotFound);
+
+    const good = await run("jobs.command", '{"kind":"command","argv":["sleep","40"]}');
+    assert.equal(good.code, 0, good.err);
+    await withStore(db, async (store) => {
+      assert.deepEqual((await store.jobsList({})).map((j) => j.worker), ["jobs.command"]);
+    });
   });
 });

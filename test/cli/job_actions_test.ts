@@ -112,7 +112,13 @@ Deno.test("jobs replay adds a replay attempt to the same occurrence, audited", a
       env: ENV,
     });
     assert.equal(unknown.code, 1);
-    assert.equal(unknown.err, `jobs replay: no job or occurrence "nightly@1999"`);
+    assert.equal(
+      unknown.err,
+      `jobs replay: no job or occurrence "nightly@1999": its instant is not one such as ` +
+        `2026-03-08T07:00Z, 2026-03-08T08:00+01:00 or a local time such as ` +
+        `2026-03-08T08:00[Europe/Paris]; did you mean "${OCCURRENCE}"? (the latest stored ` +
+        `occurrences)`,
+    );
   });
 });
 
@@ -278,5 +284,108 @@ Deno.test("jobs cancel and discard by id act at once, skip final jobs and audit 
       const audit = await store.auditList({ target: `job:${second}` });
       assert.deepEqual(audit.map((a) => [a.action, a.details.was]), [["job.discard", "executing"]]);
     });
+  });
+});
+
+const PARIS = `version: 1
+schedules:
+  - id: hello
+    cron: "16 * * * *"
+    timezone: Europe/Paris
+    local_time: { reason: the greeting follows Paris office hours, gap: shift, overlap: first }
+    run: { command: ["true"] }
+`;
+/** Three stored occurrences of `hello`, an hour apart; the middle one is 18:16 in Paris. */
+const HELLO = [
+  "hello@2026-12-04T16:16:00.000Z",
+  "hello@2026-12-04T17:16:00.000Z",
+  "hello@2026-12-04T18:16:00.000Z",
+];
+
+Deno.test("jobs replay and show find an occurrence by any spelling of its instant", async () => {
+  await withFiles(PARIS, async ({ db, config }) => {
+    const ids = await seedJobs(
+      db,
+      NOW,
+      HELLO.map((occurrence) => ({ occurrence, scheduleId: "hello" })),
+    );
+    const spellings = [
+      "hello@2026-12-04T17:16:00Z", // no milliseconds
+      "hello@2026-12-04T17:16Z", // no seconds
+      "hello@2026-12-04T18:16:00+01:00", // an offset
+      "hello@2026-12-04T18:16[Europe/Paris]", // local time, zone in brackets
+      "hello@2026-12-04T18:16", // local time in the schedule's zone (from --config)
+    ];
+    for (const ref of spellings) {
+      const replayed = await runJobs(
+        ["replay", ref, "--db", db, "--config", config, "--reason", "greeting lost", "--json"],
+        { now: NOW, env: ENV },
+      );
+      assert.equal(replayed.code, 0, `${ref}: ${replayed.err}`);
+      assert.deepEqual(
+        [JSON.parse(replayed.out).id, JSON.parse(replayed.out).occurrence],
+        [ids[1], HELLO[1]],
+        ref,
+      );
+      const shown = await runJobs(["show", ref, "--db", db, "--config", config, "--json"], {
+        now: NOW,
+      });
+      assert.equal(shown.code, 0, `${ref}: ${shown.err}`);
+      assert.equal(JSON.parse(shown.out).job.occurrence, HELLO[1], ref);
+    }
+    // --as-planned still reads the local time in the file's zone.
+    const planned = await runJobs(
+      [
+        "replay",
+        "hello@2026-12-04 18:16:00",
+        "--db",
+        db,
+        "--config",
+        config,
+        "--reason",
+        "again",
+        "--as-planned",
+        "--json",
+      ],
+      { now: NOW, env: ENV },
+    );
+    assert.equal(planned.code, 0, planned.err);
+    assert.equal(JSON.parse(planned.out).id, ids[1]);
+  });
+});
+
+Deno.test("jobs replay and show list the nearest occurrences on a near miss", async () => {
+  await withFiles(PARIS, async ({ db, config, dir }) => {
+    // No schedules file to lend a zone where --config is not given.
+    const bare = { JOBS_CONFIG: `${dir}/none.yaml` };
+    await seedJobs(db, NOW, HELLO.map((occurrence) => ({ occurrence, scheduleId: "hello" })));
+    const missed = await runJobs(
+      ["replay", "hello@2026-12-04T17:15Z", "--db", db, "--config", config, "--reason", "lost"],
+      { now: NOW, env: ENV },
+    );
+    assert.equal(missed.code, 1);
+    assert.equal(
+      missed.err,
+      `jobs replay: no job or occurrence "hello@2026-12-04T17:15Z"; did you mean ` +
+        `"${HELLO[0]}", "${HELLO[1]}" or "${HELLO[2]}"? (the nearest stored occurrences)`,
+    );
+    const shown = await runJobs(["show", "hello@2026-12-04T19:17:00+01:00", "--db", db], {
+      now: NOW,
+      env: bare,
+    });
+    assert.equal(shown.code, 1);
+    assert.match(shown.err, /no job with occurrence "hello@2026-12-04T19:17:00\+01:00"/);
+    assert.match(shown.err, /did you mean .*"hello@2026-12-04T18:16:00\.000Z"\?/);
+    // A local time with no zone to read it in says so, and still lists neighbours.
+    const noZone = await runJobs(["show", "hello@2026-12-04T18:16", "--db", db], {
+      now: NOW,
+      env: bare,
+    });
+    assert.equal(noZone.code, 1);
+    assert.match(
+      noZone.err,
+      /its local time has no offset, and the schedules file declares no schedule of that id/,
+    );
+    assert.match(noZone.err, /did you mean/);
   });
 });

@@ -157,7 +157,7 @@ Deno.test("the audit actor is the OS user when $USER and $LOGNAME are unset", as
         "enqueue",
         "jobs.command",
         "--args",
-        '{"argv":["true"]}',
+        '{"kind":"command","argv":["true"]}',
         "--db",
         db,
         "--config",

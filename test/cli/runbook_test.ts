@@ -104,20 +104,36 @@ Deno.test("jobs runbook prints each schedule's procedures with the commands to p
     has("  next run 2026-06-02T03:00:00.000Z (in 18h) (nightly@2026-06-02T03:00:00.000Z)");
     has(`    jobsctl ls --schedule nightly --db ${db}`);
     has(`    jobsctl show nightly@2026-06-01T03:00:00.000Z --db ${db}`);
-    has(`    jobsctl replay nightly@2026-06-01T03:00:00.000Z --reason "..." --db ${db}`);
-    has(`    jobsctl replay nightly@2026-06-01T03:00:00.000Z --force --reason "..." --db ${db}`);
-    has(`    jobsctl disable nightly --reason "..." --db ${db} --config ${config}`);
-    has(`    jobsctl enable nightly --reason "..." --db ${db} --config ${config}`);
-    has(`    jobsctl run nightly --reason "..." --db ${db} --config ${config}`);
-    has(`    jobsctl pause default --reason "..." --db ${db} --config ${config}`);
-    has(`    jobsctl resume default --reason "..." --db ${db} --config ${config}`);
+    has(
+      `    jobsctl replay nightly@2026-06-01T03:00:00.000Z --reason '<why you are replaying it>' --db ${db}`,
+    );
+    has(
+      `    jobsctl replay nightly@2026-06-01T03:00:00.000Z --force --reason '<why you are breaking its lease to replay it>' --db ${db}`,
+    );
+    has(
+      `    jobsctl disable nightly --reason '<why you are disabling it>' --db ${db} --config ${config}`,
+    );
+    has(
+      `    jobsctl enable nightly --reason '<why you are enabling it>' --db ${db} --config ${config}`,
+    );
+    has(
+      `    jobsctl run nightly --reason '<why you are running it now>' --db ${db} --config ${config}`,
+    );
+    has(
+      `    jobsctl pause default --reason '<why you are pausing the queue>' --db ${db} --config ${config}`,
+    );
+    has(
+      `    jobsctl resume default --reason '<why you are resuming the queue>' --db ${db} --config ${config}`,
+    );
     has("## reindex-search");
     has("  next run only when someone runs it");
     has("  Guard: on-call engineer, outside business hours.");
     has(
-      `    jobsctl run reindex-search --environment staging --reason "..." --db ${db} --config ${config}`,
+      `    jobsctl run reindex-search --environment staging --reason '<why you are running it now>' --db ${db} --config ${config}`,
     );
-    has(`    jobsctl pause mail --reason "..." --db ${db} --config ${config}`);
+    has(
+      `    jobsctl pause mail --reason '<why you are pausing the queue>' --db ${db} --config ${config}`,
+    );
     // Every command is printed for the program's own name: `jobs` is a shell builtin.
     const pasted = out.split("\n").filter((line) => /^ {4}\S/.test(line));
     assert.ok(pasted.length >= 15, out);
@@ -134,7 +150,7 @@ Deno.test("jobs runbook prints each schedule's procedures with the commands to p
       ["Inspect", "Replay an occurrence", "Disable / enable", "Run now", "Pause the queue"],
     );
     assert.deepEqual(book.schedules[0].procedures[3].commands, [
-      `jobsctl run reindex-search --environment staging --reason "..." --config ${
+      `jobsctl run reindex-search --environment staging --reason '<why you are running it now>' --config ${
         shellQuote(f.config)
       }`,
     ]);

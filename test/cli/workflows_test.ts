@@ -406,8 +406,8 @@ Deno.test("jobs runbook covers each workflow with the commands to paste", async 
     has(`    jobsctl start import --input '{}' --db ${db} --config ${config}`);
     has(`    jobsctl workflows --workflow import --db ${db}`);
     has(`    jobsctl workflow show ${going} --db ${db}`);
-    has(`    jobsctl workflow cancel ${going} --reason "..." --db ${db}`);
-    has(`    jobsctl workflow retry ${failed} --reason "..." --db ${db}`);
+    has(`    jobsctl workflow cancel ${going} --reason '<why you are cancelling it>' --db ${db}`);
+    has(`    jobsctl workflow retry ${failed} --reason '<why you are retrying it>' --db ${db}`);
     assert.match(r.out, /## workflow lend-copy[\s\S]*Nothing to retry: no failed run\./);
 
     const one = await runJobs(["runbook", "import", "--config", config, "--db", db, "--json"], {

@@ -106,9 +106,9 @@ function verbOf(line: string, prefix: string): string {
   return line.slice(prefix.length + 1).split(" ", 1)[0]!;
 }
 
-/** `--reason "..."` as printed is a placeholder: a person types a reason there. */
+/** `--reason '<why ...>'` as printed is a placeholder: a person types a reason there. */
 function withReason(line: string): string {
-  return line.replaceAll(`--reason "..."`, `--reason "pasted from the runbook"`);
+  return line.replaceAll(/--reason '<[^']*>'/g, `--reason "pasted from the runbook"`);
 }
 
 Deno.test({

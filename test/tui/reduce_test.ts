@@ -307,7 +307,9 @@ Deno.test("hints to paste use the program's name: replaying an executing job poi
     const text = d.state.status?.text ?? "";
     assert.equal(d.state.overlay, null);
     assert.ok(
-      text.includes(`use "${program} replay 3 --force --reason "..." --db ./jobs.db" for that`),
+      text.includes(
+        `use "${program} replay 3 --force --reason '<why you are breaking its lease to replay it>' --db ./jobs.db" for that`,
+      ),
       text,
     );
     assert.doesNotMatch(text, /\bjobs replay\b/);
@@ -387,6 +389,14 @@ Deno.test("r on a failed run asks a reason, then confirms; y retries it through 
   d.press(named("return"));
   assert.deepEqual(d.state.status, {
     text: "retry needs a reason; nothing changed",
+    tone: "error",
+  });
+  assert.equal(d.state.overlay, null);
+  // A placeholder is refused as on the command line.
+  d.press("r", "...", named("return"));
+  assert.deepEqual(d.state.status, {
+    text: `"..." is not a reason (it is only punctuation): write why, in a few words, for the ` +
+      `audit trail, such as "vendor API down until 14:00"; nothing changed`,
     tone: "error",
   });
   assert.equal(d.state.overlay, null);
