@@ -10,7 +10,7 @@
 import type { Clock } from "../clock.ts";
 import { type Backoff, defaultBackoff, exponentialBackoff } from "./backoff.ts";
 import { JobFailure } from "./error_text.ts";
-import { capTailBytes, describeError, redact } from "./redact.ts";
+import { describeError, describeOutput } from "./redact.ts";
 import { type BackoffSpec, type RunSettings, runSettingsOf } from "./run_settings.ts";
 import type { ClaimedJob, JobResult } from "./types.ts";
 import { EnqueueError, serializeArgs } from "./enqueue.ts";
@@ -108,7 +108,7 @@ export async function execute(
     const outcome = ctx.timeoutMs === undefined || worker.selfTimed
       ? await worker.perform(args, ctx)
       : await withTimeout(worker, args, ctx, control, deps.clock, ctx.timeoutMs);
-    if (ctx.kept !== null) base.output = capTailBytes(redact(ctx.kept));
+    if (ctx.kept !== null) base.output = describeOutput(ctx.kept);
     if (outcome != null && typeof outcome === "object" && "result" in outcome && step !== null) {
       try {
         base.value = serializeArgs(outcome.result, `step "${step.step}" result`, deps.resultLimit);
@@ -119,7 +119,7 @@ export async function execute(
     }
     return resultOf(outcome, base, deps.clock);
   } catch (error) {
-    if (ctx.kept !== null) base.output = capTailBytes(redact(ctx.kept));
+    if (ctx.kept !== null) base.output = describeOutput(ctx.kept);
     return failure(error, job, worker, base, deps, settings);
   }
 }

@@ -145,5 +145,21 @@ export function capTailBytes(text: string, maxBytes: number = OUTPUT_CAP_BYTES):
  * the first frames of the code that threw it), redacted and capped.
  */
 export function describeError(error: unknown): string {
-  return capBytes(redact(errorText(error)));
+  return capBytes(redact(storableText(errorText(error))));
+}
+
+/** How an attempt's output reads in the store: redacted, its last {@linkcode OUTPUT_CAP_BYTES} kept. */
+export function describeOutput(text: string): string {
+  return capTailBytes(redact(storableText(text)));
+}
+
+/**
+ * `text` with U+0000 written as the six characters `\u0000`, its JSON
+ * escape. PostgreSQL's `text` and `jsonb` cannot hold U+0000 (the write that
+ * records a job's result would fail, and the job would stay executing until
+ * its lease ran out), and SQLite hands such text back cut at the NUL: both
+ * stores keep it this way instead, alike.
+ */
+export function storableText(text: string): string {
+  return text.includes("\u0000") ? text.replaceAll("\u0000", "\\u0000") : text;
 }

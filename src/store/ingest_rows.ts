@@ -9,6 +9,7 @@
 
 import type { IngestDrop, IngestRun, IngestRunState, PipelineSummary } from "../ingest/types.ts";
 import type { IngestChunkCommitParams } from "./store.ts";
+import { storableText } from "../kernel/redact.ts";
 
 type Row = Record<string, unknown>;
 
@@ -116,10 +117,6 @@ export function toSummaries(
   return [...byPipeline.values()].sort((a, b) => a.pipeline.localeCompare(b.pipeline));
 }
 
-const NUL = "\u0000";
-/** How U+0000 is stored: the six characters of its JSON escape. */
-const NUL_ESCAPED = "\\u0000";
-
 /**
  * `text` as the ingest tables keep it, on both stores alike: U+0000 written
  * as the six characters `\u0000`. PostgreSQL's `text` and `jsonb` cannot
@@ -133,7 +130,7 @@ const NUL_ESCAPED = "\\u0000";
 export function storedText(text: string): string;
 export function storedText(text: string | null): string | null;
 export function storedText(text: string | null): string | null {
-  return text !== null && text.includes(NUL) ? text.replaceAll(NUL, NUL_ESCAPED) : text;
+  return text === null ? null : storableText(text);
 }
 
 /** A chunk's commit with every text it writes as {@linkcode storedText} makes it. */
