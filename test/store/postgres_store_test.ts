@@ -387,13 +387,14 @@ Deno.test("schedulePlan() of an occurrence a claimer holds does not wait for the
  * so a test can terminate them, and `terminate()`, which ends its session
  * while it runs a statement (retrying until one runs).
  */
-async function victimOf(h: Harness, schema: string, connectTimeoutS = 10) {
+async function victimOf(h: Harness, schema: string, connectTimeoutS = 10, closeTimeoutS = 5) {
   const name = `victim ${schema}`;
   const victim = await openPostgresStore(`${POSTGRES_TEST_URL}?schema=${schema}`, {
     migrate: false,
     max: 1,
     applicationName: name,
     connectTimeoutS,
+    closeTimeoutS,
   });
   const admin = h.store as PostgresStore;
   const terminate = () =>
@@ -435,6 +436,27 @@ Deno.test("a session terminated inside a transaction: the next statements reconn
     } finally {
       await victim.close();
     }
+  } finally {
+    await h.close();
+  }
+});
+
+Deno.test("close() after a session ended mid-statement does not wait out the close timeout", async () => {
+  const h = await openPostgresHarness(0);
+  try {
+    const schema = (h.store as PostgresStore).schema;
+    // postgres.js 3.4.9 kept the statement of a session that ended under it
+    // as still running, so ending the pool waited for it until the close
+    // timeout (5 s: a daemon's stop after a server restart); here 60 s.
+    const { victim, terminate } = await victimOf(h, schema, 10, 60);
+    const running = victim.transaction((tx) => tx.sql`SELECT pg_sleep(30)`);
+    await terminate();
+    await assert.rejects(running, /terminat|CONNECTION_CLOSED/);
+    await within(
+      20_000,
+      "close() with nothing running (it waited for its timeout)",
+      victim.close(),
+    );
   } finally {
     await h.close();
   }

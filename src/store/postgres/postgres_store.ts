@@ -136,6 +136,12 @@ export interface PostgresOptions {
   /** How long opening a connection may take before it fails, in seconds. @default 10 */
   connectTimeoutS?: number;
   /**
+   * How long `close()` lets statements still running finish before it ends
+   * their connections, in seconds.
+   * @default 5
+   */
+  closeTimeoutS?: number;
+  /**
    * The `application_name` of every session, as `pg_stat_activity` shows it
    * (a node's name makes its sessions easy to find).
    * @default "jobs"
@@ -207,6 +213,8 @@ export class PostgresStore implements Store<PostgresTx> {
   #listeners = new Set<() => void>();
   #listening: Promise<{ unlisten(): Promise<void> } | null> | null = null;
   #closed = false;
+  /** See {@linkcode PostgresOptions.closeTimeoutS}. */
+  readonly #closeTimeoutS: number = 5;
   /**
    * The open transaction this store is a view of (see `transaction`), else
    * null: a view runs every statement on it, and its `#sql` is it.
@@ -237,6 +245,7 @@ export class PostgresStore implements Store<PostgresTx> {
       return;
     }
     this.location = redactLocation(url);
+    this.#closeTimeoutS = options.closeTimeoutS ?? 5;
     let parsed: URL;
     try {
       parsed = new URL(url);
@@ -349,7 +358,7 @@ export class PostgresStore implements Store<PostgresTx> {
     const listening = this.#listening;
     this.#listening = null;
     if (listening) await (await listening)?.unlisten().catch(() => {});
-    await this.#sql.end({ timeout: 5 });
+    await this.#sql.end({ timeout: this.#closeTimeoutS });
   }
 
   // -------------------------------------------------------------- transactions
