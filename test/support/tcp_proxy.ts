@@ -5,7 +5,10 @@
  * proxy's port sees the database go away ({@linkcode TcpProxy.down}: the
  * listener and every forwarded connection closed, new connections refused)
  * and come back ({@linkcode TcpProxy.up}: listening again on the same port)
- * without anyone touching the server that other tests use.
+ * without anyone touching the server that other tests use. It can also hang
+ * ({@linkcode TcpProxy.stall}: connections stay open and new ones are
+ * accepted, but no byte goes either way until {@linkcode TcpProxy.resume}),
+ * as a server that stopped answering or a network that drops every packet.
  *
  * @module
  */
@@ -30,10 +33,17 @@ export interface TcpProxy {
   readonly open: number;
   /** `url` (a `postgres://` URL) with its host and port replaced by the proxy's. */
   url(url: string): string;
-  /** Stops listening and closes every forwarded connection, both sides. */
+  /** Stops listening and closes every forwarded connection, both sides (ending a stall). */
   down(): Promise<void>;
   /** Listens again on the same port. */
   up(): void;
+  /**
+   * Forwards nothing either way from now on, closing nothing: every
+   * connection, old or new, hangs (what arrives is held) until `resume()`.
+   */
+  stall(): void;
+  /** Forwards again, the held bytes first. */
+  resume(): void;
   /**
    * When set, a connection whose client sends bytes this returns true for
    * is cut (both sides closed) before they reach the server: a session
@@ -63,6 +73,9 @@ export function startTcpProxy(target: ProxyTarget = {}): TcpProxy {
   const decoder = new TextDecoder();
   // Read only once connections come, after `proxy` below is made.
   const cut = (chunk: Uint8Array) => proxy.cutWhen?.(decoder.decode(chunk)) ?? false;
+  /** While stalled, what every pipe awaits before it writes; null while forwarding. */
+  let stalled: { promise: Promise<void>; resolve: () => void } | null = null;
+  const flowing = () => stalled?.promise;
 
   async function accept(on: Deno.TcpListener): Promise<void> {
     for (;;) {
@@ -89,14 +102,16 @@ export function startTcpProxy(target: ProxyTarget = {}): TcpProxy {
     const server = pair.server;
     // Whichever side ends first ends both: a half-open session is no use to PostgreSQL.
     await Promise.race([
-      pipe(pair.client, server, cut),
-      pipe(server, pair.client, () => false),
+      pipe(pair.client, server, cut, flowing),
+      pipe(server, pair.client, () => false, flowing),
     ]);
     closeQuietly(pair.client);
     closeQuietly(server);
   }
 
   async function down(): Promise<void> {
+    // A stalled pipe waits at its gate, not in a read the close would end.
+    proxy.resume();
     const closing = listener;
     listener = null;
     if (closing) {
@@ -134,23 +149,36 @@ export function startTcpProxy(target: ProxyTarget = {}): TcpProxy {
       listener = Deno.listen({ hostname: "127.0.0.1", port });
       accepting = accept(listener);
     },
+    stall(): void {
+      stalled ??= Promise.withResolvers<void>();
+    },
+    resume(): void {
+      stalled?.resolve();
+      stalled = null;
+    },
     close: down,
     [Symbol.asyncDispose]: down,
   };
   return proxy;
 }
 
-/** Copies `from` to `to` until either ends or fails, or a chunk is one to `cut` at. */
+/**
+ * Copies `from` to `to` until either ends or fails, or a chunk is one to
+ * `cut` at; each chunk waits for `flowing` (a stall) before it is written.
+ */
 async function pipe(
   from: Deno.TcpConn,
   to: Deno.TcpConn,
   cut: (chunk: Uint8Array) => boolean,
+  flowing: () => Promise<void> | undefined,
 ): Promise<void> {
   const buffer = new Uint8Array(64 * 1024);
   try {
     for (;;) {
       const n = await from.read(buffer);
       if (n === null || cut(buffer.subarray(0, n))) return;
+      let gate;
+      while ((gate = flowing())) await gate;
       let written = 0;
       while (written < n) written += await to.write(buffer.subarray(written, n));
     }
