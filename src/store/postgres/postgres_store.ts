@@ -141,8 +141,9 @@ export interface PostgresOptions {
    * another transaction updates, a `LOCK TABLE`) before it fails with a
    * {@linkcode StoreLockedError}, in ms: the session's `lock_timeout`, the
    * counterpart of SQLite's busy timeout. It bounds waiting for locks only,
-   * not how long a statement runs; 0 waits for ever. Migrations wait for
-   * one another however long they take.
+   * not how long a statement runs; 0 fails at once, as SQLite's busy
+   * timeout of 0 does (PostgreSQL's own 0 would wait for ever). Migrations
+   * wait for one another however long they take.
    * @default 5000
    */
   lockTimeoutMs?: number;
@@ -292,7 +293,7 @@ export class PostgresStore implements Store<PostgresTx> {
       // A write blocked by another session's lock fails after the bound
       // (see #locked), as SQLite's busy timeout makes it: the runtime then
       // reports the node degraded instead of waiting without a word.
-      lock_timeout: String(lockTimeoutMs),
+      lock_timeout: String(Math.max(1, lockTimeoutMs)),
     };
     if (options.readOnly) connection.default_transaction_read_only = "on";
     surviveLostSessionStrays();
