@@ -328,14 +328,15 @@ export class PostgresStore implements Store<PostgresTx> {
   }
 
   /**
-   * `error`, or for a lock timeout (SQLSTATE 55P03 "canceling statement due
-   * to lock timeout") a {@linkcode StoreLockedError} naming the bound and
-   * where the lock was met, with the driver's error as its cause.
+   * `error`, or for a lock timeout (SQLSTATE 55P03 lock_not_available:
+   * "canceling statement due to lock timeout", in the server's language) a
+   * {@linkcode StoreLockedError} naming the bound and where the lock was
+   * met, with the driver's error as its cause.
    */
   #locked(error: unknown): unknown {
     if (error instanceof StoreLockedError || !(error instanceof Error)) return error;
     const { code, where } = error as { code?: unknown; where?: unknown };
-    if (code !== "55P03" || !/lock timeout/i.test(error.message)) return error;
+    if (code !== "55P03") return error;
     const detail = typeof where === "string" ? where.split("\n", 1)[0]!.trim() : "";
     return new StoreLockedError(this.location, this.#lockTimeoutMs, detail, { cause: error });
   }
