@@ -142,7 +142,7 @@ export class SchemaTooNewError extends Error {
  */
 export class StoreLockedError extends Error {
   /**
-   * @param location The store, credentials removed.
+   * @param location The store, credentials removed (not in the message).
    * @param waitedMs The bound the call waited out, in ms.
    * @param detail Where the lock was met, when the database said (e.g.
    *   `while locking tuple (0,1) in relation "jobs"`), else "".
@@ -153,9 +153,10 @@ export class StoreLockedError extends Error {
     readonly detail: string,
     options?: ErrorOptions,
   ) {
+    // Without the location, which whoever reports it names already (the CLI, the daemon's log).
     super(
-      `the store "${escapeControl(location)}" is locked: a statement waited ${waitedMs} ms for a ` +
-        `lock another session holds${detail === "" ? "" : ` (${escapeControl(detail)})`}`,
+      `the store is locked: a statement waited ${waitedMs} ms for a lock another session ` +
+        `holds${detail === "" ? "" : ` (${escapeControl(detail)})`}`,
       options,
     );
     this.name = "StoreLockedError";

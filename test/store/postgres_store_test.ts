@@ -349,9 +349,10 @@ Deno.test("a write blocked by another session's LOCK TABLE fails after lockTimeo
       );
       assert.ok(error instanceof StoreLockedError, String(error));
       assert.equal(error.waitedMs, 200);
+      assert.equal(error.location, b.location);
       assert.match(
         error.message,
-        /^the store "postgres:\/\/[^"]+" is locked: a statement waited 200 ms for a lock another session holds/,
+        /^the store is locked: a statement waited 200 ms for a lock another session holds/,
       );
       assert.equal((error.cause as { code?: string }).code, "55P03");
       // A claim (a write inside a transaction) fails the same way.
