@@ -408,7 +408,7 @@ function Connection(options, queues = {}, { onopen = noop, onend = noop, onclose
     // connection's `query` until a next session answered, so ending the pool
     // meanwhile (a stop after a server restart) waited out the end's timeout.
     query = results = errorResponse = null
-    ended && terminate()
+    ended && !terminated && terminate()
   }
 
   function errored(err) {
