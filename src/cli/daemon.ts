@@ -176,8 +176,9 @@ export interface DaemonOptions {
   /** Required to listen beyond loopback; every route but /healthz then needs it. */
   token?: string;
   /**
-   * How long a store call waits for another process's write lock before it
-   * fails (and the daemon backs off and retries), in ms; else `JOBS_BUSY_TIMEOUT`.
+   * How long a store call waits for another process's write lock (on
+   * PostgreSQL: for any lock another session holds) before it fails (and
+   * the daemon backs off and retries), in ms; else `JOBS_BUSY_TIMEOUT`.
    * @default 5000
    */
   busyTimeoutMs?: number;
@@ -250,7 +251,8 @@ export async function runDaemon(options: DaemonOptions, deps: DaemonDeps): Promi
       clock,
       logger,
       sqlite: busyTimeoutMs === undefined ? undefined : { busyTimeoutMs },
-      postgres: { applicationName },
+      // The same bound on PostgreSQL: a write blocked by another session's lock fails after it.
+      postgres: { applicationName, lockTimeoutMs: busyTimeoutMs },
       workers: [
         commandWorker({ env: deps.env, clock, groupsDir }),
         httpWorker({ env: deps.env, clock }),

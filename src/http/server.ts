@@ -15,6 +15,15 @@
  * 503 with that reason; `/healthz` stays 200 meanwhile (the process is fine,
  * restarting it would not help).
  *
+ * A store that stops answering (a server paused, a network that drops every
+ * packet) hangs its reads, and the runtime's calls hang with them until the
+ * driver gives up (10 s to connect, longer on a session already open), so
+ * nothing is degraded meanwhile. The first probe answers 503 at its
+ * deadline; until its read is answered or fails, every later probe answers
+ * 503 at once saying since when the store is silent, rather than waiting out
+ * the deadline again (past a prober's own timeout) and queueing another read
+ * behind the hung ones.
+ *
  * @module
  */
 
@@ -64,7 +73,11 @@ export interface HttpServerOptions {
   degraded?: () => string | null;
   /**
    * How long `/readyz` waits for the store before answering 503, in ms.
-   * @default 2000
+   * While the read of a probe that ran out of time is still unanswered (the
+   * store hangs), later probes answer 503 at once instead of waiting again.
+   * Under a second, so a prober with the common one-second timeout (a
+   * Kubernetes readiness probe's default) reads the 503 rather than nothing.
+   * @default 800
    */
   readyTimeoutMs?: number;
 }
@@ -111,7 +124,7 @@ export async function startHttpServer(options: HttpServerOptions): Promise<HttpS
     );
   }
   const authorized = options.token === undefined ? null : await tokenChecker(options.token);
-  const readyTimeoutMs = options.readyTimeoutMs ?? 2000;
+  const readyTimeoutMs = options.readyTimeoutMs ?? 800;
   /** `http://host:port` once listening: the start of the download links it mints. */
   let base = "";
 
@@ -150,16 +163,34 @@ export async function startHttpServer(options: HttpServerOptions): Promise<HttpS
     return text(404, "not found");
   };
 
+  /** The read of a probe past its deadline, until it settles: since when the store is silent. */
+  let silent: { since: number } | null = null;
+
   const ready = async (): Promise<Response> => {
     const reason = options.degraded?.() ?? null;
     if (reason !== null) return text(503, `degraded: ${oneLine(reason)}`);
+    if (silent !== null) {
+      return text(
+        503,
+        `store did not answer: a read sent ${clock.now() - silent.since} ms ago is still waiting`,
+      );
+    }
     const deadline = new AbortController();
+    const began = clock.now();
     try {
+      const read = store.jobsCount({ state: "executing" }).then(() => true);
       const answered = await Promise.race([
-        store.jobsCount({ state: "executing" }).then(() => true),
+        read,
         clock.sleep(readyTimeoutMs, deadline.signal).then(() => false),
       ]);
-      if (!answered) return text(503, `store did not answer within ${readyTimeoutMs} ms`);
+      if (!answered) {
+        const hung = { since: began };
+        silent = hung;
+        read.catch(() => {}).finally(() => {
+          if (silent === hung) silent = null;
+        });
+        return text(503, `store did not answer within ${readyTimeoutMs} ms`);
+      }
       return text(200, "ready");
     } catch (error) {
       return text(503, `store unreachable: ${oneLine(error)}`);

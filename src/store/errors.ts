@@ -133,6 +133,37 @@ export class SchemaTooNewError extends Error {
 }
 
 /**
+ * Raised by a store call that waited for a lock another session holds
+ * longer than the store's bound (PostgreSQL's `lock_timeout`, set from the
+ * same busy timeout as SQLite's): the store is locked, as SQLite's "database
+ * is locked" says of a file. Nothing of the call was written; the runtime
+ * rides it out like any store outage (backs off, keeps its results, reports
+ * the node degraded) and it passes once the lock is released.
+ */
+export class StoreLockedError extends Error {
+  /**
+   * @param location The store, credentials removed (not in the message).
+   * @param waitedMs The bound the call waited out, in ms.
+   * @param detail Where the lock was met, when the database said (e.g.
+   *   `while locking tuple (0,1) in relation "jobs"`), else "".
+   */
+  constructor(
+    readonly location: string,
+    readonly waitedMs: number,
+    readonly detail: string,
+    options?: ErrorOptions,
+  ) {
+    // Without the location, which whoever reports it names already (the CLI, the daemon's log).
+    super(
+      `the store is locked: a statement waited ${waitedMs} ms for a lock another session ` +
+        `holds${detail === "" ? "" : ` (${escapeControl(detail)})`}`,
+      options,
+    );
+    this.name = "StoreLockedError";
+  }
+}
+
+/**
  * The error codes that mean the database could not be reached or dropped
  * the session, not that it refused the statement: postgres.js's own
  * connection codes, the operating system's socket codes, and PostgreSQL's

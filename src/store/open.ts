@@ -48,6 +48,11 @@ export interface PostgresSettings {
   connectTimeoutS?: number;
   /** The `application_name` of every session. @default "jobs" */
   applicationName?: string;
+  /**
+   * How long a statement waits for another session's lock before the call
+   * fails as "the store is locked", in ms (SQLite's busy timeout). @default 5000
+   */
+  lockTimeoutMs?: number;
 }
 
 /** Options for {@linkcode openStore}. */

@@ -106,6 +106,90 @@ Deno.test("/readyz past its deadline answers 503, and the store's late failure i
   }
 });
 
+Deno.test("/readyz's own deadline is under a second: a one-second prober reads its 503", async () => {
+  await using t = await tempStore();
+  const clock = new FakeClock();
+  let fail: ((error: Error) => void) | null = null;
+  const store = new Proxy(t.store, {
+    get(target, key, receiver) {
+      if (key !== "jobsCount") return Reflect.get(target, key, receiver);
+      return () => new Promise((_, reject) => (fail = reject));
+    },
+  });
+  const server = await startHttpServer(options(store, { clock }));
+  try {
+    const pending = get(server.addr!, "/readyz");
+    await waitUntil("the readiness read started", () => fail !== null);
+    clock.advance(999);
+    let answered: Awaited<typeof pending> | null = null;
+    pending.then((response) => (answered = response));
+    const ready = await waitUntil("/readyz answered 999 ms into a hung read", () => answered);
+    assert.equal(ready.status, 503);
+    assert.match(ready.body, /^store did not answer within \d+ ms\n$/);
+  } finally {
+    // Settles a read still hanging, so the server's close does not wait for it.
+    (fail as ((error: Error) => void) | null)?.(new Error("gone"));
+    await server.close();
+  }
+});
+
+Deno.test("/readyz answers 503 at once while the read of a probe past its deadline still hangs", async () => {
+  await using t = await tempStore();
+  const clock = new FakeClock();
+  let hung: { reject: (error: Error) => void } | null = null;
+  let reads = 0;
+  // The first count hangs (a store that stopped answering); later ones answer.
+  const store = new Proxy(t.store, {
+    get(target, key, receiver) {
+      if (key !== "jobsCount") return Reflect.get(target, key, receiver);
+      return (params: Parameters<typeof target.jobsCount>[0]) => {
+        reads++;
+        if (hung !== null || reads > 1) return target.jobsCount(params);
+        return new Promise((_, reject) => (hung = { reject }));
+      };
+    },
+  });
+  const server = await startHttpServer(options(store, { clock, readyTimeoutMs: 500 }));
+  try {
+    const first = get(server.addr!, "/readyz");
+    await waitUntil("the readiness read started", () => hung !== null);
+    clock.advance(500);
+    assert.equal((await first).status, 503);
+    assert.equal((await first).body, "store did not answer within 500 ms\n");
+    // The clock stands still: only an answer that waits for nothing comes.
+    clock.advance(250);
+    const second = await answered(get(server.addr!, "/readyz"), "a second /readyz");
+    assert.equal(second.status, 503);
+    assert.equal(
+      second.body,
+      "store did not answer: a read sent 750 ms ago is still waiting\n",
+    );
+    assert.equal(reads, 1, "no second read queued behind the hung one");
+    // The hung read fails at last: the next probe reads again, and the store answers.
+    hung!.reject(new Error("write CONNECT_TIMEOUT 127.0.0.1:5432"));
+    const ready = await waitUntil("/readyz reads again", async () => {
+      const answer = await answered(get(server.addr!, "/readyz"), "/readyz");
+      return answer.status === 200 ? answer : null;
+    });
+    assert.equal(ready.body, "ready\n");
+  } finally {
+    await server.close();
+  }
+});
+
+/** `promise`, or a failure naming `what` after 10 s of real time (an answer that never comes). */
+async function answered<T>(promise: Promise<T>, what: string): Promise<T> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const deadline = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`${what} got no answer within 10 s`)), 10_000);
+  });
+  try {
+    return await Promise.race([promise, deadline]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
 Deno.test("/readyz answers 503 with the reason while the daemon is degraded, /healthz stays 200", async () => {
   await using t = await tempStore();
   let reason: string | null = "store calls failing (heartbeat: database is locked)";

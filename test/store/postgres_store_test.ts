@@ -20,7 +20,7 @@ import {
   redactLocation,
 } from "../../src/store/postgres/postgres_store.ts";
 import { KNOWN_VERSION } from "../../src/store/postgres/migrations.ts";
-import { StoreOpenError } from "../../src/store/errors.ts";
+import { StoreLockedError, StoreOpenError } from "../../src/store/errors.ts";
 import { SchemaTooNewError } from "../../src/store/sqlite/sqlite_store.ts";
 import { waitUntil } from "../../src/testing.ts";
 import {
@@ -316,6 +316,74 @@ Deno.test("schedulePlan() waits for the schedule's row lock and plans from what 
   }
 });
 
+Deno.test("a write blocked by another session's LOCK TABLE fails after lockTimeoutMs as the store being locked", async () => {
+  const h = await openPostgresHarness(T0);
+  const store = h.store as PostgresStore;
+  const name = `${store.schema}_locked`;
+  const b = await openPostgresStore(`${POSTGRES_TEST_URL}?schema=${store.schema}`, {
+    migrate: false,
+    applicationName: name,
+    lockTimeoutMs: 200,
+  });
+  try {
+    let release!: () => void;
+    const released = new Promise<void>((resolve) => (release = resolve));
+    let locked!: () => void;
+    const isLocked = new Promise<void>((resolve) => (locked = resolve));
+    const holding = store.transaction(async (tx) => {
+      await tx.sql`LOCK TABLE jobs IN ACCESS EXCLUSIVE MODE`;
+      locked();
+      await released;
+    });
+    try {
+      await isLocked;
+      // Without a bound the insert would wait for as long as the lock is
+      // held; the deadline only turns that wait into a failure saying so.
+      const error = await within(
+        20_000,
+        "the blocked insert to fail",
+        b.jobsInsert({ jobs: [newJob({ scheduledAt: T0 })], now: T0 }).then(
+          () => new Error("the insert went through a held lock"),
+          (e: unknown) => e,
+        ),
+      );
+      assert.ok(error instanceof StoreLockedError, String(error));
+      assert.equal(error.waitedMs, 200);
+      assert.equal(error.location, b.location);
+      assert.match(
+        error.message,
+        /^the store is locked: a statement waited 200 ms for a lock another session holds/,
+      );
+      assert.equal((error.cause as { code?: string }).code, "55P03");
+      // A claim (a write inside a transaction) fails the same way.
+      await assert.rejects(
+        within(
+          20_000,
+          "the blocked claim to fail",
+          b.jobsClaim({
+            queue: "default",
+            node: "n",
+            limit: 1,
+            now: T0,
+            leaseMs: MINUTE,
+            results: [],
+          }),
+        ),
+        StoreLockedError,
+      );
+    } finally {
+      release();
+      await holding;
+    }
+    // The bound is on waiting for locks, not on running: a long statement runs on.
+    await b.transaction((tx) => tx.sql`SELECT pg_sleep(0.5)`);
+    assert.equal((await b.jobsInsert({ jobs: [newJob({ scheduledAt: T0 })], now: T0 })).length, 1);
+  } finally {
+    await b.close();
+    await h.close();
+  }
+});
+
 Deno.test("jobsClaim() skips rows another transaction has locked instead of waiting", async () => {
   const h = await openPostgresHarness(T0);
   const store = h.store as PostgresStore;
@@ -387,13 +455,14 @@ Deno.test("schedulePlan() of an occurrence a claimer holds does not wait for the
  * so a test can terminate them, and `terminate()`, which ends its session
  * while it runs a statement (retrying until one runs).
  */
-async function victimOf(h: Harness, schema: string, connectTimeoutS = 10) {
+async function victimOf(h: Harness, schema: string, connectTimeoutS = 10, closeTimeoutS = 5) {
   const name = `victim ${schema}`;
   const victim = await openPostgresStore(`${POSTGRES_TEST_URL}?schema=${schema}`, {
     migrate: false,
     max: 1,
     applicationName: name,
     connectTimeoutS,
+    closeTimeoutS,
   });
   const admin = h.store as PostgresStore;
   const terminate = () =>
@@ -435,6 +504,27 @@ Deno.test("a session terminated inside a transaction: the next statements reconn
     } finally {
       await victim.close();
     }
+  } finally {
+    await h.close();
+  }
+});
+
+Deno.test("close() after a session ended mid-statement does not wait out the close timeout", async () => {
+  const h = await openPostgresHarness(0);
+  try {
+    const schema = (h.store as PostgresStore).schema;
+    // postgres.js 3.4.9 kept the statement of a session that ended under it
+    // as still running, so ending the pool waited for it until the close
+    // timeout (5 s: a daemon's stop after a server restart); here 60 s.
+    const { victim, terminate } = await victimOf(h, schema, 10, 60);
+    const running = victim.transaction((tx) => tx.sql`SELECT pg_sleep(30)`);
+    await terminate();
+    await assert.rejects(running, /terminat|CONNECTION_CLOSED/);
+    await within(
+      20_000,
+      "close() with nothing running (it waited for its timeout)",
+      victim.close(),
+    );
   } finally {
     await h.close();
   }

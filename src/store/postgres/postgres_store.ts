@@ -67,6 +67,7 @@ import {
   isStoreUnreachable,
   SchemaTooNewError,
   SchemaTooOldError,
+  StoreLockedError,
   StoreOpenError,
 } from "../errors.ts";
 import { describeLocation } from "../location.ts";
@@ -136,6 +137,23 @@ export interface PostgresOptions {
   max?: number;
   /** How long opening a connection may take before it fails, in seconds. @default 10 */
   connectTimeoutS?: number;
+  /**
+   * How long a statement waits for a lock another session holds (a row
+   * another transaction updates, a `LOCK TABLE`) before it fails with a
+   * {@linkcode StoreLockedError}, in ms: the session's `lock_timeout`, the
+   * counterpart of SQLite's busy timeout. It bounds waiting for locks only,
+   * not how long a statement runs; 0 fails at once, as SQLite's busy
+   * timeout of 0 does (PostgreSQL's own 0 would wait for ever). Migrations
+   * wait for one another however long they take.
+   * @default 5000
+   */
+  lockTimeoutMs?: number;
+  /**
+   * How long `close()` lets statements still running finish before it ends
+   * their connections, in seconds.
+   * @default 5
+   */
+  closeTimeoutS?: number;
   /**
    * The `application_name` of every session, as `pg_stat_activity` shows it
    * (a node's name makes its sessions easy to find).
@@ -208,6 +226,10 @@ export class PostgresStore implements Store<PostgresTx> {
   #listeners = new Set<() => void>();
   #listening: Promise<{ unlisten(): Promise<void> } | null> | null = null;
   #closed = false;
+  /** See {@linkcode PostgresOptions.closeTimeoutS}. */
+  readonly #closeTimeoutS: number = 5;
+  /** See {@linkcode PostgresOptions.lockTimeoutMs}. */
+  readonly #lockTimeoutMs: number;
   /**
    * The open transaction this store is a view of (see `transaction`), else
    * null: a view runs every statement on it, and its `#sql` is it.
@@ -231,6 +253,7 @@ export class PostgresStore implements Store<PostgresTx> {
       this.schema = within.store.schema;
       this.#channel = within.store.#channel;
       this.#tx = within.sql;
+      this.#lockTimeoutMs = within.store.#lockTimeoutMs;
       // Only the methods of STORE_TX_METHODS are reached on a view; they
       // begin through #begin, and none listens or ends: queries are all
       // they ask of it.
@@ -238,6 +261,15 @@ export class PostgresStore implements Store<PostgresTx> {
       return;
     }
     this.location = redactLocation(url);
+    this.#closeTimeoutS = options.closeTimeoutS ?? 5;
+    const lockTimeoutMs = options.lockTimeoutMs ?? 5000;
+    if (!Number.isInteger(lockTimeoutMs) || lockTimeoutMs < 0) {
+      throw new StoreOpenError(
+        this.location,
+        `the lock timeout must be a whole number of ms, got ${JSON.stringify(lockTimeoutMs)}`,
+      );
+    }
+    this.#lockTimeoutMs = lockTimeoutMs;
     let parsed: URL;
     try {
       parsed = new URL(url);
@@ -259,6 +291,10 @@ export class PostgresStore implements Store<PostgresTx> {
     const connection: Record<string, string> = {
       search_path: schema,
       application_name: options.applicationName ?? "jobs",
+      // A write blocked by another session's lock fails after the bound
+      // (see #locked), as SQLite's busy timeout makes it: the runtime then
+      // reports the node degraded instead of waiting without a word.
+      lock_timeout: String(Math.max(1, lockTimeoutMs)),
     };
     if (options.readOnly) connection.default_transaction_read_only = "on";
     surviveLostSessionStrays();
@@ -270,6 +306,40 @@ export class PostgresStore implements Store<PostgresTx> {
       transform: { undefined: null },
       backoff: reconnectBackoffS,
     });
+  }
+
+  static {
+    // Every call of the store, however deep its statement met the lock,
+    // fails a lock timeout as what it means: the store is locked.
+    for (const name of Object.getOwnPropertyNames(PostgresStore.prototype)) {
+      const method = Object.getOwnPropertyDescriptor(PostgresStore.prototype, name)?.value;
+      if (name === "constructor" || typeof method !== "function") continue;
+      Object.defineProperty(PostgresStore.prototype, name, {
+        configurable: true,
+        writable: true,
+        value: function (this: PostgresStore, ...args: unknown[]): unknown {
+          const result = method.apply(this, args);
+          if (!(result instanceof Promise)) return result;
+          return result.catch((error: unknown) => {
+            throw this.#locked(error);
+          });
+        },
+      });
+    }
+  }
+
+  /**
+   * `error`, or for a lock timeout (SQLSTATE 55P03 lock_not_available:
+   * "canceling statement due to lock timeout", in the server's language) a
+   * {@linkcode StoreLockedError} naming the bound and where the lock was
+   * met, with the driver's error as its cause.
+   */
+  #locked(error: unknown): unknown {
+    if (error instanceof StoreLockedError || !(error instanceof Error)) return error;
+    const { code, where } = error as { code?: unknown; where?: unknown };
+    if (code !== "55P03") return error;
+    const detail = typeof where === "string" ? where.split("\n", 1)[0]!.trim() : "";
+    return new StoreLockedError(this.location, this.#lockTimeoutMs, detail, { cause: error });
   }
 
   /** Fails when the database cannot be reached. */
@@ -288,6 +358,8 @@ export class PostgresStore implements Store<PostgresTx> {
   async migrate(params: { now: number }): Promise<MigrationReport> {
     const schema = this.schema;
     return await this.#sql.begin(async (tx) => {
+      // Another program's migration may take its time: wait for it.
+      await tx`SET LOCAL lock_timeout = 0`;
       await tx`SELECT pg_advisory_xact_lock(hashtext(${`jobs migrate ${schema}`}))`;
       const current = await this.#version(tx);
       if (current > KNOWN_VERSION) {
@@ -350,7 +422,7 @@ export class PostgresStore implements Store<PostgresTx> {
     const listening = this.#listening;
     this.#listening = null;
     if (listening) await (await listening)?.unlisten().catch(() => {});
-    await this.#sql.end({ timeout: 5 });
+    await this.#sql.end({ timeout: this.#closeTimeoutS });
   }
 
   // -------------------------------------------------------------- transactions

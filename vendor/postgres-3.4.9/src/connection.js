@@ -402,6 +402,13 @@ function Connection(options, queues = {}, { onopen = noop, onend = noop, onclose
     errored(err)
     while (sent.length)
       queryError(sent.shift(), err)
+    // jobs patch: every statement of the session is settled now and none
+    // runs any more, so a pending end() is done. 3.4.9 kept the one it had
+    // sent (or a rollback written after the socket closed) as this
+    // connection's `query` until a next session answered, so ending the pool
+    // meanwhile (a stop after a server restart) waited out the end's timeout.
+    query = results = errorResponse = null
+    ended && !terminated && terminate()
   }
 
   function errored(err) {
