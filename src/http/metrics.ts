@@ -93,7 +93,10 @@ export interface MetricsSnapshot {
   stepDurations?: StepHistogramSample[];
   /** Attempts finished on this node, by queue and outcome: `jobs_attempts_total`. */
   attempts?: OutcomeSample[];
-  /** Leases this node lost (operator cancel, rescued elsewhere): `jobs_leases_lost_total`. */
+  /**
+   * Leases this node lost (operator cancel, rescued elsewhere, or run out
+   * while it could not renew them): `jobs_leases_lost_total`.
+   */
   leasesLost?: { queue: string; value: number }[];
   /**
    * Records of committed ingest chunks by pipeline and outcome (one of
@@ -208,7 +211,7 @@ export class MetricsRegistry {
   /** Counts one runtime event; events it does not know are ignored. */
   record(event: string, fields: Record<string, unknown>): void {
     if (event === "job.stop") this.#jobStopped(fields);
-    else if (event === "job.lease_lost") {
+    else if (event === "job.lease_lost" || event === "job.lease_expired") {
       const queue = String(fields.queue);
       this.#leasesLost.set(queue, (this.#leasesLost.get(queue) ?? 0) + 1);
     } else if (event === "ingest.chunk") this.#chunkCommitted(fields);
@@ -601,7 +604,7 @@ function renderRuntime(page: Page, snapshot: MetricsSnapshot): void {
   counter(
     page,
     "jobs_leases_lost_total",
-    "Leases this node lost (cancelled by an operator, or rescued elsewhere).",
+    "Leases this node lost (cancelled by an operator, rescued elsewhere, or run out unrenewed).",
     { samples: snapshot.leasesLost, labels: (l) => ({ queue: String(l.queue) }) },
   );
   counter(page, "jobs_store_errors_total", "Store calls that failed, by step.", {

@@ -180,3 +180,14 @@ Deno.test("/metrics shows jobs_leader 1 on the node holding the maintenance role
     await plain.close({ grace: 0 });
   }
 });
+
+Deno.test("jobs_leases_lost_total counts the leases a node stopped because it could not renew them", () => {
+  const registry = new MetricsRegistry();
+  registry.record("job.lease_lost", { queue: "payments", job: 1, node: "n1" });
+  registry.record("job.lease_expired", { queue: "payments", job: 2, node: "n1" });
+  registry.record("job.lease_expired", { queue: "default", job: 3, node: "n1" });
+  assert.deepEqual(
+    registry.snapshot().leasesLost?.sort((a, b) => a.queue.localeCompare(b.queue)),
+    [{ queue: "default", value: 1 }, { queue: "payments", value: 2 }],
+  );
+});
