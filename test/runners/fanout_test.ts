@@ -504,6 +504,8 @@ Deno.test("a selection command past the schedule's timeout is killed as a group,
     const drained = drainJobs(t.jobs);
     const leader = await readPid(`${dir.path}/leader`);
     const grandchild = await readPid(`${dir.path}/grandchild`);
+    // The runner records the group once the spawn returns; the shell may write its pid first.
+    await waitUntil("the group recorded", () => recordedGroups(groups).length > 0);
     assert.deepEqual(recordedGroups(groups), [`${leader}.json`]);
     clock.advance(29_999);
     assert.ok(alive(leader) && alive(grandchild), "not before the timeout");
@@ -545,6 +547,8 @@ Deno.test("a selection whose leader exits while a grandchild ignores SIGTERM lea
     const drained = drainJobs(t.jobs);
     const leader = await readPid(`${dir.path}/leader`);
     const grandchild = await readPid(`${dir.path}/grandchild`);
+    // The runner records the group once the spawn returns; the shell may write its pid first.
+    await waitUntil("the group recorded", () => recordedGroups(groups).length > 0);
     assert.deepEqual(recordedGroups(groups), [`${leader}.json`]);
     await waitUntil("the leader to exit", () => !alive(leader));
     assert.ok(alive(grandchild), "the grandchild outlives its leader");
