@@ -22,6 +22,7 @@ import { redact } from "../kernel/redact.ts";
 import type { Job } from "../kernel/types.ts";
 import type { Store } from "../store/store.ts";
 import { escapeControl } from "../text/escape.ts";
+import { nextAttemptText } from "../text/next_attempt.ts";
 import {
   type CompiledWorkflow,
   FINAL_RUN_STATES,
@@ -149,6 +150,11 @@ export interface WorkflowStepView {
   attempts: number;
   /** The attempts its job is allowed (for a fanned-out step, its items'), or null without a job. */
   maxAttempts: number | null;
+  /**
+   * When its job tries again: a retryable job's `scheduled_at` (for a
+   * fanned-out step, the soonest of its items'); null when none waits to retry.
+   */
+  nextAttemptAt: number | null;
   /** Its stored result's size in bytes (UTF-8 JSON text), or null when none is stored. */
   resultBytes: number | null;
   /** Why it was discarded or cancelled; redacted. */
@@ -178,6 +184,8 @@ export interface CompensationRunView {
   jobId: number | null;
   attempts: number;
   maxAttempts: number | null;
+  /** When its job tries again (a retryable job's `scheduled_at`), or null. */
+  nextAttemptAt: number | null;
   /** Why it was discarded or cancelled; redacted. */
   error: string | null;
   createdAt: number;
@@ -241,6 +249,10 @@ export function runView(
       maxAttempts: counted.length === 0
         ? null
         : counted.reduce((most, job) => Math.max(most, job.maxAttempts), 0),
+      nextAttemptAt: counted.reduce<number | null>((soonest, job) => {
+        const at = nextAttemptAt(job);
+        return at === null || (soonest !== null && soonest <= at) ? soonest : at;
+      }, null),
       resultBytes: row?.result == null ? null : byteLength(row.result),
       error: row?.error == null ? null : redact(row.error),
       items: step.forEach === null ? null : itemsOf(row, items),
@@ -287,6 +299,7 @@ export function runView(
         jobId: r.jobId,
         attempts: job?.attempt ?? 0,
         maxAttempts: job?.maxAttempts ?? null,
+        nextAttemptAt: job ? nextAttemptAt(job) : null,
         error: r.error === null ? null : redact(r.error),
         createdAt: r.createdAt,
         finishedAt: r.finishedAt,
@@ -352,9 +365,10 @@ function byteLength(text: string): number {
  * in `after ...`), with its state, attempts and result size; then the
  * compensation trail in the order it ran. Errors are shown by their first
  * line (the view has them whole); stored text is escaped for a terminal;
- * nothing here reads the clock.
+ * nothing here reads the clock: with `now`, a step that waits to retry says
+ * how far off its next attempt is, else only when.
  */
-export function workflowTreeText(view: WorkflowRunView): string[] {
+export function workflowTreeText(view: WorkflowRunView, now?: number): string[] {
   const { run } = view;
   const lines = [
     `run ${run.id}  ${text(run.workflow)}${view.saga ? " (saga)" : ""}  ${run.state}`,
@@ -382,7 +396,7 @@ export function workflowTreeText(view: WorkflowRunView): string[] {
   }
   const walk = (parent: string | null, depth: number) => {
     for (const step of children.get(parent) ?? []) {
-      lines.push(`${"  ".repeat(depth + 1)}${stepLine(step, parent)}`);
+      lines.push(`${"  ".repeat(depth + 1)}${stepLine(step, parent, now)}`);
       if (step.error !== null) {
         lines.push(`${"  ".repeat(depth + 2)}error: ${text(firstLine(step.error))}`);
       }
@@ -401,8 +415,8 @@ export function workflowTreeText(view: WorkflowRunView): string[] {
         `  ${i + 1}. undo ${text(c.step)}${
           c.useCase === null ? "" : ` with ${text(c.useCase)}`
         }  ${c.state}  ${attemptsText(c.attempts, c.maxAttempts)}${
-          c.jobId === null ? "" : `  job ${c.jobId}`
-        }`,
+          c.nextAttemptAt === null ? "" : `  ${nextAttemptText(c.nextAttemptAt, now)}`
+        }${c.jobId === null ? "" : `  job ${c.jobId}`}`,
       );
       if (c.error !== null) lines.push(`     error: ${text(firstLine(c.error))}`);
     });
@@ -410,10 +424,11 @@ export function workflowTreeText(view: WorkflowRunView): string[] {
   return lines;
 }
 
-function stepLine(step: WorkflowStepView, parent: string | null): string {
+function stepLine(step: WorkflowStepView, parent: string | null, now?: number): string {
   const parts = [text(step.id), step.state];
   if (step.items !== null) parts.push(`items ${step.items.done}/${step.items.total}`);
   if (step.state !== "waiting") parts.push(attemptsText(step.attempts, step.maxAttempts));
+  if (step.nextAttemptAt !== null) parts.push(nextAttemptText(step.nextAttemptAt, now));
   if (step.resultBytes !== null) parts.push(`result ${bytesText(step.resultBytes)}`);
   if (step.jobId !== null) parts.push(`job ${step.jobId}`);
   const notes: string[] = [];
@@ -428,6 +443,11 @@ function stepLine(step: WorkflowStepView, parent: string | null): string {
     notes.push(`no undo: ${text(step.compensation.reason)}`);
   }
   return `${parts.join("  ")}${notes.length === 0 ? "" : `  (${notes.join("; ")})`}`;
+}
+
+/** When `job` tries again: its `scheduled_at` while it is retryable, else null. */
+export function nextAttemptAt(job: Job): number | null {
+  return job.state === "retryable" ? job.scheduledAt : null;
 }
 
 function attemptsText(attempts: number, max: number | null): string {

@@ -49,6 +49,7 @@ import { fileZones, loadConfig } from "./config.ts";
 import { freshnessText } from "./ingest.ts";
 import { openStore, tryOpenStore } from "./open_store.ts";
 import { block, cell, echo, firstLine, iso, safeJson, table, truncate, when } from "./text.ts";
+import { nextAttemptWhen } from "../text/next_attempt.ts";
 
 /** How many jobs `jobs ls` prints unless `--limit` says otherwise. */
 export const LS_DEFAULT_LIMIT = 50;
@@ -423,6 +424,10 @@ function showText({ job, attempts, audit }: JobDetail, now: number): string[] {
     ["schedule", text(job.scheduleId)],
     ["scheduled for", at(job.scheduledFor)],
     ["attempt", `${job.attempt} of ${job.maxAttempts}`],
+    // A retryable job's scheduled_at is when it tries again: say so, and how far off.
+    ...(job.state === "retryable"
+      ? [["next attempt", nextAttemptWhen(job.scheduledAt, now)] as [string, string]]
+      : []),
     ["fence", String(job.fence)],
     ["priority", String(job.priority)],
     ["attempted by", text(job.attemptedBy)],

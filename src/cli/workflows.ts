@@ -223,8 +223,9 @@ function showCommand(group: Command, deps: CliDeps): void {
           deps.out(safeJson({ ...viewJson(view), audit: trail.map(auditJson) }));
           return;
         }
-        for (const line of workflowTreeText(view)) deps.out(line);
-        for (const line of auditLines(trail, deps.clock.now())) deps.out(line);
+        const now = deps.clock.now();
+        for (const line of workflowTreeText(view, now)) deps.out(line);
+        for (const line of auditLines(trail, now)) deps.out(line);
       });
     }),
     deps,
@@ -245,11 +246,13 @@ function viewJson(view: WorkflowRunView) {
     hash: view.hash,
     steps: view.steps.map((s) => ({
       ...s,
+      nextAttemptAt: iso(s.nextAttemptAt),
       createdAt: iso(s.createdAt),
       finishedAt: iso(s.finishedAt),
     })),
     compensations: view.compensations.map((c) => ({
       ...c,
+      nextAttemptAt: iso(c.nextAttemptAt),
       createdAt: iso(c.createdAt),
       finishedAt: iso(c.finishedAt),
     })),

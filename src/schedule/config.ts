@@ -54,7 +54,9 @@
  * Workflows: `use_cases:` maps a use-case id to what runs it, one of
  * `command` (with `shell`, `cwd`, `env`), `worker` or `http`, as a `run`
  * takes them, with an optional `queue` and `priority` for the jobs that run
- * it. `workflows:` lists definitions: `id`, `carried_by: workflow` for a
+ * it and `max_attempts`, `backoff` and `timeout` (a schedule's shapes) for
+ * how they are retried: a saga's record may not say it, so the use case,
+ * which is the implementation, does. `workflows:` lists definitions: `id`, `carried_by: workflow` for a
  * saga, `queue`, and `steps`, each with `id`, `depends_on`, `for_each`,
  * `optional`, `use_case` or (a plain workflow only) `run`, `compensation`
  * (`{ mode: use-case, use_case }` or `{ mode: none, reason }`),

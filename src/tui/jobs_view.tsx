@@ -10,6 +10,7 @@ import type { ReactNode } from "react";
 import type { JobDetail } from "../admin/views.ts";
 import { redact } from "../kernel/redact.ts";
 import { FINAL_STATES, type Job } from "../kernel/types.ts";
+import { nextAttemptText } from "../text/next_attempt.ts";
 import type { JobsFilter, JobsTotal } from "./data.ts";
 import { Lines, type Seg, seg } from "./line.tsx";
 import { filterText, newestText, totalText } from "./search.ts";
@@ -183,6 +184,9 @@ export function detailLines(props: JobDetailProps): Seg[][] {
     [seg(`inserted   ${when(job.insertedAt, now)}`)],
     [seg(`scheduled  ${when(job.scheduledAt, now)}`)],
   );
+  if (job.state === "retryable") {
+    lines.push([seg(nextAttemptText(job.scheduledAt, now), { color: STATE_COLOR.retryable })]);
+  }
   if (job.attemptedAt !== null) {
     lines.push([
       seg(`attempted  ${when(job.attemptedAt, now)} by ${clean(job.attemptedBy ?? "-")}`),

@@ -20,6 +20,7 @@ import {
   type WorkflowStepView,
 } from "../admin/workflows.ts";
 import { redact } from "../kernel/redact.ts";
+import { nextAttemptText } from "../text/next_attempt.ts";
 import { RUN_STATES, type RunState, type StepState } from "../workflow/types.ts";
 import { Lines, type Seg, seg } from "./line.tsx";
 import {
@@ -269,7 +270,7 @@ export function runLines(props: WorkflowRunProps): Seg[][] {
     Math.max(8, ...rows.map((r) => Array.from(r.prefix + clean(r.step.id)).length)),
   );
   for (const row of rows) {
-    lines.push(...stepLines(row, column, props.width));
+    lines.push(...stepLines(row, column, props.width, now));
     if (row.step.error !== null) {
       lines.push([
         seg(`  ${row.under}`, { dim: true }),
@@ -294,7 +295,7 @@ export function runLines(props: WorkflowRunProps): Seg[][] {
         seg(`compensations (${view.compensations.length})`, { bold: true }),
         seg("  in the order they ran, the reverse of completion", { dim: true }),
       ]);
-      view.compensations.forEach((c, i) => lines.push(...compensationLines(c, i)));
+      view.compensations.forEach((c, i) => lines.push(...compensationLines(c, i, now)));
     }
   }
   return lines;
@@ -305,7 +306,7 @@ export function runLines(props: WorkflowRunProps): Seg[][] {
  * (dependencies, use case, undo) follow on the line when they fit in
  * `width`, else on a line of their own under it.
  */
-function stepLines(row: TreeRow, column: number, width: number): Seg[][] {
+function stepLines(row: TreeRow, column: number, width: number, now: number): Seg[][] {
   const { step } = row;
   const waiting = step.state === "waiting";
   const id = clean(step.id);
@@ -320,6 +321,7 @@ function stepLines(row: TreeRow, column: number, width: number): Seg[][] {
   if (step.items !== null) facts.push(`items ${step.items.done}/${step.items.total}`);
   const attempts = waiting ? null : attemptsText(step.attempts, step.maxAttempts);
   if (attempts !== null) facts.push(attempts);
+  if (step.nextAttemptAt !== null) facts.push(nextAttemptText(step.nextAttemptAt, now));
   if (step.resultBytes !== null) facts.push(`result ${bytesText(step.resultBytes)}`);
   if (step.jobId !== null) facts.push(`job ${step.jobId}`);
   if (facts.length > 0) parts.push(seg(` ${facts.join("  ")}`));
@@ -341,9 +343,10 @@ function stepLines(row: TreeRow, column: number, width: number): Seg[][] {
   return [parts, [seg(`  ${row.under}`, { dim: true }), note]];
 }
 
-function compensationLines(c: CompensationRunView, index: number): Seg[][] {
+function compensationLines(c: CompensationRunView, index: number, now: number): Seg[][] {
   const facts = [
     attemptsText(c.attempts, c.maxAttempts),
+    c.nextAttemptAt === null ? null : nextAttemptText(c.nextAttemptAt, now),
     c.jobId === null ? null : `job ${c.jobId}`,
   ].filter((f) => f !== null);
   const lines: Seg[][] = [[

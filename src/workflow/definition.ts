@@ -17,7 +17,8 @@
  *   `{ mode: "none", reason }` (`compensation-missing`,
  *   `compensation-invalid`);
  * - retry counts, backoff and timeouts are not part of the record
- *   (`engine-config-in-record`): they live in the workers' code.
+ *   (`engine-config-in-record`): they live in the workers' code, or in a
+ *   `schedules.yaml` use case (`use_cases:`), which is the implementation.
  *
  * Every workflow: step ids unique (`step-duplicate`) and well formed
  * (`step-id`), `dependsOn` and `forEach` name steps of the definition
@@ -238,7 +239,7 @@ export function checkWorkflow(
           add(
             "engine-config-in-record",
             at(field),
-            `saga step "${step.id}" sets ${field}: retries, backoff and timeouts live in the workers' code`,
+            `saga step "${step.id}" sets ${field}: retries, backoff and timeouts live in its use case or the workers' code`,
           );
         }
       }

@@ -513,6 +513,7 @@ Deno.test("workflowTreeText escapes stored text and shows each error by its firs
       jobId: 3,
       attempts: 2,
       maxAttempts: 2,
+      nextAttemptAt: null,
       resultBytes: null,
       error: "boom \x1b[2J\n    at perform (x.ts:1:1)",
       items: null,

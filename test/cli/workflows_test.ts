@@ -10,7 +10,8 @@ import assert from "node:assert/strict";
 import { FakeClock } from "../../src/clock.ts";
 import { Jobs } from "../../src/jobs.ts";
 import { defineWorker } from "../../src/kernel/worker.ts";
-import { drainAllJobs } from "../../src/testing.ts";
+import { commandWorker } from "../../src/runners/command.ts";
+import { drainAllJobs, drainJobs } from "../../src/testing.ts";
 import { silentLogger } from "../../src/worker/logger.ts";
 import { runJobs, withFiles } from "../support/cli.ts";
 import { BACKENDS } from "../support/backends.ts";
@@ -471,3 +472,61 @@ for (const backend of BACKENDS) {
     }
   });
 }
+
+Deno.test("a step waiting to retry: workflow show and jobs show say when its next attempt is (issue 26.2)", async () => {
+  const schedules = `version: 1
+use_cases:
+  place: { command: ["true"] }
+  release: { command: ["true"] }
+  hold: { command: ["sh", "-c", "exit 1"], max_attempts: 2, backoff: { fixed: 35s } }
+workflows:
+  - id: s
+    carried_by: workflow
+    steps:
+      - { id: place, use_case: place, compensation: { mode: use-case, use_case: release } }
+      - id: hold
+        depends_on: [place]
+        use_case: hold
+        compensation: { mode: none, reason: it holds nothing when it fails }
+schedules: []
+`;
+  await withFiles(schedules, async ({ db, config }) => {
+    await withStore(db, () => Promise.resolve());
+    const start = await runJobs(["start", "s", "--db", db, "--config", config], {
+      now: NOW,
+      env: ENV,
+    });
+    assert.equal(start.code, 0, start.err);
+    const id = Number(start.out);
+    const clock = new FakeClock(NOW);
+    await withStore(db, async (store) => {
+      const worker = commandWorker({ clock, env: () => undefined });
+      const jobs = new Jobs({ store, workers: [worker], clock, logger: silentLogger });
+      await drainJobs(jobs); // due jobs only: `hold` fails once and waits 35 s
+    });
+
+    const later = NOW + 5_000;
+    const show = await runJobs(["workflow", "show", String(id), "--db", db], {
+      now: later,
+      env: ENV,
+    });
+    assert.equal(show.code, 0, show.err);
+    const line = show.out.split("\n").find((l) => /^ {4}hold /.test(l));
+    assert.match(
+      line ?? show.out,
+      /^ {4}hold {2}running {2}1\/2 attempt {2}next attempt 2026-06-01T09:00:35Z, in 30 s {2}job (\d+)/,
+    );
+    const jobId = line!.match(/job (\d+)/)![1]!;
+
+    const json = await runJobs(["workflow", "show", String(id), "--db", db, "--json"], {
+      now: later,
+      env: ENV,
+    });
+    const hold = JSON.parse(json.out).steps.find((s: { id: string }) => s.id === "hold");
+    assert.equal(hold.nextAttemptAt, "2026-06-01T09:00:35.000Z");
+
+    const job = await runJobs(["show", jobId, "--db", db], { now: later, env: ENV });
+    assert.equal(job.code, 0, job.err);
+    assert.match(job.out, /^ {2}next attempt +2026-06-01T09:00:35Z, in 30 s$/m);
+  });
+});

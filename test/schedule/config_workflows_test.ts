@@ -597,3 +597,112 @@ Deno.test("jobs check on examples/workflows.yaml passes and counts its workflows
   assert.equal(code, 0, err);
   assert.match(out, /valid, 1 schedule, 0 queues, 2 workflows \(1 saga\), 8 use cases$/);
 });
+
+// ------------------------------------------------- a use case's retries (issue 26.2)
+
+/** A saga of command use cases that say how their jobs are retried; lines 1-18. */
+const RETRYING = [
+  "version: 1",
+  "use_cases:",
+  "  hold:",
+  '    command: ["./bin/app", "hold"]',
+  "    max_attempts: 3",
+  "    backoff: { fixed: 10s }",
+  "    timeout: 30s",
+  '  release: { command: ["./bin/app", "release"], max_attempts: 5, timeout: 1m }',
+  "  charge: { worker: charge_fee, max_attempts: 2, backoff: { exponential: { base: 1s, max: 1m } } }",
+  '  refund: { command: ["./bin/app", "refund"] }',
+  "workflows:",
+  "  - id: s",
+  "    carried_by: workflow",
+  "    steps:",
+  "      - { id: hold, compensation: { mode: use-case, use_case: release } }",
+  "      - id: charge",
+  "        depends_on: [hold]",
+  "        compensation: { mode: use-case, use_case: refund }",
+];
+
+Deno.test("use_cases: max_attempts, backoff and timeout go onto the jobs that run the use case, its compensations' included", () => {
+  const config = parsed(yaml(...RETRYING));
+  const byId = Object.fromEntries(config.workflows[0]!.steps.map((s) => [s.id, s]));
+  const hold = byId.hold!;
+  assert.equal(hold.job.maxAttempts, 3);
+  assert.deepEqual(hold.job.backoff, { kind: "fixed", delayMs: 10_000 });
+  assert.equal(hold.job.timeoutMs, 30_000);
+  assert.ok(hold.compensation?.mode === "use-case");
+  assert.equal(hold.compensation.job.maxAttempts, 5);
+  assert.equal(hold.compensation.job.timeoutMs, 60_000);
+  assert.equal(hold.compensation.job.backoff, undefined);
+  // A worker use case's declared attempts are not replaced by the worker's own.
+  const charge = byId.charge!;
+  assert.equal(charge.job.maxAttempts, 2);
+  assert.equal(charge.job.attemptsFromWorker, undefined);
+  assert.deepEqual(charge.job.backoff, { kind: "exponential", baseMs: 1_000, maxMs: 60_000 });
+  // A use case that says nothing keeps the defaults.
+  assert.ok(charge.compensation?.mode === "use-case");
+  assert.equal(charge.compensation.job.maxAttempts, 20);
+  assert.equal(charge.compensation.job.timeoutMs, undefined);
+  // The settings are part of the definition: its hash changes with them.
+  const other = parsed(
+    yaml(...RETRYING.map((l) => l.replace("max_attempts: 3", "max_attempts: 4"))),
+  );
+  assert.notEqual(other.workflows[0]!.hash, config.workflows[0]!.hash);
+});
+
+Deno.test("jobs check accepts a use case's retries and refuses bad values with file:line and the value, as for a schedule", async () => {
+  await withFiles(yaml(...RETRYING), async ({ config }) => {
+    const { code, out, err } = await runJobs(["check", "--config", config], { now: 0 });
+    assert.equal(code, 0, err);
+    assert.match(out, /valid, .*1 workflow \(1 saga\), 4 use cases$/);
+  });
+  const bad = yaml(
+    "version: 1",
+    "use_cases:",
+    "  a:",
+    '    command: ["false"]',
+    "    max_attempts: 0",
+    "    backoff: { fixed: soon }",
+    "    timeout: 30x",
+    '  b: { command: ["false"], backoff: { exponential: { base: 1m, max: 1s } } }',
+    '  c: { command: ["false"], backoff: {} }',
+    '  d: { command: ["false"], max_attempts: 2.5, retries: 3 }',
+  );
+  const messages = errors(bad).map((e) => e.message);
+  assert.deepEqual(messages.slice(0, 5), [
+    'schedules.yaml:5:19: use case "a": max_attempts must be at least 1, got 0',
+    'schedules.yaml:6:23: use case "a": backoff.fixed must be a number with a unit, such as "250ms", "90s", "15m", "1h30m" or "7d", got "soon"',
+    'schedules.yaml:7:14: use case "a": timeout must be a number with a unit, such as "250ms", "90s", "15m", "1h30m" or "7d", got "30x"',
+    'schedules.yaml:8:69: use case "b": backoff.exponential.max must not be less than base, got "1s"',
+    'schedules.yaml:9:37: use case "c": backoff needs fixed or exponential',
+  ]);
+  assert.match(
+    messages[5]!,
+    /^schedules\.yaml:10:\d+: use case "d": max_attempts must be a whole number/,
+  );
+  assert.match(messages[6]!, /^schedules\.yaml:10:\d+: use case "d": unknown field "retries"/);
+  await withFiles(bad, async ({ config }) => {
+    const { code, err } = await runJobs(["check", "--config", config], { now: 0 });
+    assert.equal(code, 1);
+    assert.match(err, /schedules\.yaml:5:19: use case "a": max_attempts must be at least 1, got 0/);
+  });
+});
+
+Deno.test("max_attempts, backoff and timeout stay out of a saga's steps when its use cases may set them", () => {
+  const all = errors(yaml(
+    ...RETRYING.slice(0, 14),
+    "      - id: hold",
+    "        compensation: { mode: use-case, use_case: release }",
+    "        max_attempts: 3",
+    "        timeout: 5m",
+    "        backoff: { fixed: 1s }",
+  ));
+  assert.deepEqual(brief(all), [
+    "engine-config-in-record 17:23 steps[0].max_attempts",
+    "engine-config-in-record 18:18 steps[0].timeout",
+    "engine-config-in-record 19:18 steps[0].backoff",
+  ]);
+  assert.match(
+    all[0]!.message,
+    /sets max_attempts: retries, backoff and timeouts live in its use case/,
+  );
+});

@@ -179,3 +179,16 @@ Deno.test("rules are exactly the width, with or without a label, at 80, 100 and 
     assert.equal(detail, labelled, "the schedule's heading is a whole rule, not a cut one");
   }
 });
+
+Deno.test("a retryable job's detail says when its next attempt is (issue 26.2)", () => {
+  const job = fixtureJob({ id: 8, state: "retryable", attempt: 1, scheduledAt: NOW + 400_000 });
+  const lines = detailLines({
+    detail: { job, attempts: [], audit: [] },
+    id: 8,
+    scroll: 0,
+    width: 80,
+    height: 20,
+    now: NOW,
+  }).map((l) => plain(l));
+  assert.ok(lines.includes("next attempt 2026-03-08T12:06:40Z, in 6 min 40 s"), lines.join("\n"));
+});

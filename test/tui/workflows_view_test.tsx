@@ -244,3 +244,29 @@ Deno.test("stored text of a run is shown escaped: no control character reaches t
   assert.match(frames.join("\n"), /run 5 wf\\x1b\[2J\\x1b\]0;owned\\x07/);
   assert.match(frames.join("\n"), /error: x\\x1b\[2J/);
 });
+
+Deno.test("a step waiting to retry shows when its next attempt is, in UTC and from now (issue 26.2)", () => {
+  const view = fixtureRun({ id: 4, workflow: "lend-copy", state: "running" }, {
+    saga: true,
+    steps: [
+      fixtureStep({
+        id: "place-hold",
+        state: "running",
+        jobId: 41,
+        attempts: 1,
+        maxAttempts: 2,
+        nextAttemptAt: NOW + 35_000,
+        resultBytes: null,
+        finishedAt: null,
+      }),
+    ],
+  });
+  const lines = runPane(view, 120);
+  assert.ok(
+    lines.some((l) =>
+      /^ {2}place-hold running {4}attempt 1\/2 {2}next attempt 2026-03-08T12:00:35Z, in 35 s {2}job 41/
+        .test(l)
+    ),
+    lines.join("\n"),
+  );
+});

@@ -15,7 +15,13 @@ import { dirname, isAbsolute, join, resolve } from "node:path";
 import { compilePipeline } from "../../ingest/definition.ts";
 import { type CompiledPipeline, INGEST_WORKER, type IngestJobArgs } from "../../ingest/types.ts";
 import { clampPriority, DEFAULT_MAX_ATTEMPTS, DEFAULT_QUEUE } from "../../kernel/worker.ts";
-import { compileWorkflow, hashed, type WorkflowOptions } from "../../workflow/definition.ts";
+import type { BackoffSpec } from "../../kernel/run_settings.ts";
+import {
+  compileWorkflow,
+  hashed,
+  type WorkflowOptions,
+  type WorkflowStepOptions,
+} from "../../workflow/definition.ts";
 import {
   type CompiledWorkflow,
   type JobTemplate,
@@ -187,11 +193,7 @@ export function toSchedule(
     priority: s.priority ?? d.priority ?? SCHEDULE_DEFAULTS.priority,
     maxAttempts: s.max_attempts ?? pipeline?.maxAttempts ?? d.max_attempts ??
       SCHEDULE_DEFAULTS.maxAttempts,
-    backoff: backoff?.fixed !== undefined
-      ? { kind: "fixed", delayMs: backoff.fixed }
-      : backoff?.exponential !== undefined
-      ? { kind: "exponential", baseMs: backoff.exponential.base, maxMs: backoff.exponential.max }
-      : undefined,
+    backoff: toBackoff(backoff),
     timeoutMs: s.timeout ?? d.timeout,
     retentionMs: s.retention ?? d.retention,
     tenant: s.tenant ?? d.tenant,
@@ -248,7 +250,12 @@ function toWorkflow(
   return withUseCaseSettings(compiled, options, settings);
 }
 
-/** `compiled` with each use case's queue and priority on the jobs that run it, hashed again. */
+/**
+ * `compiled` with each use case's settings on the jobs that run it, hashed
+ * again: its queue and priority, and its attempts, backoff and timeout (a
+ * saga's record cannot hold those, so a command or HTTP use case is where
+ * they live). A plain workflow step's own setting wins over its use case's.
+ */
 function withUseCaseSettings(
   compiled: CompiledWorkflow,
   options: WorkflowOptions,
@@ -257,15 +264,26 @@ function withUseCaseSettings(
   const apply = (
     job: JobTemplate,
     useCase: string | null,
-    own?: { queue?: string; priority?: number },
-  ) => {
+    own?: WorkflowStepOptions,
+  ): JobTemplate => {
     const setting = useCase === null ? undefined : settings[useCase];
-    return {
+    const applied: JobTemplate = {
       ...job,
       queue: own?.queue ?? setting?.queue ?? job.queue,
       priority: own?.priority ??
         (setting?.priority !== undefined ? clampPriority(setting.priority) : job.priority),
     };
+    if (own?.maxAttempts === undefined && setting?.max_attempts !== undefined) {
+      // Declared attempts are not the worker's to fill in (`withWorkerDefaults`).
+      delete applied.attemptsFromWorker;
+      applied.maxAttempts = setting.max_attempts;
+    }
+    if (own?.timeoutMs === undefined && setting?.timeout !== undefined) {
+      applied.timeoutMs = setting.timeout;
+    }
+    const backoff = own?.backoff === undefined ? toBackoff(setting?.backoff) : undefined;
+    if (backoff !== undefined) applied.backoff = backoff;
+    return applied;
   };
   const steps = compiled.steps.map((step) => {
     const own = options.steps.find((s) => s.id === step.id);
@@ -279,6 +297,15 @@ function withUseCaseSettings(
   });
   // Hashed as `compileWorkflow` hashes, so the hash covers the settings applied here.
   return hashed({ id: compiled.id, saga: compiled.saga, steps });
+}
+
+/** A `backoff:` as the schema outputs it (a schedule's or a use case's) as a {@linkcode BackoffSpec}. */
+function toBackoff(backoff: RawSchedule["backoff"]): BackoffSpec | undefined {
+  return backoff?.fixed !== undefined
+    ? { kind: "fixed", delayMs: backoff.fixed }
+    : backoff?.exponential !== undefined
+    ? { kind: "exponential", baseMs: backoff.exponential.base, maxMs: backoff.exponential.max }
+    : undefined;
 }
 
 /** What a use case or a step's `run:` runs. */

@@ -187,6 +187,7 @@ function checkUseCases(report: Reporter, useCases: Fields): void {
     const run = fields(useCase);
     // The message's prefix names the use case: `use case "x": needs one of ...`.
     if (run) checkRun(report, ["use_cases", id], run, "", RUNNERS);
+    if (run) checkBackoff(report, ["use_cases", id], run);
   }
 }
 

@@ -276,11 +276,20 @@ export const scheduleSchema = z.strictObject({
   ...defaultable,
 });
 
-/** One entry of `use_cases:`: what runs the use case, and where its jobs go. */
+/**
+ * One entry of `use_cases:`: what runs the use case, where its jobs go, and
+ * how they are retried. A saga's record may not say how to retry
+ * (`engine-config-in-record`); a command or HTTP use case has no workers'
+ * code to say it either, so the use case, which is the implementation, does,
+ * in the same keys and value shapes as a schedule.
+ */
 export const useCaseSchema = z.strictObject({
   ...runner,
   queue: name.optional(),
   priority: whole().min(0).max(9).optional(),
+  max_attempts: whole().min(1).optional(),
+  backoff: backoff.optional(),
+  timeout: duration.optional(),
 });
 
 /**
