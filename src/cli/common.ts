@@ -331,6 +331,12 @@ export function globalOptions(command: Command, spec: GlobalOptions): Command {
   const not: [string, string][] = [];
   if ("mode" in spec.db) command.option("--db <path>", DB_TEXT[spec.db.mode]);
   else not.push(["--db", spec.db.not]);
+  if ("mode" in spec.db && spec.db.mode !== "read") {
+    command.option(
+      "--force-moved",
+      "write to a store migrate-store retired anyway (audited); migrate-store --reopen takes it back",
+    );
+  }
   if ("for" in spec.config) {
     command.option("--config <file>", `the schedules file, ${spec.config.for} [env JOBS_CONFIG]`);
   } else not.push(["--config", spec.config.not]);
@@ -360,6 +366,26 @@ export function globalOptions(command: Command, spec: GlobalOptions): Command {
   return command;
 }
 
+/**
+ * `--force-moved` of the command running with these deps, with its
+ * `--actor` and `--reason`, or null: set before each action (see
+ * {@linkcode quiet}), so the deps of one run say what its command asked.
+ */
+const writeIntents = new WeakMap<object, { actor?: string; reason?: string } | null>();
+
+/**
+ * Leave to write to a store `jobs migrate-store` retired, when the running
+ * command was given `--force-moved`: who (`--actor`, else the OS user) and
+ * why, for the audit row opening the store writes. Null without the flag.
+ */
+export function writeMoved(
+  deps: Pick<CliDeps, "osUser">,
+): { actor: string; reason: string | null } | null {
+  const intent = writeIntents.get(deps);
+  if (!intent) return null;
+  return { actor: intent.actor ?? deps.osUser(), reason: intent.reason ?? null };
+}
+
 // ------------------------------------------------------------------- output
 
 /**
@@ -368,6 +394,11 @@ export function globalOptions(command: Command, spec: GlobalOptions): Command {
  */
 export function quiet(command: Command, deps: CliDeps, name: string | undefined): Command {
   return command
+    .hook("preAction", (_, action) => {
+      const { forceMoved, actor, reason } = action.opts();
+      // Read by openStore (open_store.ts), which every command opens its store through.
+      writeIntents.set(deps, forceMoved === true ? { actor, reason } : null);
+    })
     .exitOverride((error) => {
       throw Object.assign(error, { command: name });
     })
