@@ -301,8 +301,12 @@ type Taken = true | { not: string };
  * person who reaches for `--json` learns why it is missing.
  */
 export interface GlobalOptions {
-  /** `--db <path>` [env JOBS_DB], with what the command does to the store. */
-  db: { mode: "read" | "write" | "create" } | { not: string };
+  /**
+   * `--db <path>` [env JOBS_DB], with what the command does to the store;
+   * or `--db <location>` with a meaning of the command's own (`only`, no
+   * JOBS_DB); or not taken, with why.
+   */
+  db: { mode: "read" | "write" | "create" } | { only: string } | { not: string };
   /** `--config <file>` [env JOBS_CONFIG], with what the command reads it for. */
   config: { for: string } | { not: string };
   json: Taken;
@@ -330,6 +334,7 @@ const DB_TEXT = {
 export function globalOptions(command: Command, spec: GlobalOptions): Command {
   const not: [string, string][] = [];
   if ("mode" in spec.db) command.option("--db <path>", DB_TEXT[spec.db.mode]);
+  else if ("only" in spec.db) command.option("--db <location>", spec.db.only);
   else not.push(["--db", spec.db.not]);
   if ("mode" in spec.db && spec.db.mode !== "read") {
     command.option(

@@ -78,11 +78,11 @@ export function registerMigrateStoreCommand(program: Command, deps: CliDeps): vo
         .option(
           "--reopen",
           "take back a store a copy retired (with --db): daemons and writes on it are allowed again",
-        )
-        .option("--db <location>", "with --reopen: the retired store to take back"),
+        ),
       {
         db: {
-          not: "--from and --to name the two stores; --db only names the one --reopen takes back",
+          only: "with --reopen only: the retired store to take back " +
+            "(--from and --to name the two stores of a copy)",
         },
         config: { not: "the stores are copied whole; the schedules file plays no part" },
         json: true,

@@ -88,9 +88,8 @@ export function openFailure(db: string, error: unknown, program = "jobs"): strin
       "--db",
       describeLocation(db),
     ]);
-    return `${error.message}; use the new store (--db or JOBS_DB "${
-      escapeControl(error.move.to)
-    }"), or take this one back: ${reopen} (or write anyway, audited: --force-moved)`;
+    return `${error.message}; use the new one (--db or JOBS_DB), take this one back with ` +
+      `${reopen}, or write anyway (audited) with --force-moved`;
   }
   if (error instanceof StoreOpenError) return error.message;
   if (error instanceof SchemaTooNewError) return newerProblem(db, error.found, error.known);

@@ -244,9 +244,7 @@ export class StoreMovedError extends Error {
     super(
       `the store "${escapeControl(location)}" moved to "${escapeControl(move.to)}" on ${
         new Date(move.at).toISOString()
-      } (migrate-store by ${
-        escapeControl(move.actor)
-      }); it is retired and writing to it is refused`,
+      } (migrate-store by ${escapeControl(move.actor)}): it is retired, writes to it are refused`,
     );
     this.name = "StoreMovedError";
   }
