@@ -12,6 +12,8 @@
 import assert from "node:assert/strict";
 import { FakeClock } from "../../src/clock.ts";
 import { openJobs } from "../../src/jobs.ts";
+import { describeLocation } from "../../src/store/location.ts";
+import { openStore } from "../../src/store/open.ts";
 import { compileWorkflow } from "../../src/workflow/definition.ts";
 import { openPostgresStore } from "../../src/store/postgres/postgres_store.ts";
 import { openSqliteStore, type SqliteStore } from "../../src/store/sqlite/sqlite_store.ts";
@@ -554,3 +556,89 @@ async function assertRejectsWith(promise: Promise<{ close(): Promise<void> }>): 
   }
   assert.fail("expected a rejection");
 }
+
+Deno.test("a copy whose source cannot be marked as moved says so and exits 1; the target keeps the verified copy", async () => {
+  await withStores(async ({ sqlite, path, pg }) => {
+    // The source refuses the mark (as a full disk or a lost lock would).
+    sqlite.db.exec(`CREATE TRIGGER refuse_mark BEFORE INSERT ON settings
+      WHEN NEW.key = 'store.moved' BEGIN SELECT RAISE(ABORT, 'disk says no'); END`);
+    const expected = await counts(sqlite);
+    await sqlite.close();
+    const { code, out, err } = await runJobs(
+      ["migrate-store", "--from", path, "--to", pg.location],
+      { now: T0 },
+    );
+    assert.equal(code, 1, out);
+    assert.match(
+      err,
+      /^jobs migrate-store: the copy in "postgres:.*" is complete and verified, but marking ".*jobs\.db" as moved failed \(.*disk says no.*\): it is still live; stop every daemon on it; point every daemon at "postgres:/,
+    );
+    assert.deepEqual(await counts(pg.store), expected, "the copy committed");
+    const source = await openSqliteStore(path);
+    try {
+      assert.equal(await source.settingGet({ key: "store.moved" }), null);
+      assert.deepEqual(await source.auditList({ target: "store" }), [], "no half-written mark");
+    } finally {
+      await source.close();
+    }
+  });
+});
+
+Deno.test("openJobs with writeMoved opens a retired store and audits who wrote to it", async () => {
+  await withStores(async ({ sqlite, path, pg }) => {
+    await sqlite.close();
+    const moved = await runJobs(["migrate-store", "--from", path, "--to", pg.location], {
+      now: T0,
+    });
+    assert.equal(moved.code, 0, moved.err);
+    const jobs = await openJobs(path, {
+      clock: new FakeClock(T0 + 1000),
+      writeMoved: { actor: "lib", reason: "drain the rest" },
+    });
+    try {
+      const audit = await jobs.store.auditList({ target: "store" });
+      assert.deepEqual(audit.map((a) => [a.action, a.actor, a.reason, a.details.movedTo]), [
+        ["store.moved", "tester", null, describeLocation(pg.location)],
+        ["store.write_moved", "lib", "drain the rest", describeLocation(pg.location)],
+      ]);
+    } finally {
+      await jobs.close();
+    }
+  });
+});
+
+Deno.test("a copy from PostgreSQL retires the PostgreSQL source: writes refused, reads told where it went", async () => {
+  await withStores(async ({ sqlite, pg }) => {
+    await storeTransfer(sqlite, pg.store, { now: T0 });
+    const dir = await tempDir();
+    try {
+      const back = await openSqliteStore(`${dir.path}/back.db`, { now: T0 });
+      try {
+        await storeTransfer(pg.store, back, {
+          now: T0 + HOUR,
+          retire: { to: `${dir.path}/back.db`, actor: "ops", reason: "leaving PostgreSQL" },
+        });
+      } finally {
+        await back.close();
+      }
+      const move = { to: `${dir.path}/back.db`, at: T0 + HOUR, actor: "ops" };
+      assert.deepEqual(await pg.store.settingGet({ key: "store.moved" }), move);
+      const audit = await pg.store.auditList({ target: "store" });
+      assert.deepEqual(audit.map((a) => [a.action, a.actor, a.reason]), [
+        ["store.moved", "ops", "leaving PostgreSQL"],
+      ]);
+      await assert.rejects(
+        openStore(pg.location, { mode: "write", now: T0 }),
+        (error: Error) => error.name === "StoreMovedError" && error.message.includes(move.to),
+      );
+      const read = await openStore(pg.location, { mode: "read", now: T0 });
+      try {
+        assert.deepEqual(read.moved, move);
+      } finally {
+        await read.store.close();
+      }
+    } finally {
+      await dir.cleanup();
+    }
+  });
+});
