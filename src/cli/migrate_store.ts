@@ -238,7 +238,10 @@ function print(
   const from = describeLocation(options.from);
   const to = describeLocation(options.to);
   if (options.json) {
-    deps.out(JSON.stringify({ from, to, ...report, ...(report.dryRun ? { target } : {}) }));
+    // `retired`: the source now refuses daemons and writes (--reopen takes it back).
+    deps.out(
+      JSON.stringify({ from, to, ...report, ...(report.dryRun ? { target } : { retired: true }) }),
+    );
     return;
   }
   if (report.dryRun) {

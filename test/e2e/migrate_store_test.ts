@@ -82,6 +82,7 @@ schedules:
     assert.equal(moved.code, 0, moved.stderr);
     const report = JSON.parse(moved.stdout);
     assert.equal(report.dryRun, false);
+    assert.equal(report.retired, true);
     for (const t of report.tables) {
       assert.equal(t.targetRows, t.rows, `${t.table} count`);
       assert.equal(t.targetChecksum, t.checksum, `${t.table} checksum`);
