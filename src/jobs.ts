@@ -364,6 +364,13 @@ export interface OpenJobsOptions extends Omit<JobsOptions<SqliteTx>, "store"> {
   sqlite?: Omit<SqliteOptions, "migrate" | "now" | "readOnly">;
   /** PostgreSQL settings (pool size, timeouts). */
   postgres?: PostgresSettings;
+  /**
+   * Leave to open a store `jobs migrate-store` moved elsewhere, recorded in
+   * its audit trail (`store.write_moved`) as this actor's. Without it such a
+   * store is refused with a `StoreMovedError` naming where it went: a
+   * producer or daemon on it would run, beside the new store's, what they run.
+   */
+  writeMoved?: { actor: string; reason?: string | null };
 }
 
 /** A location literal that names PostgreSQL (the schemes {@linkcode openJobs} types as such). */

@@ -91,6 +91,8 @@ export {
   SqliteStore,
   type SqliteTx,
   type StoreMode,
+  type StoreMove,
+  StoreMovedError,
 } from "./store/open.ts";
 export {
   humanLogger,

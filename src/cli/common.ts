@@ -301,8 +301,12 @@ type Taken = true | { not: string };
  * person who reaches for `--json` learns why it is missing.
  */
 export interface GlobalOptions {
-  /** `--db <path>` [env JOBS_DB], with what the command does to the store. */
-  db: { mode: "read" | "write" | "create" } | { not: string };
+  /**
+   * `--db <path>` [env JOBS_DB], with what the command does to the store;
+   * or `--db <location>` with a meaning of the command's own (`only`, no
+   * JOBS_DB); or not taken, with why.
+   */
+  db: { mode: "read" | "write" | "create" } | { only: string } | { not: string };
   /** `--config <file>` [env JOBS_CONFIG], with what the command reads it for. */
   config: { for: string } | { not: string };
   json: Taken;
@@ -330,7 +334,14 @@ const DB_TEXT = {
 export function globalOptions(command: Command, spec: GlobalOptions): Command {
   const not: [string, string][] = [];
   if ("mode" in spec.db) command.option("--db <path>", DB_TEXT[spec.db.mode]);
+  else if ("only" in spec.db) command.option("--db <location>", spec.db.only);
   else not.push(["--db", spec.db.not]);
+  if ("mode" in spec.db && spec.db.mode !== "read") {
+    command.option(
+      "--force-moved",
+      "write to a store migrate-store retired anyway (audited); migrate-store --reopen takes it back",
+    );
+  }
   if ("for" in spec.config) {
     command.option("--config <file>", `the schedules file, ${spec.config.for} [env JOBS_CONFIG]`);
   } else not.push(["--config", spec.config.not]);
@@ -360,6 +371,26 @@ export function globalOptions(command: Command, spec: GlobalOptions): Command {
   return command;
 }
 
+/**
+ * `--force-moved` of the command running with these deps, with its
+ * `--actor` and `--reason`, or null: set before each action (see
+ * {@linkcode quiet}), so the deps of one run say what its command asked.
+ */
+const writeIntents = new WeakMap<object, { actor?: string; reason?: string } | null>();
+
+/**
+ * Leave to write to a store `jobs migrate-store` retired, when the running
+ * command was given `--force-moved`: who (`--actor`, else the OS user) and
+ * why, for the audit row opening the store writes. Null without the flag.
+ */
+export function writeMoved(
+  deps: Pick<CliDeps, "osUser">,
+): { actor: string; reason: string | null } | null {
+  const intent = writeIntents.get(deps);
+  if (!intent) return null;
+  return { actor: intent.actor ?? deps.osUser(), reason: intent.reason ?? null };
+}
+
 // ------------------------------------------------------------------- output
 
 /**
@@ -368,6 +399,11 @@ export function globalOptions(command: Command, spec: GlobalOptions): Command {
  */
 export function quiet(command: Command, deps: CliDeps, name: string | undefined): Command {
   return command
+    .hook("preAction", (_, action) => {
+      const { forceMoved, actor, reason } = action.opts();
+      // Read by openStore (open_store.ts), which every command opens its store through.
+      writeIntents.set(deps, forceMoved === true ? { actor, reason } : null);
+    })
     .exitOverride((error) => {
       throw Object.assign(error, { command: name });
     })

@@ -54,7 +54,15 @@ import { MetricsRegistry, type MetricsSnapshot } from "../http/metrics.ts";
 import { prunerSettings } from "../worker/pruner.ts";
 import type { Runtime } from "../worker/runtime.ts";
 import type { Command } from "commander";
-import { type CliDeps, CommandFailed, configPath, dbPath, globalOptions, quiet } from "./common.ts";
+import {
+  type CliDeps,
+  CommandFailed,
+  configPath,
+  dbPath,
+  globalOptions,
+  quiet,
+  writeMoved,
+} from "./common.ts";
 import { locationProblem, openFailure } from "./open_store.ts";
 import { escapeControl } from "../text/escape.ts";
 import { groupsDirFor } from "./state_dir.ts";
@@ -152,6 +160,7 @@ export function registerDaemonCommand(program: Command, deps: CliDeps): void {
         listen: options.listen ?? deps.env("JOBS_LISTEN") ?? "127.0.0.1:9464",
         token: options.token ?? deps.env("JOBS_TOKEN"),
         stateDir: options.stateDir,
+        writeMoved: writeMoved(deps) ?? undefined,
       }, deps);
     }),
     deps,
@@ -187,6 +196,11 @@ export interface DaemonOptions {
    * `groups/`); else `JOBS_STATE_DIR`. @default see {@linkcode groupsDirFor}
    */
   stateDir?: string;
+  /**
+   * Leave to run on a store `jobs migrate-store` retired (`--force-moved`),
+   * audited as this actor's; without it such a store is refused at start.
+   */
+  writeMoved?: { actor: string; reason?: string | null };
 }
 
 /** What the daemon may touch, chosen by main.ts. */
@@ -250,6 +264,8 @@ export async function runDaemon(options: DaemonOptions, deps: DaemonDeps): Promi
     openJobs(options.db, {
       clock,
       logger,
+      // A store migrate-store retired is refused (StoreMovedError) unless --force-moved.
+      writeMoved: options.writeMoved,
       sqlite: busyTimeoutMs === undefined ? undefined : { busyTimeoutMs },
       // The same bound on PostgreSQL: a write blocked by another session's lock fails after it.
       postgres: { applicationName, lockTimeoutMs: busyTimeoutMs },

@@ -47,7 +47,7 @@ import {
 } from "./common.ts";
 import { fileZones, loadConfig } from "./config.ts";
 import { freshnessText } from "./ingest.ts";
-import { openStore, tryOpenStore } from "./open_store.ts";
+import { movedNotice, openStore, tryOpenStore } from "./open_store.ts";
 import { block, cell, echo, firstLine, iso, safeJson, table, truncate, when } from "./text.ts";
 import { nextAttemptWhen } from "../text/next_attempt.ts";
 
@@ -158,6 +158,8 @@ export async function statusCommand(
         error: opened.problem,
       };
     const readable = opened.ok && health.reachable ? opened.store : null;
+    // A store migrate-store retired: said first, so nobody mistakes it for the live one.
+    const moved = opened.ok ? opened.moved : null;
     const view = await statusView({ store: readable, config: loaded.config, now });
     const pipelines = readable
       ? await pipelinesView({ store: readable, pipelines: loaded.config?.pipelines ?? [], now })
@@ -166,6 +168,7 @@ export async function statusCommand(
       deps.out(safeJson({
         now: iso(now),
         store: health,
+        moved: moved && { to: moved.to, at: iso(moved.at), actor: moved.actor },
         config: { file: options.config, ok: loaded.config !== null, error: loaded.problem },
         queues: view.queues.map(queueJson),
         nodes: view.nodes.map(nodeJson),
@@ -173,6 +176,7 @@ export async function statusCommand(
         pipelines: pipelines.map((p) => pipelineStatusJson(p)),
       }));
     } else {
+      if (moved) deps.out(`MOVED: ${cell(movedNotice(options.db, moved))}`);
       for (const line of statusText(view, health, loaded.problem)) deps.out(line);
       if (pipelines.length > 0) {
         deps.out("");

@@ -11,29 +11,49 @@
  * still running on the source, a target holding rows) without writing to
  * either store: a target that is missing or behind stays as it is.
  *
+ * A copy that succeeds retires its source in the same step: the source's
+ * `store.moved` setting names the target (credentials removed) and an
+ * audit row says who moved it, written in the source's transaction right
+ * after the target's commits. From then on a daemon, `enqueue` or any write
+ * on the source is refused, naming the new store (`--force-moved` writes
+ * anyway, audited), and reads say it moved. `--reopen --db <old>` takes a
+ * retired store back (audited).
+ *
  * @module
  */
 
 import type { Command } from "commander";
-import { describeLocation, type OpenedStore, parseLocation, storeSchema } from "../store/open.ts";
+import {
+  describeLocation,
+  MOVED_SETTING,
+  type OpenedStore,
+  parseLocation,
+  storeSchema,
+} from "../store/open.ts";
 import type { Store } from "../store/store.ts";
 import {
   storeTransfer,
   TransferMismatchError,
+  type TransferOptions,
   TransferRefusedError,
   type TransferReport,
+  TransferRetireError,
 } from "../store/transfer.ts";
 import { escapeControl } from "../text/escape.ts";
-import { type CliDeps, CommandFailed, globalOptions, plural, quiet } from "./common.ts";
+import { type CliDeps, CommandFailed, globalOptions, plural, quiet, who } from "./common.ts";
 import { openFailure, openStore } from "./open_store.ts";
 import { storeStateName } from "./state_dir.ts";
-import { cell, firstLine, table } from "./text.ts";
+import { cell, commandLine, firstLine, table } from "./text.ts";
 
 interface MigrateStoreOptions {
-  from: string;
-  to: string;
+  from?: string;
+  to?: string;
   dryRun?: boolean;
   json?: boolean;
+  reopen?: boolean;
+  db?: string;
+  actor?: string;
+  reason?: string;
 }
 
 /** Registers `jobs migrate-store` on the program. */
@@ -45,23 +65,33 @@ export function registerMigrateStoreCommand(program: Command, deps: CliDeps): vo
           "copy a whole store into an empty one (SQLite to PostgreSQL, or back), " +
             "ids and recovery points kept, counts and checksums compared",
         )
-        .requiredOption(
+        .option(
           "--from <location>",
-          "the store to copy (a SQLite file or a postgres:// URL), read only; stop its daemons first",
+          "the store to copy (a SQLite file or a postgres:// URL); stop its daemons first. " +
+            "A copy that succeeds retires it: daemons and writes on it are then refused",
         )
-        .requiredOption(
+        .option(
           "--to <location>",
           "the store to copy into, created and migrated when missing; it must hold no rows",
         )
-        .option("--dry-run", "count what would be copied and check the refusals; write nothing"),
+        .option("--dry-run", "count what would be copied and check the refusals; write nothing")
+        .option(
+          "--reopen",
+          "take back a store a copy retired (with --db): daemons and writes on it are allowed again",
+        ),
       {
-        db: { not: "--from and --to name the two stores" },
+        db: {
+          only: "with --reopen only: the retired store to take back " +
+            "(--from and --to name the two stores of a copy)",
+        },
         config: { not: "the stores are copied whole; the schedules file plays no part" },
         json: true,
-        audit: { not: "the audit trail is copied as it is; the copy adds nothing to it" },
+        // The copy adds no row to the target's trail; the source's records its retirement.
+        audit: { reason: "optional" },
       },
     ).action(async (options: MigrateStoreOptions) => {
-      await migrateStoreCommand(options, deps);
+      if (options.reopen) await reopenCommand(options, deps);
+      else await migrateStoreCommand(options, deps);
     }),
     deps,
     "migrate-store",
@@ -76,6 +106,20 @@ type TargetState =
 
 async function migrateStoreCommand(options: MigrateStoreOptions, deps: CliDeps): Promise<void> {
   const { from, to } = options;
+  if (from === undefined || to === undefined) {
+    throw new CommandFailed(
+      `jobs migrate-store: ${
+        from === undefined ? "--from" : "--to"
+      } is required (the two stores: --from <location> --to <location>; or --reopen --db <location>)`,
+      2,
+    );
+  }
+  if (options.db !== undefined) {
+    throw new CommandFailed(
+      `jobs migrate-store: --db names only the store --reopen takes back; --from and --to name the two stores`,
+      2,
+    );
+  }
   checkLocation("--from", from);
   checkLocation("--to", to);
   if (await sameStore(from, to)) {
@@ -87,7 +131,9 @@ async function migrateStoreCommand(options: MigrateStoreOptions, deps: CliDeps):
     );
   }
   const now = deps.clock.now();
-  const source = await openStore("migrate-store", from, "read", deps);
+  // Written to when the copy succeeds (its retirement), so it must be writable;
+  // a source already retired is refused, naming where it went.
+  const source = await openStore("migrate-store", from, options.dryRun ? "read" : "write", deps);
   let target: OpenedStore | null = null;
   try {
     let state: TargetState = { state: "ready" };
@@ -95,11 +141,14 @@ async function migrateStoreCommand(options: MigrateStoreOptions, deps: CliDeps):
       state = await targetState(to, deps);
       if (state.state === "ready") target = await openStore("migrate-store", to, "read", deps);
     } else target = await openStore("migrate-store", to, "create", deps);
+    const { actor, reason } = who(options, deps);
     const report = await transfer(source.store, target?.store ?? null, {
       now,
       dryRun: !!options.dryRun,
+      // The new location as every message shows it: never with its password.
+      retire: { to: describeLocation(to), actor, reason },
     });
-    print(report, state, options, deps);
+    print(report, state, { ...options, from, to }, deps);
   } finally {
     await target?.store.close();
     await source.store.close();
@@ -150,11 +199,19 @@ async function targetState(to: string, deps: CliDeps): Promise<TargetState> {
 async function transfer(
   from: Store,
   to: Store | null,
-  options: { now: number; dryRun: boolean },
+  options: TransferOptions,
 ): Promise<TransferReport> {
   try {
     return await storeTransfer(from, to, options);
   } catch (error) {
+    if (error instanceof TransferRetireError) {
+      // Loud: the copy is good, but the old store still takes daemons and writes.
+      throw new CommandFailed(
+        `jobs migrate-store: ${escapeControl(error.message)}; point every daemon at "${
+          escapeControl(to?.location ?? "")
+        }" and keep them all off "${escapeControl(from.location)}" (rename or remove it)`,
+      );
+    }
     if (error instanceof TransferRefusedError || error instanceof TransferMismatchError) {
       throw new CommandFailed(`jobs migrate-store: ${error.message}`);
     }
@@ -175,13 +232,16 @@ const SHOWN_DIGITS = 16;
 function print(
   report: TransferReport,
   target: TargetState,
-  options: MigrateStoreOptions,
+  options: MigrateStoreOptions & { from: string; to: string },
   deps: CliDeps,
 ): void {
   const from = describeLocation(options.from);
   const to = describeLocation(options.to);
   if (options.json) {
-    deps.out(JSON.stringify({ from, to, ...report, ...(report.dryRun ? { target } : {}) }));
+    // `retired`: the source now refuses daemons and writes (--reopen takes it back).
+    deps.out(
+      JSON.stringify({ from, to, ...report, ...(report.dryRun ? { target } : { retired: true }) }),
+    );
     return;
   }
   if (report.dryRun) {
@@ -217,4 +277,84 @@ function print(
     `${plural(total, "row")}, every count and checksum equal; the next job id is ` +
       `${report.nextIds!.jobs}, the next audit id ${report.nextIds!.audit}`,
   );
+  for (const line of nextSteps(options.from, options.to, deps)) deps.out(line);
+}
+
+/** What to do after a copy: where daemons go now, and that the source is retired. */
+function nextSteps(from: string, to: string, deps: CliDeps): string[] {
+  const target = describeLocation(to);
+  const reopen = commandLine(deps.program, [
+    "migrate-store",
+    "--reopen",
+    "--db",
+    describeLocation(from),
+  ]);
+  return [
+    `next: point every daemon and command at "${cell(target)}" (JOBS_DB=... or --db ..., ` +
+    `with its password where it needs one);`,
+    `  "${cell(describeLocation(from))}" is retired: daemons and writes on it are refused, ` +
+    `reads say where it moved (${cell(reopen)} takes it back)`,
+  ];
+}
+
+/** `jobs migrate-store --reopen --db <old>`: a retired store takes daemons and writes again (audited). */
+async function reopenCommand(options: MigrateStoreOptions, deps: CliDeps): Promise<void> {
+  if (options.from !== undefined || options.to !== undefined || options.dryRun) {
+    throw new CommandFailed(
+      `jobs migrate-store: --reopen takes back one store, named by --db; it copies nothing ` +
+        `(no --from, --to or --dry-run)`,
+      2,
+    );
+  }
+  if (options.db === undefined) {
+    throw new CommandFailed(
+      `jobs migrate-store: --reopen needs --db <location>, the retired store`,
+      2,
+    );
+  }
+  const db = options.db;
+  checkLocation("--db", db);
+  const { actor, reason, now } = who(options, deps);
+  // Opened for reading (a write mode would refuse it), then written in one transaction.
+  const { store, moved } = await openStore("migrate-store --reopen", db, "read", {
+    ...deps,
+    err: () => {},
+  });
+  try {
+    if (moved === null) {
+      throw new CommandFailed(
+        `jobs migrate-store --reopen: the store "${escapeControl(describeLocation(db))}" is not ` +
+          `retired (no copy moved it); nothing to take back`,
+      );
+    }
+    await store.transaction(async (tx) => {
+      await tx.settingDelete({ key: MOVED_SETTING });
+      await tx.auditRecord({
+        at: now,
+        actor,
+        action: "store.reopened",
+        target: "store",
+        reason,
+        details: { movedTo: moved.to },
+      });
+    }).catch((error) => {
+      const message = firstLine(error instanceof Error ? error.message : String(error));
+      throw new CommandFailed(
+        `jobs migrate-store --reopen: the store "${
+          escapeControl(describeLocation(db))
+        }" could not be taken back, it is still retired: ${escapeControl(message)}`,
+      );
+    });
+    if (options.json) {
+      deps.out(JSON.stringify({ reopened: describeLocation(db), movedTo: moved.to }));
+    } else {
+      deps.out(
+        `reopened "${cell(describeLocation(db))}": daemons and writes on it are allowed again; ` +
+          `it had moved to "${cell(moved.to)}" on ${new Date(moved.at).toISOString()}, ` +
+          `so keep daemons on one of the two only`,
+      );
+    }
+  } finally {
+    await store.close();
+  }
 }

@@ -18,12 +18,14 @@ import {
   openStore as openAt,
   SchemaTooNewError,
   type StoreMode,
+  type StoreMove,
+  StoreMovedError,
   storeSchema,
 } from "../store/open.ts";
 import { SchemaTooOldError, StoreMissingError, StoreOpenError } from "../store/errors.ts";
 import type { Store } from "../store/store.ts";
 import { escapeControl } from "../text/escape.ts";
-import { type CliDeps, CommandFailed } from "./common.ts";
+import { type CliDeps, CommandFailed, writeMoved } from "./common.ts";
 import { commandLine, firstLine } from "./text.ts";
 
 export type { OpenedStore, StoreMode };
@@ -37,14 +39,25 @@ export interface StoreProblem {
   knownVersion: number | null;
 }
 
-/** The store at `db`, opened in `mode`, or why it cannot be. */
+/** What a command's open needs of its deps: the clock, the program's name, who runs it. */
+export type OpenDeps = Pick<CliDeps, "program" | "clock" | "osUser">;
+
+/**
+ * The store at `db`, opened in `mode`, or why it cannot be. A store
+ * `jobs migrate-store` retired opens for writing only with `--force-moved`
+ * (audited); `opened.moved` says where it went.
+ */
 export async function tryOpenStore(
   db: string,
   mode: StoreMode,
-  deps: Pick<CliDeps, "program" | "clock">,
+  deps: OpenDeps,
 ): Promise<({ ok: true } & OpenedStore) | ({ ok: false } & StoreProblem)> {
   try {
-    return { ok: true, ...(await openAt(db, { mode, now: deps.clock.now() })) };
+    const leave = writeMoved(deps);
+    return {
+      ok: true,
+      ...(await openAt(db, { mode, now: deps.clock.now(), writeMoved: leave ?? undefined })),
+    };
   } catch (error) {
     const schema = error instanceof SchemaTooOldError || error instanceof SchemaTooNewError
       ? { schemaVersion: error.found, knownVersion: error.known }
@@ -68,6 +81,16 @@ export function openFailure(db: string, error: unknown, program = "jobs"): strin
       : error.message;
   }
   if (error instanceof SchemaTooOldError) return `${error.message}; run: ${migrate()}`;
+  if (error instanceof StoreMovedError) {
+    const reopen = commandLine(program, [
+      "migrate-store",
+      "--reopen",
+      "--db",
+      describeLocation(db),
+    ]);
+    return `${error.message}; use the new one (--db or JOBS_DB), take this one back with ` +
+      `${reopen}, or write anyway (audited) with --force-moved`;
+  }
   if (error instanceof StoreOpenError) return error.message;
   if (error instanceof SchemaTooNewError) return newerProblem(db, error.found, error.known);
   const message = firstLine(error instanceof Error ? error.message : String(error));
@@ -76,16 +99,32 @@ export function openFailure(db: string, error: unknown, program = "jobs"): strin
   }`;
 }
 
-/** The store at `db` in `mode`, or the command fails with one line naming it. */
+/**
+ * The store at `db` in `mode`, or the command fails with one line naming
+ * it. A store `jobs migrate-store` retired opened for reading says so first,
+ * on stderr, where a script reading the output does not trip on it.
+ */
 export async function openStore(
   command: string,
   db: string,
   mode: StoreMode,
-  deps: Pick<CliDeps, "program" | "clock">,
+  deps: OpenDeps & Pick<CliDeps, "err">,
 ): Promise<OpenedStore> {
   const opened = await tryOpenStore(db, mode, deps);
   if (!opened.ok) throw new CommandFailed(`jobs ${command}: ${opened.problem}`);
+  if (opened.moved && mode === "read") {
+    deps.err(`jobs ${command}: ${movedNotice(db, opened.moved)}`);
+  }
   return opened;
+}
+
+/** One line saying that the store at `db` moved, where, when and by whom; reading it still works. */
+export function movedNotice(db: string, move: StoreMove): string {
+  return `the store "${escapeControl(describeLocation(db))}" moved to "${
+    escapeControl(move.to)
+  }" on ${new Date(move.at).toISOString()} (migrate-store by ${
+    escapeControl(move.actor)
+  }): this is its retired copy, read only; use the new store (--db or JOBS_DB)`;
 }
 
 /** Runs `fn` with the store at `db` in `mode` (see {@linkcode openStore}), then closes it. */
@@ -93,7 +132,7 @@ export async function withStore<T>(
   command: string,
   db: string,
   mode: StoreMode,
-  deps: Pick<CliDeps, "program" | "clock">,
+  deps: OpenDeps & Pick<CliDeps, "err">,
   fn: (store: Store) => Promise<T>,
 ): Promise<T> {
   const { store } = await openStore(command, db, mode, deps);

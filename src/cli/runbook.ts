@@ -31,7 +31,7 @@ import { type CliDeps, CommandFailed, configPath, dbPath, globalOptions, quiet }
 import { requireConfig } from "./config.ts";
 import { scheduleJson } from "./inspect.ts";
 import { describeLocation } from "../store/open.ts";
-import { tryOpenStore } from "./open_store.ts";
+import { movedNotice, tryOpenStore } from "./open_store.ts";
 import { cell, echo, iso, safeJson, shellQuote, when } from "./text.ts";
 import { didYouMean } from "../text/suggest.ts";
 
@@ -157,6 +157,7 @@ export async function runbookCommand(
     );
   }
   const opened = await tryOpenStore(options.db, "read", deps);
+  if (opened.ok && opened.moved) deps.err(`jobs runbook: ${movedNotice(options.db, opened.moved)}`);
   try {
     const store = opened.ok ? opened.store : null;
     const rows = new Map(

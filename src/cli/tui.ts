@@ -20,9 +20,11 @@ import {
   globalOptions,
   quiet,
   who,
+  writeMoved,
 } from "./common.ts";
-import { openFailure, openStore } from "./open_store.ts";
+import { openFailure, openStore, tryOpenStore } from "./open_store.ts";
 import { commandLine } from "./text.ts";
+import { escapeControl } from "../text/escape.ts";
 
 /** Options of `jobs tui`. */
 interface TuiOptions {
@@ -66,8 +68,15 @@ async function tuiCommand(options: TuiOptions, deps: CliDeps): Promise<void> {
       `jobs tui: needs a terminal on stdin and stdout; for scripts use ${script}`,
     );
   }
+  // A store migrate-store retired is shown read-only (unless --force-moved),
+  // with where it moved beside its location at the top.
+  const leave = writeMoved(deps);
+  const peek = await tryOpenStore(db, "read", deps);
+  if (peek.ok) await peek.store.close();
+  const moved = peek.ok && !leave ? peek.moved : null;
+  const readOnly = options.readOnly === true || moved !== null;
   // Fail before taking over the screen when the store cannot be opened as it is.
-  const mode = options.readOnly ? "read" : "write";
+  const mode = readOnly ? "read" : "write";
   await (await openStore("tui", db, mode, deps)).store.close();
   const [{ storeActions }, { configFile, storeAt, storeData }] = await Promise.all([
     import("../tui/actions.ts"),
@@ -76,6 +85,8 @@ async function tuiCommand(options: TuiOptions, deps: CliDeps): Promise<void> {
   const source = storeAt(db, {
     now: () => deps.clock.now(),
     mode,
+    writeMoved: leave ?? undefined,
+    note: moved ? ` (MOVED to ${escapeControl(moved.to)}: read only)` : undefined,
     explain: (error) => openFailure(db, error, deps.program),
   });
   const config = configFile(configPath(options.config, deps));
@@ -101,7 +112,7 @@ async function tuiCommand(options: TuiOptions, deps: CliDeps): Promise<void> {
         environment: options.environment ?? deps.env("JOBS_ENVIRONMENT") ?? null,
       }),
       clock: deps.clock,
-      readOnly: options.readOnly === true,
+      readOnly,
       color: deps.color,
       program: deps.program,
     });

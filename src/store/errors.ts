@@ -211,3 +211,41 @@ export function isStoreUnreachable(error: unknown): boolean {
   }
   return false;
 }
+
+/** The setting a successful `jobs migrate-store` writes in its source: a {@linkcode StoreMove}. */
+export const MOVED_SETTING = "store.moved";
+
+/**
+ * Where a store moved (`jobs migrate-store`): the `store.moved` setting a
+ * successful copy writes in its source. `to` is the target's location with
+ * its credentials removed; it is never stored with them.
+ */
+export interface StoreMove {
+  /** The target's location, credentials removed. */
+  to: string;
+  /** When the copy ended (UTC ms). */
+  at: number;
+  /** Who copied it (the audit trail's actor). */
+  actor: string;
+}
+
+/**
+ * Raised when a store that moved (`jobs migrate-store` copied it elsewhere
+ * and retired it) is opened for writing without leave: a daemon or a write
+ * on it would run what the new store's daemons run too, with ids that
+ * collide with the new store's. Reading it is still allowed.
+ */
+export class StoreMovedError extends Error {
+  /**
+   * @param location The retired store's location (credentials removed).
+   * @param move Where it moved, when and by whom.
+   */
+  constructor(readonly location: string, readonly move: StoreMove) {
+    super(
+      `the store "${escapeControl(location)}" moved to "${escapeControl(move.to)}" on ${
+        new Date(move.at).toISOString()
+      } (migrate-store by ${escapeControl(move.actor)}): it is retired, writes to it are refused`,
+    );
+    this.name = "StoreMovedError";
+  }
+}

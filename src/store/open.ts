@@ -19,7 +19,13 @@
  */
 
 import { dirname } from "node:path";
-import { SchemaTooOldError, StoreMissingError } from "./errors.ts";
+import {
+  MOVED_SETTING,
+  SchemaTooOldError,
+  StoreMissingError,
+  type StoreMove,
+  StoreMovedError,
+} from "./errors.ts";
 import { describeLocation, isPostgresLocation, parseLocation } from "./location.ts";
 import type { MigrationInfo, Store, StoreTx } from "./store.ts";
 import {
@@ -32,6 +38,7 @@ import {
 } from "./sqlite/sqlite_store.ts";
 
 export { describeLocation, isPostgresLocation, parseLocation } from "./location.ts";
+export { MOVED_SETTING, type StoreMove, StoreMovedError } from "./errors.ts";
 export type { StoreLocation } from "./location.ts";
 export { openSqliteStore, SchemaTooNewError, type SqliteOptions, SqliteStore, type SqliteTx };
 /** The PostgreSQL store's transaction (`tx.sql`); a type only, so SQLite users load no postgres.js. */
@@ -65,6 +72,13 @@ export interface OpenStoreOptions {
   sqlite?: Omit<SqliteOptions, "migrate" | "now" | "readOnly">;
   /** PostgreSQL settings (pool, timeouts); ignored for SQLite. */
   postgres?: PostgresSettings;
+  /**
+   * Leave to write to a store that moved (`jobs migrate-store` retired it),
+   * recorded in its audit trail as `store.write_moved` by this actor.
+   * Without it, `write` and `create` on a moved store fail with a
+   * {@linkcode StoreMovedError}; `read` always opens.
+   */
+  writeMoved?: { actor: string; reason?: string | null };
 }
 
 /** An open store with the schema it is at. */
@@ -73,6 +87,19 @@ export interface OpenedStore {
   schema: { version: number; known: number };
   /** The migrations applied on opening (`create` only), in order. */
   applied: MigrationInfo[];
+  /** Where the store moved (`jobs migrate-store`), or null while it is live. */
+  moved: StoreMove | null;
+}
+
+/** Where the store moved (its {@linkcode MOVED_SETTING}), or null while it is live. */
+export async function storeMove(store: Store): Promise<StoreMove | null> {
+  const value = await store.settingGet({ key: MOVED_SETTING }) as Partial<StoreMove> | null;
+  if (value === null || typeof value !== "object" || typeof value.to !== "string") return null;
+  return {
+    to: value.to,
+    at: typeof value.at === "number" ? value.at : 0,
+    actor: typeof value.actor === "string" ? value.actor : "unknown",
+  };
 }
 
 /**
@@ -80,7 +107,9 @@ export interface OpenedStore {
  * {@linkcode StoreMissingError} (no store there and the mode may not create
  * one), a {@linkcode SchemaTooOldError} or {@linkcode SchemaTooNewError}
  * (the schema is not this program's; nothing was changed), or a
- * `StoreOpenError` naming the location without its credentials.
+ * `StoreOpenError` naming the location without its credentials, or (in
+ * `write` and `create` without `writeMoved`) a {@linkcode StoreMovedError}
+ * when `jobs migrate-store` moved the store elsewhere.
  */
 export async function openStore(
   location: string,
@@ -105,15 +134,31 @@ export async function openStore(
       : (await store.prepare(), { applied: [], version });
     // A file it may not write opens read-only: say so now, not at the first write.
     if (options.mode !== "read" && store instanceof SqliteStore) await store.checkWritable();
+    // A retired store written to would run twice what the new one runs.
+    const moved = await storeMove(store);
+    if (moved && options.mode !== "read") {
+      if (!options.writeMoved) throw new StoreMovedError(store.location, moved);
+      await store.auditRecord({
+        at: options.now ?? 0,
+        actor: options.writeMoved.actor,
+        action: "store.write_moved",
+        target: "store",
+        reason: options.writeMoved.reason ?? null,
+        details: { movedTo: moved.to, mode: options.mode },
+      });
+    }
     const names = new Map(pending.map((m) => [m.version, m.name]));
     return {
       store,
       schema: { version: report.version, known },
       applied: report.applied.map((version) => ({ version, name: names.get(version) ?? "" })),
+      moved,
     };
   } catch (error) {
     await store.close();
-    throw store instanceof SqliteStore ? explainOpenFailure(store.location, error) : error;
+    throw store instanceof SqliteStore && !(error instanceof StoreMovedError)
+      ? explainOpenFailure(store.location, error)
+      : error;
   }
 }
 

@@ -33,6 +33,7 @@ import { json, num, type Row } from "./rows.ts";
 import { canonicalJson } from "../kernel/unique.ts";
 import type { SqliteTx } from "./sqlite/sqlite_store.ts";
 import type { Store } from "./store.ts";
+import { MOVED_SETTING, type StoreMove } from "./errors.ts";
 
 /** How a column's values are compared and carried between the stores. */
 type ColumnKind = "int" | "text" | "bool" | "json";
@@ -241,6 +242,14 @@ export interface TransferOptions {
   batchSize?: number;
   /** A source node that beat within this many ms is a running daemon: refused. @default 60000 */
   liveWithinMs?: number;
+  /**
+   * Retire the source once the copy is verified: its `store.moved` setting
+   * names the target (`to`, credentials removed) and an audit row
+   * (`store.moved`, by `actor`) says who moved it, both written in the
+   * source's transaction, which commits right after the target's. Ignored
+   * on a dry run.
+   */
+  retire?: { to: string; actor: string; reason?: string | null };
 }
 
 /** One table of a {@linkcode TransferReport}. */
@@ -279,6 +288,18 @@ export class TransferRefusedError extends Error {
   }
 }
 
+/**
+ * The copy is complete and verified (the target committed) but the source
+ * could not be marked as moved: it is still live, and a daemon started on it
+ * would run what the target's daemons run.
+ */
+export class TransferRetireError extends Error {
+  constructor(message: string, readonly report: TransferReport, options?: ErrorOptions) {
+    super(message, options);
+    this.name = "TransferRetireError";
+  }
+}
+
 /** The copy's counts or checksums differ from the source's: the target's transaction was rolled back. */
 export class TransferMismatchError extends Error {
   constructor(message: string, readonly tables: TableTransfer[]) {
@@ -307,64 +328,87 @@ export async function storeTransfer(
 ): Promise<TransferReport> {
   const batch = options.batchSize ?? 500;
   const liveWithin = options.liveWithinMs ?? 60_000;
-  return await withSide(from, "source", async (source) => {
-    await refuseLiveNodes(source, from.location, options.now, liveWithin);
-    if (options.dryRun) {
-      if (to) await withSide(to, "reader", (target) => refuseNonEmpty(target, to.location));
-      const tables = [];
-      for (const spec of SPECS) {
-        tables.push({
-          table: spec.name,
-          rows: await source.count(spec),
-          checksum: null,
-          targetRows: null,
-          targetChecksum: null,
-        });
+  const retire = options.dryRun ? undefined : options.retire;
+  let copied: TransferReport | null = null;
+  try {
+    return await withSide(from, retire ? "retiring" : "source", async (source) => {
+      await refuseLiveNodes(source, from.location, options.now, liveWithin);
+      if (options.dryRun) {
+        if (to) await withSide(to, "reader", (target) => refuseNonEmpty(target, to.location));
+        const tables = [];
+        for (const spec of SPECS) {
+          tables.push({
+            table: spec.name,
+            rows: await source.count(spec),
+            checksum: null,
+            targetRows: null,
+            targetChecksum: null,
+          });
+        }
+        return { dryRun: true, tables, nextIds: null };
       }
-      return { dryRun: true, tables, nextIds: null };
-    }
-    if (!to) throw new TypeError("storeTransfer: a copy needs a target store");
-    return await withSide(to, "target", async (target) => {
-      await refuseNonEmpty(target, to.location);
-      const tables: TableTransfer[] = [];
-      for (const spec of SPECS) {
-        const copied = await scan(source, spec, batch, (rows) => target.insert(spec, rows));
-        const found = await scan(target, spec, batch);
-        tables.push({
-          table: spec.name,
-          rows: copied.rows,
-          checksum: copied.checksum,
-          targetRows: found.rows,
-          targetChecksum: found.checksum,
-        });
-      }
-      const differ = tables.filter((t) =>
-        t.rows !== t.targetRows || t.checksum !== t.targetChecksum
-      );
-      if (differ.length > 0) {
-        throw new TransferMismatchError(
-          `the copy in "${to.location}" differs from "${from.location}" in ${
-            differ.map((t) =>
-              `${t.table} (${t.rows} rows, ${t.targetRows} copied` +
-              `${t.checksum === t.targetChecksum ? "" : ", checksums differ"})`
-            ).join(", ")
-          }; nothing was written`,
-          tables,
+      if (!to) throw new TypeError("storeTransfer: a copy needs a target store");
+      const report = await withSide(to, "target", async (target) => {
+        await refuseNonEmpty(target, to.location);
+        const tables: TableTransfer[] = [];
+        for (const spec of SPECS) {
+          const copied = await scan(source, spec, batch, (rows) => target.insert(spec, rows));
+          const found = await scan(target, spec, batch);
+          tables.push({
+            table: spec.name,
+            rows: copied.rows,
+            checksum: copied.checksum,
+            targetRows: found.rows,
+            targetChecksum: found.checksum,
+          });
+        }
+        const differ = tables.filter((t) =>
+          t.rows !== t.targetRows || t.checksum !== t.targetChecksum
         );
+        if (differ.length > 0) {
+          throw new TransferMismatchError(
+            `the copy in "${to.location}" differs from "${from.location}" in ${
+              differ.map((t) =>
+                `${t.table} (${t.rows} rows, ${t.targetRows} copied` +
+                `${t.checksum === t.targetChecksum ? "" : ", checksums differ"})`
+              ).join(", ")
+            }; nothing was written`,
+            tables,
+          );
+        }
+        // The counts of jobs per queue and state are the target's own, kept by
+        // its writes (src/store/job_counts.ts): the copy wrote rows by hand.
+        await target.recount();
+        // Last: PostgreSQL's setval is not undone by a rollback.
+        const next = { jobs: 0, audit: 0 };
+        for (const spec of SPECS.filter((s) => s.sequence)) {
+          const highest = await source.highestId(spec);
+          await target.raiseSequence(spec, highest);
+          next[spec.name as "jobs" | "audit"] = (await target.highestId(spec)) + 1;
+        }
+        return { dryRun: false, tables, nextIds: next };
+      });
+      // The target committed: the source, still held still, is marked before
+      // its transaction ends, so no daemon wrote to it between the two.
+      copied = report;
+      if (retire) {
+        await source.retire({
+          move: { to: retire.to, at: options.now, actor: retire.actor },
+          reason: retire.reason ?? null,
+        });
       }
-      // The counts of jobs per queue and state are the target's own, kept by
-      // its writes (src/store/job_counts.ts): the copy wrote rows by hand.
-      await target.recount();
-      // Last: PostgreSQL's setval is not undone by a rollback.
-      const next = { jobs: 0, audit: 0 };
-      for (const spec of SPECS.filter((s) => s.sequence)) {
-        const highest = await source.highestId(spec);
-        await target.raiseSequence(spec, highest);
-        next[spec.name as "jobs" | "audit"] = (await target.highestId(spec)) + 1;
-      }
-      return { dryRun: false, tables, nextIds: next };
+      return report;
     });
-  });
+  } catch (error) {
+    if (copied === null) throw error;
+    const why = error instanceof Error ? error.message.split("\n")[0] : String(error);
+    throw new TransferRetireError(
+      `the copy in "${to!.location}" is complete and verified, but marking "${from.location}" ` +
+        `as moved failed (${why}): it is still live; stop every daemon on it`,
+      copied,
+      { cause: error },
+    );
+  }
 }
 
 /**
@@ -494,16 +538,19 @@ interface Side {
   raiseSequence(spec: TableSpec, id: number): Promise<void>;
   /** Counts the jobs per queue and state anew (job_counts), from the jobs table. */
   recount(): Promise<void>;
+  /** Marks the store as moved (`store.moved`) and audits it (`store.moved`). */
+  retire(params: { move: StoreMove; reason: string | null }): Promise<void>;
 }
 
 /**
  * Runs `fn` on `store` inside one transaction of its own kind: a `source`
- * or a `reader` sees one unchanging state, a `target` shuts out other
+ * or a `reader` sees one unchanging state (a `retiring` source too, and may
+ * write its mark), a `target` shuts out other
  * writers of the copied tables until it commits.
  */
 async function withSide<T>(
   store: Store,
-  role: "source" | "reader" | "target",
+  role: "source" | "retiring" | "reader" | "target",
   fn: (side: Side) => Promise<T>,
 ): Promise<T> {
   if (store.kind === "sqlite") {
@@ -516,6 +563,9 @@ async function withSide<T>(
       const sql = (tx as PostgresTx).sql;
       if (role === "target") {
         await sql`LOCK TABLE ${sql([...TRANSFER_TABLES])} IN SHARE ROW EXCLUSIVE MODE`;
+      } else if (role === "retiring") {
+        // One snapshot still, and the two rows that retire it at the end.
+        await sql`SET TRANSACTION ISOLATION LEVEL REPEATABLE READ`;
       } else await sql`SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY`;
       return await fn(postgresSide(sql, schema));
     });
@@ -593,6 +643,15 @@ function sqliteSide(db: DatabaseSync): Side {
         UPDATE job_counts_through SET through = (SELECT coalesce(max(id), 0) FROM jobs)`);
       return Promise.resolve();
     },
+    retire: ({ move, reason }) => {
+      db.prepare(`INSERT INTO settings (key, value, updated_at) VALUES (?, ?, ?)
+        ON CONFLICT (key) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at`)
+        .run(MOVED_SETTING, JSON.stringify(move), move.at);
+      db.prepare(`INSERT INTO audit (at, actor, action, target, reason, details)
+        VALUES (?, ?, 'store.moved', 'store', ?, ?)`)
+        .run(move.at, move.actor, reason, JSON.stringify({ movedTo: move.to }));
+      return Promise.resolve();
+    },
   };
 }
 
@@ -656,6 +715,14 @@ function postgresSide(sql: postgres.TransactionSql, schema: string): Side {
       await sql`DELETE FROM job_counts`;
       await sql`INSERT INTO job_counts (queue, state, count)
         SELECT queue, state, count(*) FROM jobs GROUP BY queue, state`;
+    },
+    retire: async ({ move, reason }) => {
+      await sql`INSERT INTO settings (key, value, updated_at)
+        VALUES (${MOVED_SETTING}, ${JSON.stringify(move)}, ${move.at}::bigint)
+        ON CONFLICT (key) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at`;
+      await sql`INSERT INTO audit (at, actor, action, target, reason, details)
+        VALUES (${move.at}::bigint, ${move.actor}, 'store.moved', 'store', ${reason}::text,
+          ${JSON.stringify({ movedTo: move.to })})`;
     },
   };
 }

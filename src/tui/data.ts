@@ -264,6 +264,10 @@ export function storeAt(
     now: () => number;
     /** `read` for a read-only dashboard. @default "write" */
     mode?: Exclude<StoreMode, "create">;
+    /** Leave to write to a store `jobs migrate-store` retired (`--force-moved`), audited. */
+    writeMoved?: { actor: string; reason?: string | null };
+    /** Said after the location at the top (a retired store: where it moved). */
+    note?: string;
     /**
      * How long an action waits for another process's write lock (SQLite).
      * @default 1000
@@ -284,7 +288,7 @@ export function storeAt(
   };
   const file = !isPostgresLocation(location) && location !== ":memory:";
   return {
-    location: describeLocation(location),
+    location: describeLocation(location) + (options.note ?? ""),
     async get() {
       if (store && file && !(await exists(location))) await drop();
       if (store) return store;
@@ -292,6 +296,7 @@ export function storeAt(
         store = (await openStore(location, {
           mode: options.mode ?? "write",
           now: options.now(),
+          writeMoved: options.writeMoved,
           sqlite: { busyTimeoutMs: options.busyTimeoutMs ?? 1000 },
         })).store;
       } catch (error) {

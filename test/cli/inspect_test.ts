@@ -442,12 +442,14 @@ Deno.test("jobs status shows queues, nodes with stale ones flagged, schedules an
     assert.deepEqual(Object.keys(status), [
       "now",
       "store",
+      "moved",
       "config",
       "queues",
       "nodes",
       "schedules",
       "pipelines",
     ]);
+    assert.equal(status.moved, null, "a live store (migrate-store retires the ones it copied)");
     assert.deepEqual(status.pipelines, []);
     assert.equal(status.store.reachable, true);
     assert.equal(status.store.schemaVersion, status.store.knownVersion);

@@ -4,7 +4,8 @@
  * subprocess) copies the file into a fresh PostgreSQL schema and prints
  * equal counts and checksums; a daemon on PostgreSQL then carries on: the
  * next occurrences are each planned and run once, with no gap after the
- * last one the SQLite daemon planned and no misfire counted for the move.
+ * last one the SQLite daemon planned and no misfire counted for the move;
+ * and a daemon started on the old file meanwhile is refused at once.
  */
 
 import assert from "node:assert/strict";
@@ -81,6 +82,7 @@ schedules:
     assert.equal(moved.code, 0, moved.stderr);
     const report = JSON.parse(moved.stdout);
     assert.equal(report.dryRun, false);
+    assert.equal(report.retired, true);
     for (const t of report.tables) {
       assert.equal(t.targetRows, t.rows, `${t.table} count`);
       assert.equal(t.targetChecksum, t.checksum, `${t.table} checksum`);
@@ -88,6 +90,19 @@ schedules:
     const jobsRow = report.tables.find((t: { table: string }) => t.table === "jobs");
     assert.equal(jobsRow.rows, before.jobs.length);
     assert.deepEqual(await withOpened(pg.url, storeChecksums), before.checksums);
+
+    // The old file is retired: a daemon left pointing at it (`deno task daemon`,
+    // a shell without JOBS_DB) exits at once, naming the new store, and runs
+    // nothing there.
+    const stale = await jobsCommand(["daemon", "--db", db, "--config", config, "--listen", "off"]);
+    assert.notEqual(stale.code, 0, stale.stderr);
+    assert.match(stale.stderr, /jobs daemon: the store ".*" moved to "postgres:\/\//);
+    assert.ok(stale.stderr.includes(`"${pg.url}"`), stale.stderr);
+    assert.match(stale.stderr, /migrate-store --reopen --db /);
+    await withOpened(db, async (store) => {
+      assert.deepEqual(await store.jobsList({ scheduleId: "tick" }), before.jobs);
+      assert.deepEqual((await store.schedulesList({ ids: ["tick"] }))[0], before.schedule);
+    });
 
     await using onPg = await startDaemon({
       db: pg.url,

@@ -11,6 +11,9 @@
 
 import assert from "node:assert/strict";
 import { FakeClock } from "../../src/clock.ts";
+import { openJobs } from "../../src/jobs.ts";
+import { describeLocation } from "../../src/store/location.ts";
+import { openStore } from "../../src/store/open.ts";
 import { compileWorkflow } from "../../src/workflow/definition.ts";
 import { openPostgresStore } from "../../src/store/postgres/postgres_store.ts";
 import { openSqliteStore, type SqliteStore } from "../../src/store/sqlite/sqlite_store.ts";
@@ -363,7 +366,8 @@ Deno.test("jobs migrate-store prints each table's rows and checksums on both sid
       const row = new RegExp(`^  ${t.table} +${t.rows} +${short} +${t.rows} +${short} +equal$`);
       assert.ok(lines.some((l) => row.test(l)), `${t.table}:\n${out}`);
     }
-    assert.match(lines.at(-1)!, /every count and checksum equal; the next job id is \d+/);
+    assert.match(lines.at(-3)!, /every count and checksum equal; the next job id is \d+/);
+    assert.match(lines.at(-2)!, /^next: point every daemon and command at "postgres:/);
   });
 });
 
@@ -430,4 +434,211 @@ Deno.test("jobs migrate-store refuses a SQLite source at an older schema with th
   } finally {
     await dir.cleanup();
   }
+});
+
+// ------------------------------------------------------- the retired source
+
+/** The test database's URL with a password in it (trust auth ignores it), never to be shown. */
+function withPassword(location: string): string {
+  return location.replace("postgres://postgres@", "postgres://postgres:s3cret-pw@");
+}
+
+Deno.test("jobs migrate-store retires its source: enqueue and openJobs refused naming the new store, status says it moved, --force-moved and --reopen audited", async () => {
+  await withStores(async ({ sqlite, path }) => {
+    const jobsBefore = (await sqlite.jobsList({})).length;
+    await sqlite.close();
+    await using target = postgresLocation();
+    const to = withPassword(target.url);
+    const shown = target.url; // the location without its password
+    const moved = await runJobs(["migrate-store", "--from", path, "--to", to, "--actor", "ops"], {
+      now: T0,
+    });
+    assert.equal(moved.code, 0, moved.err);
+    assert.doesNotMatch(moved.out, /s3cret-pw/);
+    const lines = moved.out.split("\n");
+    assert.match(lines.at(-2)!, /^next: point every daemon and command at "postgres:\/\/.*"/);
+    assert.ok(lines.at(-2)!.includes(shown), lines.at(-2));
+    assert.match(
+      lines.at(-1)!,
+      /is retired: daemons and writes on it are refused.*jobsctl migrate-store --reopen --db /,
+    );
+
+    // The mark and its audit row, in the source, without the password.
+    const source = await openSqliteStore(path);
+    try {
+      assert.deepEqual(await source.settingGet({ key: "store.moved" }), {
+        to: shown,
+        at: T0,
+        actor: "ops",
+      });
+      const audit = await source.auditList({ target: "store" });
+      assert.deepEqual(audit.map((a) => [a.action, a.actor, a.details.movedTo]), [
+        ["store.moved", "ops", shown],
+      ]);
+    } finally {
+      await source.close();
+    }
+
+    // A write is refused at once, naming the new store and the way back.
+    const enqueue = await runJobs(["enqueue", "noop", "--db", path], {
+      now: T0,
+    });
+    assert.equal(enqueue.code, 1, enqueue.out);
+    assert.match(enqueue.err, /^jobs enqueue: the store ".*" moved to "postgres:\/\/[^"]*"/);
+    assert.ok(enqueue.err.includes(`"${shown}"`), enqueue.err);
+    assert.match(enqueue.err, /jobsctl migrate-store --reopen --db /);
+    assert.match(enqueue.err, /--force-moved/);
+    assert.doesNotMatch(enqueue.err, /s3cret-pw/);
+    assert.equal(enqueue.err.split("\n").length, 1, "one line");
+    // The library's front door too, with a typed error.
+    const error = await assertRejectsWith(openJobs(path, { clock: new FakeClock(T0) }));
+    // By name, so that this file compiles where the class does not exist yet.
+    assert.equal((error as Error).name, "StoreMovedError", String(error));
+    assert.equal((error as { move: { to: string } }).move.to, shown);
+
+    // Reads work and say it moved.
+    const status = await runJobs(["status", "--db", path, "--json"], { now: T0 });
+    assert.equal(status.code, 0, status.err);
+    assert.deepEqual(JSON.parse(status.out).moved, {
+      to: shown,
+      at: new Date(T0).toISOString(),
+      actor: "ops",
+    });
+    const text = await runJobs(["status", "--db", path], { now: T0 });
+    assert.match(text.out.split("\n")[0]!, /^MOVED: the store ".*" moved to "postgres:/);
+    const ls = await runJobs(["ls", "--db", path], { now: T0 });
+    assert.equal(ls.code, 0, ls.err);
+    assert.match(ls.err, /^jobs ls: the store ".*" moved to "postgres:/);
+
+    // --force-moved writes anyway, audited.
+    const forced = await runJobs(
+      ["enqueue", "noop", "--db", path, "--force-moved", "--actor", "ada"],
+      { now: T0 + 1000 },
+    );
+    assert.equal(forced.code, 0, forced.err);
+    // --reopen takes it back, audited; then writes need no leave.
+    const reopened = await runJobs(
+      ["migrate-store", "--reopen", "--db", path, "--actor", "bob", "--reason", "rolled back"],
+      { now: T0 + 2000 },
+    );
+    assert.equal(reopened.code, 0, reopened.err);
+    assert.match(reopened.out, /^reopened ".*": daemons and writes on it are allowed again/);
+    const again = await runJobs(["enqueue", "noop", "--db", path], {
+      now: T0 + 3000,
+    });
+    assert.equal(again.code, 0, again.err);
+    const back = await openSqliteStore(path);
+    try {
+      assert.equal(await back.settingGet({ key: "store.moved" }), null);
+      const audit = await back.auditList({ target: "store" });
+      assert.deepEqual(audit.map((a) => [a.action, a.actor, a.reason]), [
+        ["store.moved", "ops", null],
+        ["store.write_moved", "ada", null],
+        ["store.reopened", "bob", "rolled back"],
+      ]);
+      assert.equal((await back.jobsList({})).length, jobsBefore + 2);
+    } finally {
+      await back.close();
+    }
+    const notMoved = await runJobs(["migrate-store", "--reopen", "--db", path], { now: T0 });
+    assert.equal(notMoved.code, 1);
+    assert.match(notMoved.err, /is not retired/);
+  });
+});
+
+/** The error `promise` rejects with (the test fails when it resolves). */
+async function assertRejectsWith(promise: Promise<{ close(): Promise<void> }>): Promise<unknown> {
+  try {
+    const opened = await promise;
+    await opened.close();
+  } catch (error) {
+    return error;
+  }
+  assert.fail("expected a rejection");
+}
+
+Deno.test("a copy whose source cannot be marked as moved says so and exits 1; the target keeps the verified copy", async () => {
+  await withStores(async ({ sqlite, path, pg }) => {
+    // The source refuses the mark (as a full disk or a lost lock would).
+    sqlite.db.exec(`CREATE TRIGGER refuse_mark BEFORE INSERT ON settings
+      WHEN NEW.key = 'store.moved' BEGIN SELECT RAISE(ABORT, 'disk says no'); END`);
+    const expected = await counts(sqlite);
+    await sqlite.close();
+    const { code, out, err } = await runJobs(
+      ["migrate-store", "--from", path, "--to", pg.location],
+      { now: T0 },
+    );
+    assert.equal(code, 1, out);
+    assert.match(
+      err,
+      /^jobs migrate-store: the copy in "postgres:.*" is complete and verified, but marking ".*jobs\.db" as moved failed \(.*disk says no.*\): it is still live; stop every daemon on it; point every daemon at "postgres:/,
+    );
+    assert.deepEqual(await counts(pg.store), expected, "the copy committed");
+    const source = await openSqliteStore(path);
+    try {
+      assert.equal(await source.settingGet({ key: "store.moved" }), null);
+      assert.deepEqual(await source.auditList({ target: "store" }), [], "no half-written mark");
+    } finally {
+      await source.close();
+    }
+  });
+});
+
+Deno.test("openJobs with writeMoved opens a retired store and audits who wrote to it", async () => {
+  await withStores(async ({ sqlite, path, pg }) => {
+    await sqlite.close();
+    const moved = await runJobs(["migrate-store", "--from", path, "--to", pg.location], {
+      now: T0,
+    });
+    assert.equal(moved.code, 0, moved.err);
+    const jobs = await openJobs(path, {
+      clock: new FakeClock(T0 + 1000),
+      writeMoved: { actor: "lib", reason: "drain the rest" },
+    });
+    try {
+      const audit = await jobs.store.auditList({ target: "store" });
+      assert.deepEqual(audit.map((a) => [a.action, a.actor, a.reason, a.details.movedTo]), [
+        ["store.moved", "tester", null, describeLocation(pg.location)],
+        ["store.write_moved", "lib", "drain the rest", describeLocation(pg.location)],
+      ]);
+    } finally {
+      await jobs.close();
+    }
+  });
+});
+
+Deno.test("a copy from PostgreSQL retires the PostgreSQL source: writes refused, reads told where it went", async () => {
+  await withStores(async ({ sqlite, pg }) => {
+    await storeTransfer(sqlite, pg.store, { now: T0 });
+    const dir = await tempDir();
+    try {
+      const back = await openSqliteStore(`${dir.path}/back.db`, { now: T0 });
+      try {
+        await storeTransfer(pg.store, back, {
+          now: T0 + HOUR,
+          retire: { to: `${dir.path}/back.db`, actor: "ops", reason: "leaving PostgreSQL" },
+        });
+      } finally {
+        await back.close();
+      }
+      const move = { to: `${dir.path}/back.db`, at: T0 + HOUR, actor: "ops" };
+      assert.deepEqual(await pg.store.settingGet({ key: "store.moved" }), move);
+      const audit = await pg.store.auditList({ target: "store" });
+      assert.deepEqual(audit.map((a) => [a.action, a.actor, a.reason]), [
+        ["store.moved", "ops", "leaving PostgreSQL"],
+      ]);
+      await assert.rejects(
+        openStore(pg.location, { mode: "write", now: T0 }),
+        (error: Error) => error.name === "StoreMovedError" && error.message.includes(move.to),
+      );
+      const read = await openStore(pg.location, { mode: "read", now: T0 });
+      try {
+        assert.deepEqual(read.moved, move);
+      } finally {
+        await read.store.close();
+      }
+    } finally {
+      await dir.cleanup();
+    }
+  });
 });
