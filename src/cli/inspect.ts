@@ -170,9 +170,9 @@ export async function statusCommand(
         config: { file: options.config, ok: loaded.config !== null, error: loaded.problem },
         queues: view.queues.map(queueJson),
         nodes: view.nodes.map(nodeJson),
-        leader: leaderJson(view.leader),
         schedules: view.schedules.map(scheduleJson),
         pipelines: pipelines.map((p) => pipelineStatusJson(p)),
+        leader: leaderJson(view.leader),
       }));
     } else {
       for (const line of statusText(view, health, loaded.problem)) deps.out(line);

@@ -451,9 +451,9 @@ Deno.test("jobs status shows queues, nodes with stale ones flagged, schedules an
       "config",
       "queues",
       "nodes",
-      "leader",
       "schedules",
       "pipelines",
+      "leader",
     ]);
     assert.deepEqual(status.pipelines, []);
     assert.equal(status.store.reachable, true);
