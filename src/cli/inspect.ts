@@ -267,7 +267,9 @@ function leaderText(leader: LeaderView | null, now: number): string {
   if (leader === null) {
     return "leader: none recorded (every node runs maintenance: SQLite, or no daemon on PostgreSQL yet)";
   }
-  if (leader.node === null) return `leader: none (released ${when(leader.expiresAt, now)})`;
+  if (leader.node === null) {
+    return "leader: none (released on a clean stop; the next daemon takes it)";
+  }
   const since = `since ${when(leader.acquiredAt, now)}`;
   return leader.expired
     ? `leader: none: ${cell(leader.node)}'s hold ran out ${when(leader.expiresAt, now)}`

@@ -164,7 +164,7 @@ for (const backend of BACKENDS) {
     await withFixture(backend, async (f) => {
       const none = await jobs(["status", "--db", f.h.location, "--config", f.config]);
       assert.match(none.out, /^ {2}leader: none recorded /m, none.out);
-      await f.h.store.leaderTake({
+      const held = await f.h.store.leaderTake({
         name: "maintenance",
         node: "pg-2:77",
         now: NOW - 5 * MINUTE,
@@ -182,6 +182,10 @@ for (const backend of BACKENDS) {
       assert.equal(json.leader.node, "pg-2:77");
       assert.equal(json.leader.expired, false);
       assert.equal(json.leader.expiresAt, "2026-06-10T09:05:00.000Z");
+
+      await f.h.store.leaderRelease({ name: "maintenance", node: "pg-2:77", fence: held.fence });
+      const released = await jobs(["status", "--db", f.h.location, "--config", f.config]);
+      assert.match(released.out, /^ {2}leader: none \(released on a clean stop; /m, released.out);
     });
   });
 
