@@ -415,12 +415,21 @@ for (const backend of BACKENDS) {
       rescued: 0,
       discarded: 0,
       queues: [],
+      jobs: [],
     });
     const later = T0 + LEASE_MS + 1;
     assert.deepEqual(await store.jobsRescue({ now: later, limit: 10 }), {
       rescued: 1,
       discarded: 0,
       queues: ["default"],
+      jobs: [{
+        id,
+        queue: "default",
+        node: "node-a",
+        attempt: 1,
+        maxAttempts: 5,
+        state: "available",
+      }],
     });
     assert.equal(await stateOf(store, id!), "available");
     const second = await claimOne(store, { node: "node-b", now: later });
@@ -1056,6 +1065,82 @@ for (const backend of BACKENDS) {
       "mail/scheduled=1",
     ]);
     assert.deepEqual(await store.jobsCount({ queue: "none" }), []);
+  });
+
+  test("queuesOldestAvailable() gives each queue's earliest available job, at any priority", async ({ store }) => {
+    await insert(store, [
+      newJob({ scheduledAt: T0 - 5000, priority: 9 }),
+      newJob({ scheduledAt: T0 - 1000, priority: 0 }),
+      newJob({ queue: "mail", scheduledAt: T0 - 3000, priority: 4 }),
+      newJob({ queue: "mail", scheduledAt: T0 - 7000, priority: 4 }),
+      // Not available: neither counts.
+      newJob({ queue: "late", scheduledAt: T0 + 60_000 }),
+    ]);
+    await claimOne(store, { queue: "mail", now: T0 });
+    assert.deepEqual(
+      await store.queuesOldestAvailable({ queues: ["default", "mail", "late", "none"] }),
+      [{ queue: "default", scheduledAt: T0 - 5000 }, { queue: "mail", scheduledAt: T0 - 3000 }],
+    );
+    assert.deepEqual(await store.queuesOldestAvailable({ queues: [] }), []);
+  });
+
+  test("schedulesOutcomes() gives each schedule's last outcome and its discarded occurrences since the last completed one", async ({ store }) => {
+    await store.schedulesSync({
+      schedules: ["nightly", "quiet"].map((id) => ({ id, hash: "h", tenant: null })),
+      now: T0,
+    });
+    const occurrence = (i: number) =>
+      newJob({
+        scheduleId: "nightly",
+        occurrence: `nightly@${new Date(T0 + i * 1000).toISOString()}`,
+        scheduledFor: T0 + i * 1000,
+        maxAttempts: 1,
+      });
+    await insert(store, [0, 1, 2, 3, 4].map(occurrence));
+    let now = T0;
+    const end = async (outcome: "completed" | "discarded" | "cancelled", queue = "default") => {
+      const job = await claimOne(store, { queue, now });
+      now += 1000;
+      await store.jobsRecord({
+        node: "node-a",
+        now,
+        results: [
+          outcome === "completed"
+            ? completed(job)
+            : { ...retryable(job, now), outcome, error: "boom" },
+        ],
+      });
+    };
+    assert.deepEqual(await store.schedulesOutcomes({}), []);
+    await end("completed");
+    assert.deepEqual(await store.schedulesOutcomes({}), [
+      { scheduleId: "nightly", lastOutcome: "completed", lastOutcomeAt: now, failures: 0 },
+    ]);
+    await end("discarded");
+    await end("cancelled"); // neither a failure nor a success: the run goes on
+    await end("discarded");
+    const failed = now;
+    // A fan-out item of the schedule is not an occurrence: it counts for nothing.
+    await insert(store, [newJob({ queue: "fan", scheduleId: "nightly", maxAttempts: 1 })], now);
+    await end("discarded", "fan");
+    assert.deepEqual(await store.schedulesOutcomes({}), [
+      { scheduleId: "nightly", lastOutcome: "discarded", lastOutcomeAt: failed, failures: 2 },
+    ]);
+    assert.deepEqual(await store.schedulesOutcomes({ ids: ["quiet"] }), []);
+    await end("completed");
+    assert.deepEqual(await store.schedulesOutcomes({ ids: ["nightly", "quiet"] }), [
+      { scheduleId: "nightly", lastOutcome: "completed", lastOutcomeAt: now, failures: 0 },
+    ]);
+  });
+
+  test("leadersList() reads every role's holder, released ones included", async ({ store }) => {
+    assert.deepEqual(await store.leadersList(), []);
+    const held = await store.leaderTake({ name: "maintenance", node: "a", now: T0, ttlMs: 5000 });
+    assert.deepEqual(await store.leadersList(), [
+      { name: "maintenance", node: "a", fence: held.fence, expiresAt: T0 + 5000, acquiredAt: T0 },
+    ]);
+    await store.leaderRelease({ name: "maintenance", node: "a", fence: held.fence });
+    assert.deepEqual((await store.leadersList()).map((l) => l.node), [null]);
   });
 
   test("jobsCountMatching() counts what every page of jobsList() holds, for any filter", async ({ store }) => {

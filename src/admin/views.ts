@@ -16,7 +16,15 @@ import { type Attempt, type Job, JOB_STATES, type JobState } from "../kernel/typ
 import { next } from "../schedule/occurrences.ts";
 import { readOccurrenceRef } from "../schedule/occurrence_ref.ts";
 import type { Schedule, ScheduleConfig } from "../schedule/types.ts";
-import type { AuditRow, JobFilter, JobMatch, ScheduleRow, Store } from "../store/store.ts";
+import type {
+  AuditRow,
+  JobFilter,
+  JobMatch,
+  ScheduleOutcome,
+  ScheduleRow,
+  Store,
+} from "../store/store.ts";
+import { MAINTENANCE_ROLE } from "../worker/leadership.ts";
 
 /** Re-exported from its new home, `kernel/redact.ts`, for the callers of this module. */
 export { redactValue };
@@ -113,6 +121,30 @@ export interface ScheduleStatus {
   lastCompletedAt: number | null;
   misfires: number;
   lastMisfireFor: number | null;
+  /** How its newest final occurrence ended, or null when none has. */
+  lastOutcome: ScheduleOutcome["lastOutcome"] | null;
+  /** When that occurrence ended. */
+  lastOutcomeAt: number | null;
+  /** Its current run of failures: discarded occurrences since the last completed one. */
+  failures: number;
+}
+
+/** A schedule's current run of failures in words (`5 failures in a row`), or null at 0. */
+export function failuresText(failures: number): string | null {
+  if (failures === 0) return null;
+  return `${failures} ${failures === 1 ? "failure" : "failures"} in a row`;
+}
+
+/** Who holds the maintenance role (stager, lifeline, pruner, planner), as `leaders` says. */
+export interface LeaderView {
+  /** The holder; null once it released the role on a clean stop. */
+  node: string | null;
+  /** Since when it holds the role. */
+  acquiredAt: number;
+  /** When its hold ends unless renewed, in its clock. */
+  expiresAt: number;
+  /** The hold ran out by the reader's clock: nobody runs maintenance until a node takes over. */
+  expired: boolean;
 }
 
 /** Everything `jobs status` shows. */
@@ -121,6 +153,11 @@ export interface StatusView {
   queues: QueueView[];
   nodes: NodeView[];
   schedules: ScheduleStatus[];
+  /**
+   * The maintenance role's holder, or null when no node ever took it (a
+   * single daemon that does not compete for the role runs every pass).
+   */
+  leader: LeaderView | null;
 }
 
 /** A job with its attempts and its audit trail. */
@@ -172,6 +209,19 @@ export async function statusView(params: {
     queues: await queuesView(store, config, nodes),
     nodes,
     schedules: await schedulesView(store, config, now),
+    leader: store ? await leaderView(store, now) : null,
+  };
+}
+
+/** The maintenance role's row as {@linkcode LeaderView}, or null when there is none. */
+export async function leaderView(store: Store, now: number): Promise<LeaderView | null> {
+  const row = (await store.leadersList()).find((l) => l.name === MAINTENANCE_ROLE);
+  if (!row) return null;
+  return {
+    node: row.node,
+    acquiredAt: row.acquiredAt,
+    expiresAt: row.expiresAt,
+    expired: row.node !== null && row.expiresAt <= now,
   };
 }
 
@@ -252,10 +302,15 @@ export async function schedulesView(
   now: number,
 ): Promise<ScheduleStatus[]> {
   const rows = new Map((store ? await store.schedulesList({}) : []).map((r) => [r.id, r]));
-  const declared = (config?.schedules ?? []).map((s) => scheduleStatus(s, rows.get(s.id), now));
+  const outcomes = new Map(
+    (store ? await store.schedulesOutcomes({}) : []).map((o) => [o.scheduleId, o]),
+  );
+  const declared = (config?.schedules ?? []).map((s) =>
+    scheduleStatus(s, rows.get(s.id), now, outcomes.get(s.id))
+  );
   const known = new Set(declared.map((s) => s.id));
   const forgotten = [...rows.values()].filter((r) => !known.has(r.id))
-    .map((r) => scheduleStatus(null, r, now));
+    .map((r) => scheduleStatus(null, r, now, outcomes.get(r.id)));
   return [...declared, ...forgotten];
 }
 
@@ -264,6 +319,7 @@ export function scheduleStatus(
   schedule: Schedule | null,
   row: ScheduleRow | undefined,
   now: number,
+  outcome?: ScheduleOutcome,
 ): ScheduleStatus {
   const inFile = schedule !== null && !schedule.enabled;
   const inStore = row !== undefined && !row.enabled;
@@ -285,6 +341,9 @@ export function scheduleStatus(
     lastCompletedAt: row?.lastCompletedAt ?? null,
     misfires: row?.misfires ?? 0,
     lastMisfireFor: row?.lastMisfireFor ?? null,
+    lastOutcome: outcome?.lastOutcome ?? null,
+    lastOutcomeAt: outcome?.lastOutcomeAt ?? null,
+    failures: outcome?.failures ?? 0,
   };
 }
 

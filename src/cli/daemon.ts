@@ -371,6 +371,8 @@ export async function runDaemon(options: DaemonOptions, deps: DaemonDeps): Promi
       logger,
       clock,
       metrics: () => snapshotOf(registry, runtime, clock.now()),
+      // The file's queues (a reload's included) and those this daemon runs.
+      queues: () => [...new Set([...Object.keys(queuesOf(source)), ...Object.keys(queues)])],
       // The file's pipelines, for their freshness: read again on every scrape.
       pipelines: () => source.config.pipelines,
       reports: {

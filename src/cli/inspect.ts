@@ -13,9 +13,11 @@ import type { Command } from "commander";
 import { shortHash } from "../admin/definitions.ts";
 import { pipelinesView, type PipelineView } from "../admin/pipelines.ts";
 import {
+  failuresText,
   type JobDetail,
   jobDetail,
   jobsView,
+  type LeaderView,
   type NodeView,
   occurrenceMiss,
   type QueueView,
@@ -174,6 +176,7 @@ export async function statusCommand(
         nodes: view.nodes.map(nodeJson),
         schedules: view.schedules.map(scheduleJson),
         pipelines: pipelines.map((p) => pipelineStatusJson(p)),
+        leader: leaderJson(view.leader),
       }));
     } else {
       if (moved) deps.out(`MOVED: ${cell(movedNotice(options.db, moved))}`);
@@ -210,6 +213,7 @@ function statusText(view: StatusView, health: StoreCheck, configProblem: string 
   lines.push("", "nodes:");
   if (view.nodes.length === 0) lines.push("  none registered");
   lines.push(...table(view.nodes.map((n) => nodeCells(n, now))).map((l) => `  ${l}`));
+  lines.push(`  ${leaderText(view.leader, now)}`);
 
   lines.push("", "schedules:");
   if (view.schedules.length === 0) lines.push("  none");
@@ -263,6 +267,27 @@ function nodeCells(n: NodeView, now: number): string[] {
   ];
 }
 
+/** Which node runs the maintenance passes (the lifeline's rescues among them). */
+function leaderText(leader: LeaderView | null, now: number): string {
+  if (leader === null) {
+    return "leader: none recorded (every node runs maintenance: SQLite, or no daemon on PostgreSQL yet)";
+  }
+  if (leader.node === null) {
+    return "leader: none (released on a clean stop; the next daemon takes it)";
+  }
+  const since = `since ${when(leader.acquiredAt, now)}`;
+  return leader.expired
+    ? `leader: none: ${cell(leader.node)}'s hold ran out ${when(leader.expiresAt, now)}`
+    : `leader: ${cell(leader.node)} (maintenance, ${since})`;
+}
+
+/** `last: discarded 46s ago, 5 failures in a row`, or null before any occurrence ended. */
+function outcomeText(s: ScheduleStatus, now: number): string | null {
+  if (s.lastOutcome === null) return null;
+  const run = failuresText(s.failures);
+  return `last: ${s.lastOutcome} ${when(s.lastOutcomeAt, now)}${run === null ? "" : `, ${run}`}`;
+}
+
 function scheduleLines(s: ScheduleStatus, now: number): string[] {
   const state = s.enabled
     ? "enabled"
@@ -278,7 +303,7 @@ function scheduleLines(s: ScheduleStatus, now: number): string[] {
     : s.declared
     ? "none"
     : "none (not in the schedules file)";
-  return [
+  const lines = [
     `${cell(s.id)}  ${state}`,
     `  next ${nextRun}; last started ${when(s.lastStartedAt, now)}, completed ${
       when(s.lastCompletedAt, now)
@@ -286,6 +311,9 @@ function scheduleLines(s: ScheduleStatus, now: number): string[] {
       s.lastMisfireFor !== null ? ` (last ${when(s.lastMisfireFor, now)})` : ""
     }`,
   ];
+  const outcome = outcomeText(s, now);
+  if (outcome !== null) lines.push(`  ${outcome}`);
+  return lines;
 }
 
 function queueJson(q: QueueView) {
@@ -294,6 +322,10 @@ function queueJson(q: QueueView) {
 
 function nodeJson(n: NodeView) {
   return { ...n, startedAt: iso(n.startedAt), heartbeatAt: iso(n.heartbeatAt) };
+}
+
+function leaderJson(l: LeaderView | null) {
+  return l === null ? null : { ...l, acquiredAt: iso(l.acquiredAt), expiresAt: iso(l.expiresAt) };
 }
 
 /** `pipeline catalog: STALE (...); last run 12 completed 3m ago`. */
@@ -328,6 +360,7 @@ export function scheduleJson(s: ScheduleStatus) {
     lastStartedAt: iso(s.lastStartedAt),
     lastCompletedAt: iso(s.lastCompletedAt),
     lastMisfireFor: iso(s.lastMisfireFor),
+    lastOutcomeAt: iso(s.lastOutcomeAt),
   };
 }
 
@@ -354,7 +387,17 @@ export async function lsCommand(
       deps.out("no jobs match");
       return;
     }
-    const header = ["ID", "STATE", "QUEUE", "WORKER", "TRY", "OCCURRENCE", "WHEN", "LAST ERROR"];
+    const header = [
+      "ID",
+      "STATE",
+      "QUEUE",
+      "WORKER",
+      "TRY",
+      "NODE",
+      "OCCURRENCE",
+      "WHEN",
+      "LAST ERROR",
+    ];
     for (const line of table([header, ...jobs.map((j) => jobCells(j, now))])) deps.out(line);
   } finally {
     await store.close();
@@ -363,13 +406,17 @@ export async function lsCommand(
 
 function jobCells(job: Job, now: number): string[] {
   const finished = finishedAt(job);
-  const last = job.errors.at(-1)?.error;
+  // A completed job's last error is an earlier attempt's, which the
+  // completion made moot: shown beside it, it reads as the job's failure.
+  const last = job.state === "completed" ? undefined : job.errors.at(-1)?.error;
   return [
     String(job.id),
     job.state,
     cell(job.queue),
     cell(job.worker),
     `${job.attempt}/${job.maxAttempts}`,
+    // The node running an executing job, else the one that ran its last attempt.
+    job.attemptedBy === null ? "-" : cell(job.attemptedBy),
     job.occurrence === null ? "-" : cell(job.occurrence),
     finished !== null
       ? `finished ${when(finished, now)}`

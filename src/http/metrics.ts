@@ -360,22 +360,38 @@ export interface IngestFreshnessParams {
   now: number;
 }
 
+/** What {@linkcode renderMetrics} needs for the queues' latency and the declared queues. */
+export interface QueueMetricsParams {
+  /** The scrape's instant, UTC epoch ms, from the caller's clock: the latency's reference. */
+  now: number;
+  /**
+   * Queues the schedules file declares (or the daemon runs): each gets its
+   * `jobs_jobs` and `jobs_queue_oldest_available_seconds` series even while
+   * the store holds no job of it, so an alert on them has a series to read.
+   */
+  declared?: readonly string[];
+}
+
 /**
  * Renders the page: reads job counts, queues, nodes and schedules from the
  * store (reads only), then the optional snapshot, then (when `ingest` is
- * given) the pipelines' freshness from the store's ingest summaries.
+ * given) the pipelines' freshness from the store's ingest summaries. With
+ * `queueParams`, the declared queues get their series too, and each queue
+ * how long its oldest available job has waited.
  * Throws when the store does.
  */
 export async function renderMetrics(
   store: Store,
   snapshot?: MetricsSnapshot,
   ingest?: IngestFreshnessParams,
+  queueParams?: QueueMetricsParams,
 ): Promise<string> {
-  const [counts, queues, nodes, schedules, runs, compensations] = await Promise.all([
+  const [counts, queues, nodes, schedules, outcomes, runs, compensations] = await Promise.all([
     store.jobsCount({}),
     store.queuesList(),
     store.nodesList(),
     store.schedulesList({}),
+    store.schedulesOutcomes({}),
     store.workflowsCount(),
     store.workflowCompensationsCount(),
   ]);
@@ -390,10 +406,34 @@ export async function renderMetrics(
     return states;
   };
   for (const q of queues) queueOf(q.name);
+  for (const name of queueParams?.declared ?? []) queueOf(name);
   for (const c of counts) queueOf(c.queue).set(c.state, c.count);
+  const sorted = [...byQueue].sort(([a], [b]) => a < b ? -1 : a > b ? 1 : 0);
   page.family("jobs_jobs", "gauge", "Jobs in the store by queue and state.");
-  for (const [queue, states] of [...byQueue].sort(([a], [b]) => a < b ? -1 : a > b ? 1 : 0)) {
+  for (const [queue, states] of sorted) {
     for (const [state, count] of states) page.sample("jobs_jobs", { queue, state }, count);
+  }
+
+  if (queueParams) {
+    // Only queues with an available job are read (ten index seeks each);
+    // the others wait 0 s, which keeps their series.
+    const waiting = sorted.filter(([, states]) => (states.get("available") ?? 0) > 0)
+      .map(([queue]) => queue);
+    const oldest = new Map(
+      (waiting.length > 0 ? await store.queuesOldestAvailable({ queues: waiting }) : [])
+        .map((o) => [o.queue, o.scheduledAt]),
+    );
+    page.family(
+      "jobs_queue_oldest_available_seconds",
+      "gauge",
+      "How long the oldest available job of the queue has waited to be claimed, in seconds " +
+        "(0 when none is available).",
+    );
+    for (const [queue] of sorted) {
+      const at = oldest.get(queue);
+      const waited = at === undefined ? 0 : Math.max(0, queueParams.now - at) / 1000;
+      page.sample("jobs_queue_oldest_available_seconds", { queue }, waited);
+    }
   }
 
   page.family("jobs_queue_paused", "gauge", "1 when the queue is paused for every process.");
@@ -418,6 +458,29 @@ export async function renderMetrics(
   for (const s of schedules) {
     if (s.lastPlannedFor === null) continue;
     page.sample("jobs_schedule_last_planned_seconds", { schedule: s.id }, s.lastPlannedFor / 1000);
+  }
+  page.family(
+    "jobs_schedule_last_success_timestamp_seconds",
+    "gauge",
+    "When an occurrence of the schedule last completed (Unix seconds); absent before the first.",
+  );
+  for (const s of schedules) {
+    if (s.lastCompletedAt === null) continue;
+    page.sample(
+      "jobs_schedule_last_success_timestamp_seconds",
+      { schedule: s.id },
+      s.lastCompletedAt / 1000,
+    );
+  }
+  page.family(
+    "jobs_schedule_consecutive_failures",
+    "gauge",
+    "Discarded occurrences of the schedule since its last completed one: its current run of " +
+      "failures, 0 once one completes.",
+  );
+  const failures = new Map(outcomes.map((o) => [o.scheduleId, o.failures]));
+  for (const s of schedules) {
+    page.sample("jobs_schedule_consecutive_failures", { schedule: s.id }, failures.get(s.id) ?? 0);
   }
 
   byWorkflowAndState(

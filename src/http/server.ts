@@ -60,6 +60,12 @@ export interface HttpServerOptions {
    */
   pipelines?: () => readonly CompiledPipeline[];
   /**
+   * The queues the schedules file declares and the daemon runs, as they are
+   * now: each gets its `/metrics` series (`jobs_jobs`, and
+   * `jobs_queue_oldest_available_seconds`) even while it holds no job.
+   */
+  queues?: () => readonly string[];
+  /**
    * The report API (`POST /reports/<id>/runs`, `GET /reports/runs/<run>`,
    * `POST /reports/runs/<run>/links`, all requiring the token) and
    * downloads (`GET /downloads/<token>`, whose signed token is its own
@@ -206,6 +212,7 @@ export async function startHttpServer(options: HttpServerOptions): Promise<HttpS
         store,
         options.metrics?.(),
         pipelines ? { pipelines, now: clock.now() } : undefined,
+        { now: clock.now(), declared: options.queues?.() ?? [] },
       );
       return new Response(page, {
         status: 200,

@@ -9,7 +9,7 @@
  */
 
 import type { Attempt, InsertResult, Job, JobState } from "../kernel/types.ts";
-import type { LeaderState, ScheduleRow } from "./store.ts";
+import type { LeaderRow, LeaderState, RescuedJob, ScheduleRow } from "./store.ts";
 import type { LoadedRun } from "../workflow/bookkeeping.ts";
 import {
   RUN_STATES,
@@ -121,6 +121,32 @@ export function toLeaderState(row: Row, held: boolean): LeaderState {
     node: row.node == null ? null : String(row.node),
     fence: Number(row.fence),
     expiresAt: Number(row.expires_at),
+  };
+}
+
+/** A `leaders` row as {@linkcode Store.leadersList} returns it. */
+export function toLeaderRow(row: Row): LeaderRow {
+  return {
+    name: String(row.name),
+    node: row.node == null ? null : String(row.node),
+    fence: Number(row.fence),
+    expiresAt: Number(row.expires_at),
+    acquiredAt: Number(row.acquired_at),
+  };
+}
+
+/**
+ * A job {@linkcode Store.jobsRescue} moved, from its row as the rescue read
+ * it (id, queue, attempt, max_attempts) and the state the move left it in.
+ */
+export function rescuedJob(row: Row, node: string, state: unknown): RescuedJob {
+  return {
+    id: Number(row.id),
+    queue: String(row.queue),
+    node,
+    attempt: Number(row.attempt),
+    maxAttempts: Number(row.max_attempts),
+    state: state === "available" ? "available" : "discarded",
   };
 }
 

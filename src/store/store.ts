@@ -188,6 +188,53 @@ export interface LeaderState {
   expiresAt: number;
 }
 
+/**
+ * How a schedule's occurrences ended lately, from its occurrence jobs in
+ * occurrence order (`scheduled_for`): computed on read from the index on
+ * `(schedule_id, scheduled_for)`, so every way a job ends (a node's result,
+ * the lifeline, an operator's cancel or discard, a replay that completes)
+ * counts without a column to keep in step. Its cost is one index seek, plus
+ * one row per occurrence of the current run of failures.
+ */
+export interface ScheduleOutcome {
+  scheduleId: string;
+  /** The final state of its newest final occurrence. */
+  lastOutcome: "completed" | "cancelled" | "discarded";
+  /** When that occurrence's job ended. */
+  lastOutcomeAt: number;
+  /**
+   * Discarded occurrences after its newest completed one (all of them when
+   * none completed): its current run of failures, 0 once one completes.
+   * Cancelled occurrences neither count nor end the run. Pruned jobs are
+   * not counted.
+   */
+  failures: number;
+}
+
+/** A job {@linkcode Store.jobsRescue} sent back or discarded. */
+export interface RescuedJob {
+  id: number;
+  queue: string;
+  /** The node whose lease expired (the job's `attempted_by`). */
+  node: string;
+  /** The attempt that node had; a rescued job's next claim is attempt `attempt + 1`. */
+  attempt: number;
+  maxAttempts: number;
+  /** `available` (it runs again) or `discarded` (no attempt left). */
+  state: "available" | "discarded";
+}
+
+/** A row of `leaders`: who holds a role, or held it last. */
+export interface LeaderRow {
+  name: string;
+  /** The holder; null once released on a clean stop. */
+  node: string | null;
+  fence: number;
+  /** When the holder's hold ends unless renewed, in the holder's clock. */
+  expiresAt: number;
+  acquiredAt: number;
+}
+
 /** A row of `schedules`: the stored state of one schedule id. */
 export interface ScheduleRow {
   id: string;
@@ -475,6 +522,8 @@ export interface Store<Tx extends StoreTx = StoreTx> {
     rescued: number;
     discarded: number;
     queues: string[];
+    /** Each job rescued or discarded, with the node whose lease expired: for the log. */
+    jobs: RescuedJob[];
   }>;
 
   /**
@@ -561,6 +610,15 @@ export interface Store<Tx extends StoreTx = StoreTx> {
    */
   jobsCount(params: { queue?: string; state?: JobState }): Promise<
     { queue: string; state: JobState; count: number }[]
+  >;
+  /**
+   * The earliest `scheduled_at` of an `available` job in each of `queues`
+   * (queues with none are left out): how long the head of the queue has
+   * waited. Ten index seeks a queue (one per priority, 0-9, on the index
+   * the claim reads), so cheap at any backlog; reads only.
+   */
+  queuesOldestAvailable(params: { queues: string[] }): Promise<
+    { queue: string; scheduledAt: number }[]
   >;
   /**
    * How many jobs match `params`: what every page of {@linkcode jobsList}
@@ -664,6 +722,9 @@ export interface Store<Tx extends StoreTx = StoreTx> {
    */
   leaderRelease(params: { name: string; node: string; fence: number }): Promise<boolean>;
 
+  /** Every role's row (`maintenance`: who runs the maintenance passes), by name; reads only. */
+  leadersList(): Promise<LeaderRow[]>;
+
   /** Reads a setting, or null. */
   settingGet(params: { key: string }): Promise<unknown>;
   /** Deletes a setting (no error when it is absent). */
@@ -682,6 +743,12 @@ export interface Store<Tx extends StoreTx = StoreTx> {
   }): Promise<void>;
   /** Schedule rows, all or those with the given ids, by id. */
   schedulesList(params: { ids?: string[] }): Promise<ScheduleRow[]>;
+  /**
+   * Each schedule's last outcome and its current run of failures, read from
+   * its occurrence jobs (a schedule with no final occurrence is left out);
+   * reads only. See {@linkcode ScheduleOutcome}.
+   */
+  schedulesOutcomes(params: { ids?: string[] }): Promise<ScheduleOutcome[]>;
   /**
    * Plans one schedule atomically: reads its row and its running and waiting
    * occurrences, calls `plan` (pure, synchronous) with them, and writes the

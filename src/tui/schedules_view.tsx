@@ -7,6 +7,7 @@
  */
 
 import type { ReactNode } from "react";
+import { failuresText } from "../admin/views.ts";
 import { redact } from "../kernel/redact.ts";
 import { formatDuration } from "../schedule/durations.ts";
 import { rhythmText } from "../schedule/describe.ts";
@@ -26,7 +27,7 @@ export interface SchedulesProps {
 }
 
 /** How many lines the selected schedule's detail takes at most. */
-const DETAIL_LINES = 12;
+const DETAIL_LINES = 13;
 
 /** The schedules screen. */
 export function SchedulesView(props: SchedulesProps): ReactNode {
@@ -71,6 +72,7 @@ export function schedulesLines(props: SchedulesProps): Seg[][] {
       seg(
         ` ${status.next !== null ? ago(status.next, now) : status.manual ? "when run" : "none"}`,
       ),
+      seg(status.failures > 0 ? `  ${failuresText(status.failures)}` : "", { color: "red" }),
     ]);
   }
   const selected = schedules[Math.min(props.cursor, schedules.length - 1)];
@@ -130,6 +132,17 @@ function scheduleDetail(info: ScheduleInfo, now: number, width: number): Seg[][]
         `completed ${ago(status.lastCompletedAt, now)}`,
     ),
   ]);
+  if (status.lastOutcome !== null) {
+    const run = failuresText(status.failures);
+    lines.push([
+      seg("outcome  "),
+      seg(
+        `last: ${status.lastOutcome} ${ago(status.lastOutcomeAt, now)}`,
+        status.lastOutcome === "completed" ? {} : { color: "red" },
+      ),
+      seg(run === null ? "" : `, ${run}`, { color: "red" }),
+    ]);
+  }
   if (status.misfires > 0) {
     lines.push([
       seg("misfires "),

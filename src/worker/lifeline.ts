@@ -7,7 +7,7 @@
  * @module
  */
 
-import type { Store } from "../store/store.ts";
+import type { RescuedJob, Store } from "../store/store.ts";
 
 /** Lifeline settings. */
 export interface LifelineOptions {
@@ -21,6 +21,8 @@ export interface RescueReport {
   discarded: number;
   /** Queues that received jobs back. */
   queues: string[];
+  /** Each job moved, with the node whose lease expired: the runtime logs each as `job.rescued`. */
+  jobs: RescuedJob[];
 }
 
 /** One lifeline pass. */

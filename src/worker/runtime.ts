@@ -16,7 +16,7 @@
 
 import type { Clock } from "../clock.ts";
 import type { Registry } from "../kernel/executor.ts";
-import type { Lease, Store } from "../store/store.ts";
+import type { Lease, RescuedJob, Store } from "../store/store.ts";
 import { beat } from "./heartbeat.ts";
 import { Leadership } from "./leadership.ts";
 import { rescueOrphans } from "./lifeline.ts";
@@ -295,6 +295,7 @@ export class Runtime {
         // run again) jobs whose results only wait to be written.
         if (this.#renewDue(clock.now()) && this.#inflight().length > 0) await this.#heartbeat();
         const report = await rescueOrphans(store, clock.now());
+        for (const job of report.jobs) this.#logRescued(job);
         this.wake(report.queues);
         await store.nodesExpire({ before: clock.now() - this.#options.nodeExpiryMs });
       }),
@@ -509,6 +510,24 @@ export class Runtime {
         });
       }
     }
+  }
+
+  /**
+   * `job.rescued`: which job the lifeline took from which (dead or cut off)
+   * node, and what happens next: attempt `nextAttempt` when it went back to
+   * `available`, none when it had no attempt left and was discarded.
+   */
+  #logRescued(job: RescuedJob): void {
+    this.#deps.logger("job.rescued", {
+      queue: job.queue,
+      job: job.id,
+      deadNode: job.node,
+      node: this.node,
+      attempt: job.attempt,
+      maxAttempts: job.maxAttempts,
+      state: job.state,
+      nextAttempt: job.state === "available" ? job.attempt + 1 : null,
+    });
   }
 
   /** One pruner pass with the settings of now; logs what it deleted. */

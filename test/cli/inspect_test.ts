@@ -126,16 +126,22 @@ Deno.test("jobs ls prints one line per job, newest first, with stored control ch
     assert.equal(code, 0, err);
     assert.ok(!out.includes(ESC) && !out.includes(RLO), "no raw escape or bidi override");
     const lines = out.split("\n");
-    assert.match(lines[0]!, /^ID\s+STATE\s+QUEUE\s+WORKER\s+TRY\s+OCCURRENCE\s+WHEN\s+LAST ERROR$/);
+    assert.match(
+      lines[0]!,
+      /^ID\s+STATE\s+QUEUE\s+WORKER\s+TRY\s+NODE\s+OCCURRENCE\s+WHEN\s+LAST ERROR$/,
+    );
     assert.equal(lines.length, 3);
     assert.match(
       lines[1]!,
       new RegExp(
-        `^${later}\\s+scheduled\\s+mail\\s+digest\\s+0/3\\s+-\\s+scheduled ` +
+        `^${later}\\s+scheduled\\s+mail\\s+digest\\s+0/3\\s+-\\s+-\\s+scheduled ` +
           `2026-06-01T09:03:00\\.000Z \\(in 3m\\)$`,
       ),
     );
-    assert.match(lines[2]!, new RegExp(`^${failed}\\s+retryable\\s+default\\s+mailer\\s+1/3\\s+-`));
+    assert.match(
+      lines[2]!,
+      new RegExp(`^${failed}\\s+retryable\\s+default\\s+mailer\\s+1/3\\s+n1\\s+-`),
+    );
     assert.ok(lines[2]!.endsWith("boom \\x1b[31mred\\x1b[0m \\u202etxet desrever"), lines[2]);
     assert.ok(!lines[2]!.includes("second line"), "only the first line of the error");
 
@@ -448,6 +454,7 @@ Deno.test("jobs status shows queues, nodes with stale ones flagged, schedules an
       "nodes",
       "schedules",
       "pipelines",
+      "leader",
     ]);
     assert.equal(status.moved, null, "a live store (migrate-store retires the ones it copied)");
     assert.deepEqual(status.pipelines, []);

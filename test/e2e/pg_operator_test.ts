@@ -159,6 +159,7 @@ Deno.test("jobs status, ls and show on PostgreSQL print what they print on SQLit
       "nodes",
       "schedules",
       "pipelines",
+      "leader",
     ]);
     assert.equal(json.store.reachable, true);
     assert.equal(json.store.schemaVersion, json.store.knownVersion);
@@ -167,19 +168,22 @@ Deno.test("jobs status, ls and show on PostgreSQL print what they print on SQLit
     const ls = await jobs(f, ["ls"]);
     assert.equal(ls.code, 0, ls.err);
     const lines = ls.out.split("\n");
-    assert.match(lines[0]!, /^ID\s+STATE\s+QUEUE\s+WORKER\s+TRY\s+OCCURRENCE\s+WHEN\s+LAST ERROR$/);
+    assert.match(
+      lines[0]!,
+      /^ID\s+STATE\s+QUEUE\s+WORKER\s+TRY\s+NODE\s+OCCURRENCE\s+WHEN\s+LAST ERROR$/,
+    );
     assert.equal(lines.length, 3, ls.out);
     assert.match(
       lines[1]!,
       new RegExp(
-        `^${mail!.id}\\s+scheduled\\s+mail\\s+digest\\s+0/3\\s+-\\s+scheduled ` +
+        `^${mail!.id}\\s+scheduled\\s+mail\\s+digest\\s+0/3\\s+-\\s+-\\s+scheduled ` +
           `2026-06-01T09:03:00\\.000Z \\(in 3m\\)$`,
       ),
     );
     assert.match(
       lines[2]!,
       new RegExp(
-        `^${nightly!.id}\\s+retryable\\s+default\\s+jobs\\.command\\s+1/20\\s+` +
+        `^${nightly!.id}\\s+retryable\\s+default\\s+jobs\\.command\\s+1/20\\s+n1\\s+` +
           `${OCCURRENCE.replaceAll(".", "\\.")}\\s+.*vendor said no$`,
       ),
     );

@@ -16,6 +16,7 @@ import { defineWorker } from "../../src/kernel/worker.ts";
 import { openSqliteStore } from "../../src/store/sqlite/sqlite_store.ts";
 import { waitUntil } from "../../src/testing.ts";
 import { silentLogger } from "../../src/worker/logger.ts";
+import { newJob } from "../support/backends.ts";
 import { scheduleOf } from "../support/schedules.ts";
 import { tempStore } from "../support/stores.ts";
 import { parseProm, value } from "./prom.ts";
@@ -178,6 +179,90 @@ Deno.test("/metrics shows jobs_leader 1 on the node holding the maintenance role
     await first.close({ grace: 0 });
     await second.close({ grace: 0 });
     await plain.close({ grace: 0 });
+  }
+});
+
+Deno.test("/metrics shows each schedule's last success and failures in a row, each queue's oldest wait, and a declared empty queue", async () => {
+  await using t = await tempStore();
+  const now = Date.UTC(2026, 5, 10, 9);
+  const clock = new FakeClock(now);
+  const store = t.store;
+  await store.schedulesSync({
+    schedules: ["hello", "fresh"].map((id) => ({ id, hash: "h", tenant: null })),
+    now: now - 10 * 60_000,
+  });
+  // hello: one occurrence completed, then three discarded.
+  const outcomes = ["completed", "discarded", "discarded", "discarded"] as const;
+  for (const [i, outcome] of outcomes.entries()) {
+    const at = now - (10 - i) * 60_000;
+    await store.jobsInsert({
+      now: at,
+      jobs: [newJob({
+        queue: "sched",
+        scheduledAt: at,
+        maxAttempts: 1,
+        scheduleId: "hello",
+        occurrence: `hello@${new Date(at).toISOString()}`,
+        scheduledFor: at,
+      })],
+    });
+    const [job] =
+      (await store.jobsClaim({ queue: "sched", node: "n1", limit: 1, now: at, leaseMs: 60_000 }))
+        .jobs;
+    const base = {
+      id: job!.id,
+      fence: job!.fence,
+      attempt: job!.attempt,
+      startedAt: at,
+      occurrence: job!.occurrence,
+    };
+    await store.jobsRecord({
+      node: "n1",
+      now: at + 5000,
+      results: [
+        outcome === "completed" ? { ...base, outcome } : { ...base, outcome, error: "exit 1" },
+      ],
+    });
+  }
+  // mail: the oldest of two available jobs has waited 90 s (the newer one's priority is higher).
+  await store.jobsInsert({
+    now,
+    jobs: [
+      newJob({ queue: "mail", scheduledAt: now - 90_000, priority: 5 }),
+      newJob({ queue: "mail", scheduledAt: now - 30_000, priority: 0 }),
+    ],
+  });
+
+  const server = await startHttpServer({
+    store,
+    listen: "127.0.0.1:0",
+    logger: silentLogger,
+    clock,
+    queues: () => ["mail", "empty"],
+  });
+  try {
+    const page = await (await fetch(`http://127.0.0.1:${server.addr!.port}/metrics`)).text();
+    const samples = parseProm(page);
+    assert.equal(
+      value(samples, "jobs_schedule_last_success_timestamp_seconds", { schedule: "hello" }),
+      (now - 10 * 60_000 + 5000) / 1000,
+    );
+    assert.equal(
+      value(samples, "jobs_schedule_last_success_timestamp_seconds", { schedule: "fresh" }),
+      undefined,
+      "no success yet: no sample",
+    );
+    assert.equal(value(samples, "jobs_schedule_consecutive_failures", { schedule: "hello" }), 3);
+    assert.equal(value(samples, "jobs_schedule_consecutive_failures", { schedule: "fresh" }), 0);
+    assert.equal(value(samples, "jobs_queue_oldest_available_seconds", { queue: "mail" }), 90);
+    assert.equal(value(samples, "jobs_queue_oldest_available_seconds", { queue: "sched" }), 0);
+    assert.equal(value(samples, "jobs_queue_oldest_available_seconds", { queue: "empty" }), 0);
+    for (const state of ["available", "executing", "completed", "discarded"]) {
+      assert.equal(value(samples, "jobs_jobs", { queue: "empty", state }), 0, `empty/${state}`);
+    }
+    assert.equal(value(samples, "jobs_jobs", { queue: "mail", state: "available" }), 2);
+  } finally {
+    await server.close();
   }
 });
 

@@ -122,6 +122,7 @@ Deno.test("job.stop of a step job feeds jobs_workflow_step_duration_seconds by w
     queuesList: () => Promise.resolve([]),
     nodesList: () => Promise.resolve([]),
     schedulesList: () => Promise.resolve([]),
+    schedulesOutcomes: () => Promise.resolve([]),
     workflowsCount: () => Promise.resolve([]),
     workflowCompensationsCount: () => Promise.resolve([]),
   } as unknown as Parameters<typeof renderMetrics>[0];

@@ -134,6 +134,9 @@ export function statusOf(id: string, extra: Partial<ScheduleStatus> = {}): Sched
     lastCompletedAt: null,
     misfires: 0,
     lastMisfireFor: null,
+    lastOutcome: null,
+    lastOutcomeAt: null,
+    failures: 0,
     ...extra,
   };
 }

@@ -49,10 +49,13 @@ import type {
   AuditRow,
   JobFilter,
   JobMatch,
+  LeaderRow,
   Lease,
   MigrationReport,
   NodeRow,
   QueueRow,
+  RescuedJob,
+  ScheduleOutcome,
   ScheduleRow,
   Store,
   StoreTx,
@@ -99,7 +102,7 @@ import {
   toJob,
   toScheduleRow,
 } from "./rows.ts";
-import { checkBounds, toLeaderState } from "../rows.ts";
+import { checkBounds, rescuedJob, toLeaderRow, toLeaderState } from "../rows.ts";
 import { appendError, clearUnique, type Fragment, runAgain, type Sql } from "./fragments.ts";
 import { addCounts, compactCounts, countRows, readCounts } from "./counts.ts";
 import { countsAnswer, CountTally, sumMatching } from "../job_counts.ts";
@@ -963,6 +966,7 @@ export class PostgresStore implements Store<PostgresTx> {
       let discarded = 0;
       const queues = new Set<string>();
       const ends: StepEnd[] = [];
+      const jobs: RescuedJob[] = [];
       const counts = new CountTally();
       for (const row of expired) {
         const node = String(row.attempted_by);
@@ -980,6 +984,7 @@ export class PostgresStore implements Store<PostgresTx> {
         if (!result) continue;
         counts.move(String(row.queue), "executing", result.state as JobState);
         await this.#endAttempt(tx, row, { now: params.now, outcome: "orphaned", error });
+        jobs.push(rescuedJob(row, node, result.state));
         if (result.state === "available") {
           rescued++;
           queues.add(String(row.queue));
@@ -992,7 +997,7 @@ export class PostgresStore implements Store<PostgresTx> {
       for (const name of next.queues) queues.add(name);
       await this.#notify(tx, queues);
       await addCounts(tx, counts);
-      return { rescued, discarded, queues: [...queues] };
+      return { rescued, discarded, queues: [...queues], jobs };
     });
   }
 
@@ -1299,6 +1304,20 @@ export class PostgresStore implements Store<PostgresTx> {
     return Number(row?.count ?? 0);
   }
 
+  async queuesOldestAvailable(params: { queues: string[] }) {
+    // One seek of jobs_available per priority (0-9, see clampPriority): the
+    // index leads with (queue, priority), so min() over a whole queue would
+    // read every available row of it.
+    const rows = await this.#sql`SELECT q.queue, min(o.at) AS at
+      FROM unnest(${params.queues}::text[]) AS q(queue)
+      CROSS JOIN generate_series(0, 9) AS p(priority)
+      CROSS JOIN LATERAL (SELECT scheduled_at AS at FROM jobs
+        WHERE state = 'available' AND queue = q.queue AND priority = p.priority
+        ORDER BY scheduled_at LIMIT 1) AS o
+      GROUP BY q.queue ORDER BY q.queue COLLATE "C"`;
+    return rows.map((r) => ({ queue: String(r.queue), scheduledAt: Number(r.at) }));
+  }
+
   async jobsCount(params: { queue?: string; state?: JobState }) {
     const state = params.state ?? null;
     if (state !== null) checkState(state);
@@ -1520,6 +1539,31 @@ export class PostgresStore implements Store<PostgresTx> {
     return rows.map(toScheduleRow);
   }
 
+  async schedulesOutcomes(params: { ids?: string[] }): Promise<ScheduleOutcome[]> {
+    const ids = params.ids ?? null;
+    // Each LATERAL walks the index on (schedule_id, scheduled_for) from the
+    // newest occurrence; the count reads only the run after the last success.
+    const rows = await this.#sql`SELECT s.id, l.state, l.at,
+        (SELECT count(*) FROM jobs AS d
+          WHERE d.schedule_id = s.id AND d.occurrence IS NOT NULL AND d.state = 'discarded'
+            AND (c.scheduled_for IS NULL OR d.scheduled_for > c.scheduled_for)) AS failures
+      FROM schedules AS s
+      CROSS JOIN LATERAL (SELECT state, coalesce(completed_at, cancelled_at, discarded_at) AS at
+        FROM jobs WHERE schedule_id = s.id AND occurrence IS NOT NULL
+          AND state IN ('completed', 'cancelled', 'discarded')
+        ORDER BY scheduled_for DESC LIMIT 1) AS l
+      LEFT JOIN LATERAL (SELECT scheduled_for FROM jobs
+        WHERE schedule_id = s.id AND occurrence IS NOT NULL AND state = 'completed'
+        ORDER BY scheduled_for DESC LIMIT 1) AS c ON true
+      WHERE (${ids}::text[] IS NULL OR s.id = ANY(${ids}::text[])) ORDER BY s.id COLLATE "C"`;
+    return rows.map((r) => ({
+      scheduleId: String(r.id),
+      lastOutcome: r.state as ScheduleOutcome["lastOutcome"],
+      lastOutcomeAt: Number(r.at),
+      failures: Number(r.failures),
+    }));
+  }
+
   async schedulePlan(params: {
     id: string;
     now: number;
@@ -1621,6 +1665,10 @@ export class PostgresStore implements Store<PostgresTx> {
     const result = await this.#sql`UPDATE leaders SET node = NULL
       WHERE name = ${params.name} AND node = ${params.node} AND fence = ${params.fence}::bigint`;
     return result.count !== 0;
+  }
+
+  async leadersList(): Promise<LeaderRow[]> {
+    return (await this.#sql`SELECT * FROM leaders ORDER BY name COLLATE "C"`).map(toLeaderRow);
   }
 
   // ------------------------------------------------------------ change wake-ups

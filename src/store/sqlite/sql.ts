@@ -302,6 +302,13 @@ export const SQL = {
   queuePause: `INSERT INTO queues (name, paused, updated_at) VALUES (:name, :paused, :now)
     ON CONFLICT (name) DO UPDATE SET paused = excluded.paused, updated_at = excluded.updated_at`,
   queuesList: `SELECT * FROM queues ORDER BY name`,
+  // One seek of jobs_available per priority (0-9, see clampPriority): the
+  // index leads with (queue, priority), so min() over a whole queue would
+  // read every available row of it.
+  queueOldestAvailable: `SELECT min(at) AS at FROM (
+      SELECT (SELECT min(scheduled_at) FROM jobs
+        WHERE state = 'available' AND queue = :queue AND priority = p.value) AS at
+      FROM json_each('[0,1,2,3,4,5,6,7,8,9]') AS p)`,
   nodeBeat: `INSERT INTO nodes (node, queues, environment, started_at, heartbeat_at)
     VALUES (:node, :queues, :environment, :now, :now)
     ON CONFLICT (node) DO UPDATE SET queues = excluded.queues,
@@ -322,6 +329,7 @@ export const SQL = {
     WHERE l.node IS NULL OR l.node = excluded.node OR l.expires_at <= :now
     RETURNING node, fence, expires_at`,
   leaderGet: `SELECT node, fence, expires_at FROM leaders WHERE name = :name`,
+  leadersList: `SELECT * FROM leaders ORDER BY name`,
   leaderRelease: `UPDATE leaders SET node = NULL
     WHERE name = :name AND node = :node AND fence = :fence`,
   settingGet: `SELECT value FROM settings WHERE key = :key`,
@@ -341,6 +349,19 @@ export const SQL = {
   schedulesList: `SELECT * FROM schedules
     WHERE (:ids IS NULL OR id IN (SELECT value FROM json_each(:ids))) ORDER BY id`,
   scheduleGet: `SELECT * FROM schedules WHERE id = :id`,
+  // A schedule's outcomes walk the index on (schedule_id, scheduled_for)
+  // from its newest occurrence: to the first final one, to the first
+  // completed one, and over the discarded ones after that.
+  scheduleLastFinal: `SELECT state, coalesce(completed_at, cancelled_at, discarded_at) AS at
+    FROM jobs WHERE schedule_id = :id AND occurrence IS NOT NULL
+      AND state IN ('completed', 'cancelled', 'discarded')
+    ORDER BY scheduled_for DESC LIMIT 1`,
+  scheduleLastCompletedFor: `SELECT scheduled_for FROM jobs
+    WHERE schedule_id = :id AND occurrence IS NOT NULL AND state = 'completed'
+    ORDER BY scheduled_for DESC LIMIT 1`,
+  scheduleFailuresAfter: `SELECT count(*) AS n FROM jobs
+    WHERE schedule_id = :id AND scheduled_for > :after AND occurrence IS NOT NULL
+      AND state = 'discarded'`,
   // The WHERE repeats the partial index's condition so the planner can use it.
   scheduleActive: `SELECT coalesce(sum(state = 'executing'), 0) AS executing,
       coalesce(sum(state <> 'executing'), 0) AS waiting

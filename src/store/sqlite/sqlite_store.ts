@@ -45,12 +45,15 @@ import type {
   AuditRow,
   JobFilter,
   JobMatch,
+  LeaderRow,
   LeaderState,
   Lease,
   MigrationInfo,
   MigrationReport,
   NodeRow,
   QueueRow,
+  RescuedJob,
+  ScheduleOutcome,
   ScheduleRow,
   Store,
   StoreTx,
@@ -115,7 +118,7 @@ import {
   toScheduleRow,
   unique,
 } from "./rows.ts";
-import { checkBounds, toLeaderState } from "../rows.ts";
+import { checkBounds, rescuedJob, toLeaderRow, toLeaderState } from "../rows.ts";
 import { countsAnswer, sumMatching } from "../job_counts.ts";
 import { type CountStatements, CountsWrite, UNCOUNTED_MAX } from "./counts.ts";
 import { Checkpointer, INLINE_CHECKPOINT_FRAMES } from "./checkpointer.ts";
@@ -1114,6 +1117,7 @@ export class SqliteStore implements Store<SqliteTx> {
         let discarded = 0;
         const queues = new Set<string>();
         const ends: StepEnd[] = [];
+        const jobs: RescuedJob[] = [];
         for (const row of expired) {
           const node = String(row.attempted_by);
           const error = `orphaned: lease of ${node} expired`;
@@ -1124,6 +1128,7 @@ export class SqliteStore implements Store<SqliteTx> {
           if (!result) continue;
           this.#counts.moved(lease.id, String(row.queue), "executing", result.state as JobState);
           this.#endAttempt(row, { now: params.now, outcome: "orphaned", error });
+          jobs.push(rescuedJob(row, node, result.state));
           if (result.state === "available") {
             rescued++;
             queues.add(String(row.queue));
@@ -1134,7 +1139,7 @@ export class SqliteStore implements Store<SqliteTx> {
         }
         const next = this.#ops(jobsEnded({ ends, now: params.now }));
         for (const q of next.queues) queues.add(q);
-        return { rescued, discarded, queues: [...queues] };
+        return { rescued, discarded, queues: [...queues], jobs };
       })
     );
   }
@@ -1409,6 +1414,15 @@ export class SqliteStore implements Store<SqliteTx> {
     return statement;
   }
 
+  queuesOldestAvailable(params: { queues: string[] }) {
+    return this.#exclusive(() =>
+      params.queues.flatMap((queue) => {
+        const row = this.#s.queueOldestAvailable.get({ queue }) as Row;
+        return row.at == null ? [] : [{ queue, scheduledAt: Number(row.at) }];
+      })
+    );
+  }
+
   jobsCount(params: { queue?: string; state?: JobState }) {
     const state = params.state;
     try {
@@ -1575,6 +1589,10 @@ export class SqliteStore implements Store<SqliteTx> {
     return this.#exclusive(() => this.#s.leaderRelease.run(params).changes !== 0);
   }
 
+  leadersList(): Promise<LeaderRow[]> {
+    return this.#exclusive(() => (this.#s.leadersList.all() as Row[]).map(toLeaderRow));
+  }
+
   settingGet(params: { key: string }): Promise<unknown> {
     return this.#exclusive(() => {
       const row = this.#s.settingGet.get(params) as Row | undefined;
@@ -1649,6 +1667,29 @@ export class SqliteStore implements Store<SqliteTx> {
       (this.#s.schedulesList.all({ ids: params.ids ? JSON.stringify(params.ids) : null }) as Row[])
         .map(toScheduleRow)
     );
+  }
+
+  schedulesOutcomes(params: { ids?: string[] }): Promise<ScheduleOutcome[]> {
+    return this.#exclusive(() => {
+      const ids = (this.#s.schedulesList.all({
+        ids: params.ids ? JSON.stringify(params.ids) : null,
+      }) as Row[]).map((r) => String(r.id));
+      const outcomes: ScheduleOutcome[] = [];
+      for (const id of ids) {
+        const last = this.#s.scheduleLastFinal.get({ id }) as Row | undefined;
+        if (!last) continue;
+        const completed = this.#s.scheduleLastCompletedFor.get({ id }) as Row | undefined;
+        const after = completed ? Number(completed.scheduled_for) : Number.MIN_SAFE_INTEGER;
+        const failures = this.#s.scheduleFailuresAfter.get({ id, after }) as Row;
+        outcomes.push({
+          scheduleId: id,
+          lastOutcome: last.state as ScheduleOutcome["lastOutcome"],
+          lastOutcomeAt: Number(last.at),
+          failures: Number(failures.n),
+        });
+      }
+      return outcomes;
+    });
   }
 
   schedulePlan(params: {
