@@ -516,6 +516,28 @@ Deno.test("jobs migrate-store retires its source: enqueue and openJobs refused n
       { now: T0 + 1000 },
     );
     assert.equal(forced.code, 0, forced.err);
+    // Where a command gives --force no meaning of its own, --force is --force-moved.
+    const refusedPause = await runJobs(
+      ["pause", "default", "--db", path, "--actor", "cy", "--reason", "maintenance window"],
+      { now: T0 + 1500 },
+    );
+    assert.equal(refusedPause.code, 1, refusedPause.err);
+    assert.match(refusedPause.err, /moved to "postgres:/);
+    const pausedAnyway = await runJobs(
+      [
+        "pause",
+        "default",
+        "--db",
+        path,
+        "--force",
+        "--actor",
+        "cy",
+        "--reason",
+        "maintenance window",
+      ],
+      { now: T0 + 1500 },
+    );
+    assert.equal(pausedAnyway.code, 0, pausedAnyway.err);
     // --reopen takes it back, audited; then writes need no leave.
     const reopened = await runJobs(
       ["migrate-store", "--reopen", "--db", path, "--actor", "bob", "--reason", "rolled back"],
@@ -534,6 +556,7 @@ Deno.test("jobs migrate-store retires its source: enqueue and openJobs refused n
       assert.deepEqual(audit.map((a) => [a.action, a.actor, a.reason]), [
         ["store.moved", "ops", null],
         ["store.write_moved", "ada", null],
+        ["store.write_moved", "cy", "maintenance window"],
         ["store.reopened", "bob", "rolled back"],
       ]);
       assert.equal((await back.jobsList({})).length, jobsBefore + 2);
