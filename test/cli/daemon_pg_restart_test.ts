@@ -74,7 +74,9 @@ Deno.test({
         const before = await completed();
         await waitUntil(`round ${round}: an occurrence completed again`, async () => {
           return (await completed()) > before;
-        }, { timeoutMs: 30_000, intervalMs: 100 });
+        }, { timeoutMs: 30_000, intervalMs: 100 }).catch((error: Error) => {
+          throw new Error(`${error.message}; the daemon's log:\n${daemon.log()}`);
+        });
       }
 
       const status = await daemon.stop("SIGTERM");

@@ -154,6 +154,7 @@ Deno.test("jobs status, ls and show on PostgreSQL print what they print on SQLit
     assert.deepEqual(Object.keys(json), [
       "now",
       "store",
+      "moved",
       "config",
       "queues",
       "nodes",

@@ -13,6 +13,7 @@ import { rescueOrphans } from "../../src/worker/lifeline.ts";
 import { silentLogger } from "../../src/worker/logger.ts";
 import { denoScript, lines } from "../support/processes.ts";
 import { tempStore } from "../support/stores.ts";
+import { counts } from "../support/rescue.ts";
 
 const CHILD = fileURLToPath(new URL("../support/child_crash.ts", import.meta.url));
 
@@ -42,7 +43,7 @@ Deno.test({
     assert.ok(held.every((j) => j.attemptedBy === "doomed" && j.fence === 1));
 
     // Before the leases expire, nothing is touched; after, everything is rescued.
-    assert.deepEqual(await rescueOrphans(t.store, clock.now()), {
+    assert.deepEqual(counts(await rescueOrphans(t.store, clock.now())), {
       rescued: 0,
       discarded: 0,
       queues: [],

@@ -13,6 +13,7 @@ import { pruneJobs } from "../../src/worker/pruner.ts";
 import { stageJobs } from "../../src/worker/stager.ts";
 import { newJob } from "../support/backends.ts";
 import { insertJob, tempStore } from "../support/stores.ts";
+import { counts } from "../support/rescue.ts";
 
 const DAY = 24 * 60 * 60 * 1000;
 const NOW = Date.UTC(2026, 2, 1);
@@ -41,7 +42,10 @@ Deno.test("rescueOrphans() rescues only expired leases and leaves live ones unto
   const waiting = await insertJob(t.store, { state: "available", insertedAt: NOW - DAY });
 
   const report = await rescueOrphans(t.store, NOW);
-  assert.deepEqual(report, { rescued: 1, discarded: 0, queues: ["mail"] });
+  assert.deepEqual(counts(report), { rescued: 1, discarded: 0, queues: ["mail"] });
+  assert.deepEqual(report.jobs.map((j) => [j.id, j.node, j.state]), [
+    [expired.id, "dead-node", "available"],
+  ]);
 
   const rescued = await t.store.jobGet({ id: expired.id });
   assert.equal(rescued?.state, "available");
@@ -74,7 +78,11 @@ Deno.test("rescueOrphans() rescues only expired leases and leaves live ones unto
   assert.deepEqual(await t.store.jobGet({ id: waiting.id }), waiting);
 
   // A second pass finds nothing; the rescued job is claimed again with a higher fence.
-  assert.deepEqual(await rescueOrphans(t.store, NOW), { rescued: 0, discarded: 0, queues: [] });
+  assert.deepEqual(counts(await rescueOrphans(t.store, NOW)), {
+    rescued: 0,
+    discarded: 0,
+    queues: [],
+  });
   const { jobs } = await t.store.jobsClaim({
     queue: "mail",
     node: "other-node",
@@ -97,7 +105,11 @@ Deno.test("rescueOrphans() discards an orphan with no attempts left", async () =
     attemptedAt: NOW - 40_000,
     leaseExpiresAt: NOW - 5000,
   });
-  assert.deepEqual(await rescueOrphans(t.store, NOW), { rescued: 0, discarded: 1, queues: [] });
+  assert.deepEqual(counts(await rescueOrphans(t.store, NOW)), {
+    rescued: 0,
+    discarded: 1,
+    queues: [],
+  });
   const row = await t.store.jobGet({ id: last.id });
   assert.equal(row?.state, "discarded");
   assert.equal(row?.discardedAt, NOW);
