@@ -113,6 +113,8 @@ export interface ScheduleStatus {
   lastCompletedAt: number | null;
   misfires: number;
   lastMisfireFor: number | null;
+  /** The hash of the definition the store last synced (what a daemon runs), or null. */
+  definitionHash: string | null;
 }
 
 /** Everything `jobs status` shows. */
@@ -285,6 +287,45 @@ export function scheduleStatus(
     lastCompletedAt: row?.lastCompletedAt ?? null,
     misfires: row?.misfires ?? 0,
     lastMisfireFor: row?.lastMisfireFor ?? null,
+    definitionHash: row?.definitionHash ?? null,
+  };
+}
+
+/**
+ * The schedules as the store last synced them, by id: what a daemon runs
+ * while the schedules file has errors, since it keeps the last good
+ * definitions. A row without a stored definition (synced by an older
+ * daemon) or with one that does not parse is left out.
+ */
+export function storedSchedules(rows: readonly ScheduleRow[]): Schedule[] {
+  const schedules: Schedule[] = [];
+  for (const row of rows) {
+    if (row.definition === null) continue;
+    try {
+      const schedule = JSON.parse(row.definition) as Schedule;
+      if (schedule?.id === row.id && schedule.rhythm) schedules.push(schedule);
+    } catch {
+      // A definition this program cannot read: the row is shown as the store knows it.
+    }
+  }
+  return schedules;
+}
+
+/**
+ * A configuration of only the schedules the store last synced (see
+ * {@linkcode storedSchedules}), for the views to show what runs while the
+ * file on disk has errors and is not in force. Null without a store.
+ */
+export async function storedConfig(store: Store | null): Promise<ScheduleConfig | null> {
+  if (store === null) return null;
+  return {
+    version: 1,
+    queues: {},
+    schedules: storedSchedules(await store.schedulesList({})),
+    useCases: {},
+    workflows: [],
+    pipelines: [],
+    reports: [],
   };
 }
 

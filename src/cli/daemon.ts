@@ -56,6 +56,7 @@ import type { Runtime } from "../worker/runtime.ts";
 import type { Command } from "commander";
 import { type CliDeps, CommandFailed, configPath, dbPath, globalOptions, quiet } from "./common.ts";
 import { locationProblem, openFailure } from "./open_store.ts";
+import { storeOrigin } from "./project_file.ts";
 import { escapeControl } from "../text/escape.ts";
 import { groupsDirFor } from "./state_dir.ts";
 
@@ -139,7 +140,7 @@ export function registerDaemonCommand(program: Command, deps: CliDeps): void {
       }
       const db = dbPath(options.db, deps);
       // The store is created when missing, but not its directory: say so before anything starts.
-      const missing = await locationProblem(db, "create", deps.program);
+      const missing = await locationProblem(db, "create", deps.program, storeOrigin(db, deps));
       if (missing) throw new CommandFailed(`jobs daemon: ${missing}`);
       await runDaemon({
         db,

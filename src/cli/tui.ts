@@ -22,6 +22,7 @@ import {
   who,
 } from "./common.ts";
 import { openFailure, openStore } from "./open_store.ts";
+import { storeOrigin } from "./project_file.ts";
 import { commandLine } from "./text.ts";
 
 /** Options of `jobs tui`. */
@@ -76,7 +77,7 @@ async function tuiCommand(options: TuiOptions, deps: CliDeps): Promise<void> {
   const source = storeAt(db, {
     now: () => deps.clock.now(),
     mode,
-    explain: (error) => openFailure(db, error, deps.program),
+    explain: (error) => openFailure(db, error, deps.program, storeOrigin(db, deps)),
   });
   const config = configFile(configPath(options.config, deps));
   try {

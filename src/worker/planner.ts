@@ -29,7 +29,10 @@ export interface PlanReport {
 
 export { definitionHash };
 
-/** Makes sure every declared schedule has its row; call on start and on every reload. */
+/**
+ * Makes sure every declared schedule has its row, with its definition and
+ * its hash; call on start and on every reload.
+ */
 export function syncSchedules(
   store: Store,
   now: number,
@@ -40,6 +43,8 @@ export function syncSchedules(
       id: s.id,
       hash: definitionHash(s),
       tenant: s.tenant ?? null,
+      // Kept so the views can show what runs while the file has errors.
+      definition: JSON.stringify(s),
     })),
     now,
   });

@@ -1491,7 +1491,7 @@ export class PostgresStore implements Store<PostgresTx> {
   // ----------------------------------------------------------------- schedules
 
   async schedulesSync(params: {
-    schedules: { id: string; hash: string; tenant: string | null }[];
+    schedules: { id: string; hash: string; tenant: string | null; definition?: string | null }[];
     now: number;
   }): Promise<void> {
     if (params.schedules.length === 0) return;
@@ -1501,13 +1501,22 @@ export class PostgresStore implements Store<PostgresTx> {
     const rows = JSON.stringify(
       [...byId.values()]
         .sort((a, b) => compare(a.id, b.id))
-        .map((s) => ({ id: s.id, tenant: s.tenant, hash: s.hash })),
+        .map((s) => ({
+          id: s.id,
+          tenant: s.tenant,
+          hash: s.hash,
+          definition: s.definition ?? null,
+        })),
     );
     const now = params.now;
-    await this.#sql`INSERT INTO schedules (id, tenant, definition_hash, created_at, updated_at)
-      SELECT id, tenant, hash, ${now}::bigint, ${now}::bigint
-      FROM jsonb_to_recordset(${rows}::text::jsonb) AS r(id text, tenant text, hash text)
+    await this.#sql`INSERT INTO schedules
+        (id, tenant, definition_hash, definition, created_at, updated_at)
+      SELECT id, tenant, hash, definition, ${now}::bigint, ${now}::bigint
+      FROM jsonb_to_recordset(${rows}::text::jsonb)
+        AS r(id text, tenant text, hash text, definition text)
       ON CONFLICT (id) DO UPDATE SET tenant = excluded.tenant,
+        definition = coalesce(excluded.definition, CASE WHEN schedules.definition_hash
+          IS NOT DISTINCT FROM excluded.definition_hash THEN schedules.definition END),
         definition_hash = excluded.definition_hash,
         updated_at = CASE WHEN schedules.definition_hash IS NOT DISTINCT FROM
           excluded.definition_hash THEN schedules.updated_at ELSE excluded.updated_at END`;

@@ -1632,11 +1632,13 @@ export class SqliteStore implements Store<SqliteTx> {
   // ----------------------------------------------------------------- schedules
 
   schedulesSync(params: {
-    schedules: { id: string; hash: string; tenant: string | null }[];
+    schedules: { id: string; hash: string; tenant: string | null; definition?: string | null }[];
     now: number;
   }): Promise<void> {
     if (params.schedules.length === 0) return Promise.resolve();
-    const rows = JSON.stringify(params.schedules.map((s) => [s.id, s.tenant, s.hash]));
+    const rows = JSON.stringify(
+      params.schedules.map((s) => [s.id, s.tenant, s.hash, s.definition ?? null]),
+    );
     return this.#exclusive(() =>
       this.#write(() => {
         this.#s.schedulesSync.run({ rows, now: params.now });
