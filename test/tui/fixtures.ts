@@ -134,6 +134,7 @@ export function statusOf(id: string, extra: Partial<ScheduleStatus> = {}): Sched
     lastCompletedAt: null,
     misfires: 0,
     lastMisfireFor: null,
+    definitionHash: null,
     ...extra,
   };
 }
