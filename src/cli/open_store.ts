@@ -217,6 +217,8 @@ export async function pendingFor(
     const { exists, version, pending } = await storeSchema(db);
     return { exists, version, migrations: pending };
   } catch (error) {
-    throw new CommandFailed(`jobs migrate: ${openFailure(db, error, deps.program)}`);
+    throw new CommandFailed(
+      `jobs migrate: ${openFailure(db, error, deps.program, storeOrigin(db, deps))}`,
+    );
   }
 }

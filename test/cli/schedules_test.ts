@@ -189,7 +189,7 @@ Deno.test("jobs schedules reads an older store without migrating it, and says wh
       r.err,
       new RegExp(
         `^jobs schedules: no stored state shown: the store "${db}" is at schema version 1, ` +
-          `older than this program's \\(\\d+\\); run: jobsctl migrate --db ${db}$`,
+          `older than this program's \\(\\d+\\) \\(from --db\\); run: jobsctl migrate --db ${db}$`,
       ),
     );
     const version = new DatabaseSync(db);
