@@ -298,7 +298,8 @@ export async function runDaemon(options: DaemonOptions, deps: DaemonDeps): Promi
     dispose: (late) => late.close({ grace: 0 }),
   }).catch((error) => {
     source.close();
-    throw new CommandFailed(`jobs daemon: ${openFailure(options.db, error)}`);
+    const origin = storeOrigin(options.db, deps);
+    throw new CommandFailed(`jobs daemon: ${openFailure(options.db, error, "jobs", origin)}`);
   }).finally(() => offWaiting.forEach((off) => off()));
   if (opened === null) {
     source.close();
