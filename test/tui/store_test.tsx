@@ -211,9 +211,9 @@ Deno.test("the schedules screen shows the definitions the store last synced whil
   );
   assert.match(frame, new RegExp(`${path}:\\d+`));
   assert.match(frame, /> nightly +cron "30 2 \* \* \*" +America\/New_York +enabled/);
-  assert.match(frame, /  hourly +cron "0 \* \* \* \*" +UTC +enabled/);
+  assert.match(frame, / {2}hourly +cron "0 \* \* \* \*" +UTC +enabled/);
   assert.match(frame, new RegExp(`stored   definition ${row!.definitionHash!.slice(0, 12)}`));
-  assert.match(frame, /2026-03-08T03:30:00-04:00\[America\/New_York\]  shifted: 02:30 does/);
+  assert.match(frame, /2026-03-08T03:30:00-04:00\[America\/New_York\] {2}shifted: 02:30 does/);
   assert.doesNotMatch(frame, /not in file|disabled/);
 });
 
