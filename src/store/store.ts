@@ -682,10 +682,13 @@ export interface Store<Tx extends StoreTx = StoreTx> {
    * with no recovery point) and records each definition's hash, and the
    * definition itself when given (else the stored one stays while the hash
    * is unchanged). Rows of ids not given are left as they are: their
-   * history stays readable.
+   * history stays readable; with `complete` (a daemon's whole file), their
+   * stored definitions are cleared, since nothing runs them any more.
    */
   schedulesSync(params: {
     schedules: { id: string; hash: string; tenant: string | null; definition?: string | null }[];
+    /** The schedules given are every one in force. @default false */
+    complete?: boolean;
     now: number;
   }): Promise<void>;
   /** Schedule rows, all or those with the given ids, by id. */

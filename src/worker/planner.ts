@@ -46,6 +46,8 @@ export function syncSchedules(
       // Kept so the views can show what runs while the file has errors.
       definition: JSON.stringify(s),
     })),
+    // The whole file: a schedule removed from it keeps its row, not its definition.
+    complete: true,
     now,
   });
 }

@@ -110,6 +110,24 @@ for (const backend of BACKENDS) {
     assert.equal(await definitionOf(), null);
   });
 
+  test("schedulesSync({ complete }) clears the definitions of the ids not given, keeping their rows", async ({ store }) => {
+    const def = (id: string) => JSON.stringify({ id, rhythm: { kind: "manual" } });
+    await store.schedulesSync({
+      schedules: ["a", "b"].map((id) => ({ id, hash: id, tenant: null, definition: def(id) })),
+      complete: true,
+      now: T0,
+    });
+    await store.schedulesSync({
+      schedules: [{ id: "a", hash: "a", tenant: null, definition: def("a") }],
+      complete: true,
+      now: T0 + 1,
+    });
+    const rows = await store.schedulesList({});
+    assert.deepEqual(rows.map((r) => [r.id, r.definition]), [["a", def("a")], ["b", null]]);
+    await store.schedulesSync({ schedules: [], complete: true, now: T0 + 2 });
+    assert.deepEqual((await store.schedulesList({})).map((r) => r.definition), [null, null]);
+  });
+
   test("schedulesSync() updates definition_hash, keeps state, and never deletes rows", async ({ store }) => {
     await store.schedulesSync({
       schedules: [{ id: "a", hash: "h1", tenant: null }, { id: "b", hash: "h2", tenant: null }],

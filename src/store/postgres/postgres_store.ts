@@ -1492,8 +1492,15 @@ export class PostgresStore implements Store<PostgresTx> {
 
   async schedulesSync(params: {
     schedules: { id: string; hash: string; tenant: string | null; definition?: string | null }[];
+    complete?: boolean;
     now: number;
   }): Promise<void> {
+    if (params.complete) {
+      // Nothing runs the others any more: their definitions no longer say what runs.
+      const ids = params.schedules.map((s) => s.id);
+      await this.#sql`UPDATE schedules SET definition = NULL
+        WHERE definition IS NOT NULL AND NOT (id = ANY(${ids}::text[]))`;
+    }
     if (params.schedules.length === 0) return;
     // One row per id (the last given wins), in id order: one statement may
     // not touch a row twice, and daemons syncing at once lock in one order.

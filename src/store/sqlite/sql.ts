@@ -342,6 +342,8 @@ export const SQL = {
       definition_hash = excluded.definition_hash,
       updated_at = CASE WHEN definition_hash IS excluded.definition_hash THEN updated_at
         ELSE excluded.updated_at END`,
+  schedulesForget: `UPDATE schedules SET definition = NULL
+    WHERE definition IS NOT NULL AND id NOT IN (SELECT value FROM json_each(:ids))`,
   schedulesList: `SELECT * FROM schedules
     WHERE (:ids IS NULL OR id IN (SELECT value FROM json_each(:ids))) ORDER BY id`,
   scheduleGet: `SELECT * FROM schedules WHERE id = :id`,

@@ -1633,15 +1633,19 @@ export class SqliteStore implements Store<SqliteTx> {
 
   schedulesSync(params: {
     schedules: { id: string; hash: string; tenant: string | null; definition?: string | null }[];
+    complete?: boolean;
     now: number;
   }): Promise<void> {
-    if (params.schedules.length === 0) return Promise.resolve();
+    if (params.schedules.length === 0 && !params.complete) return Promise.resolve();
     const rows = JSON.stringify(
       params.schedules.map((s) => [s.id, s.tenant, s.hash, s.definition ?? null]),
     );
     return this.#exclusive(() =>
       this.#write(() => {
-        this.#s.schedulesSync.run({ rows, now: params.now });
+        if (params.schedules.length > 0) this.#s.schedulesSync.run({ rows, now: params.now });
+        if (params.complete) {
+          this.#s.schedulesForget.run({ ids: JSON.stringify(params.schedules.map((s) => s.id)) });
+        }
       })
     );
   }
