@@ -177,9 +177,10 @@ export async function statusCommand(
           error: loaded.problem,
           schedulesFrom: loaded.config !== null ? "file" : stored !== null ? "store" : null,
         },
-        queues: view.queues.map(queueJson),
+        // Nothing that looks healthy about a store that cannot be read: no lists.
+        queues: readable ? view.queues.map(queueJson) : [],
         nodes: view.nodes.map(nodeJson),
-        schedules: view.schedules.map(scheduleJson),
+        schedules: readable ? view.schedules.map(scheduleJson) : [],
         pipelines: pipelines.map((p) => pipelineStatusJson(p)),
       }));
     } else {

@@ -118,9 +118,9 @@ export function nearStores(db: string): string[] {
     .map((name) => `${prefix}${name}`)
     .filter(isSqliteFile)
     .slice(0, 3);
-  if (db !== "./jobs.db" && !near.includes("./jobs.db") && isSqliteFile("./jobs.db")) {
-    near.push("./jobs.db");
-  }
+  const plain = (path: string) => path.replace(/^(\.\/)+/, "");
+  const listed = [db, ...near].some((path) => plain(path) === "jobs.db");
+  if (!listed && isSqliteFile("./jobs.db")) near.push("./jobs.db");
   return near;
 }
 

@@ -526,6 +526,13 @@ Deno.test("jobs status --db ./job.db beside ./jobs.db suggests ./jobs.db, lists 
       );
       assert.doesNotMatch(r.out, /nightly|reindex-search|schedules:|queues:/);
       await assert.rejects(Deno.stat("./job.db"), Deno.errors.NotFound);
+      // Without "./", the same store is suggested once; --json lists nothing either.
+      const bare = await jobs(["status", "--db", "job.db", "--config", f.config, "--json"]);
+      assert.equal(bare.code, 1);
+      assert.match(bare.err, /; did you mean "jobs\.db"\? \(for a new store/);
+      const json = JSON.parse(bare.out);
+      assert.equal(json.store.reachable, false);
+      assert.deepEqual([json.queues, json.nodes, json.schedules], [[], [], []]);
       // Named by JOBS_DB, the error says so.
       const env = await runJobs(["status", "--config", f.config], {
         now: NOW,
