@@ -127,6 +127,8 @@ export interface ScheduleStatus {
   lastOutcomeAt: number | null;
   /** Its current run of failures: discarded occurrences since the last completed one. */
   failures: number;
+  /** The hash of the definition the store last synced (what a daemon runs), or null. */
+  definitionHash: string | null;
 }
 
 /** A schedule's current run of failures in words (`5 failures in a row`), or null at 0. */
@@ -344,6 +346,45 @@ export function scheduleStatus(
     lastOutcome: outcome?.lastOutcome ?? null,
     lastOutcomeAt: outcome?.lastOutcomeAt ?? null,
     failures: outcome?.failures ?? 0,
+    definitionHash: row?.definitionHash ?? null,
+  };
+}
+
+/**
+ * The schedules as the store last synced them, by id: what a daemon runs
+ * while the schedules file has errors, since it keeps the last good
+ * definitions. A row without a stored definition (synced by an older
+ * daemon) or with one that does not parse is left out.
+ */
+export function storedSchedules(rows: readonly ScheduleRow[]): Schedule[] {
+  const schedules: Schedule[] = [];
+  for (const row of rows) {
+    if (row.definition === null) continue;
+    try {
+      const schedule = JSON.parse(row.definition) as Schedule;
+      if (schedule?.id === row.id && schedule.rhythm) schedules.push(schedule);
+    } catch {
+      // A definition this program cannot read: the row is shown as the store knows it.
+    }
+  }
+  return schedules;
+}
+
+/**
+ * A configuration of only the schedules the store last synced (see
+ * {@linkcode storedSchedules}), for the views to show what runs while the
+ * file on disk has errors and is not in force. Null without a store.
+ */
+export async function storedConfig(store: Store | null): Promise<ScheduleConfig | null> {
+  if (store === null) return null;
+  return {
+    version: 1,
+    queues: {},
+    schedules: storedSchedules(await store.schedulesList({})),
+    useCases: {},
+    workflows: [],
+    pipelines: [],
+    reports: [],
   };
 }
 

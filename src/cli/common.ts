@@ -21,6 +21,7 @@ import { tryParseDuration } from "../schedule/durations.ts";
 import type { JobFilter } from "../store/store.ts";
 import { didYouMean } from "../text/suggest.ts";
 import type { Logger } from "../worker/logger.ts";
+import { ProjectFileError, resolveConfig, resolveDb } from "./project_file.ts";
 import { echo } from "./text.ts";
 
 /** What the commands may touch, chosen by main.ts. */
@@ -63,6 +64,12 @@ export interface CliDeps {
    * args too large for one argv argument, which Linux caps at 128 KiB.
    */
   readStdin: () => Promise<string>;
+  /**
+   * The current folder, where the project file (`.jobs.yaml`) is looked
+   * for, then in each folder above it.
+   * @default Deno.cwd()
+   */
+  cwd?: () => string;
 }
 
 /** Raised by a command that ran and failed: its message is printed, exit code 1 (2: usage). */
@@ -75,19 +82,36 @@ export class CommandFailed extends Error {
 
 // ---------------------------------------------------------------- locations
 
-/** `--db`, else `JOBS_DB`, else `./jobs.db`. */
+/**
+ * `--db`, else `JOBS_DB`, else the project file's `db:` (`.jobs.yaml` here
+ * or above), else `./jobs.db`; see `project_file.ts`, which remembers why,
+ * for the errors about the store.
+ */
 export function dbPath(option: string | undefined, deps: CliDeps): string {
-  return option ?? deps.env("JOBS_DB") ?? "./jobs.db";
+  return projectFileOrFail(() => resolveDb(option, deps)).value;
 }
 
-/** `--config`, else `JOBS_CONFIG`, else `./schedules.yaml`. */
+/** `--config`, else `JOBS_CONFIG`, else the project file's `config:`, else `./schedules.yaml`. */
 export function configPath(option: string | undefined, deps: CliDeps): string {
-  return option ?? deps.env("JOBS_CONFIG") ?? "./schedules.yaml";
+  return projectFileOrFail(() => resolveConfig(option, deps)).value;
 }
 
-/** Whether the schedules file was named (`--config` or `JOBS_CONFIG`) rather than defaulted. */
+/**
+ * Whether the schedules file was named (`--config`, `JOBS_CONFIG` or the
+ * project file) rather than defaulted.
+ */
 export function configNamed(option: string | undefined, deps: CliDeps): boolean {
-  return option !== undefined || deps.env("JOBS_CONFIG") !== undefined;
+  return projectFileOrFail(() => resolveConfig(option, deps)).named;
+}
+
+/** `fn`'s result; a project file that cannot be used fails the command naming it. */
+function projectFileOrFail<T>(fn: () => T): T {
+  try {
+    return fn();
+  } catch (error) {
+    if (error instanceof ProjectFileError) throw new CommandFailed(`jobs: ${error.message}`);
+    throw error;
+  }
 }
 
 /** Whether `path` exists; `:memory:` always does. */

@@ -64,6 +64,7 @@ import {
   writeMoved,
 } from "./common.ts";
 import { locationProblem, openFailure } from "./open_store.ts";
+import { storeOrigin } from "./project_file.ts";
 import { escapeControl } from "../text/escape.ts";
 import { groupsDirFor } from "./state_dir.ts";
 
@@ -147,7 +148,7 @@ export function registerDaemonCommand(program: Command, deps: CliDeps): void {
       }
       const db = dbPath(options.db, deps);
       // The store is created when missing, but not its directory: say so before anything starts.
-      const missing = await locationProblem(db, "create", deps.program);
+      const missing = await locationProblem(db, "create", deps.program, storeOrigin(db, deps));
       if (missing) throw new CommandFailed(`jobs daemon: ${missing}`);
       await runDaemon({
         db,
@@ -313,7 +314,8 @@ export async function runDaemon(options: DaemonOptions, deps: DaemonDeps): Promi
     dispose: (late) => late.close({ grace: 0 }),
   }).catch((error) => {
     source.close();
-    throw new CommandFailed(`jobs daemon: ${openFailure(options.db, error)}`);
+    const origin = storeOrigin(options.db, deps);
+    throw new CommandFailed(`jobs daemon: ${openFailure(options.db, error, "jobs", origin)}`);
   }).finally(() => offWaiting.forEach((off) => off()));
   if (opened === null) {
     source.close();

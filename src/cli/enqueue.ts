@@ -42,6 +42,7 @@ import {
 } from "./common.ts";
 import { configIfAny } from "./config.ts";
 import { locationProblem, withStore } from "./open_store.ts";
+import { storeOrigin } from "./project_file.ts";
 import { cell, echo, firstLine } from "./text.ts";
 
 /** The workers every daemon has, whatever its configuration. */
@@ -164,7 +165,7 @@ async function enqueueCommand(
   const known = !check || defined.includes(worker);
   // Without a store no job uses any worker: refuse before creating one.
   if (!known && await locationProblem(db, "read", deps.program)) unknownWorker(worker, defined);
-  if (!options.create) await requireStoreFile(db, deps.program);
+  if (!options.create) await requireStoreFile(db, deps.program, storeOrigin(db, deps));
   await withStore("enqueue", db, options.create ? "create" : "write", deps, async (store) => {
     if (!known) {
       const used = await store.workersList();
@@ -193,8 +194,12 @@ async function enqueueCommand(
  * `enqueue` creates the store only when asked (`--create`), so a vanished
  * file or a mistyped `--db` never becomes a fresh empty store.
  */
-async function requireStoreFile(db: string, program: string): Promise<void> {
-  const problem = await locationProblem(db, "write", program);
+async function requireStoreFile(
+  db: string,
+  program: string,
+  origin: string | null,
+): Promise<void> {
+  const problem = await locationProblem(db, "write", program, origin);
   if (problem === null) return;
   // Only the file is missing when `create` would find nothing wrong.
   const onlyFile = await locationProblem(db, "create", program) === null;

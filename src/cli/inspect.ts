@@ -26,11 +26,14 @@ import {
   statusView,
   type StoreCheck,
   storeCheck,
+  storedConfig,
   type ZoneOf,
 } from "../admin/views.ts";
 import { redact } from "../kernel/redact.ts";
 import { type Attempt, FINAL_STATES, type Job, JOB_STATES } from "../kernel/types.ts";
 import { formatDuration } from "../schedule/durations.ts";
+import { rhythmText } from "../schedule/describe.ts";
+import type { Schedule, ScheduleConfig } from "../schedule/types.ts";
 import { describeLocation, isPostgresLocation, knownSchemaVersion } from "../store/open.ts";
 import type { AuditRow, JobFilter } from "../store/store.ts";
 import {
@@ -47,7 +50,7 @@ import {
   quiet,
   REF_CUT,
 } from "./common.ts";
-import { fileZones, loadConfig } from "./config.ts";
+import { fileZones, loadConfig, type LoadedConfig } from "./config.ts";
 import { freshnessText } from "./ingest.ts";
 import { movedNotice, openStore, tryOpenStore } from "./open_store.ts";
 import { block, cell, echo, firstLine, iso, safeJson, table, truncate, when } from "./text.ts";
@@ -162,7 +165,10 @@ export async function statusCommand(
     const readable = opened.ok && health.reachable ? opened.store : null;
     // A store migrate-store retired: said first, so nobody mistakes it for the live one.
     const moved = opened.ok ? opened.moved : null;
-    const view = await statusView({ store: readable, config: loaded.config, now });
+    // A file with errors is not in force: a daemon keeps running the last
+    // good definitions, which the store keeps, so those are what is shown.
+    const stored = loaded.errors.length > 0 ? await storedConfig(readable) : null;
+    const view = await statusView({ store: readable, config: loaded.config ?? stored, now });
     const pipelines = readable
       ? await pipelinesView({ store: readable, pipelines: loaded.config?.pipelines ?? [], now })
       : [];
@@ -171,16 +177,23 @@ export async function statusCommand(
         now: iso(now),
         store: health,
         moved: moved && { to: moved.to, at: iso(moved.at), actor: moved.actor },
-        config: { file: options.config, ok: loaded.config !== null, error: loaded.problem },
-        queues: view.queues.map(queueJson),
+        config: {
+          file: options.config,
+          ok: loaded.config !== null,
+          error: loaded.problem,
+          schedulesFrom: loaded.config !== null ? "file" : stored !== null ? "store" : null,
+        },
+        // Nothing that looks healthy about a store that cannot be read: no lists.
+        queues: readable ? view.queues.map(queueJson) : [],
         nodes: view.nodes.map(nodeJson),
-        schedules: view.schedules.map(scheduleJson),
+        schedules: readable ? view.schedules.map(scheduleJson) : [],
         pipelines: pipelines.map((p) => pipelineStatusJson(p)),
         leader: leaderJson(view.leader),
       }));
     } else {
       if (moved) deps.out(`MOVED: ${cell(movedNotice(options.db, moved))}`);
-      for (const line of statusText(view, health, loaded.problem)) deps.out(line);
+      const problem = loaded.problem && notInForce(loaded, stored);
+      for (const line of statusText(view, health, problem, stored)) deps.out(line);
       if (pipelines.length > 0) {
         deps.out("");
         deps.out("pipelines:");
@@ -197,10 +210,39 @@ export async function statusCommand(
   }
 }
 
-function statusText(view: StatusView, health: StoreCheck, configProblem: string | null): string[] {
+/**
+ * The line that says the schedules file has errors and is not in force,
+ * with its first error (file:line), and where the schedules shown come from.
+ */
+export function notInForce(
+  loaded: Pick<LoadedConfig, "file" | "errors" | "problem">,
+  stored: ScheduleConfig | null,
+): string {
+  const shown = stored === null
+    ? "the store cannot be read, so what a daemon runs is unknown"
+    : stored.schedules.length > 0
+    ? "a daemon keeps running the last good definitions, shown below as the store has them"
+    : "the store has no definitions synced by a daemon to show";
+  const what = loaded.errors.some((e) => e.code === "file-unreadable")
+    ? "cannot be read"
+    : "has errors";
+  return `${loaded.file} ${what} and is not in force (${shown}): ${loaded.problem}`;
+}
+
+function statusText(
+  view: StatusView,
+  health: StoreCheck,
+  configProblem: string | null,
+  stored: ScheduleConfig | null = null,
+): string[] {
   const now = view.now;
   const lines = [`status at ${iso(now)}`, "", `store: ${healthText(health)}`];
   if (configProblem) lines.push(`schedules file: ${cell(configProblem)}`);
+  if (!health.reachable) {
+    // Nothing that looks healthy about a store that cannot be read.
+    lines.push("", "(no queues, nodes or schedules shown: the store cannot be read)");
+    return lines;
+  }
 
   lines.push("", "queues:");
   if (view.queues.length === 0) lines.push("  none");
@@ -217,7 +259,10 @@ function statusText(view: StatusView, health: StoreCheck, configProblem: string 
 
   lines.push("", "schedules:");
   if (view.schedules.length === 0) lines.push("  none");
-  for (const s of view.schedules) lines.push(...scheduleLines(s, now).map((l) => `  ${l}`));
+  for (const s of view.schedules) {
+    const definition = stored?.schedules.find((d) => d.id === s.id);
+    lines.push(...scheduleLines(s, now, stored && storedText(s, definition)).map((l) => `  ${l}`));
+  }
   return lines;
 }
 
@@ -288,7 +333,15 @@ function outcomeText(s: ScheduleStatus, now: number): string | null {
   return `last: ${s.lastOutcome} ${when(s.lastOutcomeAt, now)}${run === null ? "" : `, ${run}`}`;
 }
 
-function scheduleLines(s: ScheduleStatus, now: number): string[] {
+/** `(as stored: cron "0 3 * * *" in UTC, definition abc123def456)`: what a daemon runs. */
+function storedText(s: ScheduleStatus, definition: Schedule | undefined): string {
+  const timing = definition
+    ? `${cell(rhythmText(definition))} in ${cell(definition.timezone)}, `
+    : "";
+  return `(as stored: ${timing}definition ${shortHash(s.definitionHash)})`;
+}
+
+function scheduleLines(s: ScheduleStatus, now: number, stored: string | null = null): string[] {
   const state = s.enabled
     ? "enabled"
     : s.disabledIn === "store"
@@ -304,7 +357,8 @@ function scheduleLines(s: ScheduleStatus, now: number): string[] {
     ? "none"
     : "none (not in the schedules file)";
   const lines = [
-    `${cell(s.id)}  ${state}`,
+    // From the store (the file has errors): say which definition runs.
+    `${cell(s.id)}  ${state}${stored ? `  ${stored}` : ""}`,
     `  next ${nextRun}; last started ${when(s.lastStartedAt, now)}, completed ${
       when(s.lastCompletedAt, now)
     }; misfires ${s.misfires}${

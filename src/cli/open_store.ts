@@ -14,6 +14,7 @@
 import {
   checkSqliteLocation,
   describeLocation,
+  isPostgresLocation,
   type OpenedStore,
   openStore as openAt,
   SchemaTooNewError,
@@ -25,7 +26,9 @@ import {
 import { SchemaTooOldError, StoreMissingError, StoreOpenError } from "../store/errors.ts";
 import type { Store } from "../store/store.ts";
 import { escapeControl } from "../text/escape.ts";
+import { nearest } from "../text/suggest.ts";
 import { type CliDeps, CommandFailed, writeMoved } from "./common.ts";
+import { storeOrigin } from "./project_file.ts";
 import { commandLine, firstLine } from "./text.ts";
 
 export type { OpenedStore, StoreMode };
@@ -62,25 +65,40 @@ export async function tryOpenStore(
     const schema = error instanceof SchemaTooOldError || error instanceof SchemaTooNewError
       ? { schemaVersion: error.found, knownVersion: error.known }
       : { schemaVersion: null, knownVersion: null };
-    return { ok: false, problem: openFailure(db, error, deps.program), ...schema };
+    return {
+      ok: false,
+      problem: openFailure(db, error, deps.program, storeOrigin(db, deps)),
+      ...schema,
+    };
   }
 }
 
 /**
  * Why the store at `db` did not open, as one line naming it (credentials
- * removed): no store there (with the command that creates one), a schema
- * older (with the migrate command) or newer than this program's, the reason
- * the store found by looking at the folder and the file, or else the
- * database's own message.
+ * removed) and, given its `origin`, which store it is and why (`from --db`,
+ * `from JOBS_DB`, `from /srv/.jobs.yaml`, the default): no store there (with
+ * the store files of near names beside it as a did-you-mean, and the
+ * command that creates one), a schema older (with the migrate command) or
+ * newer than this program's, the reason the store found by looking at the
+ * folder and the file, or else the database's own message.
  */
-export function openFailure(db: string, error: unknown, program = "jobs"): string {
+export function openFailure(
+  db: string,
+  error: unknown,
+  program = "jobs",
+  origin: string | null = null,
+): string {
   const migrate = () => commandLine(program, ["migrate", "--db", describeLocation(db)]);
+  const why = origin === null ? "" : ` (${origin})`;
   if (error instanceof StoreMissingError) {
-    return error.reason === "no-file"
-      ? `${error.message}; a daemon creates it when it starts, or run: ${migrate()}`
-      : error.message;
+    if (error.reason !== "no-file") return `${error.message}${why}`;
+    const near = nearStores(db);
+    return near.length === 0
+      ? `${error.message}${why}; a daemon creates it when it starts, or run: ${migrate()}`
+      : `${error.message}${why}; did you mean ${orList(near)}? ` +
+        `(for a new store there: a daemon creates it when it starts, or run: ${migrate()})`;
   }
-  if (error instanceof SchemaTooOldError) return `${error.message}; run: ${migrate()}`;
+  if (error instanceof SchemaTooOldError) return `${error.message}${why}; run: ${migrate()}`;
   if (error instanceof StoreMovedError) {
     const reopen = commandLine(program, [
       "migrate-store",
@@ -88,15 +106,64 @@ export function openFailure(db: string, error: unknown, program = "jobs"): strin
       "--db",
       describeLocation(db),
     ]);
-    return `${error.message}; use the new one (--db or JOBS_DB), take this one back with ` +
+    return `${error.message}${why}; use the new one (--db or JOBS_DB), take this one back with ` +
       `${reopen}, or write anyway (audited) with --force-moved`;
   }
-  if (error instanceof StoreOpenError) return error.message;
-  if (error instanceof SchemaTooNewError) return newerProblem(db, error.found, error.known);
+  if (error instanceof StoreOpenError) return `${error.message}${why}`;
+  if (error instanceof SchemaTooNewError) return newerProblem(db, error.found, error.known) + why;
   const message = firstLine(error instanceof Error ? error.message : String(error));
-  return `cannot open the store "${escapeControl(describeLocation(db))}": ${
+  return `cannot open the store "${escapeControl(describeLocation(db))}"${why}: ${
     escapeControl(message)
   }`;
+}
+
+/** The first bytes of every SQLite database file. */
+const SQLITE_HEADER = "SQLite format 3\0";
+
+/**
+ * SQLite store files whose names are near the missing `db`'s (a typo of
+ * one), in its folder and spelled as `db` spells the folder; and
+ * `./jobs.db`, the default, when it is there. Nearest first.
+ */
+export function nearStores(db: string): string[] {
+  if (isPostgresLocation(db) || db === ":memory:") return [];
+  const slash = db.lastIndexOf("/");
+  const prefix = slash < 0 ? "" : db.slice(0, slash + 1);
+  const names: string[] = [];
+  try {
+    for (const entry of Deno.readDirSync(prefix === "" ? "." : prefix)) {
+      if (entry.isFile && !/-(wal|shm|journal)$/.test(entry.name)) names.push(entry.name);
+    }
+  } catch {
+    return []; // A folder that cannot be listed: nothing to suggest.
+  }
+  const near = nearest(db.slice(slash + 1), names, 6)
+    .map((name) => `${prefix}${name}`)
+    .filter(isSqliteFile)
+    .slice(0, 3);
+  const plain = (path: string) => path.replace(/^(\.\/)+/, "");
+  const listed = [db, ...near].some((path) => plain(path) === "jobs.db");
+  if (!listed && isSqliteFile("./jobs.db")) near.push("./jobs.db");
+  return near;
+}
+
+/** `"a"`, `"a" or "b"`, `"a", "b" or "c"`: each quoted with JSON rules, so nothing hides. */
+function orList(names: string[]): string {
+  const quoted = names.map((name) => JSON.stringify(name));
+  const last = quoted.pop()!;
+  return quoted.length > 0 ? `${quoted.join(", ")} or ${last}` : last;
+}
+
+/** Whether `path` is a file that begins as a SQLite database does. */
+function isSqliteFile(path: string): boolean {
+  try {
+    using file = Deno.openSync(path, { read: true });
+    const head = new Uint8Array(SQLITE_HEADER.length);
+    const n = file.readSync(head) ?? 0;
+    return n === head.length && new TextDecoder().decode(head) === SQLITE_HEADER;
+  } catch {
+    return false;
+  }
 }
 
 /**
@@ -142,10 +209,11 @@ export async function withStore<T>(
     if (error instanceof CommandFailed) throw error;
     // A store call that failed (locked past its timeout, a disk error): name the store.
     const message = firstLine(error instanceof Error ? error.message : String(error));
+    const origin = storeOrigin(db, deps);
     throw new CommandFailed(
-      `jobs ${command}: the store "${escapeControl(describeLocation(db))}": ${
-        escapeControl(message)
-      }`,
+      `jobs ${command}: the store "${escapeControl(describeLocation(db))}"${
+        origin === null ? "" : ` (${origin})`
+      }: ${escapeControl(message)}`,
     );
   } finally {
     await store.close();
@@ -162,13 +230,14 @@ export async function locationProblem(
   db: string,
   mode: StoreMode,
   program: string,
+  origin: string | null = null,
 ): Promise<string | null> {
   if (/^postgres(ql)?:\/\//i.test(db)) return null;
   try {
     await checkSqliteLocation(db, mode);
     return null;
   } catch (error) {
-    return openFailure(db, error, program);
+    return openFailure(db, error, program, origin);
   }
 }
 
@@ -187,6 +256,8 @@ export async function pendingFor(
     const { exists, version, pending } = await storeSchema(db);
     return { exists, version, migrations: pending };
   } catch (error) {
-    throw new CommandFailed(`jobs migrate: ${openFailure(db, error, deps.program)}`);
+    throw new CommandFailed(
+      `jobs migrate: ${openFailure(db, error, deps.program, storeOrigin(db, deps))}`,
+    );
   }
 }

@@ -14,7 +14,12 @@
 
 import type { Command } from "commander";
 import { reasonPlaceholder } from "../admin/reasons.ts";
-import { latestOccurrence, type ScheduleStatus, scheduleStatus } from "../admin/views.ts";
+import {
+  latestOccurrence,
+  type ScheduleStatus,
+  scheduleStatus,
+  storedConfig,
+} from "../admin/views.ts";
 import type { Job, JobState } from "../kernel/types.ts";
 import { formatDuration } from "../schedule/durations.ts";
 import type { Schedule, ScheduleConfig } from "../schedule/types.ts";
@@ -28,8 +33,8 @@ import {
 } from "../workflow/types.ts";
 import { misfireText, rhythmText } from "../schedule/describe.ts";
 import { type CliDeps, CommandFailed, configPath, dbPath, globalOptions, quiet } from "./common.ts";
-import { requireConfig } from "./config.ts";
-import { scheduleJson } from "./inspect.ts";
+import { configOrFail, loadConfig } from "./config.ts";
+import { notInForce, scheduleJson } from "./inspect.ts";
 import { describeLocation } from "../store/open.ts";
 import { movedNotice, tryOpenStore } from "./open_store.ts";
 import { cell, echo, iso, safeJson, shellQuote, when } from "./text.ts";
@@ -137,7 +142,54 @@ export async function runbookCommand(
   deps: CliDeps,
 ): Promise<void> {
   const now = deps.clock.now();
-  const { config } = await requireConfig("runbook", options.config, deps);
+  const { config, warning, early } = await runbookConfig(options, deps);
+  try {
+    await runbookFor(config, warning, early, options, deps, now);
+  } finally {
+    if (early?.ok) await early.store.close();
+  }
+}
+
+/**
+ * The configuration the runbook describes: the file's; or, while the file
+ * has errors, the schedules as the store last synced them (what a daemon
+ * runs), with the warning that says so (also on stderr) and the store
+ * opened to read them. Without stored definitions the command fails on the
+ * file's errors as before.
+ */
+async function runbookConfig(
+  options: { db: string; config: string },
+  deps: CliDeps,
+): Promise<{ config: ScheduleConfig; warning: string | null; early: Opened | null }> {
+  const loaded = await loadConfig(options.config);
+  if (loaded.config !== null) return { config: loaded.config, warning: null, early: null };
+  const early = await tryOpenStore(options.db, "read", deps);
+  const stored = early.ok ? await storedConfig(early.store).catch(() => null) : null;
+  if (stored === null || stored.schedules.length === 0) {
+    if (early.ok) await early.store.close();
+    configOrFail("runbook", loaded, deps);
+  }
+  const warning = notInForce(loaded, stored);
+  deps.err(`jobs runbook: warning: ${echo(warning, 1000)}`);
+  return { config: stored!, warning, early };
+}
+
+type Opened = Awaited<ReturnType<typeof tryOpenStore>>;
+
+async function runbookFor(
+  config: ScheduleConfig,
+  warning: string | null,
+  early: Opened | null,
+  options: {
+    id: string | undefined;
+    db: string;
+    config: string;
+    given: { db?: string; config?: string };
+    json: boolean;
+  },
+  deps: CliDeps,
+  now: number,
+): Promise<void> {
   const declared = workflowsOf(config);
   const schedules = options.id === undefined
     ? config.schedules
@@ -156,7 +208,7 @@ export async function runbookCommand(
           `${echo(didYouMean(options.id, ids))} (it has ${known || "none"})`,
     );
   }
-  const opened = await tryOpenStore(options.db, "read", deps);
+  const opened = early ?? await tryOpenStore(options.db, "read", deps);
   if (opened.ok && opened.moved) deps.err(`jobs runbook: ${movedNotice(options.db, opened.moved)}`);
   try {
     const store = opened.ok ? opened.store : null;
@@ -186,18 +238,21 @@ export async function runbookCommand(
     if (options.json) {
       deps.out(safeJson({
         store: opened.ok ? null : opened.problem,
+        ...(warning === null ? {} : { config: { file: options.config, notInForce: warning } }),
         schedules: books.map((b) => ({ ...b, state: scheduleJson(b.state) })),
         workflows: flows,
       }));
       return;
     }
     const lines = [`runbook: ${cell(options.config)}, store ${cell(describeLocation(options.db))}`];
+    if (warning !== null) lines.push(`warning: ${cell(warning)}`);
     if (!opened.ok) lines.push(`(store: ${opened.problem}; no stored state shown)`);
     for (const book of books) lines.push("", ...runbookText(book, now));
     for (const flow of flows) lines.push("", ...workflowRunbookText(flow));
     for (const line of lines) deps.out(line);
   } finally {
-    if (opened.ok) await opened.store.close();
+    // A store opened early (to read the stored definitions) is closed by the caller.
+    if (opened.ok && early === null) await opened.store.close();
   }
 }
 

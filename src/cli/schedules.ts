@@ -11,7 +11,8 @@ import type { Command } from "commander";
 import { formatDuration } from "../schedule/durations.ts";
 import { next } from "../schedule/occurrences.ts";
 import { misfireText, rhythmText } from "../schedule/describe.ts";
-import type { Schedule } from "../schedule/types.ts";
+import type { Schedule, ScheduleConfig } from "../schedule/types.ts";
+import { storedConfig } from "../admin/views.ts";
 import type { ScheduleRow } from "../store/store.ts";
 import { didYouMean } from "../text/suggest.ts";
 import { type PrunerSettings, prunerSettings } from "../worker/pruner.ts";
@@ -26,7 +27,8 @@ import {
   plural,
   quiet,
 } from "./common.ts";
-import { requireConfig } from "./config.ts";
+import { configOrFail, loadConfig, requireConfig } from "./config.ts";
+import { notInForce } from "./inspect.ts";
 import { tryOpenStore } from "./open_store.ts";
 import { cell, echo } from "./text.ts";
 
@@ -266,9 +268,7 @@ export async function schedulesCommand(
   options: { config: string; db: string; json: boolean; now: number },
   deps: CliDeps,
 ): Promise<void> {
-  const { config } = await requireConfig("schedules", options.config, deps, {
-    json: options.json,
-  });
+  const config = await fileOrStored(options, deps);
   const rows = await storedRows(options.db, config.schedules.map((s) => s.id), deps);
   const views = config.schedules.map((s) => view(s, rows.get(s.id), options.now));
   if (options.json) {
@@ -294,6 +294,34 @@ export async function schedulesCommand(
         `completed ${v.lastCompletedAt ?? "never"}`,
     );
   }
+}
+
+/**
+ * The file's schedules; or, while the file has errors, those the store last
+ * synced (what a daemon runs), with a warning on stderr that the file is
+ * not in force. Without stored definitions the command fails on the file's
+ * errors as before.
+ */
+async function fileOrStored(
+  options: { config: string; db: string; json: boolean },
+  deps: CliDeps,
+): Promise<ScheduleConfig> {
+  const loaded = await loadConfig(options.config);
+  if (loaded.config !== null) return loaded.config;
+  const opened = await tryOpenStore(options.db, "read", deps);
+  let stored: ScheduleConfig | null = null;
+  if (opened.ok) {
+    try {
+      stored = await storedConfig(opened.store);
+    } finally {
+      await opened.store.close();
+    }
+  }
+  if (stored === null || stored.schedules.length === 0) {
+    configOrFail("schedules", loaded, deps, options.json);
+  }
+  deps.err(`jobs schedules: warning: ${echo(notInForce(loaded, stored), 1000)}`);
+  return stored!;
 }
 
 /** The stored rows, read in `read` mode; none (and why, on stderr) without a readable store. */

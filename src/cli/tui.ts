@@ -23,6 +23,7 @@ import {
   writeMoved,
 } from "./common.ts";
 import { openFailure, openStore, tryOpenStore } from "./open_store.ts";
+import { storeOrigin } from "./project_file.ts";
 import { commandLine } from "./text.ts";
 import { escapeControl } from "../text/escape.ts";
 
@@ -87,7 +88,7 @@ async function tuiCommand(options: TuiOptions, deps: CliDeps): Promise<void> {
     mode,
     writeMoved: leave ?? undefined,
     note: moved ? ` (MOVED to ${escapeControl(moved.to)}: read only)` : undefined,
-    explain: (error) => openFailure(db, error, deps.program),
+    explain: (error) => openFailure(db, error, deps.program, storeOrigin(db, deps)),
   });
   const config = configFile(configPath(options.config, deps));
   try {

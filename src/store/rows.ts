@@ -104,6 +104,7 @@ export function toScheduleRow(row: Row): ScheduleRow {
     disabledBy: row.disabled_by as string | null,
     disabledAt: num(row.disabled_at),
     definitionHash: row.definition_hash as string | null,
+    definition: (row.definition ?? null) as string | null,
     lastPlannedFor: num(row.last_planned_for),
     lastStartedAt: num(row.last_started_at),
     lastCompletedAt: num(row.last_completed_at),

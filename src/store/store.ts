@@ -244,6 +244,12 @@ export interface ScheduleRow {
   disabledBy: string | null;
   disabledAt: number | null;
   definitionHash: string | null;
+  /**
+   * The definition as last synced (the schedule's JSON), so the views can
+   * show what the daemon runs while the file has errors; null when none was
+   * given (an older daemon, or a row made by an operator's action).
+   */
+  definition: string | null;
   /** The recovery point: every occurrence at or before it has been planned. */
   lastPlannedFor: number | null;
   lastStartedAt: number | null;
@@ -734,11 +740,16 @@ export interface Store<Tx extends StoreTx = StoreTx> {
 
   /**
    * Makes sure a row exists for each schedule id (new ids start enabled,
-   * with no recovery point) and records each definition's hash. Rows of ids
-   * not given are left as they are: their history stays readable.
+   * with no recovery point) and records each definition's hash, and the
+   * definition itself when given (else the stored one stays while the hash
+   * is unchanged). Rows of ids not given are left as they are: their
+   * history stays readable; with `complete` (a daemon's whole file), their
+   * stored definitions are cleared, since nothing runs them any more.
    */
   schedulesSync(params: {
-    schedules: { id: string; hash: string; tenant: string | null }[];
+    schedules: { id: string; hash: string; tenant: string | null; definition?: string | null }[];
+    /** The schedules given are every one in force. @default false */
+    complete?: boolean;
     now: number;
   }): Promise<void>;
   /** Schedule rows, all or those with the given ids, by id. */

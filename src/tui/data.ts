@@ -29,6 +29,7 @@ import {
   statusView,
   type StoreCheck,
   storeCheck,
+  storedConfig,
 } from "../admin/views.ts";
 import {
   listWorkflowRuns,
@@ -118,6 +119,12 @@ export interface ScheduleInfo {
   schedule: Schedule | null;
   /** The next occurrences with their DST notes. */
   upcoming: Occurrence[];
+  /**
+   * Set while the schedules file has errors and so is not in force: its
+   * first error. `schedule` is then the definition the store last synced
+   * (what a daemon runs), not the file's.
+   */
+  notInForce?: string;
 }
 
 /** One group of dead letters: discarded jobs of one worker and schedule with one error. */
@@ -432,13 +439,18 @@ export function storeData(params: {
     async schedules(now) {
       const store = await source.get();
       const loaded = await params.config();
-      const declared = new Map((loaded.config?.schedules ?? []).map((s) => [s.id, s]));
-      return (await schedulesView(store, loaded.config, now)).map((status) => {
+      // A file with errors is not in force: a daemon runs the definitions the store keeps.
+      const broken = loaded.config === null && !loaded.missing && loaded.problems.length > 0;
+      const config = broken ? await storedConfig(store) : loaded.config;
+      const notInForce = broken ? { notInForce: loaded.problems[0]! } : {};
+      const declared = new Map((config?.schedules ?? []).map((s) => [s.id, s]));
+      return (await schedulesView(store, config, now)).map((status) => {
         const schedule = declared.get(status.id) ?? null;
         return {
           status,
           schedule,
           upcoming: schedule && status.enabled ? next(schedule, now, UPCOMING) : [],
+          ...notInForce,
         };
       });
     },

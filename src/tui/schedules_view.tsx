@@ -8,6 +8,7 @@
 
 import type { ReactNode } from "react";
 import { failuresText } from "../admin/views.ts";
+import { shortHash } from "../admin/definitions.ts";
 import { redact } from "../kernel/redact.ts";
 import { formatDuration } from "../schedule/durations.ts";
 import { rhythmText } from "../schedule/describe.ts";
@@ -41,12 +42,24 @@ export function schedulesLines(props: SchedulesProps): Seg[][] {
   if (schedules.length === 0) {
     return [[seg("no schedules in the schedules file or the store", { dim: true })]];
   }
-  const listRows = Math.max(1, Math.min(schedules.length, height - DETAIL_LINES - 1));
+  const problem = schedules[0]?.notInForce;
+  // The file's errors take two lines above the list: shown while it is not in force.
+  const banner: Seg[][] = problem === undefined ? [] : [
+    [seg(
+      "the schedules file has errors and is not in force: shown is what a daemon runs, as stored",
+      { color: "red", bold: true },
+    )],
+    [seg(`  ${clean(firstLine(problem))}`, { color: "red" })],
+  ];
+  const listRows = Math.max(
+    1,
+    Math.min(schedules.length, height - DETAIL_LINES - 1 - banner.length),
+  );
   const idWidth = Math.max(
     8,
     Math.min(24, Math.max(0, ...schedules.map((s) => Array.from(s.status.id).length))),
   );
-  const lines: Seg[][] = [[
+  const lines: Seg[][] = [...banner, [
     seg(
       `  ${fit("SCHEDULE", idWidth)} ${fit("RHYTHM", 18)} ${fit("ZONE", 16)} ${
         fit("STATE", 9)
@@ -109,6 +122,12 @@ function scheduleDetail(info: ScheduleInfo, now: number, width: number): Seg[][]
         }overlap ${schedule.overlapPolicy}; queue ${clean(schedule.queue)}`,
       ),
     ]);
+    if (info.notInForce !== undefined) {
+      lines.push([
+        seg("stored   "),
+        seg(`definition ${shortHash(status.definitionHash)}, as a daemon last synced it`),
+      ]);
+    }
   } else {
     lines.push([seg("not in the schedules file: only the store remembers it", { dim: true })]);
   }

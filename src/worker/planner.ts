@@ -29,7 +29,10 @@ export interface PlanReport {
 
 export { definitionHash };
 
-/** Makes sure every declared schedule has its row; call on start and on every reload. */
+/**
+ * Makes sure every declared schedule has its row, with its definition and
+ * its hash; call on start and on every reload.
+ */
 export function syncSchedules(
   store: Store,
   now: number,
@@ -40,7 +43,11 @@ export function syncSchedules(
       id: s.id,
       hash: definitionHash(s),
       tenant: s.tenant ?? null,
+      // Kept so the views can show what runs while the file has errors.
+      definition: JSON.stringify(s),
     })),
+    // The whole file: a schedule removed from it keeps its row, not its definition.
+    complete: true,
     now,
   });
 }

@@ -50,7 +50,7 @@ Deno.test({
         r.err,
         `jobs daemon: cannot open the store "/proc/jobs.db": the folder "/proc" does not ` +
           `accept new files (no such file or directory); SQLite needs to create jobs.db, ` +
-          `jobs.db-wal and jobs.db-shm in it`,
+          `jobs.db-wal and jobs.db-shm in it (from --db)`,
       );
     }),
 });
@@ -65,7 +65,8 @@ Deno.test({
       assert.equal(
         r.err,
         `jobs daemon: cannot open the store "/sys/jobs.db": the folder "/sys" is not writable ` +
-          `(permission denied); SQLite needs to create jobs.db, jobs.db-wal and jobs.db-shm in it`,
+          `(permission denied); SQLite needs to create jobs.db, jobs.db-wal and jobs.db-shm in it ` +
+          `(from --db)`,
       );
     }),
 });
@@ -76,7 +77,7 @@ Deno.test("jobs daemon names a missing folder, a folder at the path and a file t
     assert.equal(missing.code, 1);
     assert.equal(
       missing.err,
-      `jobs daemon: no directory "${dir}/nope" for the store "${dir}/nope/jobs.db"`,
+      `jobs daemon: no directory "${dir}/nope" for the store "${dir}/nope/jobs.db" (from --db)`,
     );
 
     await Deno.mkdir(`${dir}/folder.db`);
@@ -84,7 +85,7 @@ Deno.test("jobs daemon names a missing folder, a folder at the path and a file t
     assert.equal(folder.code, 1);
     assert.equal(
       folder.err,
-      `jobs daemon: the store "${dir}/folder.db" is a directory, not a SQLite file`,
+      `jobs daemon: the store "${dir}/folder.db" is a directory, not a SQLite file (from --db)`,
     );
 
     await Deno.writeTextFile(
@@ -95,7 +96,7 @@ Deno.test("jobs daemon names a missing folder, a folder at the path and a file t
     assert.equal(garbage.code, 1);
     assert.equal(
       garbage.err,
-      `jobs daemon: cannot open the store "${dir}/notes.db": file is not a database`,
+      `jobs daemon: cannot open the store "${dir}/notes.db" (from --db): file is not a database`,
     );
   });
 });

@@ -306,23 +306,26 @@ Deno.test("jobs enqueue on a missing store file says so and creates nothing; --c
     assert.equal(missing.code, 1);
     assert.equal(
       missing.err,
-      `jobs enqueue: no file "${db}" for the store; a daemon creates it when it starts, or run: ` +
+      `jobs enqueue: no file "${db}" for the store (from --db); a daemon creates it when it starts, or run: ` +
         `jobsctl migrate --db ${db}, or add --create`,
     );
     await assert.rejects(Deno.stat(db), Deno.errors.NotFound);
-    // JOBS_DB is the same store, and says the same.
+    // JOBS_DB is the same store, and says the same, naming JOBS_DB.
     const fromEnv = await runJobs(["enqueue", "bulk", "--force"], {
       now: NOW,
       env: { ...ENV, JOBS_DB: db },
     });
-    assert.equal(fromEnv.err, missing.err);
+    assert.equal(fromEnv.err, missing.err.replace("(from --db)", "(from JOBS_DB)"));
     await assert.rejects(Deno.stat(db), Deno.errors.NotFound);
 
     // --create makes a file, never its directory.
     const nowhere = `${dir}/nope/jobs.db`;
     const noDir = await run(["--db", nowhere, "--create"]);
     assert.equal(noDir.code, 1);
-    assert.equal(noDir.err, `jobs enqueue: no directory "${dir}/nope" for the store "${nowhere}"`);
+    assert.equal(
+      noDir.err,
+      `jobs enqueue: no directory "${dir}/nope" for the store "${nowhere}" (from --db)`,
+    );
 
     const created = await run(["--db", db, "--create"]);
     assert.equal(created.code, 0, created.err);

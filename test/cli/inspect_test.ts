@@ -386,8 +386,9 @@ Deno.test("jobs show exits 1 for an unknown id or occurrence and never creates a
     assert.equal(noDb.code, 1);
     assert.equal(
       noDb.err,
-      `jobs show: no file "${missing}" for the store; a daemon creates it when it starts, ` +
-        `or run: jobsctl migrate --db ${missing}`,
+      `jobs show: no file "${missing}" for the store (from --db); did you mean "${f.db}"? ` +
+        `(for a new store there: a daemon creates it when it starts, ` +
+        `or run: jobsctl migrate --db ${missing})`,
     );
     await assert.rejects(Deno.stat(missing), Deno.errors.NotFound);
   });
@@ -501,19 +502,56 @@ Deno.test("jobs status shows queues, nodes with stale ones flagged, schedules an
   });
 });
 
-Deno.test("jobs status exits 1 and says so when there is no database, creating none", async () => {
+Deno.test("jobs status exits 1 and says so when there is no database, creating none and listing nothing", async () => {
   await withFixture(async (f) => {
-    const missing = `${f.db}.missing`;
+    const missing = `${f.db.replace(/jobs\.db$/, "")}other/none.db`;
     const r = await jobs(["status", "--db", missing, "--config", f.config]);
     assert.equal(r.code, 1);
-    assert.match(r.out, /^store: sqlite .*: NOT READABLE: no file ".*" for the store; /m);
-    assert.match(r.out, /^ {2}nightly {2}enabled$/m);
+    assert.match(r.out, /^store: sqlite .*: NOT READABLE: no directory ".*" for the store /m);
+    assert.doesNotMatch(r.out, /nightly|queues:|nodes:|schedules:/);
+    assert.match(r.out, /^\(no queues, nodes or schedules shown: the store cannot be read\)$/m);
     assert.equal(
       r.err,
-      `jobs status: the store is not readable: no file "${missing}" for the store; ` +
-        `a daemon creates it when it starts, or run: jobsctl migrate --db ${missing}`,
+      `jobs status: the store is not readable: no directory "${
+        missing.replace(/\/none\.db$/, "")
+      }" for the store "${missing}" (from --db)`,
     );
     await assert.rejects(Deno.stat(missing), Deno.errors.NotFound);
+  });
+});
+
+Deno.test("jobs status --db ./job.db beside ./jobs.db suggests ./jobs.db, lists no schedule and exits 1", async () => {
+  await withFixture(async (f) => {
+    const before = Deno.cwd();
+    Deno.chdir(f.db.replace(/\/jobs\.db$/, ""));
+    try {
+      const r = await jobs(["status", "--db", "./job.db", "--config", f.config]);
+      assert.equal(r.code, 1);
+      assert.equal(
+        r.err,
+        `jobs status: the store is not readable: no file "./job.db" for the store (from --db); ` +
+          `did you mean "./jobs.db"? (for a new store there: a daemon creates it when it ` +
+          `starts, or run: jobsctl migrate --db ./job.db)`,
+      );
+      assert.doesNotMatch(r.out, /nightly|reindex-search|schedules:|queues:/);
+      await assert.rejects(Deno.stat("./job.db"), Deno.errors.NotFound);
+      // Without "./", the same store is suggested once; --json lists nothing either.
+      const bare = await jobs(["status", "--db", "job.db", "--config", f.config, "--json"]);
+      assert.equal(bare.code, 1);
+      assert.match(bare.err, /; did you mean "jobs\.db"\? \(for a new store/);
+      const json = JSON.parse(bare.out);
+      assert.equal(json.store.reachable, false);
+      assert.deepEqual([json.queues, json.nodes, json.schedules], [[], [], []]);
+      // Named by JOBS_DB, the error says so.
+      const env = await runJobs(["status", "--config", f.config], {
+        now: NOW,
+        env: { JOBS_DB: "./job.db" },
+      });
+      assert.equal(env.code, 1);
+      assert.match(env.err, /no file "\.\/job\.db" for the store \(from JOBS_DB\); did you mean/);
+    } finally {
+      Deno.chdir(before);
+    }
   });
 });
 
@@ -529,7 +567,7 @@ Deno.test("jobs status reads the schema version without upgrading or touching an
       old.out,
       new RegExp(
         `NOT READABLE: the store "${f.db}" is at schema version 1, older than this ` +
-          `program's \\(${known}\\); run: jobsctl migrate --db ${f.db}$`,
+          `program's \\(${known}\\) \\(from --db\\); run: jobsctl migrate --db ${f.db}$`,
         "m",
       ),
     );
@@ -598,5 +636,40 @@ Deno.test("jobs status shows who paused a queue, when and why, and each node's e
       after.out,
       /^ {4}paused 2026-06-01T08:59:00\.000Z \(1m ago\), by no operator on record /m,
     );
+  });
+});
+
+Deno.test("jobs status shows the schedules the store last synced, with their hashes, while the file has a syntax error", async () => {
+  await withFixture(async (f) => {
+    const [row] = await f.store.schedulesList({ ids: ["nightly"] });
+    // A daemon keeps running these; the file on disk now has an error on line 6.
+    await Deno.writeTextFile(f.config, SCHEDULES.replace('cron: "0 3 * * *"', 'cron: "0 3 * * *'));
+    const r = await jobs(["status", "--db", f.db, "--config", f.config]);
+    assert.equal(r.code, 0, r.err);
+    assert.match(
+      r.out,
+      new RegExp(
+        `^schedules file: ${f.config} has errors and is not in force \\(a daemon keeps running ` +
+          `the last good definitions, shown below as the store has them\\): ${f.config}:\\d+`,
+        "m",
+      ),
+    );
+    assert.match(
+      r.out,
+      new RegExp(
+        `^ {2}nightly {2}enabled {2}\\(as stored: cron "0 3 \\* \\* \\*" in UTC, definition ` +
+          `${row!.definitionHash!.slice(0, 12)}\\)$`,
+        "m",
+      ),
+    );
+    assert.match(r.out, /^ {4}next 2026-06-02T03:00:00\.000Z/m);
+    assert.match(r.out, /^ {2}reindex-search {2}enabled {2}\(as stored: manual in UTC, /m);
+    assert.doesNotMatch(r.out, /not in the schedules file|disabled in the file/);
+
+    const json = await jobs(["status", "--db", f.db, "--config", f.config, "--json"]);
+    const parsed = JSON.parse(json.out);
+    assert.equal(parsed.config.schedulesFrom, "store");
+    assert.equal(parsed.schedules[0].definitionHash, row!.definitionHash);
+    assert.equal(parsed.schedules[0].enabled, true);
   });
 });

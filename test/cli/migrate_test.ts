@@ -72,7 +72,9 @@ Deno.test("jobs migrate --dry-run lists pending migrations and writes nothing", 
       assert.equal(
         refused.err,
         `jobs migrate: the store "${future}" is at schema version 99, newer than this program ` +
-          `knows (${MIGRATIONS.at(-1)!.version}); upgrade this program, the store was not modified`,
+          `knows (${
+            MIGRATIONS.at(-1)!.version
+          }); upgrade this program, the store was not modified (from --db)`,
       );
     }
   });
@@ -92,7 +94,10 @@ Deno.test("jobs migrate creates a missing store, but not its directory", async (
     for (const args of [[], ["--dry-run"]]) {
       const r = await runJobs(["migrate", "--db", nowhere, ...args], { now: NOW });
       assert.equal(r.code, 1);
-      assert.equal(r.err, `jobs migrate: no directory "${dir}/missing" for the store "${nowhere}"`);
+      assert.equal(
+        r.err,
+        `jobs migrate: no directory "${dir}/missing" for the store "${nowhere}" (from --db)`,
+      );
     }
   });
 });

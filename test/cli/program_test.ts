@@ -127,26 +127,36 @@ Deno.test("every read names the store: a missing directory as a directory, a mis
     assert.equal(status.code, 1);
     assert.equal(
       status.err,
-      `jobs status: the store is not readable: no directory "${dir}/nope" for the store "${nowhere}"`,
+      `jobs status: the store is not readable: no directory "${dir}/nope" for the store ` +
+        `"${nowhere}" (from --db)`,
     );
     for (const args of [["ls"], ["show", "1"]]) {
       const r = await jobs([...args, "--db", nowhere]);
       assert.equal(r.code, 1);
-      assert.equal(r.err, `jobs ${args[0]}: no directory "${dir}/nope" for the store "${nowhere}"`);
+      assert.equal(
+        r.err,
+        `jobs ${args[0]}: no directory "${dir}/nope" for the store "${nowhere}" (from --db)`,
+      );
     }
     const hostile = `${dir}/x\x1b[2J.db`;
     const escaped = await jobs(["ls", "--db", hostile]);
     assert.ok(!escaped.err.includes("\x1b"), escaped.err);
     assert.match(
       escaped.err,
-      /^jobs ls: no file ".*x\\x1b\[2J\.db" for the store; .* run: jobsctl migrate --db \$'.*x\\x1b\[2J\.db'$/,
+      /^jobs ls: no file ".*x\\x1b\[2J\.db" for the store \(from --db\); .* run: jobsctl migrate --db \$'.*x\\x1b\[2J\.db'$/,
     );
     // A store is created only where its directory is: the daemon says so before it starts.
     const daemon = await jobs(["daemon", "--db", nowhere, "--config", config, "--listen", "off"]);
     assert.equal(daemon.code, 1);
-    assert.equal(daemon.err, `jobs daemon: no directory "${dir}/nope" for the store "${nowhere}"`);
+    assert.equal(
+      daemon.err,
+      `jobs daemon: no directory "${dir}/nope" for the store "${nowhere}" (from --db)`,
+    );
     const folder = await jobs(["ls", "--db", dir]);
-    assert.equal(folder.err, `jobs ls: the store "${dir}" is a directory, not a SQLite file`);
+    assert.equal(
+      folder.err,
+      `jobs ls: the store "${dir}" is a directory, not a SQLite file (from --db)`,
+    );
   });
 });
 

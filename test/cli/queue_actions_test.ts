@@ -98,7 +98,7 @@ Deno.test("jobs pause and resume never create a store at a mistyped --db", async
       assert.equal(r.code, 1);
       assert.equal(
         r.err,
-        `jobs ${command}: no file "${missing}" for the store; a daemon creates it when it ` +
+        `jobs ${command}: no file "${missing}" for the store (from --db); a daemon creates it when it ` +
           `starts, or run: jobsctl migrate --db ${missing}`,
       );
       await assert.rejects(Deno.stat(missing), Deno.errors.NotFound);

@@ -177,3 +177,28 @@ Deno.test("jobs runbook shell-quotes a stored occurrence so the command pastes a
     );
   });
 });
+
+Deno.test("jobs runbook prints the stored definitions, with a warning, while the schedules file has a syntax error", async () => {
+  await withFixture(async (f) => {
+    await Deno.writeTextFile(f.config, SCHEDULES.replace('cron: "0 3 * * *"', 'cron: "0 3 * * *'));
+    const r = await jobs(["runbook", "--db", f.db, "--config", f.config]);
+    assert.equal(r.code, 0, r.err);
+    const warning = new RegExp(
+      `${f.config} has errors and is not in force \\(a daemon keeps running the last good ` +
+        `definitions, shown below as the store has them\\): ${f.config}:\\d+`,
+    );
+    assert.match(r.err, new RegExp(`^jobs runbook: warning: ${warning.source}`));
+    assert.match(r.out, new RegExp(`^warning: ${warning.source}`, "m"));
+    const lines = r.out.split("\n");
+    assert.ok(lines.includes("## nightly"), r.out);
+    assert.ok(lines.includes(`  rhythm   cron "0 3 * * *" in UTC`), r.out);
+    assert.ok(lines.includes("## reindex-search"), r.out);
+
+    // Without stored definitions (a store no daemon synced) it fails on the file, as before.
+    const empty = `${f.db}.empty`;
+    await (await openSqliteStore(empty, { now: NOW })).close();
+    const none = await jobs(["runbook", "--db", empty, "--config", f.config]);
+    assert.equal(none.code, 1);
+    assert.match(none.err, /jobs runbook: .*schedules\.yaml: 1 error/);
+  });
+});

@@ -254,7 +254,7 @@ Deno.test("jobs run, disable and enable never create a store at a mistyped --db"
       assert.equal(r.code, 1, command.join(" "));
       assert.equal(
         r.err,
-        `jobs ${command[0]}: no directory "${dir}/nope" for the store "${missing}"`,
+        `jobs ${command[0]}: no directory "${dir}/nope" for the store "${missing}" (from --db)`,
       );
     }
     const typo = `${dir}/jobs.bd`;
@@ -272,7 +272,7 @@ Deno.test("jobs run, disable and enable never create a store at a mistyped --db"
       env: ENV,
     });
     assert.equal(r.code, 1);
-    assert.match(r.err, /^jobs disable: no file ".*jobs\.bd" for the store; /);
+    assert.match(r.err, /^jobs disable: no file ".*jobs\.bd" for the store \(from --db\); /);
     await assert.rejects(Deno.stat(typo), Deno.errors.NotFound);
   });
 });

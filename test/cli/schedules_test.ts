@@ -189,7 +189,7 @@ Deno.test("jobs schedules reads an older store without migrating it, and says wh
       r.err,
       new RegExp(
         `^jobs schedules: no stored state shown: the store "${db}" is at schema version 1, ` +
-          `older than this program's \\(\\d+\\); run: jobsctl migrate --db ${db}$`,
+          `older than this program's \\(\\d+\\) \\(from --db\\); run: jobsctl migrate --db ${db}$`,
       ),
     );
     const version = new DatabaseSync(db);
@@ -199,5 +199,26 @@ Deno.test("jobs schedules reads an older store without migrating it, and says wh
     } finally {
       version.close();
     }
+  });
+});
+
+Deno.test("jobs schedules lists the definitions the store last synced, with a warning, while the file has a syntax error", async () => {
+  await withFile(VALID, async (path) => {
+    const db = path.replace(/schedules\.yaml$/, "jobs.db");
+    const loaded = await loadSchedules(path);
+    assert.ok(loaded.ok);
+    const store = await openSqliteStore(db);
+    await syncSchedules(store, NOW, loaded.config.schedules);
+    await store.close();
+    await Deno.writeTextFile(path, VALID.replace('cron: "30 2 * * *"', 'cron: "30 2 * * *'));
+
+    const r = await jobs(["schedules", "--config", path, "--db", db]);
+    assert.equal(r.code, 0, r.err);
+    assert.match(
+      r.err,
+      new RegExp(`^jobs schedules: warning: ${path} has errors and is not in force .*: ${path}:4:`),
+    );
+    assert.match(r.out, /^nightly {2}cron "30 2 \* \* \*" {2}America\/New_York \(gap shift/m);
+    assert.match(r.out, /^rebuild {2}manual {2}UTC {2}enabled$/m);
   });
 });

@@ -59,6 +59,7 @@ for (const backend of BACKENDS) {
         disabledBy: null,
         disabledAt: null,
         definitionHash: "h1",
+        definition: null,
         lastPlannedFor: null,
         lastStartedAt: null,
         lastCompletedAt: null,
@@ -75,6 +76,7 @@ for (const backend of BACKENDS) {
         disabledBy: null,
         disabledAt: null,
         definitionHash: "h2",
+        definition: null,
         lastPlannedFor: null,
         lastStartedAt: null,
         lastCompletedAt: null,
@@ -84,6 +86,46 @@ for (const backend of BACKENDS) {
         updatedAt: T0,
       },
     ]);
+  });
+
+  test("schedulesSync() keeps each definition given, and a stored one only while its hash stays", async ({ store }) => {
+    const def = (cron: string) =>
+      JSON.stringify({ id: "a", rhythm: { kind: "cron", expression: cron } });
+    await store.schedulesSync({
+      schedules: [{ id: "a", hash: "h1", tenant: null, definition: def("0 3 * * *") }],
+      now: T0,
+    });
+    const definitionOf = async () => (await store.schedulesList({ ids: ["a"] }))[0]!.definition;
+    assert.equal(await definitionOf(), def("0 3 * * *"));
+    // A sync without a definition (an operator's action) keeps the stored one for the same hash.
+    await store.schedulesSync({ schedules: [{ id: "a", hash: "h1", tenant: null }], now: T0 + 1 });
+    assert.equal(await definitionOf(), def("0 3 * * *"));
+    await store.schedulesSync({
+      schedules: [{ id: "a", hash: "h2", tenant: null, definition: def("0 4 * * *") }],
+      now: T0 + 2,
+    });
+    assert.equal(await definitionOf(), def("0 4 * * *"));
+    // Another hash without a definition: the stored one no longer describes it.
+    await store.schedulesSync({ schedules: [{ id: "a", hash: "h3", tenant: null }], now: T0 + 3 });
+    assert.equal(await definitionOf(), null);
+  });
+
+  test("schedulesSync({ complete }) clears the definitions of the ids not given, keeping their rows", async ({ store }) => {
+    const def = (id: string) => JSON.stringify({ id, rhythm: { kind: "manual" } });
+    await store.schedulesSync({
+      schedules: ["a", "b"].map((id) => ({ id, hash: id, tenant: null, definition: def(id) })),
+      complete: true,
+      now: T0,
+    });
+    await store.schedulesSync({
+      schedules: [{ id: "a", hash: "a", tenant: null, definition: def("a") }],
+      complete: true,
+      now: T0 + 1,
+    });
+    const rows = await store.schedulesList({});
+    assert.deepEqual(rows.map((r) => [r.id, r.definition]), [["a", def("a")], ["b", null]]);
+    await store.schedulesSync({ schedules: [], complete: true, now: T0 + 2 });
+    assert.deepEqual((await store.schedulesList({})).map((r) => r.definition), [null, null]);
   });
 
   test("schedulesSync() updates definition_hash, keeps state, and never deletes rows", async ({ store }) => {

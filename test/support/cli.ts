@@ -19,6 +19,8 @@ export async function runJobs(
     osUser?: string;
     /** What standard input holds (default: nothing). */
     stdin?: string;
+    /** The current folder, where the project file is looked for (default: the process's). */
+    cwd?: string;
   },
 ): Promise<{ code: number; out: string; err: string }> {
   const out: string[] = [];
@@ -43,6 +45,7 @@ export async function runJobs(
       throw new Error(`exit ${code}`);
     },
     readStdin: () => Promise.resolve(options.stdin ?? ""),
+    ...(options.cwd === undefined ? {} : { cwd: () => options.cwd! }),
   });
   return { code, out: out.join("\n"), err: err.join("\n") };
 }

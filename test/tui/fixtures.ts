@@ -137,6 +137,7 @@ export function statusOf(id: string, extra: Partial<ScheduleStatus> = {}): Sched
     lastOutcome: null,
     lastOutcomeAt: null,
     failures: 0,
+    definitionHash: null,
     ...extra,
   };
 }

@@ -15,6 +15,8 @@ import { occurrenceJob } from "../../src/schedule/plan.ts";
 import { storeActions } from "../../src/tui/actions.ts";
 import { App } from "../../src/tui/app.tsx";
 import { configFile, fixedStore, storeAt, storeData } from "../../src/tui/data.ts";
+import { SchedulesView } from "../../src/tui/schedules_view.tsx";
+import { syncSchedules } from "../../src/worker/planner.ts";
 import { openFailure } from "../../src/cli/open_store.ts";
 import { openSqliteStore } from "../../src/store/sqlite/sqlite_store.ts";
 import { BACKENDS, newJob } from "../support/backends.ts";
@@ -170,6 +172,49 @@ Deno.test("schedules come with their next 5 occurrences and the DST note of 2026
   assert.equal(nightly?.upcoming.length, 5);
   const shifted = nightly?.upcoming.find((o) => o.note !== null);
   assert.match(shifted?.note ?? "", /02:30 does not exist on 2026-03-08/);
+});
+
+Deno.test("the schedules screen shows the definitions the store last synced while the file has a syntax error", async () => {
+  await using temp = await tempStore();
+  const path = `${temp.dir}/schedules.yaml`;
+  const good = [
+    "version: 1",
+    "schedules:",
+    "  - id: nightly",
+    '    cron: "30 2 * * *"',
+    "    timezone: America/New_York",
+    "    local_time: { reason: after the close, gap: shift, overlap: first }",
+    "    run: { command: [echo, hi] }",
+    "  - id: hourly",
+    '    cron: "0 * * * *"',
+    "    run: { command: [echo, hi] }",
+  ].join("\n");
+  await Deno.writeTextFile(path, good);
+  const loaded = await configFile(path)();
+  // What a daemon does on start: sync the schedules of the good file.
+  await syncSchedules(temp.store, NOW - 60_000, loaded.config!.schedules);
+  const [row] = await temp.store.schedulesList({ ids: ["nightly"] });
+  // Then the file gets a syntax error on line 4; the daemon keeps the good definitions.
+  await Deno.writeTextFile(path, good.replace('"30 2 * * *"', '"30 2 * * *'));
+  const data = storeData({
+    source: fixedStore(temp.store),
+    config: configFile(path),
+    clock: new FakeClock(NOW),
+  });
+  const schedules = await data.schedules(NOW);
+  const frame = render(
+    <SchedulesView schedules={schedules} cursor={1} width={200} height={40} now={NOW} />,
+  ).lastFrame() ?? "";
+  assert.match(
+    frame,
+    /the schedules file has errors and is not in force: shown is what a daemon runs, as stored/,
+  );
+  assert.match(frame, new RegExp(`${path}:\\d+`));
+  assert.match(frame, /> nightly +cron "30 2 \* \* \*" +America\/New_York +enabled/);
+  assert.match(frame, / {2}hourly +cron "0 \* \* \* \*" +UTC +enabled/);
+  assert.match(frame, new RegExp(`stored   definition ${row!.definitionHash!.slice(0, 12)}`));
+  assert.match(frame, /2026-03-08T03:30:00-04:00\[America\/New_York\] {2}shifted: 02:30 does/);
+  assert.doesNotMatch(frame, /not in file|disabled/);
 });
 
 Deno.test("the file source rejects while the database is missing and opens it once it is there", async () => {

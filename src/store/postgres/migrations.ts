@@ -13,6 +13,9 @@ import workflows from "../../../migrations/postgres/0003_workflows.sql" with { t
 import jobCounts from "../../../migrations/postgres/0004_job_counts.sql" with { type: "text" };
 import ingest from "../../../migrations/postgres/0005_ingest.sql" with { type: "text" };
 import reports from "../../../migrations/postgres/0006_reports.sql" with { type: "text" };
+import scheduleDefinition from "../../../migrations/postgres/0007_schedule_definition.sql" with {
+  type: "text",
+};
 
 /** One numbered migration. */
 export interface Migration {
@@ -29,6 +32,7 @@ export const MIGRATIONS: readonly Migration[] = [
   { version: 4, name: "0004_job_counts.sql", sql: jobCounts },
   { version: 5, name: "0005_ingest.sql", sql: ingest },
   { version: 6, name: "0006_reports.sql", sql: reports },
+  { version: 7, name: "0007_schedule_definition.sql", sql: scheduleDefinition },
 ];
 
 /** The migrations a database at schema `version` has not applied yet, in order. */

@@ -1510,9 +1510,16 @@ export class PostgresStore implements Store<PostgresTx> {
   // ----------------------------------------------------------------- schedules
 
   async schedulesSync(params: {
-    schedules: { id: string; hash: string; tenant: string | null }[];
+    schedules: { id: string; hash: string; tenant: string | null; definition?: string | null }[];
+    complete?: boolean;
     now: number;
   }): Promise<void> {
+    if (params.complete) {
+      // Nothing runs the others any more: their definitions no longer say what runs.
+      const ids = params.schedules.map((s) => s.id);
+      await this.#sql`UPDATE schedules SET definition = NULL
+        WHERE definition IS NOT NULL AND NOT (id = ANY(${ids}::text[]))`;
+    }
     if (params.schedules.length === 0) return;
     // One row per id (the last given wins), in id order: one statement may
     // not touch a row twice, and daemons syncing at once lock in one order.
@@ -1520,13 +1527,22 @@ export class PostgresStore implements Store<PostgresTx> {
     const rows = JSON.stringify(
       [...byId.values()]
         .sort((a, b) => compare(a.id, b.id))
-        .map((s) => ({ id: s.id, tenant: s.tenant, hash: s.hash })),
+        .map((s) => ({
+          id: s.id,
+          tenant: s.tenant,
+          hash: s.hash,
+          definition: s.definition ?? null,
+        })),
     );
     const now = params.now;
-    await this.#sql`INSERT INTO schedules (id, tenant, definition_hash, created_at, updated_at)
-      SELECT id, tenant, hash, ${now}::bigint, ${now}::bigint
-      FROM jsonb_to_recordset(${rows}::text::jsonb) AS r(id text, tenant text, hash text)
+    await this.#sql`INSERT INTO schedules
+        (id, tenant, definition_hash, definition, created_at, updated_at)
+      SELECT id, tenant, hash, definition, ${now}::bigint, ${now}::bigint
+      FROM jsonb_to_recordset(${rows}::text::jsonb)
+        AS r(id text, tenant text, hash text, definition text)
       ON CONFLICT (id) DO UPDATE SET tenant = excluded.tenant,
+        definition = coalesce(excluded.definition, CASE WHEN schedules.definition_hash
+          IS NOT DISTINCT FROM excluded.definition_hash THEN schedules.definition END),
         definition_hash = excluded.definition_hash,
         updated_at = CASE WHEN schedules.definition_hash IS NOT DISTINCT FROM
           excluded.definition_hash THEN schedules.updated_at ELSE excluded.updated_at END`;

@@ -27,6 +27,9 @@ import cheapChecks from "../../../migrations/sqlite/0010_cheap_checks.sql" with 
 import jobCounts from "../../../migrations/sqlite/0011_job_counts.sql" with { type: "text" };
 import ingest from "../../../migrations/sqlite/0012_ingest.sql" with { type: "text" };
 import reports from "../../../migrations/sqlite/0013_reports.sql" with { type: "text" };
+import scheduleDefinition from "../../../migrations/sqlite/0014_schedule_definition.sql" with {
+  type: "text",
+};
 
 /** One numbered migration. */
 export interface Migration {
@@ -50,6 +53,7 @@ export const MIGRATIONS: readonly Migration[] = [
   { version: 11, name: "0011_job_counts.sql", sql: jobCounts },
   { version: 12, name: "0012_ingest.sql", sql: ingest },
   { version: 13, name: "0013_reports.sql", sql: reports },
+  { version: 14, name: "0014_schedule_definition.sql", sql: scheduleDefinition },
 ];
 
 /** The migrations a database at schema `version` has not applied yet, in order. */

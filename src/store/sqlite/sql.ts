@@ -340,12 +340,18 @@ export const SQL = {
   auditRecord: `INSERT INTO audit (at, actor, action, target, reason, details)
     VALUES (:at, :actor, :action, :target, :reason, :details)`,
   auditList: `SELECT * FROM audit WHERE target = :target ORDER BY at, id`,
-  schedulesSync: `INSERT INTO schedules (id, tenant, definition_hash, created_at, updated_at)
-    SELECT value ->> 0, value ->> 1, value ->> 2, :now, :now FROM json_each(:rows) WHERE true
+  schedulesSync: `INSERT INTO schedules
+      (id, tenant, definition_hash, definition, created_at, updated_at)
+    SELECT value ->> 0, value ->> 1, value ->> 2, value ->> 3, :now, :now
+    FROM json_each(:rows) WHERE true
     ON CONFLICT (id) DO UPDATE SET tenant = excluded.tenant,
+      definition = coalesce(excluded.definition,
+        CASE WHEN definition_hash IS excluded.definition_hash THEN definition END),
       definition_hash = excluded.definition_hash,
       updated_at = CASE WHEN definition_hash IS excluded.definition_hash THEN updated_at
         ELSE excluded.updated_at END`,
+  schedulesForget: `UPDATE schedules SET definition = NULL
+    WHERE definition IS NOT NULL AND id NOT IN (SELECT value FROM json_each(:ids))`,
   schedulesList: `SELECT * FROM schedules
     WHERE (:ids IS NULL OR id IN (SELECT value FROM json_each(:ids))) ORDER BY id`,
   scheduleGet: `SELECT * FROM schedules WHERE id = :id`,

@@ -1650,14 +1650,20 @@ export class SqliteStore implements Store<SqliteTx> {
   // ----------------------------------------------------------------- schedules
 
   schedulesSync(params: {
-    schedules: { id: string; hash: string; tenant: string | null }[];
+    schedules: { id: string; hash: string; tenant: string | null; definition?: string | null }[];
+    complete?: boolean;
     now: number;
   }): Promise<void> {
-    if (params.schedules.length === 0) return Promise.resolve();
-    const rows = JSON.stringify(params.schedules.map((s) => [s.id, s.tenant, s.hash]));
+    if (params.schedules.length === 0 && !params.complete) return Promise.resolve();
+    const rows = JSON.stringify(
+      params.schedules.map((s) => [s.id, s.tenant, s.hash, s.definition ?? null]),
+    );
     return this.#exclusive(() =>
       this.#write(() => {
-        this.#s.schedulesSync.run({ rows, now: params.now });
+        if (params.schedules.length > 0) this.#s.schedulesSync.run({ rows, now: params.now });
+        if (params.complete) {
+          this.#s.schedulesForget.run({ ids: JSON.stringify(params.schedules.map((s) => s.id)) });
+        }
       })
     );
   }
