@@ -78,8 +78,12 @@ export interface ChangeWatchHost {
   changed(): void;
 }
 
-/** Fast polls after a watch event: a commit is visible just after its last WAL write. */
-const SETTLE_POLLS = 5;
+/**
+ * Fast polls after a watch event: a commit is visible just after its last
+ * WAL write (the WAL index is shared memory, which makes no event). Each
+ * costs a wake-up, and an idle daemon's own heartbeat makes an event a second.
+ */
+const SETTLE_POLLS = 2;
 
 /** Looks for other connections' commits, cheaply while idle (see the module doc). */
 export class ChangeWatch {
