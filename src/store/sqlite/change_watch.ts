@@ -7,8 +7,10 @@
  * Linux), filtered to the file and its `-wal`, says when something was
  * written; `data_version` is read then, and for a few fast polls after (a
  * commit becomes visible just after its last WAL write, whose event may
- * have been merged with an earlier one). After a commit of another process
- * the fast poll runs for `busyMs`, so a stream of enqueues meets the poll's
+ * have been merged with an earlier one). The events of this store's own
+ * commits are read a poll later rather than at once, out of the way of the
+ * work that follows a commit. After a commit of another process the fast
+ * poll runs for `busyMs`, so a stream of enqueues meets the poll's
  * latency; while idle only the safety-net poll runs, every `idlePollMs`.
  *
  * The watch checks itself: every `idlePollMs` it looks at the WAL's size
@@ -85,6 +87,12 @@ export interface ChangeWatchHost {
  */
 const SETTLE_POLLS = 2;
 
+/**
+ * A watch event this soon after the store's own commit is taken for its
+ * own, in ms: read a poll later, not at once (see ChangeWatch.committed).
+ */
+const OWN_EVENT_MS = 5;
+
 /** Looks for other connections' commits, cheaply while idle (see the module doc). */
 export class ChangeWatch {
   readonly #host: ChangeWatchHost;
@@ -100,8 +108,12 @@ export class ChangeWatch {
   #blind: string | null = null;
   /** Until when the fast poll runs, on the clock. */
   #fastUntil = -Infinity;
+  /** When the next look is due, on the clock. */
+  #nextAt = -Infinity;
   /** Ends the current wait early: a watch event or stop. */
   #wake = new AbortController();
+  /** When this store last committed, on the clock. */
+  #ownAt = -Infinity;
   #fileCheckedAt: number;
   #selfCheckedAt: number;
   /** Watch events heard for the file or its WAL. */
@@ -180,33 +192,54 @@ export class ChangeWatch {
     })();
   }
 
+  /**
+   * This store committed: the watch events of its own WAL writes follow.
+   * They are read a poll later instead of at once, so that an own commit
+   * (an enqueue, a claim, a result) does not put a read of `data_version`
+   * in the way of the work that follows it.
+   */
+  committed(): void {
+    this.#ownAt = this.#clock.now();
+  }
+
   #event(kind: string): void {
     this.#heard++;
+    const now = this.#clock.now();
     // A file removed or replaced is checked at once, not at the next fileCheckMs.
     if (kind !== "modify" && kind !== "access") this.#fileCheckedAt = -Infinity;
-    const settle = this.#clock.now() + SETTLE_POLLS * this.#host.pollMs;
+    const settle = now + SETTLE_POLLS * this.#host.pollMs;
     if (settle > this.#fastUntil) this.#fastUntil = settle;
+    const own = now - this.#ownAt <= OWN_EVENT_MS;
+    this.#wakeAt(own ? now + this.#host.pollMs : now);
+  }
+
+  /** Brings the next look forward to `at` (never later than planned). */
+  #wakeAt(at: number): void {
+    if (at >= this.#nextAt) return;
+    this.#nextAt = at;
     this.#wake.abort();
   }
 
   #goBlind(reason: string): void {
     if (this.#blind !== null) return;
     this.#blind = reason;
-    this.#wake.abort();
     this.#options.onBlind(reason);
+    this.#wakeAt(this.#clock.now());
   }
 
   async #loop(): Promise<void> {
     while (!this.#stopped) {
-      this.#tick(this.#clock.now());
-      if (this.#stopped) return;
-      const now = this.#clock.now();
-      const fast = this.#blind !== null || now < this.#fastUntil;
+      let now = this.#clock.now();
+      if (now >= this.#nextAt) {
+        this.#tick(now);
+        if (this.#stopped) return;
+        now = this.#clock.now();
+        const fast = this.#blind !== null || now < this.#fastUntil;
+        this.#nextAt = now +
+          (fast ? this.#host.pollMs : Math.min(this.#options.idlePollMs, this.#host.fileCheckMs));
+      }
       if (this.#wake.signal.aborted) this.#wake = new AbortController();
-      await this.#clock.sleep(
-        fast ? this.#host.pollMs : Math.min(this.#options.idlePollMs, this.#host.fileCheckMs),
-        this.#wake.signal,
-      );
+      await this.#clock.sleep(this.#nextAt - now, this.#wake.signal);
     }
   }
 

@@ -632,7 +632,7 @@ export class SqliteStore implements Store<SqliteTx> {
     try {
       const result = this.#counted(fn);
       this.db.exec("COMMIT");
-      this.#checkpointer?.committed();
+      this.#committed();
       return result;
     } catch (error) {
       if (this.db.isTransaction) this.db.exec("ROLLBACK");
@@ -689,7 +689,7 @@ export class SqliteStore implements Store<SqliteTx> {
       try {
         const result = await fn(tx);
         this.db.exec("COMMIT");
-        this.#checkpointer?.committed();
+        this.#committed();
         return result;
       } catch (error) {
         if (this.db.isTransaction) this.db.exec("ROLLBACK");
@@ -763,7 +763,7 @@ export class SqliteStore implements Store<SqliteTx> {
     if (this.#inTx || this.#newestAlone - this.#countsSeen.through >= UNCOUNTED_MAX) return null;
     const id = Number(this.#s.insertPlain.run(...insertRow(job), now).lastInsertRowid);
     this.#newestAlone = id;
-    this.#checkpointer?.committed();
+    this.#committed();
     return [inserted(job, id, now)];
   }
 
@@ -1901,6 +1901,12 @@ export class SqliteStore implements Store<SqliteTx> {
   #readDataVersion(): number {
     const row = this.#s.dataVersion.get() as Row | undefined;
     return Number(row?.data_version ?? 0);
+  }
+
+  /** A commit of this connection: the checkpointer counts it, the change watch expects its events. */
+  #committed(): void {
+    this.#checkpointer?.committed();
+    this.#watch?.committed();
   }
 
   #stopPolling(): void {
