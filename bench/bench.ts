@@ -610,7 +610,11 @@ async function runPhase(phase: Phase, run: number): Promise<void> {
     }
     case "idle": {
       const v = await withFresh((location) =>
-        phaseIdle(location, { seconds: env("IDLE_S", 20), settleS: env("IDLE_SETTLE_S", 3) })
+        phaseIdle(location, {
+          seconds: env("IDLE_S", 20),
+          tuiSeconds: env("IDLE_TUI_S", 60),
+          settleS: env("IDLE_SETTLE_S", 3),
+        })
       );
       record("idle_cpu_ms_per_s", "idle daemon: CPU per second", "ms", v.daemonMsPerS);
       if (v.tuiMsPerS !== null) {

@@ -4,7 +4,8 @@
  * fresh store with no schedules, and then `jobs tui` (in a tmux pane: it
  * needs a terminal) on the same store with nothing else running; once each
  * has started and settled, its CPU time (all threads) is read from
- * /proc over IDLE_S seconds. A daemon that wakes every
+ * /proc over IDLE_S seconds (20), the dashboard's over IDLE_TUI_S (60: it
+ * reads and draws once a minute while nothing changes). A daemon that wakes every
  * 2 ms to look for other processes' commits used 34-50 ms of CPU a second;
  * a dashboard that read and drew its screen every second, 20-40.
  *
@@ -22,8 +23,10 @@ import { readLines } from "./shared.ts";
 
 /** The phase's settings (see bench.ts for how they come from the environment). */
 export interface IdleConfig {
-  /** Seconds each process is measured, once settled. */
+  /** Seconds the daemon is measured, once settled. */
   seconds: number;
+  /** Seconds the dashboard is measured: a minute takes in its read while nothing changes. */
+  tuiSeconds: number;
   /** Seconds after start-up before the measurement begins. */
   settleS: number;
 }
@@ -145,7 +148,7 @@ async function idleTui(location: string, config: string, cfg: IdleConfig): Promi
       await sleep(100);
     }
     await sleep(cfg.settleS * 1000);
-    return await cpuRate(pid, cfg.seconds);
+    return await cpuRate(pid, cfg.tuiSeconds);
   } finally {
     await tmux("kill-server").catch(() => {});
   }

@@ -6,7 +6,7 @@
  * reducer and drawing in {@linkcode DashboardView}; this file only connects
  * them to ink and to the injected clock, whose ticks (every `refreshMs`)
  * read the active screen again when the data says the store changed (or
- * cannot tell), and at least every {@linkcode IDLE_REFRESH_MS}.
+ * cannot tell), and at least every `IDLE_REFRESH_MS` (reduce.ts).
  *
  * The state sits in a ref that each event replaces at once, and a render
  * follows: keys can arrive faster than renders, and `j` then `r` must
@@ -21,7 +21,7 @@ import type { Clock } from "../clock.ts";
 import { type DashboardActions, runAction } from "./actions.ts";
 import { type DashboardData, readView } from "./data.ts";
 import { type Key, splitChunk } from "./keys.ts";
-import { IDLE_REFRESH_MS, reduce } from "./reduce.ts";
+import { reduce } from "./reduce.ts";
 import { DashboardView } from "./screen.tsx";
 import {
   type DashboardEvent,

@@ -74,7 +74,7 @@ interface Context {
  * this often. A read and its frame cost some 40 ms of CPU on a small VM;
  * once a second that was 4% of a core for a screen nobody touched.
  */
-export const IDLE_REFRESH_MS = 30_000;
+export const IDLE_REFRESH_MS = 60_000;
 
 /** The dashboard's reducer. */
 export function reduce(state: DashboardState, event: DashboardEvent): Step {
