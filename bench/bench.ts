@@ -14,6 +14,7 @@
  * PHASES=workflow deno task bench              # a workflow step against a plain job
  * PHASES=report deno task bench                # a report's CSV export, SQLite and PostgreSQL sources
  * PHASES=limit,process,process3,bulk,single deno task bench   # each against what SQLite allows
+ * PHASES=idle deno task bench                  # CPU of an idle daemon and an idle dashboard
  * BENCH_DB=postgres://postgres@127.0.0.1:5432/test deno task bench   # the same on PostgreSQL
  * ```
  *
@@ -37,6 +38,7 @@ import { phaseWorkflow } from "./workflow.ts";
 import { phaseLimit } from "./limit.ts";
 import { Child } from "./child_process.ts";
 import { phaseMemory } from "./memory.ts";
+import { phaseIdle } from "./idle.ts";
 import { CAPPED_OLD_SPACE_MB, phaseIngest } from "./ingest.ts";
 import { phaseReport } from "./report.ts";
 
@@ -56,6 +58,7 @@ const ALL_PHASES = [
   "memory",
   "ingest",
   "report",
+  "idle",
 ] as const;
 type Phase = typeof ALL_PHASES[number];
 
@@ -605,6 +608,25 @@ async function runPhase(phase: Phase, run: number): Promise<void> {
       );
       break;
     }
+    case "idle": {
+      const v = await withFresh((location) =>
+        phaseIdle(location, {
+          seconds: env("IDLE_S", 20),
+          tuiSeconds: env("IDLE_TUI_S", 60),
+          settleS: env("IDLE_SETTLE_S", 3),
+        })
+      );
+      record("idle_cpu_ms_per_s", "idle daemon: CPU per second", "ms", v.daemonMsPerS);
+      if (v.tuiMsPerS !== null) {
+        record("idle_tui_cpu_ms_per_s", "idle dashboard: CPU per second", "ms", v.tuiMsPerS);
+      }
+      log(
+        `run ${run} idle: daemon ${v.daemonMsPerS.toFixed(2)} ms/s, dashboard ${
+          v.tuiMsPerS === null ? "- (no tmux)" : `${v.tuiMsPerS.toFixed(2)} ms/s`
+        }`,
+      );
+      break;
+    }
     case "memory": {
       const v = await phaseMemory(DB, {
         n: env("MEM_N", 1_000_000),
@@ -906,6 +928,8 @@ const KEYS = [
   "report_live_short_mb",
   "report_live_long_mb",
   "report_postgres_peak_mb",
+  "idle_cpu_ms_per_s",
+  "idle_tui_cpu_ms_per_s",
 ];
 for (const key of KEYS) {
   const row = rows.get(key);

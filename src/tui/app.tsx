@@ -5,7 +5,8 @@
  * through {@linkcode DashboardActions}, quitting). Behaviour lives in the
  * reducer and drawing in {@linkcode DashboardView}; this file only connects
  * them to ink and to the injected clock, whose ticks (every `refreshMs`)
- * read the active screen again.
+ * read the active screen again when the data says the store changed (or
+ * cannot tell), and at least every `IDLE_REFRESH_MS` (reduce.ts).
  *
  * The state sits in a ref that each event replaces at once, and a render
  * follows: keys can arrive faster than renders, and `j` then `r` must
@@ -74,9 +75,12 @@ export function App(props: AppProps): ReactNode {
   // answers come back as events of their own.
   const dispatch = (event: DashboardEvent) => {
     if (!mounted.current) return;
-    const step = reduce(state.current!, event);
+    const before = state.current!;
+    const step = reduce(before, event);
     state.current = step.state;
-    rendered();
+    // An event that changed nothing (a tick while the store is quiet) draws
+    // nothing: a frame of the overview costs some 20 ms of CPU.
+    if (step.state !== before) rendered();
     for (const effect of step.effects) run(effect);
   };
   const run = (effect: Effect) => {
@@ -140,14 +144,21 @@ export function App(props: AppProps): ReactNode {
 
   useEffect(() => {
     const stop = new AbortController();
+    // A change told while the same read was already running is owed to the
+    // next tick: that read may have started before it.
+    let owed = false;
     (async () => {
       while (!stop.signal.aborted) {
         await clock.sleep(refreshMs, stop.signal);
-        if (!stop.signal.aborted) dispatch({ kind: "tick" });
+        if (stop.signal.aborted) return;
+        const changed: boolean = (data.changed?.() ?? true) || owed;
+        const seq = state.current!.read.seq;
+        dispatch({ kind: "tick", changed, at: clock.now() });
+        owed = changed && state.current!.read.seq === seq;
       }
     })();
     return () => stop.abort();
-  }, [clock, refreshMs]);
+  }, [clock, refreshMs, data]);
 
   useInput((input, key) => {
     for (const one of splitChunk(input, { ...key, input } as Key)) {

@@ -176,6 +176,15 @@ export interface DashboardData {
   pipelines(now: number): Promise<PipelineView[]>;
   /** One pipeline with its newest {@linkcode PIPELINE_RUNS} runs; null when none is `id`. */
   pipeline(id: string, now: number): Promise<PipelineView | null>;
+  /**
+   * Whether the store may have changed since this was last asked (it says
+   * so once). A SQLite file the dashboard opened itself tells (see
+   * change_watch.ts); where the store cannot tell (PostgreSQL notifies new
+   * jobs only; a store shared with a runtime commits on its own connection),
+   * always true.
+   * Absent: always true.
+   */
+  changed?(): boolean;
 }
 
 /** One read of a screen, as the reducer asks for it. */
@@ -247,6 +256,13 @@ export interface StoreSource {
   readonly location: string;
   get(): Promise<Store>;
   close(): Promise<void>;
+  /**
+   * Whether the store is this source's alone: nothing else commits on its
+   * connection, so its change watch (which hears only other connections)
+   * says when the data may have changed. Not so for a store handed in.
+   * @default false
+   */
+  readonly alone?: boolean;
 }
 
 /** A source that always hands out `store` (an already open store). */
@@ -304,7 +320,13 @@ export function storeAt(
           mode: options.mode ?? "write",
           now: options.now(),
           writeMoved: options.writeMoved,
-          sqlite: { busyTimeoutMs: options.busyTimeoutMs ?? 1000 },
+          // The dashboard reads once a second at most: it needs to hear of a
+          // change, not to hear of it within 2 ms (see change_watch.ts).
+          sqlite: {
+            busyTimeoutMs: options.busyTimeoutMs ?? 1000,
+            changePollMs: 250,
+            changeWatch: { busyMs: 0 },
+          },
         })).store;
       } catch (error) {
         throw new Error(options.explain(error), { cause: error });
@@ -312,6 +334,7 @@ export function storeAt(
       return store;
     },
     close: drop,
+    alone: true,
   };
 }
 
@@ -373,12 +396,34 @@ export function storeData(params: {
   searchCountCap?: number;
 }): DashboardData {
   const { source, clock } = params;
+  // The store last handed out, and whether it told of a change since the
+  // last `changed()`. A store opened again starts unchanged: the read that
+  // opened it comes after it listens.
+  let watched: Store | null = null;
+  let dirty = false;
+  let unwatch = () => {};
+  const get = async (): Promise<Store> => {
+    const store = await source.get();
+    if (store !== watched && source.alone) {
+      unwatch();
+      watched = store;
+      dirty = false;
+      unwatch = store.kind === "sqlite" ? store.onExternalChange(() => dirty = true) : () => {};
+    }
+    return store;
+  };
   const window = params.searchWindow ?? SEARCH_WINDOW;
   const cap = params.searchCountCap ?? SEARCH_COUNT_CAP;
   return {
     location: source.location,
+    changed() {
+      if (!source.alone || watched?.kind !== "sqlite") return true;
+      const was = dirty;
+      dirty = false;
+      return was;
+    },
     async overview(now) {
-      const store = await source.get();
+      const store = await get();
       // A source hands out stores at the current schema only (see storeAt).
       const version = await store.schemaVersion();
       const check = await storeCheck(store, { clock, schema: { version, known: version } });
@@ -406,7 +451,7 @@ export function storeData(params: {
       };
     },
     async jobs(query) {
-      const store = await source.get();
+      const store = await get();
       const filter: JobFilter = {
         ...storeFilter(query.filter),
         desc: query.desc,
@@ -418,7 +463,7 @@ export function storeData(params: {
       return (await store.jobsList(filter)).map(redactJob);
     },
     async jobsCount(filter) {
-      const store = await source.get();
+      const store = await get();
       const match = storeFilter(filter);
       if (filter.search === undefined) {
         return { count: await jobsMatching(store, match), atLeast: false, newest: null };
@@ -429,15 +474,15 @@ export function storeData(params: {
       return { count: Math.min(count, cap), atLeast: count > cap, newest };
     },
     async queues() {
-      const store = await source.get();
+      const store = await get();
       const loaded = await params.config();
       return (await queuesView(store, loaded.config, [])).map((q) => q.name);
     },
     async job(id) {
-      return await jobDetail(await source.get(), String(id));
+      return await jobDetail(await get(), String(id));
     },
     async schedules(now) {
-      const store = await source.get();
+      const store = await get();
       const loaded = await params.config();
       // A file with errors is not in force: a daemon runs the definitions the store keeps.
       const broken = loaded.config === null && !loaded.missing && loaded.problems.length > 0;
@@ -455,10 +500,10 @@ export function storeData(params: {
       });
     },
     async deadLetters(limit) {
-      return await (await source.get()).jobsDeadLetters({ limit });
+      return await (await get()).jobsDeadLetters({ limit });
     },
     async workflowRuns(query) {
-      const store = await source.get();
+      const store = await get();
       const runs = await listWorkflowRuns(store, {
         ...(query.state === null ? {} : { state: query.state }),
         ...(query.after === undefined ? {} : { after: query.after }),
@@ -467,13 +512,13 @@ export function storeData(params: {
       return { runs, counts: runCounts(await store.workflowsCount()) };
     },
     async workflowRun(id) {
-      return await workflowRunView(await source.get(), id);
+      return await workflowRunView(await get(), id);
     },
     async pipelines(now) {
-      return await pipelinesOf(await source.get(), await params.config(), now);
+      return await pipelinesOf(await get(), await params.config(), now);
     },
     async pipeline(id, now) {
-      const store = await source.get();
+      const store = await get();
       const view = (await pipelinesOf(store, await params.config(), now)).find((v) => v.id === id);
       if (!view || view.runs === 0) return view ?? null;
       return {

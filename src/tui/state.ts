@@ -233,7 +233,16 @@ export interface DashboardState {
 /** Something that happened: a key, a timer tick, a resize, or the answer to an effect. */
 export type DashboardEvent =
   | { kind: "key"; key: Key }
-  | { kind: "tick" }
+  | {
+    kind: "tick";
+    /**
+     * Whether the store may have changed since the last tick; false only
+     * where it can tell (a SQLite file). @default true
+     */
+    changed?: boolean;
+    /** The tick's instant, to read again now and then while nothing changes. */
+    at?: number;
+  }
   | { kind: "resize"; columns: number; rows: number }
   | { kind: "read"; seq: number; at: number; result: ReadResult }
   | { kind: "readFailed"; seq: number; error: string }

@@ -10,7 +10,7 @@ import assert from "node:assert/strict";
 import { type ActRequest, runAction } from "../../src/tui/actions.ts";
 import { readView } from "../../src/tui/data.ts";
 import { type Key, key, named } from "../../src/tui/keys.ts";
-import { nextRunState, reduce } from "../../src/tui/reduce.ts";
+import { IDLE_REFRESH_MS, nextRunState, reduce } from "../../src/tui/reduce.ts";
 import {
   type DashboardEvent,
   type DashboardState,
@@ -165,6 +165,19 @@ Deno.test("a refresh while the same read runs asks for nothing, and a late answe
   d.send((await d.answer(second!))!);
   assert.equal(d.state.schedules?.length, 2);
   assert.equal(d.state.read.inFlight, null);
+});
+
+Deno.test("a tick of a quiet store reads nothing and returns the same state, until IDLE_REFRESH_MS after the last read", async () => {
+  const d = await started();
+  const read = d.state.lastRead!;
+  const before = d.state;
+  assert.deepEqual(d.send({ kind: "tick", changed: false, at: read + 1000 }), []);
+  assert.equal(d.state, before, "the same state: nothing to draw");
+  const [again] = d.send({ kind: "tick", changed: false, at: read + IDLE_REFRESH_MS });
+  assert.equal(again?.kind, "read");
+  await d.settle();
+  const [changed] = d.send({ kind: "tick", changed: true, at: d.state.lastRead! + 1 });
+  assert.equal(changed?.kind, "read", "a change is read at the next tick");
 });
 
 Deno.test("a failed read keeps the last data and says why; the next tick reads again and clears it", async () => {

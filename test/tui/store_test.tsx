@@ -756,3 +756,49 @@ Deno.test("the pipelines screen on a real store: runs made through the store sea
   assert.match(shown, new RegExp(`> catalog\\s+fresh 1s\\s+${fresh}\\s+completed\\s+1s ago`));
   r.unmount();
 });
+
+Deno.test("an idle dashboard reads and draws nothing while the store does not change, and reads again on another connection's commit", async () => {
+  await using temp = await tempStore();
+  const clock = new FakeClock(NOW);
+  const other = await openSqliteStore(temp.path);
+  // The dashboard's own connection, as `jobs tui` opens it.
+  const source = storeAt(temp.path, { now: () => NOW, explain: String });
+  const data = storeData({ source, config: noConfig, clock });
+  let reads = 0;
+  const overview = data.overview.bind(data);
+  data.overview = (now) => (reads++, overview(now));
+  const r = render(
+    <App
+      data={data}
+      actions={storeActions({ source, config: noConfig, clock, actor: "bob", environment: null })}
+      clock={clock}
+      program="jobsctl"
+      color={false}
+    />,
+  );
+  try {
+    await waitUntil("the first overview", () => r.lastFrame()?.includes("QUEUE"));
+    await waitUntil("the first read", () => reads === 1);
+    const frames = r.frames.length;
+    // Nine ticks of a quiet store: no read, no frame (the old dashboard read and drew nine times).
+    for (let i = 0; i < 9; i++) {
+      clock.advance(1000);
+      await new Promise((resolve) => setTimeout(resolve, 5));
+    }
+    assert.equal(reads, 1, "reads while nothing changed");
+    assert.equal(r.frames.length, frames, "frames drawn while nothing changed");
+
+    // Another process enqueues: the store's change watch tells, the next tick reads.
+    await other.jobsInsert({ jobs: [newJob({ queue: "fresh", scheduledAt: NOW })], now: NOW });
+    await waitUntil("the next tick to read the change", async () => {
+      clock.advance(1000);
+      await new Promise((resolve) => setTimeout(resolve, 5));
+      return r.lastFrame()?.includes("fresh");
+    });
+    assert.ok(reads >= 2);
+  } finally {
+    r.unmount();
+    await source.close();
+    await other.close();
+  }
+});

@@ -92,6 +92,7 @@ import {
 
 export { SchemaTooNewError };
 import { fileIdentity, notAFile, openProblem } from "./file_check.ts";
+import { ChangeWatch, type ChangeWatchOptions } from "./change_watch.ts";
 import { SqliteWorkflows } from "./workflows.ts";
 import {
   cancelRun,
@@ -153,18 +154,25 @@ export interface SqliteOptions {
    */
   synchronous?: "normal" | "full";
   /**
-   * How often an idle process looks for commits made by other processes
-   * (`PRAGMA data_version`), in ms. 1 ms measured no better than 2 in
-   * cross-process latency (p95 3.3 ms either way: the time goes to the two
-   * transactions of a machine woken from idle, 220 us each against 41 us
-   * back to back).
+   * How often a process looks for commits made by other processes
+   * (`PRAGMA data_version`) while they come, or always when the file watch
+   * cannot hear them (see change_watch.ts), in ms. 1 ms measured no better
+   * than 2 in cross-process latency (p95 3.3 ms either way: the time goes to
+   * the two transactions of a machine woken from idle, 220 us each against
+   * 41 us back to back).
    * @default 2
    */
   changePollMs?: number;
   /**
-   * While that poll runs, how often it also checks that the file at the
-   * path is still the one opened (device and inode), in ms. A store whose
-   * file was deleted or replaced refuses every call from then on with a
+   * How the store hears other processes' commits while idle: a file watch
+   * and a slow safety-net poll (see change_watch.ts). Tests inject a clock
+   * and a watch here.
+   */
+  changeWatch?: ChangeWatchOptions;
+  /**
+   * While anything listens for changes, how often the change watch also
+   * checks that the file at the path is still the one opened (device and
+   * inode), in ms. A store whose file was deleted or replaced refuses every call from then on with a
    * {@linkcode StoreLostError}: what it wrote is gone with the file.
    * @default 500
    */
@@ -309,7 +317,7 @@ export class SqliteStore implements Store<SqliteTx> {
   readonly kind = "sqlite";
   readonly location: string;
   readonly db: DatabaseSync;
-  #options: Required<Omit<SqliteOptions, "now" | "migrate" | "readOnly">>;
+  #options: Required<Omit<SqliteOptions, "now" | "migrate" | "readOnly" | "changeWatch">>;
   #statements: Statements | null = null;
   // A caller's transaction that spans awaits holds the connection; every other
   // call waits for it so nothing else runs inside the caller's transaction.
@@ -318,12 +326,11 @@ export class SqliteStore implements Store<SqliteTx> {
   // statements: they go on the open transaction instead of waiting for it.
   #inTx = false;
   #listeners = new Set<() => void>();
-  #poll: ReturnType<typeof setInterval> | null = null;
-  #dataVersion = 0;
+  #watch: ChangeWatch | null = null;
+  readonly #changeWatch: ChangeWatchOptions;
   #closed = false;
   /** The file opened, to notice when the path names another file or none. */
   readonly #identity: FileIdentity | null;
-  #fileCheckedAt = 0;
   #lost: StoreLostError | null = null;
   readonly #wf: SqliteWorkflows;
   readonly #ingest: SqliteIngest;
@@ -353,6 +360,7 @@ export class SqliteStore implements Store<SqliteTx> {
       changePollMs: options.changePollMs ?? 2,
       fileCheckMs: options.fileCheckMs ?? 500,
     };
+    this.#changeWatch = options.changeWatch ?? {};
     this.#readOnly = options.readOnly ?? false;
     this.db = new DatabaseSync(path, { readOnly: this.#readOnly });
     // SQLite has created the file (or found it) by now: this is the one it holds.
@@ -628,7 +636,7 @@ export class SqliteStore implements Store<SqliteTx> {
     try {
       const result = this.#counted(fn);
       this.db.exec("COMMIT");
-      this.#checkpointer?.committed();
+      this.#committed();
       return result;
     } catch (error) {
       if (this.db.isTransaction) this.db.exec("ROLLBACK");
@@ -685,7 +693,7 @@ export class SqliteStore implements Store<SqliteTx> {
       try {
         const result = await fn(tx);
         this.db.exec("COMMIT");
-        this.#checkpointer?.committed();
+        this.#committed();
         return result;
       } catch (error) {
         if (this.db.isTransaction) this.db.exec("ROLLBACK");
@@ -759,7 +767,7 @@ export class SqliteStore implements Store<SqliteTx> {
     if (this.#inTx || this.#newestAlone - this.#countsSeen.through >= UNCOUNTED_MAX) return null;
     const id = Number(this.#s.insertPlain.run(...insertRow(job), now).lastInsertRowid);
     this.#newestAlone = id;
-    this.#checkpointer?.committed();
+    this.#committed();
     return [inserted(job, id, now)];
   }
 
@@ -1921,9 +1929,20 @@ export class SqliteStore implements Store<SqliteTx> {
 
   onExternalChange(listener: () => void): () => void {
     this.#listeners.add(listener);
-    if (this.#poll === null && !this.#closed && this.location !== ":memory:") {
-      this.#dataVersion = this.#readDataVersion();
-      this.#poll = setInterval(() => this.#checkDataVersion(), this.#options.changePollMs);
+    if (this.#watch === null && !this.#closed && this.location !== ":memory:") {
+      this.#watch = new ChangeWatch({
+        path: this.location,
+        pollMs: this.#options.changePollMs,
+        fileCheckMs: this.#options.fileCheckMs,
+        // Skip while a caller's transaction holds the connection: it sees no
+        // other commits until it ends anyway.
+        readVersion: () => this.#held ? null : this.#readDataVersion(),
+        // The file check needs no connection: it runs during a caller's transaction too.
+        checkFile: () => this.checkFile() !== null,
+        changed: () => {
+          for (const listener of this.#listeners) listener();
+        },
+      }, this.#changeWatch);
     }
     return () => {
       this.#listeners.delete(listener);
@@ -1931,36 +1950,28 @@ export class SqliteStore implements Store<SqliteTx> {
     };
   }
 
+  /**
+   * The change watch while anything listens for other processes' commits
+   * (see change_watch.ts), or null: tests look at its reads and blindness.
+   */
+  get changeWatch(): ChangeWatch | null {
+    return this.#watch;
+  }
+
   #readDataVersion(): number {
     const row = this.#s.dataVersion.get() as Row | undefined;
     return Number(row?.data_version ?? 0);
   }
 
-  #checkDataVersion(): void {
-    if (this.#closed) return;
-    // The file check needs no connection: it runs during a caller's transaction too.
-    const at = performance.now();
-    if (at - this.#fileCheckedAt >= this.#options.fileCheckMs) {
-      this.#fileCheckedAt = at;
-      if (this.checkFile()) return;
-    }
-    // Skip while a caller's transaction holds the connection: it sees no
-    // other commits until it ends anyway.
-    if (this.#held) return;
-    let version: number;
-    try {
-      version = this.#readDataVersion();
-    } catch {
-      return; // locked or gone: the producers' timers still run
-    }
-    if (version === this.#dataVersion) return;
-    this.#dataVersion = version;
-    for (const listener of this.#listeners) listener();
+  /** A commit of this connection: the checkpointer counts it, the change watch expects its events. */
+  #committed(): void {
+    this.#checkpointer?.committed();
+    this.#watch?.committed();
   }
 
   #stopPolling(): void {
-    if (this.#poll !== null) clearInterval(this.#poll);
-    this.#poll = null;
+    this.#watch?.stop();
+    this.#watch = null;
   }
 }
 

@@ -1,0 +1,336 @@
+/**
+ * How a SQLite store hears other processes' commits without waking while
+ * nothing happens. Polling `PRAGMA data_version` every 2 ms gives a 3 ms
+ * p95 from another process's enqueue to the start of its job, but it wakes
+ * an idle daemon some 470 times a second (34 ms of CPU a second, a fan that
+ * never stops). Instead a file watch on the database's folder (inotify on
+ * Linux), filtered to the file and its `-wal`, says when something was
+ * written; `data_version` is read then, and for a few fast polls after (a
+ * commit becomes visible just after its last WAL write, whose event may
+ * have been merged with an earlier one). The events of this store's own
+ * commits are read a poll later rather than at once, out of the way of the
+ * work that follows a commit. After a commit of another process the fast
+ * poll runs for `busyMs`, so a stream of enqueues meets the poll's
+ * latency; while idle only the safety-net poll runs, every `idlePollMs`.
+ *
+ * The watch checks itself: every `idlePollMs` it looks at the WAL's size
+ * and time of change, and when the WAL changed between two looks but no
+ * event came from one look before to one look after, the watch is blind
+ * (a file system inotify does not see, such as a network mount written by
+ * another host) and the fast poll runs from then on, as it did before.
+ * So does a watch that cannot start or that ends. Either is told once
+ * through `onBlind`.
+ *
+ * With a clock injected every decision reads it and every wait is its
+ * sleep, so tests step it with a FakeClock (else the monotonic clock and
+ * plain timers pace it); the file watch and
+ * the file's stat are injectable too.
+ *
+ * @module
+ */
+
+import { basename, dirname, join, resolve } from "node:path";
+import { type Clock, SystemClock } from "../../clock.ts";
+
+/** The events a file watch yields: `Deno.watchFs`'s shape. */
+export interface FileWatch extends AsyncIterable<{ kind: string; paths: string[] }> {
+  close(): void;
+}
+
+/** Options of the change watch, for tests and for processes that need no speed (the TUI). */
+export interface ChangeWatchOptions {
+  /** The clock every wait and decision uses. @default a SystemClock */
+  clock?: Clock;
+  /** Starts a watch of `folder`. @default `Deno.watchFs(folder, { recursive: false })` */
+  watch?: (folder: string) => FileWatch;
+  /** The WAL's size and time of change, or null when it cannot be seen. @default Deno.statSync */
+  stat?: (path: string) => { size: number; mtime: number } | null;
+  /**
+   * How often the safety-net poll reads `data_version` while nothing
+   * happens (and the watch checks itself), in ms.
+   * @default 500
+   */
+  idlePollMs?: number;
+  /**
+   * How long the fast poll runs after a commit of another process was
+   * seen, in ms: a stream of enqueues gets the poll's latency, not the
+   * watch's. 0: only after a watch event (a reader that needs no speed).
+   * @default 200
+   */
+  busyMs?: number;
+  /**
+   * Told once when the watch is found blind or cannot run, and the fast poll
+   * takes over. @default a `store.change_watch_blind` JSON line on stderr
+   */
+  onBlind?: (reason: string) => void;
+}
+
+/** What the change watch asks of its store. */
+export interface ChangeWatchHost {
+  /** The database file's path. */
+  readonly path: string;
+  /** The fast poll's period, in ms (`changePollMs`). */
+  readonly pollMs: number;
+  /** How often the file's identity is checked, in ms (`fileCheckMs`). */
+  readonly fileCheckMs: number;
+  /** `PRAGMA data_version`, or null when it cannot be read now (a transaction holds the connection). */
+  readVersion(): number | null;
+  /** Whether the file at the path is no longer the one opened (then the watch stops). */
+  checkFile(): boolean;
+  /** Another connection committed. */
+  changed(): void;
+}
+
+/**
+ * Fast polls after a watch event: a commit is visible just after its last
+ * WAL write (the WAL index is shared memory, which makes no event). Each
+ * costs a wake-up, and an idle daemon's own heartbeat makes an event a second.
+ */
+const SETTLE_POLLS = 2;
+
+/**
+ * A watch event this soon after the store's own commit is taken for its
+ * own, in ms: read a poll later, not at once (see ChangeWatch.committed).
+ */
+const OWN_EVENT_MS = 5;
+
+/** Looks for other connections' commits, cheaply while idle (see the module doc). */
+export class ChangeWatch {
+  readonly #host: ChangeWatchHost;
+  readonly #clock: Clock;
+  readonly #sleep: (ms: number, signal: AbortSignal) => Promise<void>;
+  readonly #now: () => number;
+  readonly #options: Required<Omit<ChangeWatchOptions, "clock" | "watch" | "stat">>;
+  readonly #stat: (path: string) => { size: number; mtime: number } | null;
+  readonly #wal: string;
+  readonly #file: string;
+  #watch: FileWatch | null = null;
+  #version: number;
+  #stopped = false;
+  /** Why the watch is blind (the fast poll runs for good), or null. */
+  #blind: string | null = null;
+  /** Until when the fast poll runs, on the clock. */
+  #fastUntil = -Infinity;
+  /** When the next look is due, on the clock. */
+  #nextAt = -Infinity;
+  /** Ends the current wait early: a watch event or stop. */
+  #wake = new AbortController();
+  /** When this store last committed, on the clock. */
+  #ownAt = -Infinity;
+  #fileCheckedAt: number;
+  #selfCheckedAt: number;
+  /** Watch events heard for the file or its WAL. */
+  #heard = 0;
+  /** The last two self-checks: the WAL's fingerprint and the events heard by then. */
+  #looks: { print: string; heard: number }[] = [];
+  /** Reads of `data_version` (tests count them). */
+  reads = 0;
+
+  constructor(host: ChangeWatchHost, options: ChangeWatchOptions = {}) {
+    this.#host = host;
+    this.#clock = options.clock ?? new SystemClock();
+    // Without a clock injected, time is the monotonic one, to the µs: a
+    // 2 ms poll paced in whole ms of wall time ran at 2.9 ms.
+    this.#now = options.clock ? () => this.#clock.now() : () => performance.now();
+    // Waits only batch: a plain timer unless a clock is injected. The system
+    // clock's sleep checks the time again on waking (ms resolution) and
+    // may wait once more, which made a 2 ms poll one of about 3.
+    this.#sleep = options.clock ? (ms, signal) => this.#clock.sleep(ms, signal) : timerSleep;
+    this.#options = {
+      idlePollMs: options.idlePollMs ?? 500,
+      busyMs: options.busyMs ?? 200,
+      // One line on stderr, as the daemon logs: the store has no logger.
+      onBlind: options.onBlind ?? ((reason) =>
+        console.error(JSON.stringify({
+          time: new Date(this.#clock.now()).toISOString(),
+          event: "store.change_watch_blind",
+          db: host.path,
+          reason,
+          pollMs: host.pollMs,
+        }))),
+    };
+    this.#stat = options.stat ?? statOf;
+    this.#file = resolve(host.path);
+    this.#wal = `${this.#file}-wal`;
+    this.#version = this.#read() ?? 0;
+    this.#fileCheckedAt = this.#selfCheckedAt = this.#now();
+    this.#start(options.watch ?? watchFolder);
+    void this.#loop();
+  }
+
+  /** Why the watch is blind and the fast poll runs for good, or null while it hears. */
+  get blind(): string | null {
+    return this.#blind;
+  }
+
+  /** Stops the watch and the polls. */
+  stop(): void {
+    if (this.#stopped) return;
+    this.#stopped = true;
+    this.#wake.abort();
+    try {
+      this.#watch?.close();
+    } catch {
+      // Already closed.
+    }
+    this.#watch = null;
+  }
+
+  #start(watch: (folder: string) => FileWatch): void {
+    let folder: string;
+    try {
+      folder = Deno.realPathSync(dirname(this.#file));
+      this.#watch = watch(folder);
+    } catch (error) {
+      this.#goBlind(`the folder cannot be watched: ${firstLine(error)}`);
+      return;
+    }
+    // Events name the folder as watched: compare with its real path.
+    const file = join(folder, basename(this.#file));
+    const wal = `${file}-wal`;
+    const events = this.#watch;
+    (async () => {
+      try {
+        for await (const event of events) {
+          if (this.#stopped) return;
+          if (event.paths.some((p) => p === file || p === wal)) this.#event(event.kind);
+        }
+        if (!this.#stopped) this.#goBlind("the file watch ended");
+      } catch (error) {
+        if (!this.#stopped) this.#goBlind(`the file watch failed: ${firstLine(error)}`);
+      }
+    })();
+  }
+
+  /**
+   * This store committed: the watch events of its own WAL writes follow.
+   * They are read a poll later instead of at once, so that an own commit
+   * (an enqueue, a claim, a result) does not put a read of `data_version`
+   * in the way of the work that follows it.
+   */
+  committed(): void {
+    this.#ownAt = this.#now();
+  }
+
+  #event(kind: string): void {
+    this.#heard++;
+    const now = this.#now();
+    // A file removed or replaced is checked at once, not at the next fileCheckMs.
+    if (kind !== "modify" && kind !== "access") this.#fileCheckedAt = -Infinity;
+    const settle = now + SETTLE_POLLS * this.#host.pollMs;
+    if (settle > this.#fastUntil) this.#fastUntil = settle;
+    const own = now - this.#ownAt <= OWN_EVENT_MS;
+    this.#wakeAt(own ? now + this.#host.pollMs : now);
+  }
+
+  /** Brings the next look forward to `at` (never later than planned). */
+  #wakeAt(at: number): void {
+    if (at >= this.#nextAt) return;
+    this.#nextAt = at;
+    this.#wake.abort();
+  }
+
+  #goBlind(reason: string): void {
+    if (this.#blind !== null) return;
+    this.#blind = reason;
+    this.#options.onBlind(reason);
+    this.#wakeAt(this.#now());
+  }
+
+  async #loop(): Promise<void> {
+    while (!this.#stopped) {
+      let now = this.#now();
+      if (now >= this.#nextAt) {
+        this.#tick(now);
+        if (this.#stopped) return;
+        now = this.#now();
+        const fast = this.#blind !== null || now < this.#fastUntil;
+        const period = fast
+          ? this.#host.pollMs
+          : Math.min(this.#options.idlePollMs, this.#host.fileCheckMs);
+        // At a fixed rate while on time, as setInterval keeps it: a timer
+        // set after each look, from then, made a 2 ms poll one of 3.4 ms.
+        this.#nextAt = (this.#nextAt > now - period ? this.#nextAt : now) + period;
+      }
+      if (this.#wake.signal.aborted) this.#wake = new AbortController();
+      await this.#sleep(this.#nextAt - now, this.#wake.signal);
+    }
+  }
+
+  #tick(now: number): void {
+    if (now - this.#fileCheckedAt >= this.#host.fileCheckMs) {
+      this.#fileCheckedAt = now;
+      if (this.#host.checkFile()) return this.stop();
+    }
+    if (this.#blind === null && now - this.#selfCheckedAt >= this.#options.idlePollMs) {
+      this.#selfCheckedAt = now;
+      this.#selfCheck();
+    }
+    const version = this.#read();
+    if (version === null || version === this.#version) return;
+    this.#version = version;
+    if (this.#options.busyMs > 0) this.#fastUntil = now + this.#options.busyMs;
+    this.#host.changed();
+  }
+
+  #read(): number | null {
+    this.reads++;
+    try {
+      return this.#host.readVersion();
+    } catch {
+      return null; // locked or gone: the producers' timers still run
+    }
+  }
+
+  /**
+   * Blind when the WAL changed between the last two looks and no event was
+   * heard from the look before that change to this one (a whole period for
+   * the event to come).
+   */
+  #selfCheck(): void {
+    const stat = this.#stat(this.#wal);
+    const look = {
+      print: stat === null ? "none" : `${stat.size}:${stat.mtime}`,
+      heard: this.#heard,
+    };
+    this.#looks.push(look);
+    if (this.#looks.length > 3) this.#looks.shift();
+    const [before, middle] = this.#looks;
+    if (
+      this.#looks.length === 3 && middle!.print !== before!.print && look.heard === before!.heard
+    ) {
+      this.#goBlind("a write to the WAL went unheard for a whole period");
+    }
+  }
+}
+
+/** Resolves after `ms` of one timer, or at once when `signal` aborts. */
+function timerSleep(ms: number, signal: AbortSignal): Promise<void> {
+  if (signal.aborted) return Promise.resolve();
+  return new Promise((resolve) => {
+    const done = () => {
+      clearTimeout(timer);
+      signal.removeEventListener("abort", done);
+      resolve();
+    };
+    const timer = setTimeout(done, Math.max(0, ms));
+    signal.addEventListener("abort", done, { once: true });
+  });
+}
+
+function watchFolder(folder: string): FileWatch {
+  return Deno.watchFs(folder, { recursive: false });
+}
+
+function statOf(path: string): { size: number; mtime: number } | null {
+  try {
+    const info = Deno.statSync(path);
+    return { size: info.size, mtime: info.mtime?.getTime() ?? 0 };
+  } catch {
+    return null;
+  }
+}
+
+function firstLine(error: unknown): string {
+  return (error instanceof Error ? error.message : String(error)).split("\n")[0]!;
+}

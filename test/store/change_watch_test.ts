@@ -1,0 +1,153 @@
+/**
+ * How a SQLite store hears other processes' commits (change_watch.ts): a
+ * file watch wakes it, an idle store does not poll fast, and a watch that
+ * hears nothing is found out and replaced by the fast poll. The watch's
+ * clock is a FakeClock, so "fast" and "idle" are counted reads over a
+ * stretch of its time, not wall-clock timings.
+ */
+
+import assert from "node:assert/strict";
+import { FakeClock } from "../../src/clock.ts";
+import { Jobs } from "../../src/jobs.ts";
+import { defineWorker } from "../../src/kernel/worker.ts";
+import type { FileWatch } from "../../src/store/sqlite/change_watch.ts";
+import { openSqliteStore, type SqliteStore } from "../../src/store/sqlite/sqlite_store.ts";
+import { waitUntil } from "../../src/testing.ts";
+import { tempDir } from "../support/stores.ts";
+
+/** A file watch that never hears anything (a network mount, say) until closed. */
+function deafWatch(): FileWatch {
+  let close = () => {};
+  const closed = new Promise<IteratorResult<{ kind: string; paths: string[] }>>((resolve) =>
+    close = () => resolve({ done: true, value: undefined })
+  );
+  return {
+    [Symbol.asyncIterator]: () => ({ next: () => closed }),
+    close: () => close(),
+  };
+}
+
+/** Moves the clock `ms` forward in steps, letting the watch's loop run between steps. */
+async function drive(clock: FakeClock, ms: number, step: number): Promise<void> {
+  for (let passed = 0; passed < ms; passed += step) {
+    clock.advance(step);
+    await new Promise((resolve) => setTimeout(resolve, 0));
+  }
+}
+
+/** Two stores on one fresh file: `watched` with the given options, `other` as another process would be. */
+async function twoStores(
+  options: Parameters<typeof openSqliteStore>[1],
+): Promise<{ watched: SqliteStore; other: SqliteStore; [Symbol.asyncDispose](): Promise<void> }> {
+  const dir = await tempDir();
+  const path = `${dir.path}/jobs.db`;
+  const watched = await openSqliteStore(path, options);
+  const other = await openSqliteStore(path);
+  return {
+    watched,
+    other,
+    async [Symbol.asyncDispose]() {
+      await watched.close();
+      await other.close();
+      await dir.cleanup();
+    },
+  };
+}
+
+const noop = defineWorker({ name: "noop", perform: () => {} });
+
+Deno.test("an idle store reads data_version only at its safety-net poll, not every 2 ms", async () => {
+  const clock = new FakeClock();
+  await using t = await twoStores({ changeWatch: { clock, idlePollMs: 500 } });
+  let wakes = 0;
+  const off = t.watched.onExternalChange(() => wakes++);
+  const watch = t.watched.changeWatch!;
+  const before = watch.reads;
+  // One second of the clock in 2 ms steps: the old poll read 500 times.
+  await drive(clock, 1000, 2);
+  const reads = watch.reads - before;
+  assert.ok(
+    reads <= 3,
+    `an idle store read data_version ${reads} times in 1 s, expected at most 3`,
+  );
+  assert.equal(wakes, 0);
+  assert.equal(watch.blind, null, "the watch hears, so it is not blind");
+  off();
+});
+
+Deno.test("a commit from another connection wakes onExternalChange through the file watch, the clock standing still", async () => {
+  const clock = new FakeClock();
+  // No poll can find it: the fast poll's period is an hour and the clock never moves.
+  await using t = await twoStores({ changePollMs: 3_600_000, changeWatch: { clock } });
+  let wakes = 0;
+  const off = t.watched.onExternalChange(() => wakes++);
+  await new Jobs({ store: t.other, workers: [noop], clock }).enqueue(noop, {});
+  await waitUntil("the watch to hear the other connection's commit", () => wakes > 0);
+  assert.equal(t.watched.changeWatch!.blind, null);
+  off();
+});
+
+Deno.test("a watch that hears nothing falls back to the fast poll, told once, and a runtime still wakes for another connection's job", async () => {
+  const clock = new FakeClock();
+  const blind: string[] = [];
+  await using t = await twoStores({
+    changePollMs: 2,
+    changeWatch: { clock, watch: deafWatch, idlePollMs: 500, onBlind: (r) => blind.push(r) },
+  });
+  const ran: number[] = [];
+  const worker = defineWorker<{ n: number }>({
+    name: "mark",
+    perform: (args) => void ran.push(args.n),
+  });
+  // The runtime's own poll is an hour away: only the store's change watch can wake it.
+  const jobs = new Jobs({ store: t.watched, workers: [worker], clock, logger: () => {} });
+  const runtime = await jobs.start({ queues: { default: 1 }, node: "n1", pollMs: 3_600_000 });
+  try {
+    const other = new Jobs({ store: t.other, workers: [worker], clock });
+    await other.enqueue(worker, { n: 1 });
+    // The safety-net poll finds the commit; a WAL written with no event heard
+    // for a whole period after makes the watch blind.
+    for (let i = 0; i < 40 && blind.length === 0; i++) await drive(clock, 100, 50);
+    assert.equal(blind.length, 1, "told once that the watch is blind");
+    assert.match(blind[0]!, /unheard/);
+    assert.match(t.watched.changeWatch!.blind ?? "", /unheard/);
+    await waitUntil("the first job to run", () => ran.includes(1));
+
+    // Blind, it polls fast again: 100 ms of the clock in 2 ms steps reads about 50 times.
+    const before = t.watched.changeWatch!.reads;
+    await drive(clock, 100, 2);
+    const reads = t.watched.changeWatch!.reads - before;
+    assert.ok(
+      reads >= 40,
+      `a blind watch read data_version ${reads} times in 100 ms, expected ~50`,
+    );
+
+    await other.enqueue(worker, { n: 2 });
+    for (let i = 0; i < 200 && !ran.includes(2); i++) await drive(clock, 2, 2);
+    await waitUntil("the second job to run", () => ran.includes(2));
+    assert.equal(blind.length, 1, "told only once");
+  } finally {
+    await runtime.stop();
+  }
+});
+
+Deno.test("a watch that cannot start is blind at once and the fast poll runs", async () => {
+  const clock = new FakeClock();
+  const blind: string[] = [];
+  await using t = await twoStores({
+    changeWatch: {
+      clock,
+      watch: () => {
+        throw new Error("inotify watch limit reached");
+      },
+      onBlind: (r) => blind.push(r),
+    },
+  });
+  let wakes = 0;
+  const off = t.watched.onExternalChange(() => wakes++);
+  assert.deepEqual(blind, ["the folder cannot be watched: inotify watch limit reached"]);
+  await new Jobs({ store: t.other, workers: [noop], clock }).enqueue(noop, {});
+  await drive(clock, 10, 2);
+  await waitUntil("the fast poll to see the other connection's commit", () => wakes > 0);
+  off();
+});
