@@ -145,9 +145,31 @@ Deno.test("a watch that cannot start is blind at once and the fast poll runs", a
   });
   let wakes = 0;
   const off = t.watched.onExternalChange(() => wakes++);
-  assert.deepEqual(blind, ["the folder cannot be watched: inotify watch limit reached"]);
+  assert.deepEqual(blind, ["the wake folder cannot be watched: inotify watch limit reached"]);
   await new Jobs({ store: t.other, workers: [noop], clock }).enqueue(noop, {});
   await drive(clock, 10, 2);
   await waitUntil("the fast poll to see the other connection's commit", () => wakes > 0);
+  off();
+});
+
+Deno.test("the change watch watches the database's wake folder, never the database's own folder", async () => {
+  // Deno.watchFs opens and closes each changed file of the folder it watches,
+  // which drops every POSIX lock this process holds on it: watching jobs.db's
+  // folder let another process remove a running daemon's WAL.
+  const clock = new FakeClock();
+  const watched: string[] = [];
+  await using t = await twoStores({
+    changeWatch: {
+      clock,
+      watch: (folder) => {
+        watched.push(folder);
+        return deafWatch();
+      },
+    },
+  });
+  const off = t.watched.onExternalChange(() => {});
+  const db = await Deno.realPath(t.watched.location);
+  assert.deepEqual(watched, [`${db}.wake`]);
+  assert.ok((await Deno.stat(`${db}.wake/commit`)).isFile);
   off();
 });

@@ -3,15 +3,23 @@
  * nothing happens. Polling `PRAGMA data_version` every 2 ms gives a 3 ms
  * p95 from another process's enqueue to the start of its job, but it wakes
  * an idle daemon some 470 times a second (34 ms of CPU a second, a fan that
- * never stops). Instead a file watch on the database's folder (inotify on
- * Linux), filtered to the file and its `-wal`, says when something was
- * written; `data_version` is read then, and for a few fast polls after (a
- * commit becomes visible just after its last WAL write, whose event may
- * have been merged with an earlier one). The events of this store's own
- * commits are read a poll later rather than at once, out of the way of the
- * work that follows a commit. After a commit of another process the fast
- * poll runs for `busyMs`, so a stream of enqueues meets the poll's
- * latency; while idle only the safety-net poll runs, every `idlePollMs`.
+ * never stops). Instead every store that commits touches a wake file
+ * (`<db>.wake/commit`, see {@linkcode CommitSignal}), and a file watch on
+ * that folder (inotify on Linux) says when another process committed;
+ * `data_version` is read then, and for a few fast polls after. The events of
+ * this store's own commits are read a poll later rather than at once, out
+ * of the way of the work that follows a commit. After a commit of another
+ * process the fast poll runs for `busyMs`, so a stream of enqueues meets
+ * the poll's latency; while idle only the safety-net poll runs, every
+ * `idlePollMs`.
+ *
+ * Why a folder of its own, not the database's: `Deno.watchFs` opens and
+ * closes each changed file of a watched folder, and closing any descriptor
+ * of a file drops every POSIX lock the process holds on it. Watching the
+ * database's folder dropped SQLite's locks on `jobs.db`, so the next process
+ * to close the database took itself for the last one and removed the
+ * running daemon's WAL (a daemon killed by SIGBUS, its writes lost). The
+ * wake file holds no lock.
  *
  * The watch checks itself: every `idlePollMs` it looks at the WAL's size
  * and time of change, and when the WAL changed between two looks but no
@@ -29,7 +37,7 @@
  * @module
  */
 
-import { basename, dirname, join, resolve } from "node:path";
+import { join, resolve } from "node:path";
 import { type Clock, SystemClock } from "../../clock.ts";
 
 /** The events a file watch yields: `Deno.watchFs`'s shape. */
@@ -179,21 +187,20 @@ export class ChangeWatch {
   #start(watch: (folder: string) => FileWatch): void {
     let folder: string;
     try {
-      folder = Deno.realPathSync(dirname(this.#file));
+      folder = Deno.realPathSync(prepareWakeFolder(this.#file));
       this.#watch = watch(folder);
     } catch (error) {
-      this.#goBlind(`the folder cannot be watched: ${firstLine(error)}`);
+      this.#goBlind(`the wake folder cannot be watched: ${firstLine(error)}`);
       return;
     }
     // Events name the folder as watched: compare with its real path.
-    const file = join(folder, basename(this.#file));
-    const wal = `${file}-wal`;
+    const wake = join(folder, WAKE_FILE);
     const events = this.#watch;
     (async () => {
       try {
         for await (const event of events) {
           if (this.#stopped) return;
-          if (event.paths.some((p) => p === file || p === wal)) this.#event(event.kind);
+          if (event.paths.some((p) => p === wake)) this.#event(event.kind);
         }
         if (!this.#stopped) this.#goBlind("the file watch ended");
       } catch (error) {
@@ -215,7 +222,7 @@ export class ChangeWatch {
   #event(kind: string): void {
     this.#heard++;
     const now = this.#now();
-    // A file removed or replaced is checked at once, not at the next fileCheckMs.
+    // The wake file removed or replaced: look at the database file at once too.
     if (kind !== "modify" && kind !== "access") this.#fileCheckedAt = -Infinity;
     const settle = now + SETTLE_POLLS * this.#host.pollMs;
     if (settle > this.#fastUntil) this.#fastUntil = settle;
@@ -316,6 +323,87 @@ function timerSleep(ms: number, signal: AbortSignal): Promise<void> {
     const timer = setTimeout(done, Math.max(0, ms));
     signal.addEventListener("abort", done, { once: true });
   });
+}
+
+/** The file every committing store touches, in the folder `<db>.wake`. */
+const WAKE_FILE = "commit";
+
+/**
+ * At most one touch of the wake file per this many ms of one store's
+ * commits, the last of a burst always signalled at its end: a reader that
+ * hears one runs its fast poll for `busyMs` (200 ms by default), which finds
+ * the commits the window left unsignalled.
+ */
+export const SIGNAL_EVERY_MS = 20;
+
+/** The wake folder of the database at `file` (`<db>.wake`), and its wake file, created. */
+function prepareWakeFolder(file: string): string {
+  const folder = `${file}.wake`;
+  Deno.mkdirSync(folder, { recursive: true });
+  const wake = join(folder, WAKE_FILE);
+  try {
+    Deno.statSync(wake);
+  } catch {
+    Deno.writeTextFileSync(wake, "");
+  }
+  return folder;
+}
+
+/**
+ * A store's side of the wake file: after each commit it touches
+ * `<db>.wake/commit`, so the change watches of other processes hear it.
+ * Nothing is created here: with no watch on the database (no daemon or
+ * dashboard has made the folder) the touch fails, at the same spacing.
+ * Touches are spaced {@linkcode SIGNAL_EVERY_MS} apart,
+ * with one more at the end of a burst, so a batch of commits costs a few
+ * `utime` calls, not one each.
+ */
+export class CommitSignal {
+  readonly #wake: string;
+  #lastAt = -Infinity;
+  #touches = 0;
+  #trailing: ReturnType<typeof setTimeout> | null = null;
+  #closed = false;
+
+  /** For the database at `path`. */
+  constructor(path: string) {
+    this.#wake = join(`${resolve(path)}.wake`, WAKE_FILE);
+  }
+
+  /** This store committed. */
+  committed(): void {
+    if (this.#closed) return;
+    // Monotonic time on purpose: this only spaces touches, it decides nothing.
+    const now = performance.now();
+    if (now - this.#lastAt >= SIGNAL_EVERY_MS) {
+      this.#touch(now);
+      return;
+    }
+    if (this.#trailing !== null) return;
+    this.#trailing = setTimeout(() => {
+      this.#trailing = null;
+      if (!this.#closed) this.#touch(performance.now());
+    }, SIGNAL_EVERY_MS - (now - this.#lastAt));
+    Deno.unrefTimer(this.#trailing as unknown as number);
+  }
+
+  /** Stops signalling (the store closed). */
+  close(): void {
+    this.#closed = true;
+    if (this.#trailing !== null) clearTimeout(this.#trailing);
+    this.#trailing = null;
+  }
+
+  #touch(now: number): void {
+    this.#lastAt = now;
+    try {
+      // Any new time will do (the event is what counts): no clock is read.
+      const at = new Date(++this.#touches);
+      Deno.utimeSync(this.#wake, at, at);
+    } catch {
+      // No wake file: nobody watches this database (yet).
+    }
+  }
 }
 
 function watchFolder(folder: string): FileWatch {

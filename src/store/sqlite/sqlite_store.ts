@@ -92,7 +92,7 @@ import {
 
 export { SchemaTooNewError };
 import { fileIdentity, notAFile, openProblem } from "./file_check.ts";
-import { ChangeWatch, type ChangeWatchOptions } from "./change_watch.ts";
+import { ChangeWatch, type ChangeWatchOptions, CommitSignal } from "./change_watch.ts";
 import { SqliteWorkflows } from "./workflows.ts";
 import {
   cancelRun,
@@ -327,6 +327,8 @@ export class SqliteStore implements Store<SqliteTx> {
   #inTx = false;
   #listeners = new Set<() => void>();
   #watch: ChangeWatch | null = null;
+  /** Touches `<db>.wake/commit` after this store's commits, for other processes' watches. */
+  #signal: CommitSignal | null = null;
   readonly #changeWatch: ChangeWatchOptions;
   #closed = false;
   /** The file opened, to notice when the path names another file or none. */
@@ -482,6 +484,9 @@ export class SqliteStore implements Store<SqliteTx> {
     if (this.#checkpointer === null && this.#identity !== null && !this.#readOnly) {
       this.#checkpointer = new Checkpointer(this.location, this.db);
     }
+    if (this.#signal === null && this.#identity !== null && !this.#readOnly) {
+      this.#signal = new CommitSignal(this.location);
+    }
     const sync = this.#options.synchronous === "full" ? "FULL" : "NORMAL";
     this.db.exec(`PRAGMA synchronous = ${sync}`);
   }
@@ -548,6 +553,7 @@ export class SqliteStore implements Store<SqliteTx> {
     if (this.#closed) return Promise.resolve();
     this.#closed = true;
     this.#stopPolling();
+    this.#signal?.close();
     this.#listeners.clear();
     this.#statements = null;
     this.#wf.reset();
@@ -1966,6 +1972,7 @@ export class SqliteStore implements Store<SqliteTx> {
   /** A commit of this connection: the checkpointer counts it, the change watch expects its events. */
   #committed(): void {
     this.#checkpointer?.committed();
+    this.#signal?.committed();
     this.#watch?.committed();
   }
 
