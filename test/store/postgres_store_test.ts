@@ -12,6 +12,7 @@
  */
 
 import assert from "node:assert/strict";
+import { createConnection } from "node:net";
 import type { NewJob, PlanContext } from "../../src/kernel/types.ts";
 import {
   isLostSessionStray,
@@ -550,6 +551,20 @@ Deno.test("a lost session's stray rejection does not end the process; any other 
       assert.ok(syntax instanceof Error);
       assert.equal(isLostSessionStray(syntax), false, "a SQL error is no stray");
       assert.equal(isLostSessionStray(new TypeError("x")), false);
+      // The socket's own error for a connect the server refused, as the
+      // driver rejects a reserved connection's waiter with it: a stray too.
+      const refused = await new Promise<Error>((resolve) => {
+        const closed = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+        const port = closed.addr.port;
+        closed.close();
+        createConnection({ host: "127.0.0.1", port }).on("error", resolve);
+      });
+      assert.match(refused.message, /ECONNREFUSED/);
+      assert.equal(isLostSessionStray(refused), true, refused.stack);
+      const ours = Object.assign(new Error("connect ECONNREFUSED 127.0.0.1:1"), {
+        code: "ECONNREFUSED",
+      });
+      assert.equal(isLostSessionStray(ours), false, "one with a frame of ours is not the driver's");
 
       // Unhandled, as postgres.js leaves one when nobody awaits its own
       // promise: without the store's guard this fails the test as uncaught.

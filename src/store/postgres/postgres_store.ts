@@ -1935,11 +1935,24 @@ function surviveLostSessionStrays(): void {
  */
 export function isLostSessionStray(reason: unknown): boolean {
   if (!(reason instanceof Error)) return false;
-  return isStoreUnreachable(reason) && DRIVER_CONNECTION.test(reason.stack ?? "");
+  const stack = reason.stack ?? "";
+  return isStoreUnreachable(reason) && (DRIVER_CONNECTION.test(stack) || socketOnly(stack));
 }
 
 /** postgres.js's connection module in a stack: the vendored copy or a registry one. */
 const DRIVER_CONNECTION = /\/postgres(?:-[\d.]+)?\/(?:[\d.]+\/)?src\/connection\.js/;
+
+/**
+ * Whether every frame of `stack` is the runtime's Node layer (`node:net` and
+ * its error helpers): a connect that failed (`connect ECONNREFUSED`), as
+ * postgres.js hands a waiter the socket's own error. Nothing else in this
+ * program opens sockets through `node:net`, so such an error is the
+ * driver's. Seen unhandled when the server went away as a daemon started.
+ */
+function socketOnly(stack: string): boolean {
+  const frames = stack.split("\n").filter((line) => /^\s+at /.test(line));
+  return frames.length > 0 && frames.every((line) => /ext:deno_node\/|node:/.test(line));
+}
 
 /**
  * How many of the newest discarded jobs `jobsDeadLetters` groups: a bound on

@@ -6,7 +6,8 @@
  * never stops). Instead every store that commits touches a wake file
  * (`<db>.wake/commit`, see {@linkcode CommitSignal}), and a file watch on
  * that folder (inotify on Linux) says when another process committed;
- * `data_version` is read then, and for a few fast polls after. The events of
+ * `data_version` is read then, once: the touch comes after the commit, so
+ * the commit is visible by the time its event is heard. The events of
  * this store's own commits are read a poll later rather than at once, out
  * of the way of the work that follows a commit. After a commit of another
  * process the fast poll runs for `busyMs`, so a stream of enqueues meets
@@ -88,13 +89,6 @@ export interface ChangeWatchHost {
   /** Another connection committed. */
   changed(): void;
 }
-
-/**
- * Fast polls after a watch event: a commit is visible just after its last
- * WAL write (the WAL index is shared memory, which makes no event). Each
- * costs a wake-up, and an idle daemon's own heartbeat makes an event a second.
- */
-const SETTLE_POLLS = 2;
 
 /**
  * A watch event this soon after the store's own commit is taken for its
@@ -224,8 +218,8 @@ export class ChangeWatch {
     const now = this.#now();
     // The wake file removed or replaced: look at the database file at once too.
     if (kind !== "modify" && kind !== "access") this.#fileCheckedAt = -Infinity;
-    const settle = now + SETTLE_POLLS * this.#host.pollMs;
-    if (settle > this.#fastUntil) this.#fastUntil = settle;
+    // One read is enough: the wake file is touched after the commit, which
+    // is visible by then (a change seen starts the fast poll for busyMs).
     const own = now - this.#ownAt <= OWN_EVENT_MS;
     this.#wakeAt(own ? now + this.#host.pollMs : now);
   }
