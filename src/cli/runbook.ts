@@ -130,15 +130,18 @@ export function registerRunbookCommand(program: Command, deps: CliDeps): void {
   );
 }
 
+/** What `jobs runbook` was given. */
+interface RunbookOptions {
+  id: string | undefined;
+  db: string;
+  config: string;
+  given: { db?: string; config?: string };
+  json: boolean;
+}
+
 /** `jobs runbook [<id>]`: exit 1 for an invalid file or an unknown id. */
 export async function runbookCommand(
-  options: {
-    id: string | undefined;
-    db: string;
-    config: string;
-    given: { db?: string; config?: string };
-    json: boolean;
-  },
+  options: RunbookOptions,
   deps: CliDeps,
 ): Promise<void> {
   const now = deps.clock.now();
@@ -180,13 +183,7 @@ async function runbookFor(
   config: ScheduleConfig,
   warning: string | null,
   early: Opened | null,
-  options: {
-    id: string | undefined;
-    db: string;
-    config: string;
-    given: { db?: string; config?: string };
-    json: boolean;
-  },
+  options: RunbookOptions,
   deps: CliDeps,
   now: number,
 ): Promise<void> {

@@ -35,6 +35,24 @@ function options(
   return { store, listen: "127.0.0.1:0", logger: () => {}, clock: new FakeClock(), ...extra };
 }
 
+/** `store` with a `jobsCount` that hangs until the test calls `fail` (null until it is called). */
+function hangingCount(store: HttpServerOptions["store"]): {
+  store: HttpServerOptions["store"];
+  fail: ((error: Error) => void) | null;
+} {
+  const hung: { store: HttpServerOptions["store"]; fail: ((error: Error) => void) | null } = {
+    store,
+    fail: null,
+  };
+  hung.store = new Proxy(store, {
+    get(target, key, receiver) {
+      if (key !== "jobsCount") return Reflect.get(target, key, receiver);
+      return () => new Promise((_, reject) => (hung.fail = reject));
+    },
+  });
+  return hung;
+}
+
 Deno.test("startHttpServer() on port 0 listens on a free port and logs it", async () => {
   await using t = await tempStore();
   const { logger, events } = logs();
@@ -80,26 +98,21 @@ Deno.test("/readyz answers 200 on a migrated store and 503 with a reason once it
 Deno.test("/readyz past its deadline answers 503, and the store's late failure is not left unhandled", async () => {
   await using t = await tempStore();
   const clock = new FakeClock();
-  let fail: ((error: Error) => void) | null = null;
   // A store whose count hangs until the test fails it, as a PostgreSQL read
   // does while its session is being killed and the pool reconnects.
-  const store = new Proxy(t.store, {
-    get(target, key, receiver) {
-      if (key !== "jobsCount") return Reflect.get(target, key, receiver);
-      return () => new Promise((_, reject) => (fail = reject));
-    },
-  });
+  const hung = hangingCount(t.store);
+  const store = hung.store;
   const server = await startHttpServer(options(store, { clock, readyTimeoutMs: 2000 }));
   try {
     const pending = get(server.addr!, "/readyz");
-    await waitUntil("the readiness read started", () => fail !== null);
+    await waitUntil("the readiness read started", () => hung.fail !== null);
     clock.advance(2000);
     const ready = await pending;
     assert.equal(ready.status, 503);
     assert.equal(ready.body, "store did not answer within 2000 ms\n");
     // Failing after the answer was sent: without a handler this is an
     // unhandled rejection, which ends a daemon (and fails this test).
-    fail!(new Error("terminating connection due to administrator command"));
+    hung.fail!(new Error("terminating connection due to administrator command"));
     await new Promise((resolve) => setTimeout(resolve, 0));
   } finally {
     await server.close();
@@ -109,17 +122,11 @@ Deno.test("/readyz past its deadline answers 503, and the store's late failure i
 Deno.test("/readyz's own deadline is under a second: a one-second prober reads its 503", async () => {
   await using t = await tempStore();
   const clock = new FakeClock();
-  let fail: ((error: Error) => void) | null = null;
-  const store = new Proxy(t.store, {
-    get(target, key, receiver) {
-      if (key !== "jobsCount") return Reflect.get(target, key, receiver);
-      return () => new Promise((_, reject) => (fail = reject));
-    },
-  });
-  const server = await startHttpServer(options(store, { clock }));
+  const hung = hangingCount(t.store);
+  const server = await startHttpServer(options(hung.store, { clock }));
   try {
     const pending = get(server.addr!, "/readyz");
-    await waitUntil("the readiness read started", () => fail !== null);
+    await waitUntil("the readiness read started", () => hung.fail !== null);
     clock.advance(999);
     let answered: Awaited<typeof pending> | null = null;
     pending.then((response) => (answered = response));
@@ -128,7 +135,7 @@ Deno.test("/readyz's own deadline is under a second: a one-second prober reads i
     assert.match(ready.body, /^store did not answer within \d+ ms\n$/);
   } finally {
     // Settles a read still hanging, so the server's close does not wait for it.
-    (fail as ((error: Error) => void) | null)?.(new Error("gone"));
+    hung.fail?.(new Error("gone"));
     await server.close();
   }
 });
