@@ -10,7 +10,7 @@ import assert from "node:assert/strict";
 import { FakeClock } from "../../src/clock.ts";
 import { Jobs } from "../../src/jobs.ts";
 import { defineWorker } from "../../src/kernel/worker.ts";
-import type { FileWatch } from "../../src/store/sqlite/change_watch.ts";
+import { type FileWatch, SIGNAL_EVERY_MS } from "../../src/store/sqlite/change_watch.ts";
 import { openSqliteStore, type SqliteStore } from "../../src/store/sqlite/sqlite_store.ts";
 import { waitUntil } from "../../src/testing.ts";
 import { tempDir } from "../support/stores.ts";
@@ -105,9 +105,9 @@ Deno.test("a watch that hears nothing falls back to the fast poll, told once, an
   try {
     const other = new Jobs({ store: t.other, workers: [worker], clock });
     await other.enqueue(worker, { n: 1 });
-    // The safety-net poll finds the commit; a WAL written with no event heard
-    // for a whole period after makes the watch blind.
-    for (let i = 0; i < 40 && blind.length === 0; i++) await drive(clock, 100, 50);
+    // The safety-net poll finds the commit; another process's commit with no
+    // event heard for a whole self-check period after makes the watch blind.
+    for (let i = 0; i < 400 && blind.length === 0; i++) await drive(clock, 100, 50);
     assert.equal(blind.length, 1, "told once that the watch is blind");
     assert.match(blind[0]!, /unheard/);
     assert.match(t.watched.changeWatch!.blind ?? "", /unheard/);
@@ -171,5 +171,77 @@ Deno.test("the change watch watches the database's wake folder, never the databa
   const db = await Deno.realPath(t.watched.location);
   assert.deepEqual(watched, [`${db}.wake`]);
   assert.ok((await Deno.stat(`${db}.wake/commit`)).isFile);
+  off();
+});
+
+/** The wake file's time of change, as the touches set it (ms), or null when there is none. */
+async function wakeStamp(store: SqliteStore): Promise<number | null> {
+  try {
+    const info = await Deno.stat(`${await Deno.realPath(store.location)}.wake/commit`);
+    return info.mtime?.getTime() ?? null;
+  } catch {
+    return null;
+  }
+}
+
+Deno.test("a write that changes no row touches no wake file; one that does, does", async () => {
+  // An idle node's claim, stager and planner passes change nothing: touching
+  // the wake file for them woke every watching process twice a second.
+  const clock = new FakeClock();
+  await using t = await twoStores({ changeWatch: { clock } });
+  const off = t.watched.onExternalChange(() => {});
+  const before = await wakeStamp(t.other);
+  assert.notEqual(before, null, "the watch made the wake file");
+  // Past the spacing of touches (the store's opening wrote), so that a touch
+  // would come at once; and past it again after, for one put off.
+  const spacing = () => new Promise((resolve) => setTimeout(resolve, 4 * SIGNAL_EVERY_MS));
+  await spacing();
+  const claim = { queue: "default", node: "n2", limit: 5, leaseMs: 30_000 };
+  assert.deepEqual((await t.other.jobsClaim({ ...claim, now: clock.now() })).jobs, []);
+  assert.equal((await t.other.jobsStage({ now: clock.now(), limit: 100 })).staged, 0);
+  await spacing();
+  assert.equal(await wakeStamp(t.other), before, "no row changed: no touch");
+  await new Jobs({ store: t.other, workers: [noop], clock }).enqueue(noop, {});
+  // At once, or by the end of its 20 ms window (the store's opening wrote too).
+  await waitUntil(
+    "an enqueue to touch the wake file",
+    async () => (await wakeStamp(t.other)) !== before,
+  );
+  off();
+});
+
+Deno.test("heartbeats are not signalled at once, and an enqueue after them is", async () => {
+  // A heartbeat touches at most once in QUIET_SIGNAL_MS: an idle daemon's
+  // heartbeat, once a second, woke itself and every watching process.
+  const clock = new FakeClock();
+  await using t = await twoStores({ changeWatch: { clock } });
+  const off = t.watched.onExternalChange(() => {});
+  const beat = () => t.other.nodeBeat({ node: "n2", queues: { default: 1 }, now: clock.now() });
+  await beat();
+  const first = await wakeStamp(t.other);
+  for (let i = 0; i < 5; i++) await beat();
+  await new Promise((resolve) => setTimeout(resolve, 50));
+  assert.equal(await wakeStamp(t.other), first, "heartbeats 50 ms apart are not signalled yet");
+  // A put-off quiet touch must not hold back a commit others wait for.
+  await new Jobs({ store: t.other, workers: [noop], clock }).enqueue(noop, {});
+  await waitUntil(
+    "the enqueue after heartbeats to touch the wake file",
+    async () => (await wakeStamp(t.other)) !== first,
+  );
+  off();
+});
+
+Deno.test("a store's own heartbeats, which touch nothing at once, never make its watch blind", async () => {
+  // They move its WAL with no event to hear: the self-check looked at the WAL.
+  const clock = new FakeClock();
+  const blind: string[] = [];
+  await using t = await twoStores({ changeWatch: { clock, onBlind: (r) => blind.push(r) } });
+  const off = t.watched.onExternalChange(() => {});
+  for (let s = 0; s < 60; s++) {
+    await t.watched.nodeBeat({ node: "n1", queues: { default: 1 }, now: clock.now() });
+    await drive(clock, 1000, 250);
+  }
+  assert.deepEqual(blind, []);
+  assert.equal(t.watched.changeWatch!.blind, null);
   off();
 });

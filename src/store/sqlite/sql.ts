@@ -337,6 +337,7 @@ export const SQL = {
   settingSet: `INSERT INTO settings (key, value, updated_at) VALUES (:key, :value, :now)
     ON CONFLICT (key) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at`,
   dataVersion: `PRAGMA data_version`,
+  totalChanges: `SELECT total_changes() AS n`,
   auditRecord: `INSERT INTO audit (at, actor, action, target, reason, details)
     VALUES (:at, :actor, :action, :target, :reason, :details)`,
   auditList: `SELECT * FROM audit WHERE target = :target ORDER BY at, id`,

@@ -622,7 +622,7 @@ export class SqliteStore implements Store<SqliteTx> {
    * (SQLite cannot nest BEGIN), so a call of several statements still
    * writes all of them or none.
    */
-  #write<T>(fn: () => T): T {
+  #write<T>(fn: () => T, quiet = false): T {
     if (this.#inTx) {
       this.db.exec("SAVEPOINT store_call");
       try {
@@ -639,10 +639,11 @@ export class SqliteStore implements Store<SqliteTx> {
       }
     }
     this.db.exec("BEGIN IMMEDIATE");
+    const before = this.#totalChanges();
     try {
       const result = this.#counted(fn);
       this.db.exec("COMMIT");
-      this.#committed();
+      this.#committed(before, quiet);
       return result;
     } catch (error) {
       if (this.db.isTransaction) this.db.exec("ROLLBACK");
@@ -695,11 +696,12 @@ export class SqliteStore implements Store<SqliteTx> {
     const own = this.#held = new Promise((resolve) => (release = resolve));
     try {
       await this.#retryableBegin(own);
+      const before = this.#totalChanges();
       const tx: SqliteTx = { ...this.#txMethods(own), db: this.db };
       try {
         const result = await fn(tx);
         this.db.exec("COMMIT");
-        this.#committed();
+        this.#committed(before);
         return result;
       } catch (error) {
         if (this.db.isTransaction) this.db.exec("ROLLBACK");
@@ -773,7 +775,7 @@ export class SqliteStore implements Store<SqliteTx> {
     if (this.#inTx || this.#newestAlone - this.#countsSeen.through >= UNCOUNTED_MAX) return null;
     const id = Number(this.#s.insertPlain.run(...insertRow(job), now).lastInsertRowid);
     this.#newestAlone = id;
-    this.#committed();
+    this.#committed(null);
     return [inserted(job, id, now)];
   }
 
@@ -1091,7 +1093,7 @@ export class SqliteStore implements Store<SqliteTx> {
           if (changes === 0) lost.push(l);
         }
         return { lost };
-      })
+      }, true)
     );
   }
 
@@ -1521,7 +1523,9 @@ export class SqliteStore implements Store<SqliteTx> {
 
   queuePause(params: { name: string; paused: boolean; now: number }): Promise<void> {
     return this.#exclusive(() => {
-      this.#s.queuePause.run({ name: params.name, paused: params.paused ? 1 : 0, now: params.now });
+      const paused = params.paused ? 1 : 0;
+      const { changes } = this.#s.queuePause.run({ name: params.name, paused, now: params.now });
+      this.#autocommitted(changes);
     });
   }
 
@@ -1543,23 +1547,28 @@ export class SqliteStore implements Store<SqliteTx> {
     now: number;
   }): Promise<void> {
     return this.#exclusive(() => {
-      this.#s.nodeBeat.run({
+      const { changes } = this.#s.nodeBeat.run({
         node: params.node,
         queues: JSON.stringify(params.queues),
         environment: params.environment ?? null,
         now: params.now,
       });
+      this.#autocommitted(changes, true);
     });
   }
 
   nodeRemove(params: { node: string }): Promise<void> {
     return this.#exclusive(() => {
-      this.#s.nodeRemove.run({ node: params.node });
+      this.#autocommitted(this.#s.nodeRemove.run({ node: params.node }).changes);
     });
   }
 
   nodesExpire(params: { before: number }): Promise<number> {
-    return this.#exclusive(() => Number(this.#s.nodesExpire.run(params).changes));
+    return this.#exclusive(() => {
+      const { changes } = this.#s.nodesExpire.run(params);
+      this.#autocommitted(changes);
+      return Number(changes);
+    });
   }
 
   nodesList(): Promise<NodeRow[]> {
@@ -1600,7 +1609,11 @@ export class SqliteStore implements Store<SqliteTx> {
   }
 
   leaderRelease(params: { name: string; node: string; fence: number }): Promise<boolean> {
-    return this.#exclusive(() => this.#s.leaderRelease.run(params).changes !== 0);
+    return this.#exclusive(() => {
+      const { changes } = this.#s.leaderRelease.run(params);
+      this.#autocommitted(changes);
+      return changes !== 0;
+    });
   }
 
   leadersList(): Promise<LeaderRow[]> {
@@ -1616,17 +1629,18 @@ export class SqliteStore implements Store<SqliteTx> {
 
   settingDelete(params: { key: string }): Promise<void> {
     return this.#exclusive(() => {
-      this.#s.settingDelete.run({ key: params.key });
+      this.#autocommitted(this.#s.settingDelete.run({ key: params.key }).changes);
     });
   }
 
   settingSet(params: { key: string; value: unknown; now: number }): Promise<void> {
     return this.#exclusive(() => {
-      this.#s.settingSet.run({
+      const { changes } = this.#s.settingSet.run({
         key: params.key,
         value: JSON.stringify(params.value),
         now: params.now,
       });
+      this.#autocommitted(changes);
     });
   }
 
@@ -1969,11 +1983,39 @@ export class SqliteStore implements Store<SqliteTx> {
     return Number(row?.data_version ?? 0);
   }
 
-  /** A commit of this connection: the checkpointer counts it, the change watch expects its events. */
-  #committed(): void {
+  /**
+   * A commit of this connection: the checkpointer counts it and the wake
+   * file is touched (see CommitSignal); not when it changed no row since
+   * `before` (its `total_changes()` at BEGIN; null when it surely did). An
+   * idle node's periodic writes (a claim, the stager, the planner) mostly
+   * find nothing to do: touching the wake file for those woke this process
+   * and every watching one twice a second for nothing, and counted toward
+   * starting the checkpoint thread. `quiet`: nobody needs to hear it soon
+   * (a heartbeat, a lease renewal).
+   */
+  #committed(before: number | null, quiet = false): void {
+    if (before !== null && this.#totalChanges() === before) return;
     this.#checkpointer?.committed();
-    this.#signal?.committed();
-    this.#watch?.committed();
+    this.#signal?.committed(quiet);
+  }
+
+  /**
+   * A write of one statement outside any write transaction (SQLite commits
+   * it by itself) changed `changes` rows: signalled as a commit. Inside a
+   * caller's transaction its commit does that.
+   */
+  #autocommitted(changes: number | bigint, quiet = false): void {
+    if (this.#inTx || Number(changes) === 0) return;
+    this.#committed(null, quiet);
+  }
+
+  /**
+   * The rows the connection changed since it opened (`total_changes()`),
+   * or null before the statements are prepared (a migration: it counts).
+   */
+  #totalChanges(): number | null {
+    const statements = this.#statements;
+    return statements === null ? null : Number((statements.totalChanges.get() as Row).n);
   }
 
   #stopPolling(): void {
