@@ -8,7 +8,7 @@
  */
 
 import { runDemo } from "./examples/demo.ts";
-import { invocationName } from "./src/cli/invocation.ts";
+import { invocation } from "./src/cli/invocation.ts";
 import { flushOnExit, lineSink } from "./src/cli/line_sink.ts";
 import { osUserName } from "./src/cli/os_user.ts";
 import { runCli } from "./src/cli/program.ts";
@@ -25,6 +25,7 @@ export function main(args: string[]): Promise<number> {
   const stderr = lineSink((bytes) => Deno.stderr.writeSync(bytes));
   flushOnExit(stderr);
   const writeErr = (line: string) => stderr.write(line);
+  const { program, name } = invocation(import.meta.url);
   const logger = Deno.stderr.isTerminal()
     ? humanLogger(clock, writeErr)
     : jsonLinesLogger(clock, writeErr);
@@ -35,7 +36,8 @@ export function main(args: string[]): Promise<number> {
     err: writeErr,
     env: (name) => Deno.env.get(name),
     color,
-    program: invocationName(import.meta.url),
+    program,
+    name,
     osUser: () => user ??= osUserName(),
     onSignal: (signal, listener) => {
       Deno.addSignalListener(signal, listener);

@@ -27,7 +27,7 @@ import {
   type SqliteOptions,
   type SqliteTx,
 } from "./store/open.ts";
-import { jsonLogger, type Logger } from "./worker/logger.ts";
+import { jsonLinesLogger, type Logger } from "./worker/logger.ts";
 import { Runtime, type RuntimeOptions } from "./worker/runtime.ts";
 import {
   compileWorkflow,
@@ -52,7 +52,10 @@ export interface JobsOptions<Tx extends StoreTx> {
   workers?: Worker<any>[];
   /** @default SystemClock */
   clock?: Clock;
-  /** Runtime events. @default JSON lines on stderr */
+  /**
+   * Runtime events.
+   * @default JSON lines on stderr, each led by `time` from `clock` ({@linkcode jsonLinesLogger})
+   */
   logger?: Logger;
   /** Largest serialized args, in bytes. @default 262144 (256 KiB) */
   argsLimit?: number;
@@ -107,7 +110,7 @@ export class Jobs<Tx extends StoreTx = StoreTx> {
   constructor(options: JobsOptions<Tx>) {
     this.store = options.store;
     this.clock = options.clock ?? new SystemClock();
-    this.logger = options.logger ?? jsonLogger;
+    this.logger = options.logger ?? jsonLinesLogger(this.clock, (line) => console.error(line));
     this.#argsLimit = options.argsLimit ?? DEFAULT_ARGS_LIMIT;
     this.random = options.random ?? Math.random;
     for (const worker of options.workers ?? []) this.register(worker);

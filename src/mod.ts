@@ -1,5 +1,7 @@
 /**
- * `jobs`: a durable job queue on an embedded SQLite file.
+ * `jobs`: a durable job queue on an embedded SQLite file or, for several
+ * hosts, one shared PostgreSQL database: `openJobs("jobs.db")` or
+ * `openJobs("postgres://user@host:5432/db?schema=jobs")`, the same API on both.
  *
  * ```ts
  * import { defineWorker, openJobs } from "./src/mod.ts";

@@ -43,6 +43,14 @@ export interface CliDeps {
    */
   program: string;
   /**
+   * The one word each error and warning starts with (`jobsctl retry: ...`),
+   * the same program the hints name: `jobsctl` when a launcher ran, else
+   * `jobs`. Commands write `jobs <command>: ...`; `runCli` puts this name
+   * in place of `jobs`.
+   * @default "jobs"
+   */
+  name?: string;
+  /**
    * The name of the operating-system user running the program, for the
    * audit trail when `--actor` is not given; main.ts looks it up by uid, so
    * it is right even where `$USER` and `$LOGNAME` are unset.

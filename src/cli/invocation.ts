@@ -10,7 +10,12 @@
  * export `JOBS_PROGRAM=jobsctl`. Without a launcher (`deno run -A main.ts`,
  * `deno task`, `npx deno ...`) the program still has to print something that
  * works when pasted: `jobsctl` when the `jobsctl` a shell would find on PATH
- * is a launcher of this same checkout, else the full `deno run` line.
+ * is a launcher of this same checkout, else the full `deno run` line, where
+ * a Deno that `npx` fetched is named as `npx --yes deno@<version>`, never by
+ * its path in npm's cache (which npm may empty or move at any time).
+ *
+ * The same place picks the one word that starts each error and warning
+ * (`jobsctl retry: ...`), so the errors name the program the hints do.
  *
  * The launcher's text and the test that recognizes it live together here, so
  * the installer and the recognizer cannot drift apart.
@@ -30,7 +35,10 @@ const LAUNCHER_MARK = "# jobs launcher, written by `deno task install`";
 /** Launchers and other small scripts are read to recognize them; a larger file is not one. */
 const MAX_LAUNCHER_BYTES = 64 * 1024;
 
-/** What {@linkcode invocationName} reads of the running process. */
+/** The program's own name: the one error prefixes carry when no launcher or binary names it. */
+export const PROGRAM_NAME = "jobs";
+
+/** What {@linkcode invocation} reads of the running process. */
 export interface InvocationHost {
   /** An environment variable: `JOBS_PROGRAM`, `PATH`. */
   env(name: string): string | undefined;
@@ -38,43 +46,81 @@ export interface InvocationHost {
   execPath(): string;
   /** Whether this program is a `deno compile` binary (its main.ts is embedded, not on disk). */
   standalone: boolean;
+  /** The running Deno's version (`2.9.6`), for the `npx --yes deno@<version>` line. */
+  denoVersion: string;
 }
 
-/** The running Deno process, as {@linkcode invocationName} reads it. */
+/** The running Deno process, as {@linkcode invocation} reads it. */
 export function denoHost(): InvocationHost {
   return {
     env: (name) => Deno.env.get(name),
     execPath: () => Deno.execPath(),
     standalone: Deno.build.standalone,
+    denoVersion: Deno.version.deno,
   };
+}
+
+/** How the program names itself: `CliDeps.program` and `CliDeps.name`. */
+export interface Invocation {
+  /** The command a person types, at the start of every line meant to be pasted. */
+  program: string;
+  /** One word at the start of each error and warning: `jobsctl` in `jobsctl retry: ...`. */
+  name: string;
 }
 
 /**
  * The command a person types to reach this program, for the lines it prints
- * to be pasted:
+ * to be pasted, and the name its errors start with:
  *
- * 1. `JOBS_PROGRAM` when set (the launchers set it to `jobsctl`);
- * 2. the binary's own shell-quoted path for a `deno compile` binary;
+ * 1. `JOBS_PROGRAM` when set (the launchers set it to `jobsctl`), named by
+ *    its last path segment when it is one word (`/srv/bin/jobsctl`), else `jobs`;
+ * 2. the binary's own shell-quoted path for a `deno compile` binary, named
+ *    by its file name;
  * 3. `jobsctl` when the first `jobsctl` on PATH is a launcher of the
  *    `main.ts` at `mainUrl`;
- * 4. otherwise the full line: the shell-quoted `Deno.execPath()`, `run -A`,
- *    and the shell-quoted absolute path of `main.ts`.
+ * 4. otherwise the full line: the Deno that runs it, `run -A`, and the
+ *    shell-quoted absolute path of `main.ts`, named `jobs`. The Deno is
+ *    `npx --yes deno@<version>` when `npx` fetched it (its path is in npm's
+ *    cache), else the shell-quoted `Deno.execPath()`.
  *
  * Never throws: when the process may not read its environment or files
  * (a narrow `--allow-*`), it answers `jobsctl`, the documented name.
  */
-export function invocationName(mainUrl: string | URL, host: InvocationHost = denoHost()): string {
+export function invocation(mainUrl: string | URL, host: InvocationHost = denoHost()): Invocation {
   try {
     const chosen = host.env("JOBS_PROGRAM");
-    if (chosen) return chosen;
-    if (host.standalone) return shellQuote(host.execPath());
+    if (chosen) {
+      return { program: chosen, name: /\s/.test(chosen) ? PROGRAM_NAME : lastSegment(chosen) };
+    }
+    if (host.standalone) {
+      return { program: shellQuote(host.execPath()), name: lastSegment(host.execPath()) };
+    }
     const main = fileURLToPath(mainUrl);
     const found = findOnPath(INSTALLED_NAME, host.env("PATH") ?? "");
-    if (found !== null && isLauncherOf(found, main)) return INSTALLED_NAME;
-    return `${shellQuote(host.execPath())} run -A ${shellQuote(main)}`;
+    if (found !== null && isLauncherOf(found, main)) {
+      return { program: INSTALLED_NAME, name: INSTALLED_NAME };
+    }
+    const deno = inNpxCache(host.execPath())
+      ? `npx --yes deno@${shellQuote(host.denoVersion)}`
+      : shellQuote(host.execPath());
+    return { program: `${deno} run -A ${shellQuote(main)}`, name: PROGRAM_NAME };
   } catch {
-    return INSTALLED_NAME;
+    return { program: INSTALLED_NAME, name: INSTALLED_NAME };
   }
+}
+
+/**
+ * Whether `path` lies in what `npx` fetched: npm keeps it in
+ * `<npm cache>/_npx/<hash>/node_modules/`, a folder named by a hash of the
+ * request that npm may empty or replace at any time.
+ */
+export function inNpxCache(path: string): boolean {
+  return path.split("/").includes("_npx");
+}
+
+/** `/srv/bin/jobsctl` -> `jobsctl`: a path's last segment, or the whole text when that is empty. */
+function lastSegment(path: string): string {
+  return path.replace(/\/+$/, "").split("/").pop() || path;
 }
 
 /**

@@ -7,8 +7,10 @@
  * failed run), 2 the command line itself is wrong.
  *
  * Every usage line and hint names the program as the person types it
- * (`CliDeps.program`, such as `jobsctl`); error prefixes (`jobs ls: ...`)
- * name the program, they are not meant to be pasted.
+ * (`CliDeps.program`, such as `jobsctl`), and every error and warning starts
+ * with the same program's name (`CliDeps.name`: `jobsctl ls: ...`). The
+ * commands write `jobs <command>: ...`; {@linkcode runCli} names them once,
+ * for all of them.
  *
  * @module
  */
@@ -16,6 +18,7 @@
 import { Command, CommanderError } from "commander";
 import { didYouMean, nearest } from "../text/suggest.ts";
 import { type CliDeps, CommandFailed, quiet } from "./common.ts";
+import { PROGRAM_NAME } from "./invocation.ts";
 import { registerDaemonCommand } from "./daemon.ts";
 import { registerDemoCommand } from "./demo.ts";
 import { registerEnqueueCommand } from "./enqueue.ts";
@@ -39,7 +42,8 @@ import { registerWorkflowCommands } from "./workflows.ts";
 export { type CliDeps, CommandFailed } from "./common.ts";
 
 /** Runs the command line `args` (without the program name); returns the exit code. */
-export async function runCli(args: string[], deps: CliDeps): Promise<number> {
+export async function runCli(args: string[], given: CliDeps): Promise<number> {
+  const deps = namedErrors(given);
   const program = buildProgram(deps);
   if (args.length === 0) {
     deps.err(program.helpInformation().trimEnd());
@@ -65,10 +69,27 @@ export async function runCli(args: string[], deps: CliDeps): Promise<number> {
   }
 }
 
+/** `jobs <command>: ` at the start of an error or warning, as the commands write it. */
+const ERROR_PREFIX = /^jobs(?=(?: [a-z][a-z-]*)*: )/;
+
+/**
+ * `deps` whose `err` starts each `jobs <command>: ...` line with
+ * `deps.name` instead (`jobsctl retry: ...`), so an error names the program
+ * its hint tells a person to run.
+ */
+function namedErrors(deps: CliDeps): CliDeps {
+  const name = deps.name ?? PROGRAM_NAME;
+  if (name === PROGRAM_NAME) return deps;
+  return { ...deps, err: (line) => deps.err(line.replace(ERROR_PREFIX, () => name)) };
+}
+
 /** The program with every command, writing through `deps`. */
 export function buildProgram(deps: CliDeps): Command {
   const program = new Command(deps.program)
-    .description("a durable job scheduler and queue on an embedded SQLite file")
+    .description(
+      "a durable job scheduler and queue on an embedded SQLite file or a shared PostgreSQL " +
+        "database (--db postgres://...)",
+    )
     .version(versionLine(), "-V, --version", "print the version")
     .helpCommand(false)
     .showSuggestionAfterError(false)

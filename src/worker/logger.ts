@@ -26,7 +26,11 @@ export type Logger = ((event: string, fields: Record<string, unknown>) => void) 
 /** Drops every event: for tests and benchmarks. */
 export const silentLogger: Logger = Object.assign(() => {}, { silent: true });
 
-/** Writes each event as one JSON line to stderr, redacted (no timestamp: the library default). */
+/**
+ * Writes each event as one JSON line to stderr, redacted, without a
+ * timestamp (for a collector that stamps lines itself). The library's
+ * default is {@linkcode jsonLinesLogger} on stderr, whose lines carry `time`.
+ */
 export const jsonLogger: Logger = (event, fields) => {
   console.error(redact(JSON.stringify({ event, ...fields })));
 };

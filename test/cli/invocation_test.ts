@@ -2,8 +2,9 @@ import assert from "node:assert/strict";
 import { pathToFileURL } from "node:url";
 import {
   findOnPath,
+  inNpxCache,
+  invocation,
   type InvocationHost,
-  invocationName,
   launcherRuns,
   launcherScript,
   posixQuote,
@@ -12,12 +13,21 @@ import { tempDir } from "../support/stores.ts";
 
 const DENO = "/opt/deno 2.9/deno";
 
-function host(env: Record<string, string>, options: { standalone?: boolean } = {}): InvocationHost {
+function host(
+  env: Record<string, string>,
+  options: { standalone?: boolean; execPath?: string } = {},
+): InvocationHost {
   return {
     env: (name) => env[name],
-    execPath: () => DENO,
+    execPath: () => options.execPath ?? DENO,
     standalone: options.standalone ?? false,
+    denoVersion: "2.9.6",
   };
+}
+
+/** The command lines printed for pasting. */
+function pasted(mainUrl: URL, host: InvocationHost): string {
+  return invocation(mainUrl, host).program;
 }
 
 /** A checkout folder with a main.ts, and folders for PATH; all under a path with a space. */
@@ -49,28 +59,28 @@ async function writeExecutable(path: string, text: string, mode = 0o755): Promis
   await Deno.chmod(path, mode);
 }
 
-Deno.test("invocationName() answers JOBS_PROGRAM, which the launchers set, before anything else", async () => {
+Deno.test("invocation() answers JOBS_PROGRAM, which the launchers set, before anything else", async () => {
   await using f = await fixture();
-  assert.equal(invocationName(f.mainUrl, host({ JOBS_PROGRAM: "jobsctl", PATH: "" })), "jobsctl");
+  assert.equal(pasted(f.mainUrl, host({ JOBS_PROGRAM: "jobsctl", PATH: "" })), "jobsctl");
   assert.equal(
-    invocationName(f.mainUrl, host({ JOBS_PROGRAM: "/srv/bin/jobsctl" }, { standalone: true })),
+    pasted(f.mainUrl, host({ JOBS_PROGRAM: "/srv/bin/jobsctl" }, { standalone: true })),
     "/srv/bin/jobsctl",
   );
 });
 
-Deno.test("invocationName() answers jobsctl when the first jobsctl on PATH launches this main.ts", async () => {
+Deno.test("invocation() answers jobsctl when the first jobsctl on PATH launches this main.ts", async () => {
   await using f = await fixture();
   const bin = await f.folder("home dir/.local/bin");
   const script = launcherScript({ deno: DENO, config: "/x/deno.json", main: f.main });
   await writeExecutable(`${bin}/jobsctl`, script);
-  assert.equal(invocationName(f.mainUrl, host({ PATH: `/nonexistent:${bin}/` })), "jobsctl");
+  assert.equal(pasted(f.mainUrl, host({ PATH: `/nonexistent:${bin}/` })), "jobsctl");
 });
 
-Deno.test("invocationName() prints the whole quoted deno run line when no jobsctl on PATH runs this checkout", async () => {
+Deno.test("invocation() prints the whole quoted deno run line when no jobsctl on PATH runs this checkout", async () => {
   await using f = await fixture();
   const full = `'${DENO}' run -A '${f.main}'`;
-  assert.equal(invocationName(f.mainUrl, host({ PATH: "/nonexistent" })), full);
-  assert.equal(invocationName(f.mainUrl, host({})), full);
+  assert.equal(pasted(f.mainUrl, host({ PATH: "/nonexistent" })), full);
+  assert.equal(pasted(f.mainUrl, host({})), full);
 
   // A launcher of another checkout.
   const other = await f.folder("other/bin");
@@ -78,7 +88,7 @@ Deno.test("invocationName() prints the whole quoted deno run line when no jobsct
     `${other}/jobsctl`,
     launcherScript({ deno: DENO, config: "/x/deno.json", main: "/elsewhere/main.ts" }),
   );
-  assert.equal(invocationName(f.mainUrl, host({ PATH: other })), full);
+  assert.equal(pasted(f.mainUrl, host({ PATH: other })), full);
 
   // This checkout's launcher, shadowed by an unrelated jobsctl earlier on PATH.
   const ours = await f.folder("ours/bin");
@@ -88,16 +98,16 @@ Deno.test("invocationName() prints the whole quoted deno run line when no jobsct
   );
   const shadow = await f.folder("shadow/bin");
   await writeExecutable(`${shadow}/jobsctl`, "#!/bin/sh\necho another program\n");
-  assert.equal(invocationName(f.mainUrl, host({ PATH: `${shadow}:${ours}` })), full);
-  assert.equal(invocationName(f.mainUrl, host({ PATH: `${ours}:${shadow}` })), "jobsctl");
+  assert.equal(pasted(f.mainUrl, host({ PATH: `${shadow}:${ours}` })), full);
+  assert.equal(pasted(f.mainUrl, host({ PATH: `${ours}:${shadow}` })), "jobsctl");
 });
 
-Deno.test("invocationName() answers a compiled binary's own quoted path", async () => {
+Deno.test("invocation() answers a compiled binary's own quoted path", async () => {
   await using f = await fixture();
-  assert.equal(invocationName(f.mainUrl, host({ PATH: "" }, { standalone: true })), `'${DENO}'`);
+  assert.equal(pasted(f.mainUrl, host({ PATH: "" }, { standalone: true })), `'${DENO}'`);
 });
 
-Deno.test("invocationName() answers jobsctl when the process may not read its environment", async () => {
+Deno.test("invocation() answers jobsctl when the process may not read its environment", async () => {
   await using f = await fixture();
   const denied: InvocationHost = {
     env: () => {
@@ -105,8 +115,43 @@ Deno.test("invocationName() answers jobsctl when the process may not read its en
     },
     execPath: () => DENO,
     standalone: false,
+    denoVersion: "2.9.6",
   };
-  assert.equal(invocationName(f.mainUrl, denied), "jobsctl");
+  assert.deepEqual(invocation(f.mainUrl, denied), { program: "jobsctl", name: "jobsctl" });
+});
+
+Deno.test("invocation() names a Deno that npx fetched as npx --yes deno@<version>, never by its path in npm's cache", async () => {
+  await using f = await fixture();
+  const cached = "/home/ada/.npm/_npx/7a40be787520bede/node_modules/deno/deno";
+  assert.deepEqual(invocation(f.mainUrl, host({ PATH: "/usr/bin" }, { execPath: cached })), {
+    program: `npx --yes deno@2.9.6 run -A '${f.main}'`,
+    name: "jobs",
+  });
+  // A Deno in a project's own node_modules stays where it is: its path is printed.
+  const local = "/srv/app/node_modules/deno/deno";
+  assert.equal(
+    invocation(f.mainUrl, host({}, { execPath: local })).program,
+    `${local} run -A '${f.main}'`,
+  );
+  assert.equal(inNpxCache(cached), true);
+  assert.equal(inNpxCache("/root/.npm/_npx-notes/deno"), false);
+});
+
+Deno.test("invocation() names the errors after the launcher or binary a person typed, else jobs", async () => {
+  await using f = await fixture();
+  const name = (h: InvocationHost) => invocation(f.mainUrl, h).name;
+  assert.equal(name(host({ JOBS_PROGRAM: "jobsctl" })), "jobsctl");
+  assert.equal(name(host({ JOBS_PROGRAM: "/srv/bin/jobsctl" })), "jobsctl");
+  assert.equal(name(host({ JOBS_PROGRAM: "docker exec app jobsctl" })), "jobs");
+  assert.equal(name(host({ PATH: "" }, { standalone: true, execPath: "/opt/dist/jobs" })), "jobs");
+  assert.equal(name(host({ PATH: "" }, { standalone: true, execPath: "/opt/dist/jq2" })), "jq2");
+  const bin = await f.folder("bin");
+  await writeExecutable(
+    `${bin}/jobsctl`,
+    launcherScript({ deno: DENO, config: "/x/deno.json", main: f.main }),
+  );
+  assert.equal(name(host({ PATH: bin })), "jobsctl");
+  assert.equal(name(host({ PATH: "/nonexistent" })), "jobs");
 });
 
 Deno.test("findOnPath() skips folders without the name and files that are not executable", async () => {

@@ -70,6 +70,40 @@ Deno.test("an unknown command or option names the nearest one and the help to re
   );
 });
 
+Deno.test("errors and warnings start with the name the hints use: jobsctl when a launcher ran", async () => {
+  const named = (args: string[]) => runJobs(args, { now: NOW, name: "jobsctl" });
+  const option = await named(["ls", "--stat", "x"]);
+  assert.equal(option.code, 2);
+  assert.equal(
+    option.err,
+    `jobsctl ls: unknown option "--stat"; did you mean "--state"? (run "jobsctl help ls" for the options)`,
+  );
+  const command = await named(["stauts"]);
+  assert.match(command.err, /^jobsctl: unknown command "stauts"; /);
+  const failed = await named(["retry"]);
+  assert.equal(failed.code, 2);
+  assert.match(failed.err, /^jobsctl retry: give job ids, or at least one filter /);
+  await withFiles("schedules: {}\n", async ({ dir }) => {
+    const missing = await runJobs(["ls", "--db", `${dir}/none.db`], {
+      now: NOW,
+      name: "jobsctl",
+    });
+    assert.equal(missing.code, 1);
+    assert.match(
+      missing.err,
+      /^jobsctl ls: no file ".*none\.db" for the store \(from --db\); .* run: jobsctl migrate /,
+    );
+  });
+  // Without a launcher the program is `jobs`, as its version line says.
+  assert.match((await jobs(["retry"])).err, /^jobs retry: /);
+});
+
+Deno.test("jobs --help says the store is a SQLite file or a PostgreSQL database", async () => {
+  const help = await jobs(["help"]);
+  assert.equal(help.code, 0, help.err);
+  assert.match(help.out, /SQLite file or a shared\s+PostgreSQL\s+database/);
+});
+
 Deno.test("every command takes --db, --config, --json, --actor and --reason, or says why not", async () => {
   const program = buildProgram({
     clock: { now: () => NOW, sleep: () => Promise.resolve() },

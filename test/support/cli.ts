@@ -21,6 +21,8 @@ export async function runJobs(
     stdin?: string;
     /** The current folder, where the project file is looked for (default: the process's). */
     cwd?: string;
+    /** The name errors start with, as main.ts finds it (default: `jobs`). */
+    name?: string;
   },
 ): Promise<{ code: number; out: string; err: string }> {
   const out: string[] = [];
@@ -46,6 +48,7 @@ export async function runJobs(
     },
     readStdin: () => Promise.resolve(options.stdin ?? ""),
     ...(options.cwd === undefined ? {} : { cwd: () => options.cwd! }),
+    ...(options.name === undefined ? {} : { name: options.name }),
   });
   return { code, out: out.join("\n"), err: err.join("\n") };
 }

@@ -7,7 +7,11 @@
 
 import assert from "node:assert/strict";
 import { FakeClock } from "../../src/clock.ts";
+import { openJobs } from "../../src/jobs.ts";
+import { defineWorker } from "../../src/kernel/worker.ts";
+import { waitUntil } from "../../src/testing.ts";
 import { humanLogger, jsonLinesLogger } from "../../src/worker/logger.ts";
+import { tempDir } from "../support/stores.ts";
 
 const AT = Date.UTC(2026, 2, 8, 12, 3, 4, 120);
 
@@ -65,4 +69,36 @@ Deno.test("jsonLinesLogger() leads each line with the clock's time and redacts i
     },
     { time: "2026-03-08T12:03:05.120Z", event: "store.recovered", downMs: 1000 },
   ]);
+});
+
+Deno.test("openJobs() without a logger writes each event as a JSON line led by time from its clock, as the daemon's log", async () => {
+  const dir = await tempDir();
+  const lines: string[] = [];
+  const original = console.error;
+  console.error = (...data: unknown[]) => lines.push(data.join(" "));
+  try {
+    const quick = defineWorker({ name: "quick", perform: () => {} });
+    const jobs = await openJobs(`${dir.path}/jobs.db`, {
+      clock: new FakeClock(AT),
+      workers: [quick],
+    });
+    try {
+      await jobs.enqueue(quick, {});
+      const runtime = await jobs.start({ queues: { default: 1 }, node: "n1" });
+      await waitUntil("the job's stop was logged", () => lines.some((l) => l.includes("job.stop")));
+      await runtime.stop();
+    } finally {
+      await jobs.close({ grace: 0 });
+    }
+  } finally {
+    console.error = original;
+    await dir.cleanup();
+  }
+  const events = lines.map((line) => JSON.parse(line));
+  assert.ok(events.length >= 2, lines.join("\n"));
+  for (const event of events) {
+    assert.deepEqual(Object.keys(event).slice(0, 2), ["time", "event"], JSON.stringify(event));
+    assert.equal(event.time, "2026-03-08T12:03:04.120Z");
+  }
+  assert.ok(events.some((e) => e.event === "job.stop" && e.worker === "quick"), lines.join("\n"));
 });
