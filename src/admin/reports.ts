@@ -125,7 +125,7 @@ export async function downloadSecret(store: Store): Promise<Uint8Array> {
 /** A download link: where to fetch the output, until when. */
 export interface DownloadLink {
   run: number;
-  /** An S3 pre-signed URL, or the daemon's `/downloads/<token>` path (joined to `base` when given). */
+  /** An S3 pre-signed URL, or the daemon's `<base>/downloads/<token>`. */
   url: string;
   expires: number;
   kind: "s3" | "daemon";
@@ -134,9 +134,11 @@ export interface DownloadLink {
 /**
  * A link to the output of completed run `runId`, valid `ttlMs` from `now`
  * (and never past the output's expiry), for `actor`; audited as
- * `report.link`.
+ * `report.link`. A daemon's link is whole: `base` is asked for the URL
+ * the daemon is reached at (only for such a link, before it is minted).
  *
  * @throws Error when the run does not exist, has no output, or expired
+ * @throws what `base` throws (`NoPublicUrl`): no link is minted nor audited
  */
 export async function mintLink(params: {
   store: Store;
@@ -146,8 +148,8 @@ export async function mintLink(params: {
   actor: string;
   ttlMs: number;
   now: number;
-  /** `http://host:port` of the daemon's endpoint, for the daemon's links. */
-  base?: string;
+  /** `https://host[:port][/path]` the daemon is reached at, asked for a daemon's link. */
+  base: () => Promise<string>;
 }): Promise<DownloadLink> {
   const { store, report, runId, now } = params;
   const run = await store.reportRunGet({ id: runId });
@@ -173,8 +175,9 @@ export async function mintLink(params: {
       actor: params.actor,
       expires,
     };
+    const base = await params.base();
     const token = await mintToken(await downloadSecret(store), claims);
-    link = { run: run.id, url: `${params.base ?? ""}/downloads/${token}`, expires, kind: "daemon" };
+    link = { run: run.id, url: `${base}/downloads/${token}`, expires, kind: "daemon" };
   }
   await store.transaction((tx) =>
     auditReport(tx, report, params.actor, now, "report.link", {

@@ -7,10 +7,14 @@
  * the same keypress delivered twice).
  *
  * It serves /healthz, /readyz and /metrics on `--listen` (loopback unless a
- * token is given). /metrics counts what the runtime reports (its events pass
- * through a {@linkcode MetricsRegistry} on their way to the logger); /readyz
- * answers 503 while the store refuses the node's writes, which the runtime
- * rides out (backs off, keeps unwritten results, fails no job).
+ * token is given), and report downloads, whose links are joined to the
+ * public URL it stores at start: `--public-url` (`JOBS_PUBLIC_URL`), else
+ * the URL it listens on unless an explicit one is stored already
+ * (`src/admin/public_url.ts`). /metrics counts what the runtime reports
+ * (its events pass through a {@linkcode MetricsRegistry} on their way to
+ * the logger); /readyz answers 503 while the store refuses the node's
+ * writes, which the runtime rides out (backs off, keeps unwritten results,
+ * fails no job).
  *
  * A store whose file is deleted or replaced while the daemon runs is not
  * ridden out: every write since went into a file nobody can reach. The
@@ -29,7 +33,18 @@
  * @module
  */
 
+import { hostname } from "node:os";
+import {
+  derivedPublicUrl,
+  isWildcard,
+  linkBase,
+  parsePublicUrl,
+  PublicUrlInvalid,
+  readPublicUrl,
+  recordPublicUrl,
+} from "../admin/public_url.ts";
 import type { Clock } from "../clock.ts";
+import { redact } from "../kernel/redact.ts";
 import { openJobs } from "../jobs.ts";
 import { commandWorker } from "../runners/command.ts";
 import { reapOrphans } from "../runners/process_group.ts";
@@ -67,6 +82,7 @@ import { locationProblem, openFailure } from "./open_store.ts";
 import { storeOrigin } from "./project_file.ts";
 import { escapeControl } from "../text/escape.ts";
 import { groupsDirFor } from "./state_dir.ts";
+import { echo } from "./text.ts";
 
 /** Registers `jobs daemon` on the program. */
 export function registerDaemonCommand(program: Command, deps: CliDeps): void {
@@ -95,6 +111,12 @@ export function registerDaemonCommand(program: Command, deps: CliDeps): void {
         )
         .option("--token <token>", "required beyond loopback [env JOBS_TOKEN]")
         .option(
+          "--public-url <url>",
+          "where people reach this daemon (https://host[:port][/path]), stored for whole " +
+            "download links; without it the listen address is stored unless a public URL was " +
+            "given before [env JOBS_PUBLIC_URL]",
+        )
+        .option(
           "--state-dir <dir>",
           "where this host keeps the records of running commands (<dir>/groups), the same for " +
             "every daemon of one store here [env JOBS_STATE_DIR] (default: records in " +
@@ -121,6 +143,7 @@ export function registerDaemonCommand(program: Command, deps: CliDeps): void {
       lease?: string;
       listen?: string;
       token?: string;
+      publicUrl?: string;
       stateDir?: string;
     }) => {
       const queues = options.queues ?? deps.env("JOBS_QUEUES");
@@ -146,6 +169,7 @@ export function registerDaemonCommand(program: Command, deps: CliDeps): void {
       } catch (error) {
         throw new CommandFailed(`jobs daemon: --queues ${(error as Error).message}`, 2);
       }
+      const publicUrl = givenPublicUrl(options.publicUrl, deps.env);
       const db = dbPath(options.db, deps);
       // The store is created when missing, but not its directory: say so before anything starts.
       const missing = await locationProblem(db, "create", deps.program, storeOrigin(db, deps));
@@ -160,6 +184,7 @@ export function registerDaemonCommand(program: Command, deps: CliDeps): void {
         leaseMs,
         listen: options.listen ?? deps.env("JOBS_LISTEN") ?? "127.0.0.1:9464",
         token: options.token ?? deps.env("JOBS_TOKEN"),
+        ...(publicUrl === undefined ? {} : { publicUrl }),
         stateDir: options.stateDir,
         writeMoved: writeMoved(deps) ?? undefined,
       }, deps);
@@ -185,6 +210,12 @@ export interface DaemonOptions {
   listen: string;
   /** Required to listen beyond loopback; every route but /healthz then needs it. */
   token?: string;
+  /**
+   * Where people reach the daemon, canonical ({@linkcode parsePublicUrl}),
+   * and the flag or variable that gave it: stored at start, replacing any
+   * stored one. @default the listen address, unless an explicit one is stored
+   */
+  publicUrl?: GivenPublicUrl;
   /**
    * How long a store call waits for another process's write lock (on
    * PostgreSQL: for any lock another session holds) before it fails (and
@@ -364,6 +395,8 @@ export async function runDaemon(options: DaemonOptions, deps: DaemonDeps): Promi
     },
   });
   wake.queues = (queues) => runtime.wake(queues);
+  /** The URL this daemon listens on, for links while no explicit public URL is stored. */
+  let own: string | undefined;
   let http: HttpServer;
   try {
     http = await startHttpServer({
@@ -381,6 +414,7 @@ export async function runDaemon(options: DaemonOptions, deps: DaemonDeps): Promi
         reports: () => source.config.reports,
         storage: outputs,
         wake: (queues) => runtime.wake(queues),
+        publicUrl: async () => (await linkBase(jobs.store, own === undefined ? {} : { own })).url,
       },
       degraded: () => degradedReason(runtime),
     });
@@ -389,6 +423,17 @@ export async function runDaemon(options: DaemonOptions, deps: DaemonDeps): Promi
     await jobs.close({ grace: 0 });
     throw new CommandFailed(`jobs daemon: ${(error as Error).message}`);
   }
+  if (http.addr) own = derivedPublicUrl(http.addr, hostname());
+  const publicUrl = await settlePublicUrl(jobs.store, {
+    given: options.publicUrl,
+    own: own ?? null,
+    wildcard: http.addr !== null && isWildcard(http.addr.hostname),
+    node: runtime.node,
+    now: clock.now(),
+  }).catch((error) => {
+    logger("daemon.public_url_failed", { level: "error", error: String(error) });
+    return { publicUrl: null, publicUrlFrom: `not stored: ${String(error)}` };
+  });
   source.watch();
   const unsubscribe = [
     source.onChange(() => {
@@ -407,6 +452,7 @@ export async function runDaemon(options: DaemonOptions, deps: DaemonDeps): Promi
     schedules: source.config.schedules.length,
     environment: options.environment ?? null,
     listen: http.addr ? `${http.addr.hostname}:${http.addr.port}` : "off",
+    ...publicUrl,
   });
 
   // The first stop signal, or the store's loss (then a signal afterwards is the operator insisting).
@@ -450,6 +496,93 @@ export async function runDaemon(options: DaemonOptions, deps: DaemonDeps): Promi
   const lost = runtime.health.lost;
   logger("daemon.stopped", { node: runtime.node, ...(lost ? { reason: STORE_LOST } : {}) });
   if (lost) throw new CommandFailed(`jobs daemon: ${lostMessage(options.db, lost)}`);
+}
+
+/** A public URL given at start, canonical, and what gave it. */
+export interface GivenPublicUrl {
+  url: string;
+  from: "--public-url" | "JOBS_PUBLIC_URL";
+}
+
+/**
+ * `--public-url`, else `JOBS_PUBLIC_URL` (empty: not set), canonical; exit
+ * 2 naming the flag or variable and the value (redacted) when it is no
+ * http or https URL, or holds a user, a query or a fragment.
+ */
+export function givenPublicUrl(
+  flag: string | undefined,
+  env: (name: string) => string | undefined,
+): GivenPublicUrl | undefined {
+  const variable = env("JOBS_PUBLIC_URL");
+  const from = flag !== undefined ? "--public-url" : "JOBS_PUBLIC_URL";
+  const text = flag ?? (variable === "" ? undefined : variable);
+  if (text === undefined) return undefined;
+  try {
+    return { url: parsePublicUrl(text), from };
+  } catch (error) {
+    if (!(error instanceof PublicUrlInvalid)) throw error;
+    throw new CommandFailed(`jobs daemon: ${from} "${echo(redact(text))}" ${error.message}`, 2);
+  }
+}
+
+/**
+ * Stores the public URL download links are joined to (the given one, else
+ * the one the daemon listens on unless an explicit one is stored) and says,
+ * for the start log, which applies and why.
+ */
+async function settlePublicUrl(
+  store: Store,
+  params: {
+    given: GivenPublicUrl | undefined;
+    own: string | null;
+    /** Whether `own` names this host because the listener takes every interface. */
+    wildcard: boolean;
+    node: string;
+    now: number;
+  },
+): Promise<{ publicUrl: string | null; publicUrlFrom: string }> {
+  const { given, own, node, now } = params;
+  if (given !== undefined) {
+    await recordPublicUrl(store, {
+      url: given.url,
+      source: "explicit",
+      from: given.from,
+      node,
+      now,
+    });
+    return { publicUrl: given.url, publicUrlFrom: given.from };
+  }
+  if (own !== null) {
+    const from = `listen ${new URL(own).host}`;
+    const recorded = await recordPublicUrl(store, { url: own, source: "derived", from, node, now });
+    if (recorded.outcome === "kept") {
+      const kept = recorded.current;
+      return {
+        publicUrl: kept.url,
+        publicUrlFrom: `${kept.from} of node ${kept.node} at ${new Date(kept.at).toISOString()}, ` +
+          `kept: a public URL given explicitly is not replaced by the listen address ${own} ` +
+          `(start with --public-url to change it)`,
+      };
+    }
+    return {
+      publicUrl: own,
+      publicUrlFrom: params.wildcard
+        ? "the listen address, every interface: this host's name (give --public-url when " +
+          "people reach it by another)"
+        : "the listen address",
+    };
+  }
+  const stored = await readPublicUrl(store);
+  return stored === null
+    ? {
+      publicUrl: null,
+      publicUrlFrom: "none: --listen is off; links need --public-url here or on the daemon " +
+        "that serves /downloads/",
+    }
+    : {
+      publicUrl: stored.url,
+      publicUrlFrom: `${stored.from} of node ${stored.node}, stored; this daemon does not listen`,
+    };
 }
 
 /**

@@ -6,7 +6,8 @@
  * daemon's run, and prints `run`, `state`, `rows`, `bytes` and `output`),
  * `jobs reports` (runs with their progress, state and expiry) and `jobs
  * report url <run> [--ttl 10m]` (a short-lived download link: the bucket's
- * pre-signed URL, or a token the daemon's `/downloads/` serves). Each is a
+ * pre-signed URL, or a token the daemon's `/downloads/` serves, joined to
+ * the public URL the daemon stored or to `--base`). Each is a
  * thin call into `src/admin/reports.ts`, which the daemon's endpoint
  * shares.
  *
@@ -14,6 +15,12 @@
  */
 
 import { type Command, InvalidArgumentError } from "commander";
+import {
+  linkBase,
+  parsePublicUrl,
+  PublicUrlInvalid,
+  type StoredPublicUrl,
+} from "../admin/public_url.ts";
 import {
   mintLink,
   ReportRequestError,
@@ -24,6 +31,7 @@ import {
 import type { CompiledReport } from "../report/definition.ts";
 import { ReportLimitExceeded } from "../report/limits.ts";
 import { REPORT_QUEUE, type ReportRun } from "../report/types.ts";
+import { redact } from "../kernel/redact.ts";
 import { reportWorker, storageOf } from "../runners/report.ts";
 import type { Store } from "../store/store.ts";
 import { prunerSettings } from "../worker/pruner.ts";
@@ -205,7 +213,12 @@ function urlCommand(group: Command, deps: CliDeps): void {
           parseDuration,
           DEFAULT_LINK_TTL_MS,
         )
-        .option("--base <url>", "the daemon's endpoint (http://host:port), joined to its links"),
+        .option(
+          "--base <url>",
+          "where people reach the daemon (https://host[:port][/path]), instead of the public " +
+            "URL the daemon stored",
+          parseBase,
+        ),
       {
         db: { mode: "write" },
         config: { for: "which declares the run's report" },
@@ -226,6 +239,7 @@ function urlCommand(group: Command, deps: CliDeps): void {
         const run = await store.reportRunGet({ id });
         if (!run) throw new CommandFailed(`jobs report url: there is no run ${id}`);
         const report = declaredIn("report url", "report", config.reports, file, run.report);
+        let stored: StoredPublicUrl | null = null;
         const link = await mintLink({
           store,
           report,
@@ -234,24 +248,46 @@ function urlCommand(group: Command, deps: CliDeps): void {
           actor: options.actor ?? deps.osUser(),
           ttlMs: options.ttl,
           now: deps.clock.now(),
-          ...(options.base ? { base: options.base.replace(/\/+$/, "") } : {}),
+          base: async () => {
+            const found = await linkBase(store, options.base ? { given: options.base } : {});
+            stored = found.stored;
+            return found.url;
+          },
         }).catch((error) => {
           throw new CommandFailed(`jobs report url: ${echo((error as Error).message, 400)}`);
         });
         if (options.json) {
           deps.out(safeJson({ ...link, expires: iso(link.expires) }));
         } else deps.out(link.url);
-        if (link.kind === "daemon" && !options.base) {
-          deps.err(
-            `jobs report url: served by the daemon's HTTP endpoint (give --base http://host:port ` +
-              `for a whole URL); works until ${iso(link.expires)}`,
-          );
+        if (stored !== null) {
+          deps.err(`jobs report url: ${servedBy(stored)}; works until ${iso(link.expires)}`);
         }
       });
     }),
     deps,
     "report url",
   );
+}
+
+/** `--base`, canonical; refused (exit 2) naming the value unless an http or https URL. */
+function parseBase(value: string): string {
+  try {
+    return parsePublicUrl(value);
+  } catch (error) {
+    if (error instanceof PublicUrlInvalid) {
+      throw new InvalidArgumentError(`"${echo(redact(value))}" ${error.message}`);
+    }
+    throw error;
+  }
+}
+
+/** Which daemon's URL a link was joined to, and how it came to be stored. */
+function servedBy(stored: StoredPublicUrl): string {
+  const at = `served by the daemon's /downloads/ at ${cell(stored.url)}`;
+  return stored.source === "explicit"
+    ? `${at} (its public URL, ${cell(stored.from)} of node ${cell(stored.node)})`
+    : `${at} (the address node ${cell(stored.node)} listens on; start the daemon with ` +
+      `--public-url when people reach it elsewhere)`;
 }
 
 // ------------------------------------------------------------------ reports

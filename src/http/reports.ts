@@ -9,7 +9,9 @@
  *   request) or 403 (a role the report does not allow), a limit 429.
  * - `GET /reports/runs/<run>` (bearer token): the run, with its progress.
  * - `POST /reports/runs/<run>/links` (bearer token; `{ actor, ttl_ms }`): a
- *   download link, as `jobs report url` mints it.
+ *   download link, as `jobs report url` mints it, whole: joined to the
+ *   stored explicit public URL (`jobs daemon --public-url`), else to the
+ *   URL this daemon listens on.
  * - `GET /downloads/<token>`: no bearer (the signed token is the
  *   credential, bound to run, tenant, actor and expiry). Forged or
  *   tampered 403, expired 410, another tenant's 403 when the caller says
@@ -34,6 +36,11 @@ export interface ReportRoutes {
   storage: (report: CompiledReport) => OutputStorage;
   /** Wakes this node's producers of `queues` (a run just queued need not wait for their poll). */
   wake?: (queues: string[]) => void;
+  /**
+   * The URL a download link is joined to (`https://jobs.example.com`); by
+   * default the one the listener is bound to.
+   */
+  publicUrl?: () => Promise<string>;
 }
 
 /** How often a request within its budget looks at its run. */
@@ -92,7 +99,13 @@ export async function reportRoute(
   request: Request,
   url: URL,
   bearer: boolean | null,
-  deps: { store: Store; clock: Clock; logger: Logger; routes: ReportRoutes; base: () => string },
+  deps: {
+    store: Store;
+    clock: Clock;
+    logger: Logger;
+    routes: ReportRoutes;
+    base: () => Promise<string>;
+  },
 ): Promise<Response | null> {
   const { store, clock, routes } = deps;
   const path = url.pathname;
@@ -170,7 +183,7 @@ export async function reportRoute(
         actor,
         ttlMs: ttl,
         now: clock.now(),
-        base: deps.base(),
+        base: deps.base,
       });
       return json(201, { ...link, expires: new Date(link.expires).toISOString() });
     } catch (error) {

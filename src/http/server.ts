@@ -27,6 +27,8 @@
  * @module
  */
 
+import { hostname } from "node:os";
+import { derivedPublicUrl } from "../admin/public_url.ts";
 import type { Clock } from "../clock.ts";
 import type { CompiledPipeline } from "../ingest/types.ts";
 import { redact } from "../kernel/redact.ts";
@@ -131,7 +133,7 @@ export async function startHttpServer(options: HttpServerOptions): Promise<HttpS
   }
   const authorized = options.token === undefined ? null : await tokenChecker(options.token);
   const readyTimeoutMs = options.readyTimeoutMs ?? 800;
-  /** `http://host:port` once listening: the start of the download links it mints. */
+  /** `http://host:port` once listening: the start of its download links unless told another. */
   let base = "";
 
   const handler = async (request: Request): Promise<Response> => {
@@ -157,7 +159,7 @@ export async function startHttpServer(options: HttpServerOptions): Promise<HttpS
         clock,
         logger,
         routes: options.reports,
-        base: () => base,
+        base: options.reports.publicUrl ?? (() => Promise.resolve(base)),
       });
       if (answer) return answer;
     }
@@ -238,10 +240,7 @@ export async function startHttpServer(options: HttpServerOptions): Promise<HttpS
   } catch (error) {
     throw new Error(`http: cannot listen on "${options.listen}": ${oneLine(error)}`);
   }
-  const host = server.addr.hostname.includes(":")
-    ? `[${server.addr.hostname}]`
-    : server.addr.hostname;
-  base = `http://${host}:${server.addr.port}`;
+  base = derivedPublicUrl(server.addr, hostname());
   let closed: Promise<void> | null = null;
   return {
     addr: { hostname: server.addr.hostname, port: server.addr.port },

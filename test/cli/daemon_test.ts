@@ -1,12 +1,14 @@
 /**
  * `jobs daemon` as a subprocess, as an operator runs it: a fast schedule
  * whose command appends its occurrence to a ledger file runs each occurrence
- * once, and SIGTERM shuts the daemon down cleanly with exit code 0.
+ * once, and SIGTERM shuts the daemon down cleanly with exit code 0; flags
+ * that are wrong (`--lease`, `--public-url`) exit 2 naming the value.
  */
 
 import assert from "node:assert/strict";
 import { openSqliteStore } from "../../src/store/sqlite/sqlite_store.ts";
 import { waitUntil } from "../../src/testing.ts";
+import { runJobs, withFiles } from "../support/cli.ts";
 import { daemonDir, jobsCommand, spawnDaemon } from "../support/daemon_process.ts";
 
 const SCHEDULES = `version: 1
@@ -120,4 +122,51 @@ Deno.test("jobs daemon refuses a --lease (or JOBS_LEASE) that is not a whole num
       new RegExp(`jobs daemon: --lease "${lease}" is not a whole number of ms of at least 1000`),
     );
   }
+});
+
+Deno.test("jobs daemon refuses a --public-url (or JOBS_PUBLIC_URL) that is no http(s) URL, or holds a user, a query or a fragment: exit 2 naming it, nothing opened", async () => {
+  await withFiles(SCHEDULES, async ({ db, config }) => {
+    const daemon = (args: string[], env: Record<string, string> = {}) =>
+      runJobs(["daemon", "--db", db, "--config", config, "--listen", "off", ...args], {
+        now: Date.UTC(2026, 11, 3),
+        env,
+      });
+    const cases: [string, string][] = [
+      [
+        "ftp://jobs.example.com",
+        "is not an http:// or https:// URL such as https://jobs.example.com",
+      ],
+      ["jobs.example.com", "is not an http:// or https:// URL such as https://jobs.example.com"],
+      [
+        "https://jobs.example.com/?tenant=acme",
+        "has a query (?...): a link's token is joined after the path",
+      ],
+      [
+        "https://jobs.example.com/#x",
+        "has a fragment (#...): a link's token is joined after the path",
+      ],
+    ];
+    for (const [url, why] of cases) {
+      const bad = await daemon(["--public-url", url]);
+      assert.equal(bad.code, 2, bad.err);
+      assert.equal(bad.err, `jobs daemon: --public-url "${url}" ${why}`);
+      const fromEnv = await daemon([], { JOBS_PUBLIC_URL: url });
+      assert.equal(fromEnv.code, 2, fromEnv.err);
+      assert.equal(fromEnv.err, `jobs daemon: JOBS_PUBLIC_URL "${url}" ${why}`);
+    }
+    // A password is never echoed.
+    const secret = await daemon(["--public-url", "https://ada:s3cret@jobs.example.com"]);
+    assert.equal(secret.code, 2);
+    assert.equal(
+      secret.err,
+      `jobs daemon: --public-url "https://ada:[REDACTED]@jobs.example.com" holds a user or ` +
+        `password: links are handed out, give none`,
+    );
+    // The flag wins over the variable: a bad variable under a good flag is not read.
+    const flagFirst = await daemon(["--public-url", "ftp://x"], {
+      JOBS_PUBLIC_URL: "https://jobs.example.com",
+    });
+    assert.match(flagFirst.err, /^jobs daemon: --public-url "ftp:\/\/x"/);
+    await assert.rejects(Deno.stat(db), Deno.errors.NotFound, "no store was created");
+  });
 });

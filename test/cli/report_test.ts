@@ -7,10 +7,14 @@
  * the sensitive column is masked for an actor without its role; the date
  * range, rows and concurrency limits are enforced with the limit named and
  * a changed setting applies to the next run; `jobs reports` lists the runs;
- * `jobs report url` mints a daemon link; every run writes its audit row.
+ * `jobs report url` mints a whole daemon link from the public URL the
+ * daemon stored, or from `--base`, and with neither says how to get one
+ * rather than print a relative link; every run and link writes its audit
+ * row.
  */
 
 import assert from "node:assert/strict";
+import { recordPublicUrl } from "../../src/admin/public_url.ts";
 import { BACKENDS } from "../support/backends.ts";
 import { runJobs, withFiles } from "../support/cli.ts";
 import {
@@ -193,12 +197,53 @@ for (const backend of BACKENDS) {
         const table = await run(["reports"]);
         assert.match(table.out, /RUN\s+JOB\s+REPORT\s+TENANT\s+STATE/);
 
-        // A daemon link for the first output; none for a failed run.
+        // No daemon has stored its public URL and no --base: no relative link, one line saying
+        // how to get a whole one, nothing minted or audited (issue 26.10).
+        const relative = await run(["report", "url", String(result.run)]);
+        assert.equal(relative.code, 1, relative.out);
+        assert.equal(relative.out, "");
+        assert.equal(
+          relative.err,
+          "jobs report url: no public URL known: start the daemon with --public-url " +
+            "https://... or pass --base http://host:port",
+        );
+        // --base gives the whole link, canonical; one that is no http(s) URL is refused.
+        const based = await run([
+          "report",
+          "url",
+          String(result.run),
+          "--base",
+          "https://Proxy.example.com/jobs/",
+        ]);
+        assert.equal(based.code, 0, based.err);
+        assert.match(based.out, /^https:\/\/proxy\.example\.com\/jobs\/downloads\/[\w-]+\.[\w-]+$/);
+        assert.equal(based.err, "");
+        const badBase = await run(["report", "url", String(result.run), "--base", "ftp://x"]);
+        assert.equal(badBase.code, 2, badBase.err);
+        assert.match(badBase.err, /"ftp:\/\/x" is not an http:\/\/ or https:\/\/ URL/);
+
+        // The public URL a daemon stored: a whole link, and where it came from on stderr.
+        await recordPublicUrl(h.store, {
+          url: "https://jobs.example.com",
+          source: "explicit",
+          from: "--public-url",
+          node: "d1",
+          now: NOW,
+        });
+        const whole = await run(["report", "url", String(result.run)]);
+        assert.equal(whole.code, 0, whole.err);
+        assert.match(whole.out, /^https:\/\/jobs\.example\.com\/downloads\/[\w-]+\.[\w-]+$/);
+        assert.equal(
+          whole.err,
+          "jobs report url: served by the daemon's /downloads/ at https://jobs.example.com " +
+            "(its public URL, --public-url of node d1); works until " +
+            new Date(NOW + 10 * 60_000).toISOString(),
+        );
         const url = await run(["report", "url", String(result.run), "--ttl", "5m", "--json"]);
         assert.equal(url.code, 0, url.err);
         const link = JSON.parse(url.out);
         assert.equal(link.kind, "daemon");
-        assert.match(link.url, /^\/downloads\/[\w-]+\.[\w-]+$/);
+        assert.match(link.url, /^https:\/\/jobs\.example\.com\/downloads\/[\w-]+\.[\w-]+$/);
         assert.equal(link.expires, new Date(NOW + 5 * 60_000).toISOString());
         const noLink = await run(["report", "url", String(failed.run)]);
         assert.equal(noLink.code, 1);
@@ -208,7 +253,15 @@ for (const backend of BACKENDS) {
         const audit = await h.store.auditList({ target: "finance-audit" });
         assert.deepEqual(
           audit.map((a) => a.action),
-          ["report.run", "report.run", "report.run", "report.run", "report.link"],
+          [
+            "report.run",
+            "report.run",
+            "report.run",
+            "report.run",
+            "report.link",
+            "report.link",
+            "report.link",
+          ],
         );
         assert.ok(audit.every((a) => a.reason === "customer statements" && a.actor === "ada"));
       });

@@ -14,7 +14,8 @@
  *   served without the bearer: the exact CSV bytes as text/csv; another
  *   tenant's (`X-Jobs-Tenant`, `?tenant=`) and a token with one character
  *   changed 403; a link past its ttl (minted by HTTP or by `jobs report
- *   url --ttl`) 410. Each served download, and only those, is audited as
+ *   url --ttl`, whose link is whole from the listen address the daemon
+ *   stored as its public URL, no `--base` given) 410. Each served download, and only those, is audited as
  *   `report.download` to `finance-audit`.
  * - With `report.statement.lifetime` 2s and `pruner: { every: 1s }`, the
  *   daemon's pruner removes the output file and the run (gone from `jobs
@@ -180,6 +181,9 @@ for (const backend of STORES) {
       assert.deepEqual(started.queues, { reports: 2 });
       const base = `http://${started.listen}`;
       assert.match(base, /^http:\/\/127\.0\.0\.1:\d+$/);
+      // No --public-url: the address it listens on is stored for whole links (issue 26.10).
+      assert.equal(started.publicUrl, base);
+      assert.equal(started.publicUrlFrom, "the listen address");
       const poll = async (id: number, state = "completed") => {
         const seen = await waitUntil(`run ${id} ${state}`, async () => {
           const got = await call(base, "GET", `/reports/runs/${id}`);
@@ -339,8 +343,6 @@ for (const backend of STORES) {
           String(first.run),
           "--ttl",
           "1s",
-          "--base",
-          base,
           "--actor",
           "ada",
           "--json",
