@@ -9,6 +9,7 @@ import { detailLines, jobsLines, type JobsListProps, pageText } from "../../src/
 import { overviewLines } from "../../src/tui/overview.tsx";
 import { schedulesLines } from "../../src/tui/schedules_view.tsx";
 import { clip, plain, rule } from "../../src/tui/seg.ts";
+import { fitLocation } from "../../src/tui/text.ts";
 import { fixtureJob, fixtureState, NOW } from "./fixtures.ts";
 
 /** A total that counted every job. */
@@ -191,4 +192,41 @@ Deno.test("a retryable job's detail says when its next attempt is (issue 26.2)",
     now: NOW,
   }).map((l) => plain(l));
   assert.ok(lines.includes("next attempt 2026-03-08T12:06:40Z, in 6 min 40 s"), lines.join("\n"));
+});
+
+Deno.test("fitLocation: a PostgreSQL URL sheds parameters, user, port, scheme, then its host's and database's middles; a path keeps its file name", () => {
+  const url = "postgres://jobs_operator:pw@db-primary.internal.example.com:5432/production_jobs" +
+    "?schema=billing_eu&sslmode=require";
+  const at = (width: number) => fitLocation(url, width);
+  assert.equal(
+    at(200),
+    "postgres://jobs_operator@db-primary.internal.example.com:5432/production_jobs" +
+      "?schema=billing_eu&sslmode=require",
+  );
+  assert.equal(
+    at(95),
+    "postgres://jobs_operator@db-primary.internal.example.com:5432/production_jobs?schema=billing_eu",
+  );
+  assert.equal(
+    at(94),
+    "postgres://db-primary.internal.example.com:5432/production_jobs?schema=billing_eu",
+  );
+  assert.equal(
+    at(80),
+    "postgres://db-primary.internal.example.com/production_jobs?schema=billing_eu",
+  );
+  assert.equal(at(65), "db-primary.internal.example.com/production_jobs?schema=billing_eu");
+  assert.equal(at(50), "db-prima…ple.com/production_jobs?schema=billing_eu");
+  assert.equal(at(30), "db…om/pro…bs?schema=billing_eu");
+  assert.equal(at(25), "d…/pr…s?schema=billing_eu");
+  assert.equal(at(12), "…=billing_eu");
+  for (let width = 1; width < 120; width++) {
+    assert.ok(Array.from(at(width)).length <= width, `wider than ${width}: ${at(width)}`);
+    assert.doesNotMatch(at(width), /pw/);
+  }
+  assert.equal(
+    fitLocation("/home/someone/projects/acme/.local/state/jobs/jobs.db", 30),
+    "/home/someone/project…/jobs.db",
+  );
+  assert.equal(fitLocation("./jobs.db", 30), "./jobs.db");
 });
