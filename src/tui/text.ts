@@ -6,6 +6,7 @@
  * @module
  */
 
+import { localBeside } from "../schedule/describe.ts";
 import { escapeControl } from "../text/escape.ts";
 import { describeLocation, isPostgresLocation } from "../store/location.ts";
 import type { IngestRunState } from "../ingest/types.ts";
@@ -168,9 +169,32 @@ export function iso(ms: number | null): string {
   return ms === null ? "-" : new Date(ms).toISOString();
 }
 
-/** `2026-03-08T07:00:00.000Z (12s ago)`, or `-`. */
-export function when(ms: number | null, now: number): string {
-  return ms === null ? "-" : `${iso(ms)} (${ago(ms, now)})`;
+/**
+ * `2026-03-08T07:00:00.000Z (12s ago)`, or `-`; with a `zone` other than
+ * UTC (a schedule's), its wall clock and offset first:
+ * `2026-03-08T07:00:00.000Z (03:00 -04:00 America/New_York, 12s ago)`,
+ * without the zone's name unless `named`.
+ */
+export function when(
+  ms: number | null,
+  now: number,
+  zone: string | null = null,
+  named = true,
+): string {
+  if (ms === null) return "-";
+  const local = zone === null ? null : localBeside(ms, zone, named);
+  return `${iso(ms)} (${local === null ? "" : `${local}, `}${ago(ms, now)})`;
+}
+
+/**
+ * An instant as ISO-8601 UTC with ms and, for a `zone` other than UTC, its
+ * wall clock and offset there:
+ * `2026-03-08T07:00:00.000Z (03:00 -04:00 America/New_York)`, without the
+ * zone's name unless `named`; `-` for none.
+ */
+export function isoIn(ms: number | null, zone: string | null, named = true): string {
+  const local = ms === null || zone === null ? null : localBeside(ms, zone, named);
+  return local === null ? iso(ms) : `${iso(ms)} (${local})`;
 }
 
 /** The colour of each state: where it helps, never the only sign (the state is always written). */

@@ -230,3 +230,37 @@ Deno.test("fitLocation: a PostgreSQL URL sheds parameters, user, port, scheme, t
   );
   assert.equal(fitLocation("./jobs.db", 30), "./jobs.db");
 });
+
+Deno.test("a schedule's detail shows its last planned and misfired instants in its own zone beside UTC, named from 120 columns (issue 26.12)", () => {
+  const schedules = fixtureState().schedules;
+  schedules[0]!.status = {
+    ...schedules[0]!.status,
+    lastPlannedFor: Date.UTC(2026, 2, 8, 7, 30),
+    lastStartedAt: NOW - 3_600_000,
+    lastCompletedAt: NOW - 3_590_000,
+    misfires: 2,
+    lastMisfireFor: Date.UTC(2026, 2, 7, 7, 30),
+  };
+  const detail = (width: number, cursor = 0) =>
+    schedulesLines({ schedules, cursor, width, height: 26, now: NOW })
+      .map((l) => plain(clip(l, width)));
+  const narrow = detail(80);
+  // The day DST starts in New York: 03:30 is -04:00, the day before -05:00.
+  for (
+    const line of [
+      "last     planned for 2026-03-08T07:30:00.000Z (03:30 -04:00)",
+      "         started 1h ago, completed 59m50s ago",
+      "misfires 2 (last for 2026-03-07T07:30:00.000Z (02:30 -05:00, 1d4h ago))",
+    ]
+  ) assert.ok(narrow.includes(line), `missing ${line}:\n${narrow.join("\n")}`);
+  const wide = detail(140);
+  for (
+    const line of [
+      "last     planned for 2026-03-08T07:30:00.000Z (03:30 -04:00 America/New_York)",
+      "misfires 2 (last for 2026-03-07T07:30:00.000Z (02:30 -05:00 America/New_York, 1d4h ago))",
+    ]
+  ) assert.ok(wide.includes(line), `missing ${line}:\n${wide.join("\n")}`);
+  // A schedule in UTC: its instants once.
+  schedules[1]!.status = { ...schedules[1]!.status, lastPlannedFor: Date.UTC(2026, 2, 8, 11) };
+  assert.ok(detail(140, 1).includes("last     planned for 2026-03-08T11:00:00.000Z"));
+});
