@@ -12,6 +12,10 @@ import { clip, plain, rule } from "../../src/tui/seg.ts";
 import { fitLocation } from "../../src/tui/text.ts";
 import { fixtureJob, fixtureState, NOW } from "./fixtures.ts";
 
+/** Whether `text` holds a raw control character (what could reach the terminal). */
+// deno-lint-ignore no-control-regex -- matching control characters is the point
+const hasControl = (text: string) => /[\x00-\x1f\x7f-\x9f]/.test(text);
+
 /** A total that counted every job. */
 const exact = (count: number) => ({ count, atLeast: false, newest: null });
 
@@ -263,4 +267,62 @@ Deno.test("a schedule's detail shows its last planned and misfired instants in i
   // A schedule in UTC: its instants once.
   schedules[1]!.status = { ...schedules[1]!.status, lastPlannedFor: Date.UTC(2026, 2, 8, 11) };
   assert.ok(detail(140, 1).includes("last     planned for 2026-03-08T11:00:00.000Z"));
+});
+
+Deno.test("a command job shows its command line, quoted for a shell and escaped, in the list and the detail; other jobs their JSON (issue 26.12)", () => {
+  const command = fixtureJob({
+    id: 21,
+    worker: "jobs.command",
+    args: {
+      kind: "command",
+      argv: ["/usr/bin/backup", "--to", "s3://bucket/night ly", "it's", "\x1b]52;c;aGk=\x07\n"],
+      shell: false,
+      cwd: "/srv/app",
+      env: { REGION: "eu west", API_TOKEN: "[REDACTED]" },
+    },
+  });
+  const script = fixtureJob({
+    id: 22,
+    worker: "jobs.command",
+    args: { kind: "command", argv: ["pg_dump jobs | gzip > /tmp/x.gz"], shell: true },
+  });
+  // Args the runner would refuse: shown as they are stored.
+  const odd = fixtureJob({ id: 23, worker: "jobs.command", args: { argv: "rm -rf /" } });
+  const jobs = [command, script, odd, fixtureJob({ id: 11 })];
+  const lines = jobsList({ jobs, width: 240 });
+  const args = (id: number) => {
+    const line = lines.find((l) => new RegExp(`^[ >] ${id} `).test(l))!;
+    return line.slice(line.indexOf(" ago ") + 5).trimStart();
+  };
+  assert.equal(
+    args(21),
+    "/usr/bin/backup --to 's3://bucket/night ly' 'it'\\''s' $'\\x1b]52;c;aGk=\\x07\\n'  (in /srv/app)",
+  );
+  assert.equal(args(22), "/bin/sh -c 'pg_dump jobs | gzip > /tmp/x.gz'");
+  assert.equal(args(23), '{"argv":"rm -rf /"}');
+  assert.equal(args(11), '{"to":"ops@example.com"}');
+  for (const line of lines) assert.ok(!hasControl(line), line);
+  assert.match(jobsList({ jobs, width: 80 })[2]!, /1m ago +\/usr\/bin\/ba…$/, 'not {"kind":"co…');
+
+  const detail = (job: typeof command) =>
+    detailLines({
+      detail: { job, attempts: [], audit: [] },
+      id: job.id,
+      scroll: 0,
+      width: 80,
+      height: 30,
+      now: NOW,
+    }).map((l) => plain(clip(l, 80)));
+  const shown = detail(command);
+  const at = shown.findIndex((l) => l.startsWith("command "));
+  assert.deepEqual(shown.slice(at, at + 4), [
+    "command    /usr/bin/backup --to 's3://bucket/night ly' 'it'\\''s' $'\\x1b]52;c;aGk",
+    "           =\\x07\\n'",
+    "cwd        /srv/app",
+    "env        REGION='eu west' API_TOKEN='[REDACTED]'",
+  ]);
+  assert.ok(!shown.some((l) => l.startsWith("args ")), "no JSON beside it");
+  for (const line of shown) assert.ok(!hasControl(line), line);
+  assert.ok(detail(script).includes("command    /bin/sh -c 'pg_dump jobs | gzip > /tmp/x.gz'"));
+  assert.ok(detail(fixtureJob({ id: 11 })).includes('args       {"to":"ops@example.com"}'));
 });
