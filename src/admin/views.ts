@@ -129,6 +129,12 @@ export interface ScheduleStatus {
   failures: number;
   /** The hash of the definition the store last synced (what a daemon runs), or null. */
   definitionHash: string | null;
+  /**
+   * The IANA zone its rhythm is read in: the file's, else the definition the
+   * store last synced; null when neither says. Its instants are shown in it
+   * beside UTC.
+   */
+  timezone: string | null;
 }
 
 /** A schedule's current run of failures in words (`5 failures in a row`), or null at 0. */
@@ -347,6 +353,7 @@ export function scheduleStatus(
     lastOutcomeAt: outcome?.lastOutcomeAt ?? null,
     failures: outcome?.failures ?? 0,
     definitionHash: row?.definitionHash ?? null,
+    timezone: schedule?.timezone ?? (row ? storedSchedules([row])[0]?.timezone ?? null : null),
   };
 }
 

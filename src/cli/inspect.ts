@@ -349,8 +349,10 @@ function scheduleLines(s: ScheduleStatus, now: number, stored: string | null = n
       cell(s.disabledReason ?? "no reason given")
     }`
     : "disabled in the file";
+  // Each instant in UTC and, for a schedule in another zone, in its own.
+  const zone = s.timezone;
   const nextRun = s.next !== null
-    ? when(s.next, now)
+    ? when(s.next, now, zone)
     : s.manual
     ? "manual (runs when someone runs it)"
     : s.declared
@@ -359,10 +361,11 @@ function scheduleLines(s: ScheduleStatus, now: number, stored: string | null = n
   const lines = [
     // From the store (the file has errors): say which definition runs.
     `${cell(s.id)}  ${state}${stored ? `  ${stored}` : ""}`,
-    `  next ${nextRun}; last started ${when(s.lastStartedAt, now)}, completed ${
-      when(s.lastCompletedAt, now)
-    }; misfires ${s.misfires}${
-      s.lastMisfireFor !== null ? ` (last ${when(s.lastMisfireFor, now)})` : ""
+    `  next ${nextRun}; misfires ${s.misfires}${
+      s.lastMisfireFor !== null ? ` (last ${when(s.lastMisfireFor, now, zone)})` : ""
+    }`,
+    `  last started ${when(s.lastStartedAt, now, zone)}, completed ${
+      when(s.lastCompletedAt, now, zone)
     }`,
   ];
   const outcome = outcomeText(s, now);

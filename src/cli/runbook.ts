@@ -543,7 +543,7 @@ function runbookText(book: Runbook, now: number): string[] {
       }`,
     `  next run ${
       s.next !== null
-        ? `${when(s.next, now)} (${cell(s.nextOccurrence ?? "")})`
+        ? `${when(s.next, now, t.timezone)} (${cell(s.nextOccurrence ?? "")})`
         : s.manual
         ? "only when someone runs it"
         : s.enabled

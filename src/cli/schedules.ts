@@ -30,7 +30,7 @@ import {
 import { configOrFail, loadConfig, requireConfig } from "./config.ts";
 import { notInForce } from "./inspect.ts";
 import { tryOpenStore } from "./open_store.ts";
-import { cell, echo } from "./text.ts";
+import { cell, echo, isoIn } from "./text.ts";
 
 const FILE_ONLY = "it reads the schedules file alone, not the store";
 const NO_AUDIT = "it only reads: nothing to audit";
@@ -281,17 +281,20 @@ export async function schedulesCommand(
   }
   for (const v of views) {
     const state = v.enabled ? "enabled" : `disabled: ${v.disabledReason ?? "no reason given"}`;
+    // Each instant in UTC and, for a schedule in another zone, in its own.
+    const at = (instant: string | null) =>
+      isoIn(instant === null ? null : Date.parse(instant), v.timezone);
     deps.out(
       `${v.id}  ${v.rhythm}  ${v.timezone}${v.localTime ? ` (${v.localTime})` : ""}  ${state}`,
     );
     deps.out(
       `  misfire ${v.misfire}, overlap ${v.overlapPolicy}; misfires ${v.misfires}; next ${
-        v.next ?? "none"
+        v.next === null ? "none" : at(v.next)
       }`,
     );
     deps.out(
-      `  last planned ${v.lastPlannedFor ?? "never"}, started ${v.lastStartedAt ?? "never"}, ` +
-        `completed ${v.lastCompletedAt ?? "never"}`,
+      `  last planned ${at(v.lastPlannedFor)}, started ${at(v.lastStartedAt)}, ` +
+        `completed ${at(v.lastCompletedAt)}`,
     );
   }
 }

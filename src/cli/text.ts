@@ -1,12 +1,13 @@
 /**
  * How the command line prints: stored text escaped cell by cell, tables,
- * instants as ISO UTC with a relative age, JSON safe for a terminal, and
- * (from `src/text/shell.ts`) words quoted so a printed command pastes as the
- * same words.
+ * instants as ISO UTC with a relative age (and a schedule's own wall clock
+ * beside them), JSON safe for a terminal, and (from `src/text/shell.ts`)
+ * words quoted so a printed command pastes as the same words.
  *
  * @module
  */
 
+import { localBeside } from "../schedule/describe.ts";
 import { escapeControl } from "../text/escape.ts";
 
 // Commands to paste are quoted by the rules the TUI shares.
@@ -81,9 +82,28 @@ export function iso(ms: number | null): string | null {
   return ms === null ? null : new Date(ms).toISOString();
 }
 
-/** `2026-03-08T07:00:00.000Z (12s ago)`, `... (in 3m)`, or `-` for none. */
-export function when(ms: number | null, now: number): string {
-  return ms === null ? "-" : `${new Date(ms).toISOString()} (${age(ms, now)})`;
+/**
+ * `2026-03-08T07:00:00.000Z (12s ago)`, `... (in 3m)`, or `-` for none;
+ * with a `zone` other than UTC (a schedule's), its wall clock and offset
+ * first: `2026-03-08T07:00:00.000Z (03:00 -04:00 America/New_York, in 3m)`.
+ */
+export function when(ms: number | null, now: number, zone: string | null = null): string {
+  if (ms === null) return "-";
+  const local = zone === null ? null : localBeside(ms, zone);
+  return `${new Date(ms).toISOString()} (${local === null ? "" : `${cell(local)}, `}${
+    age(ms, now)
+  })`;
+}
+
+/**
+ * An instant as ISO-8601 UTC with ms and, for a `zone` other than UTC,
+ * its wall clock and offset there:
+ * `2026-03-08T07:00:00.000Z (03:00 -04:00 America/New_York)`; `never` for none.
+ */
+export function isoIn(ms: number | null, zone: string | null): string {
+  if (ms === null) return "never";
+  const local = zone === null ? null : localBeside(ms, zone);
+  return `${new Date(ms).toISOString()}${local === null ? "" : ` (${cell(local)})`}`;
 }
 
 /** `12s ago`, `in 3m`, `1h5m ago`, `now`: the two largest units, rounded down. */

@@ -110,6 +110,7 @@ import { expandVariables, maskValues, MissingVariableError, referencedVariables 
 import { ProcessGroup } from "./process_group.ts";
 import { stepDocument } from "./step_document.ts";
 import { escapeControl } from "../text/escape.ts";
+import { shellQuote } from "../text/shell.ts";
 
 /** The args of a `jobs.command` job: the `command` variant of a run spec. */
 export type CommandRun = Extract<RunSpec, { kind: "command" }>;
@@ -544,6 +545,18 @@ export function secretsOf(run: CommandRun, env: (name: string) => string | undef
 function stoppedError(label: string, reason: unknown): Error {
   const why = reason instanceof Error ? reason.message : String(reason ?? "aborted");
   return new JobFailure(`${label} was stopped: ${why}`, { cause: reason });
+}
+
+/**
+ * The command line a `jobs.command` job runs, for a person to read (and
+ * paste): each word of `argv` quoted for a POSIX shell when it needs it,
+ * control characters as `$'\x1b'` escapes so none reaches a terminal raw; a
+ * `shell: true` script as `/bin/sh -c '<script>'`. Neither `cwd` nor `env`:
+ * callers show those beside it.
+ */
+export function commandText(run: CommandRun): string {
+  const words = run.shell ? ["/bin/sh", "-c", run.argv[0]!] : run.argv;
+  return words.map(shellQuote).join(" ");
 }
 
 /**

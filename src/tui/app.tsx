@@ -171,6 +171,7 @@ export function App(props: AppProps): ReactNode {
       state={state.current}
       now={clock.now()}
       location={data.location}
+      note={data.note}
       color={props.color}
     />
   );

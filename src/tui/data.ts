@@ -157,6 +157,8 @@ export interface RunsPage {
 export interface DashboardData {
   /** Where the data comes from, for the title bar. */
   readonly location: string;
+  /** Said after the location (a retired store: where it moved). @default "" */
+  readonly note?: string;
   overview(now: number): Promise<Overview>;
   /** One page of jobs, args and meta redacted; a search reads the newest jobs only (see JobsTotal). */
   jobs(query: JobsQuery): Promise<Job[]>;
@@ -254,6 +256,8 @@ export async function readView(
 export interface StoreSource {
   /** Where the store is, as every screen shows it: credentials removed. */
   readonly location: string;
+  /** Said after the location (a retired store: where it moved). @default "" */
+  readonly note?: string;
   get(): Promise<Store>;
   close(): Promise<void>;
   /**
@@ -311,7 +315,8 @@ export function storeAt(
   };
   const file = !isPostgresLocation(location) && location !== ":memory:";
   return {
-    location: describeLocation(location) + (options.note ?? ""),
+    location: describeLocation(location),
+    note: options.note ?? "",
     async get() {
       if (store && file && !(await exists(location))) await drop();
       if (store) return store;
@@ -416,6 +421,7 @@ export function storeData(params: {
   const cap = params.searchCountCap ?? SEARCH_COUNT_CAP;
   return {
     location: source.location,
+    note: source.note ?? "",
     changed() {
       if (!source.alone || watched?.kind !== "sqlite") return true;
       const was = dirty;

@@ -1,7 +1,7 @@
 /**
  * The jobs list (one page of a filtered listing, a line per job) and the
- * detail of one job: args (redacted), errors, attempts with their output
- * excerpt, and the audit trail.
+ * detail of one job: args (redacted; a command job's as its command line),
+ * errors, attempts with their output excerpt, and the audit trail.
  *
  * @module
  */
@@ -10,7 +10,14 @@ import type { ReactNode } from "react";
 import type { JobDetail } from "../admin/views.ts";
 import { redact } from "../kernel/redact.ts";
 import { FINAL_STATES, type Job } from "../kernel/types.ts";
+import {
+  COMMAND_WORKER,
+  type CommandRun,
+  commandRunSchema,
+  commandText,
+} from "../runners/command.ts";
 import { nextAttemptText } from "../text/next_attempt.ts";
+import { shellQuote } from "../text/shell.ts";
 import type { JobsFilter, JobsTotal } from "./data.ts";
 import { Lines, type Seg, seg } from "./line.tsx";
 import { filterText, newestText, totalText } from "./search.ts";
@@ -80,6 +87,29 @@ function scheduleCell(job: Job, wide: boolean): string {
   return clean(job.scheduleId ?? job.occurrence?.split("@", 1)[0] ?? "-");
 }
 
+/**
+ * The run of a job of the built-in command runner, or null for any other
+ * job (and for args that runner would refuse, shown as JSON like any other).
+ */
+function commandRun(job: Job): CommandRun | null {
+  if (job.worker !== COMMAND_WORKER) return null;
+  try {
+    return commandRunSchema.parse(job.args);
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * What the list shows of a job's args: a command job's command line (with
+ * its folder, if it names one), else the args as JSON.
+ */
+function argsCell(job: Job): string {
+  const run = commandRun(job);
+  if (run === null) return clean(JSON.stringify(job.args) ?? "null");
+  return clean(commandText(run) + (run.cwd === undefined ? "" : `  (in ${shellQuote(run.cwd)})`));
+}
+
 /** The jobs list as lines. */
 export function jobsLines(props: JobsListProps): Seg[][] {
   const { jobs, width, now } = props;
@@ -131,7 +161,7 @@ export function jobsLines(props: JobsListProps): Seg[][] {
       seg(" "),
       last !== undefined
         ? seg(firstLine(redact(last)), { color: "red" })
-        : seg(clean(JSON.stringify(job.args) ?? "null"), { dim: true }),
+        : seg(argsCell(job), { dim: true }),
     ]);
   });
   return lines;
@@ -195,7 +225,7 @@ export function detailLines(props: JobDetailProps): Seg[][] {
   const finished = job.completedAt ?? job.cancelledAt ?? job.discardedAt;
   if (finished !== null) lines.push([seg(`finished   ${when(finished, now)}`)]);
   if (job.tags.length > 0) lines.push([seg(`tags       ${job.tags.map(clean).join(", ")}`)]);
-  lines.push(...wrapped("args       ", clean(JSON.stringify(job.args) ?? "null"), width));
+  lines.push(...argsLines(job, width));
   if (Object.keys(job.meta).length > 0) {
     lines.push(...wrapped("meta       ", clean(JSON.stringify(job.meta)), width).slice(0, 2));
   }
@@ -246,6 +276,22 @@ export function detailLines(props: JobDetailProps): Seg[][] {
     ]);
   }
   return lines;
+}
+
+/**
+ * A job's args in the detail: for a command job the command line, its
+ * folder and its environment (values as stored, redacted), each quoted for
+ * a shell; for any other job the args as JSON.
+ */
+function argsLines(job: Job, width: number): Seg[][] {
+  const run = commandRun(job);
+  if (run === null) return wrapped("args       ", clean(JSON.stringify(job.args) ?? "null"), width);
+  const env = Object.entries(run.env ?? {}).map(([k, v]) => `${shellQuote(k)}=${shellQuote(v)}`);
+  return [
+    ...wrapped("command    ", clean(commandText(run)), width),
+    ...(run.cwd === undefined ? [] : wrapped("cwd        ", clean(shellQuote(run.cwd)), width)),
+    ...(env.length === 0 ? [] : wrapped("env        ", clean(env.join(" ")), width).slice(0, 2)),
+  ];
 }
 
 /** `label` and `text` over as many lines of `width` as it takes, at most {@linkcode ARGS_LINES}. */

@@ -16,7 +16,7 @@ import type { DeadLetterGroup, ScheduleInfo } from "./data.ts";
 import { Lines, type Seg, seg } from "./line.tsx";
 import { rule } from "./seg.ts";
 import { windowOf } from "./overview.tsx";
-import { ago, clean, firstLine, fit, iso, when } from "./text.ts";
+import { ago, clean, firstLine, fit, iso, isoIn, when } from "./text.ts";
 
 /** Props of {@linkcode SchedulesView}. */
 export interface SchedulesProps {
@@ -28,7 +28,7 @@ export interface SchedulesProps {
 }
 
 /** How many lines the selected schedule's detail takes at most. */
-const DETAIL_LINES = 13;
+const DETAIL_LINES = 14;
 
 /** The schedules screen. */
 export function SchedulesView(props: SchedulesProps): ReactNode {
@@ -144,12 +144,16 @@ function scheduleDetail(info: ScheduleInfo, now: number, width: number): Seg[][]
         { color: "yellow" },
       ),
   ]);
+  // An instant is shown in UTC and, for a schedule in another zone, in its
+  // own; on a narrow terminal without the zone's name, which is named above.
+  const wide = width >= 120;
+  const zone = status.timezone;
   lines.push([
     seg("last     "),
-    seg(
-      `planned ${iso(status.lastPlannedFor)}, started ${ago(status.lastStartedAt, now)}, ` +
-        `completed ${ago(status.lastCompletedAt, now)}`,
-    ),
+    seg(`planned for ${isoIn(status.lastPlannedFor, zone, wide)}`),
+  ], [
+    seg("         "),
+    seg(`started ${ago(status.lastStartedAt, now)}, completed ${ago(status.lastCompletedAt, now)}`),
   ]);
   if (status.lastOutcome !== null) {
     const run = failuresText(status.failures);
@@ -166,7 +170,11 @@ function scheduleDetail(info: ScheduleInfo, now: number, width: number): Seg[][]
     lines.push([
       seg("misfires "),
       seg(`${status.misfires}`, { color: "red" }),
-      seg(status.lastMisfireFor !== null ? ` (last for ${when(status.lastMisfireFor, now)})` : ""),
+      seg(
+        status.lastMisfireFor !== null
+          ? ` (last for ${when(status.lastMisfireFor, now, zone, wide)})`
+          : "",
+      ),
     ]);
   }
   if (info.upcoming.length === 0) {
@@ -182,9 +190,8 @@ function scheduleDetail(info: ScheduleInfo, now: number, width: number): Seg[][]
       ),
     ]);
   }
-  // The zone is named above: on a narrow terminal the local time drops it,
-  // and a DST note that does not fit goes on a line of its own.
-  const wide = width >= 120;
+  // On a narrow terminal the local time drops the zone's name here too, and
+  // a DST note that does not fit goes on a line of its own.
   for (const [i, o] of info.upcoming.entries()) {
     const local = wide ? clean(o.local) : clean(o.local.replace(/\[[^\]]*\]$/, ""));
     const head = [

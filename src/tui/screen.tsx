@@ -28,7 +28,7 @@ import {
   TABS,
   widthOf,
 } from "./state.ts";
-import { ago } from "./text.ts";
+import { ago, fitLocation } from "./text.ts";
 
 /** Props of {@linkcode DashboardView}. */
 export interface DashboardViewProps {
@@ -37,6 +37,8 @@ export interface DashboardViewProps {
   now: number;
   /** Where the data comes from, for the title bar. */
   location: string;
+  /** Said after the location (a retired store: where it moved). @default "" */
+  note?: string;
   /** Paint colours. @default true */
   color?: boolean;
 }
@@ -49,7 +51,10 @@ export function DashboardView(props: DashboardViewProps): ReactNode {
   return (
     <ColorContext.Provider value={props.color ?? true}>
       <Box flexDirection="column" width={width} height={height + CHROME_LINES}>
-        <Line segs={tabBar(state.tab, state.readOnly, props.location, width)} width={width} />
+        <Line
+          segs={tabBar(state.tab, state.readOnly, props.location, width, props.note)}
+          width={width}
+        />
         <Line segs={banner(state, now, width)} width={width} />
         <Box flexDirection="column" height={height}>{screen(state, now, width, height)}</Box>
         <Line segs={statusLine(state.status)} width={width} />
@@ -199,17 +204,22 @@ export function banner(state: DashboardState, now: number, width: number): Seg[]
 
 /**
  * The tab bar: the program, each screen (the active one bracketed),
- * read-only, the location. When the full labels would leave the location
- * less than 30 columns of `width`, the other screens go by short labels,
- * one space apart, and by their keys alone when even those would leave it
- * less than 20: which store is open matters more than the spelled-out tab
- * names (the footer and `?` name the keys).
+ * read-only, the location and its note. When the full labels would leave
+ * the location less than 30 columns of `width`, the other screens go by
+ * short labels, one space apart, and by their keys alone when even those
+ * would leave it less than 20, or less than its shortest telling form (a
+ * PostgreSQL store's `host/db?schema=name`, up to 30): which store is open
+ * matters more than the spelled-out tab names (the footer and `?` name the
+ * keys). A location that still does not fit is shortened by
+ * {@linkcode fitLocation}, so a PostgreSQL store keeps its host, database
+ * and schema in sight.
  */
 export function tabBar(
   active: Tab,
   readOnly: boolean,
   location: string,
   width = Infinity,
+  note = "",
 ): Seg[] {
   const tabs = (label: (t: (typeof TABS)[number]) => string, gap: string): Seg[] =>
     TABS.map((t, i) => {
@@ -221,16 +231,26 @@ export function tabBar(
     });
   const room = (segs: Seg[]) =>
     width - 5 - segs.reduce((n, s) => n + s.text.length, 0) - (readOnly ? 11 : 0);
-  const wanted = location.length + 2;
+  const wanted = Array.from(location + note).length + 2;
+  const telling = Array.from(fitLocation(location, 30)).length;
+  // The location's 20 columns, or its shortest telling form, and the two spaces before it.
+  const needed = Math.max(Math.min(22, wanted), telling + 2);
   let chosen = tabs((t) => t.label, " ");
   if (room(chosen) < Math.min(30, wanted)) {
     chosen = tabs((t) => t.short, "");
-    // The location's 20 columns and the two spaces before it.
-    if (room(chosen) < Math.min(22, wanted)) chosen = tabs(() => "", "");
+    if (room(chosen) < needed) chosen = tabs(() => "", "");
   }
   const segs: Seg[] = [seg("jobs ", { bold: true }), ...chosen];
   if (readOnly) segs.push(seg("  READ-ONLY", { color: "yellow", bold: true }));
-  segs.push(seg(`  ${location}`, { dim: true }));
+  // The note is cut at the end if need be: the location keeps at least its
+  // shortest telling form before it.
+  const left = room(chosen) - 2;
+  const fitted = fitLocation(
+    location,
+    Math.max(Math.min(left, telling), left - Array.from(note).length),
+  );
+  segs.push(seg(`  ${fitted}`, { dim: true }));
+  if (note !== "") segs.push(seg(note, { dim: true }));
   return segs;
 }
 

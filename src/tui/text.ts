@@ -6,7 +6,9 @@
  * @module
  */
 
+import { localBeside } from "../schedule/describe.ts";
 import { escapeControl } from "../text/escape.ts";
+import { describeLocation, isPostgresLocation } from "../store/location.ts";
 import type { IngestRunState } from "../ingest/types.ts";
 import type { JobState } from "../kernel/types.ts";
 import type { RunState, StepState } from "../workflow/types.ts";
@@ -38,6 +40,90 @@ export function fit(text: string, width: number, right = false): string {
   const cut = truncate(text, width);
   const pad = " ".repeat(Math.max(0, width - Array.from(cut).length));
   return right ? pad + cut : cut + pad;
+}
+
+/**
+ * `text` in at most `width` characters with `…` in its middle: the last
+ * `tail` characters kept whole when they fit beside `…` and one character
+ * of the start, else as much of the end as fits.
+ */
+export function elideMiddle(text: string, width: number, tail: number): string {
+  const chars = Array.from(text);
+  if (chars.length <= width) return text;
+  if (width <= 1) return truncate(text, width);
+  const kept = Math.min(tail, chars.length);
+  if (width < kept + 2) return `…${chars.slice(chars.length - (width - 1)).join("")}`;
+  return `${chars.slice(0, width - 1 - kept).join("")}…${
+    chars.slice(chars.length - kept).join("")
+  }`;
+}
+
+/**
+ * A store's location in at most `width` characters, keeping what tells
+ * stores apart. A PostgreSQL URL (never with its password or a secret
+ * parameter: see `describeLocation`) sheds, until it fits, its other query
+ * parameters, its user, its port and its scheme, keeping host, database and
+ * `?schema=`; then the middle of its host, then of its database, go
+ * (`db-pr…e.com/jobs?schema=billing`, `d…/jobs?schema=billing`), and below that what fits before
+ * the schema stays (`…jobs?schema=billing`). A SQLite path loses its middle
+ * and keeps its file name (`/home/…/jobs.db`).
+ */
+export function fitLocation(location: string, width: number): string {
+  const shown = describeLocation(location);
+  if (length(shown) <= width) return shown;
+  const parts = isPostgresLocation(shown) ? postgresParts(shown) : null;
+  if (parts === null) return elideMiddle(shown, width, length(shown.replace(/^.*\//s, "")) + 1);
+  const { scheme, user, host, port, db, schema } = parts;
+  const forms = [
+    `${scheme}${user}${host}${port}${db}${schema}`,
+    `${scheme}${host}${port}${db}${schema}`,
+    `${scheme}${host}${db}${schema}`,
+  ];
+  const fits = forms.find((form) => length(form) <= width);
+  if (fits !== undefined) return fits;
+  // The host's middle first, then the database's, each down to 5
+  // characters, then to 2 (`d…`).
+  let [h, d] = [host, db.slice(1)];
+  const compact = () => `${h}${d === "" ? "" : `/${d}`}${schema}`;
+  const squeeze = (part: string, floor: number) => {
+    const to = Math.max(Math.min(length(part), floor), length(part) - (length(compact()) - width));
+    return elideMiddle(part, to, Math.floor((to - 1) / 2));
+  };
+  for (const floor of [5, 2]) {
+    h = squeeze(h, floor);
+    d = squeeze(d, floor);
+    if (length(compact()) <= width) return compact();
+  }
+  // Too narrow for a piece of each: the schema, and what fits before it.
+  return elideMiddle(`${host}${db}${schema}`, width, length(schema));
+}
+
+/** The number of characters (code points) of `text`. */
+function length(text: string): number {
+  return Array.from(text).length;
+}
+
+/**
+ * The pieces of a described PostgreSQL URL, each with its separator
+ * (`postgres://`, `user@`, `:5432`, `/db`, `?schema=s`, empty when absent),
+ * or null when it does not parse.
+ */
+function postgresParts(shown: string) {
+  let url: URL;
+  try {
+    url = new URL(shown);
+  } catch {
+    return null;
+  }
+  const schema = url.searchParams.get("schema");
+  return {
+    scheme: `${url.protocol}//`,
+    user: url.username === "" ? "" : `${url.username}@`,
+    host: url.hostname,
+    port: url.port === "" ? "" : `:${url.port}`,
+    db: url.pathname === "/" ? "" : url.pathname,
+    schema: schema === null ? "" : `?schema=${schema}`,
+  };
 }
 
 const UNITS: [string, number][] = [
@@ -83,9 +169,32 @@ export function iso(ms: number | null): string {
   return ms === null ? "-" : new Date(ms).toISOString();
 }
 
-/** `2026-03-08T07:00:00.000Z (12s ago)`, or `-`. */
-export function when(ms: number | null, now: number): string {
-  return ms === null ? "-" : `${iso(ms)} (${ago(ms, now)})`;
+/**
+ * `2026-03-08T07:00:00.000Z (12s ago)`, or `-`; with a `zone` other than
+ * UTC (a schedule's), its wall clock and offset first:
+ * `2026-03-08T07:00:00.000Z (03:00 -04:00 America/New_York, 12s ago)`,
+ * without the zone's name unless `named`.
+ */
+export function when(
+  ms: number | null,
+  now: number,
+  zone: string | null = null,
+  named = true,
+): string {
+  if (ms === null) return "-";
+  const local = zone === null ? null : localBeside(ms, zone, named);
+  return `${iso(ms)} (${local === null ? "" : `${local}, `}${ago(ms, now)})`;
+}
+
+/**
+ * An instant as ISO-8601 UTC with ms and, for a `zone` other than UTC, its
+ * wall clock and offset there:
+ * `2026-03-08T07:00:00.000Z (03:00 -04:00 America/New_York)`, without the
+ * zone's name unless `named`; `-` for none.
+ */
+export function isoIn(ms: number | null, zone: string | null, named = true): string {
+  const local = ms === null || zone === null ? null : localBeside(ms, zone, named);
+  return local === null ? iso(ms) : `${iso(ms)} (${local})`;
 }
 
 /** The colour of each state: where it helps, never the only sign (the state is always written). */

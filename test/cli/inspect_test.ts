@@ -440,7 +440,7 @@ Deno.test("jobs status shows queues, nodes with stale ones flagged, schedules an
       out,
       /^ {2}nightly {2}disabled by grace 2026-06-01T07:00:00\.000Z \(2h ago\): vendor API down$/m,
     );
-    assert.match(out, /^ {4}next none; last started -, completed -; misfires 0$/m);
+    assert.match(out, /^ {4}next none; misfires 0\n {4}last started -, completed -$/m);
     assert.match(out, /^ {2}reindex-search {2}enabled\n {4}next manual/m);
 
     const json = await jobs(["status", "--db", f.db, "--config", f.config, "--json"]);
@@ -499,6 +499,47 @@ Deno.test("jobs status shows queues, nodes with stale ones flagged, schedules an
     const next = JSON.parse(enabled.out).schedules.find((s: { id: string }) => s.id === "nightly");
     assert.equal(next.next, "2026-06-02T03:00:00.000Z");
     assert.equal(next.nextOccurrence, "nightly@2026-06-02T03:00:00.000Z");
+  });
+});
+
+Deno.test("jobs status shows a schedule's instants in its own zone beside UTC, with the offset of each day (issue 26.12)", async () => {
+  await withFixture(async (f) => {
+    await Deno.writeTextFile(
+      f.config,
+      SCHEDULES.replace(
+        '    cron: "0 3 * * *"\n',
+        '    cron: "0 3 * * *"\n    timezone: Europe/Berlin\n' +
+          "    local_time: { reason: the warehouse closes at 02:00 Berlin time, gap: shift, " +
+          "overlap: first }\n",
+      ),
+    );
+    // The last occurrence: 03:00 Berlin in winter (+01:00), that is the day before in UTC.
+    f.store.db.exec(
+      `UPDATE schedules SET last_started_at = ${Date.UTC(2026, 0, 14, 2)}, ` +
+        `last_completed_at = ${Date.UTC(2026, 0, 14, 2, 0, 42)}, misfires = 1, ` +
+        `last_misfire_for = ${Date.UTC(2025, 11, 31, 23, 30)} WHERE id = 'nightly'`,
+    );
+    const r = await jobs(["status", "--db", f.db, "--config", f.config]);
+    assert.equal(r.code, 0, r.err);
+    const lines = r.out.split("\n");
+    const at = lines.indexOf("  nightly  enabled");
+    assert.deepEqual(lines.slice(at + 1, at + 3), [
+      "    next 2026-06-02T01:00:00.000Z (03:00 +02:00 Europe/Berlin, in 16h); misfires 1 " +
+      "(last 2025-12-31T23:30:00.000Z (2026-01-01 00:30 +01:00 Europe/Berlin, 151d9h ago))",
+      "    last started 2026-01-14T02:00:00.000Z (03:00 +01:00 Europe/Berlin, 138d7h ago), " +
+      "completed 2026-01-14T02:00:42.000Z (03:00:42 +01:00 Europe/Berlin, 138d6h ago)",
+    ]);
+    // A manual schedule in UTC: its instants once.
+    assert.match(
+      r.out,
+      /^ {2}reindex-search {2}enabled\n {4}next manual [^\n]*misfires 0\n {4}last started -, completed -$/m,
+    );
+    const json = JSON.parse(
+      (await jobs(["status", "--db", f.db, "--config", f.config, "--json"])).out,
+    );
+    const nightly = json.schedules.find((s: { id: string }) => s.id === "nightly");
+    assert.equal(nightly.next, "2026-06-02T01:00:00.000Z", "the JSON keeps its UTC instants");
+    assert.equal(nightly.timezone, "Europe/Berlin", "and says the zone they are planned in");
   });
 });
 

@@ -164,6 +164,34 @@ Deno.test("jobs runbook prints each schedule's procedures with the commands to p
   });
 });
 
+Deno.test("jobs runbook says a schedule's next run in its own zone beside UTC (issue 26.12)", async () => {
+  await withFixture(async (f) => {
+    await Deno.writeTextFile(
+      f.config,
+      SCHEDULES.replace(
+        '    cron: "0 3 * * *"\n',
+        '    cron: "0 3 * * *"\n    timezone: America/Sao_Paulo\n' +
+          "    local_time: { reason: the shop closes at 01:00 local time, gap: shift, " +
+          "overlap: first }\n",
+      ),
+    );
+    const r = await jobs(["runbook", "nightly", "--db", f.db, "--config", f.config]);
+    assert.equal(r.code, 0, r.err);
+    const lines = r.out.split("\n");
+    assert.ok(
+      lines.includes(
+        "  next run 2026-06-02T06:00:00.000Z (03:00 -03:00 America/Sao_Paulo, in 21h) " +
+          "(nightly@2026-06-02T06:00:00.000Z)",
+      ),
+      r.out,
+    );
+    const json = JSON.parse(
+      (await jobs(["runbook", "nightly", "--db", f.db, "--config", f.config, "--json"])).out,
+    );
+    assert.equal(json.schedules[0].timing.next, "2026-06-02T06:00:00.000Z");
+  });
+});
+
 Deno.test("jobs runbook shell-quotes a stored occurrence so the command pastes as the same word", async () => {
   await withFixture(async (f) => {
     const odd = `nightly@it's $(reboot) ${ESC}[2J`;

@@ -165,13 +165,36 @@ Deno.test("jobs schedules shows each schedule's stored state and next occurrence
       actor: "ops",
       now: NOW,
     });
+    // The last occurrence started at 22:00 New York time the evening before (03:00Z).
+    store.db.exec(
+      `UPDATE schedules SET last_started_at = ${Date.UTC(2026, 2, 7, 3)}, ` +
+        `last_completed_at = ${Date.UTC(2026, 2, 7, 3, 0, 42)} WHERE id = 'nightly'`,
+    );
     await store.close();
 
     const after = await jobs(["schedules", "--config", path, "--db", db]);
     assert.equal(after.code, 0, after.err);
     assert.match(after.out, /^nightly {2}cron "30 2 \* \* \*" {2}America\/New_York \(gap shift/m);
-    assert.match(after.out, /last planned 2026-03-07T12:00:00\.000Z/);
     assert.match(after.out, /^rebuild {2}manual {2}UTC {2}disabled: index migration in progress$/m);
+    // Each instant in UTC and in the schedule's own zone, its offset that day (issue 26.12).
+    const lines = after.out.split("\n");
+    assert.deepEqual(lines.slice(1, 3), [
+      "  misfire fire_once, overlap allow; misfires 0; " +
+      "next 2026-03-08T07:30:00.000Z (03:30 -04:00 America/New_York)",
+      "  last planned 2026-03-07T12:00:00.000Z (07:00 -05:00 America/New_York), " +
+      "started 2026-03-07T03:00:00.000Z (2026-03-06 22:00 -05:00 America/New_York), " +
+      "completed 2026-03-07T03:00:42.000Z (2026-03-06 22:00:42 -05:00 America/New_York)",
+    ]);
+    // A schedule in UTC: once is enough.
+    assert.deepEqual(lines.slice(4, 6), [
+      "  misfire fire_once, overlap allow; misfires 0; next none",
+      "  last planned never, started never, completed never",
+    ]);
+    const json = JSON.parse(
+      (await jobs(["schedules", "--config", path, "--db", db, "--json"])).out,
+    );
+    assert.equal(json[0].next, "2026-03-08T07:30:00.000Z", "the JSON keeps its UTC instants");
+    assert.equal(json[0].lastStartedAt, "2026-03-07T03:00:00.000Z");
   });
 });
 

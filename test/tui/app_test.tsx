@@ -45,11 +45,20 @@ function dashboard(
     columns?: number;
     rows?: number;
     program?: string;
+    /** The store's location in the title bar. @default "./jobs.db" */
+    location?: string;
+    note?: string;
   } = {},
 ) {
   const state = options.state ?? fixtureState();
   const clock = new FakeClock(NOW);
-  const { data, queries, counts } = fixtureData(state);
+  const fixture = fixtureData(state);
+  const { queries, counts } = fixture;
+  const data = {
+    ...fixture.data,
+    location: options.location ?? fixture.data.location,
+    note: options.note,
+  };
   const { actions, calls } = recordingActions();
   const r = renderAt(
     <App
@@ -114,6 +123,34 @@ Deno.test("the dashboard uses a larger terminal and follows a resize", async () 
   });
   assertFits(frame, 80, 24);
   d.r.unmount();
+});
+
+Deno.test("the tab bar keeps a PostgreSQL store's host, database and schema at 80, 60 and 50 columns, never its password (issue 26.12)", async () => {
+  const location = "postgres://postgres:s3cret@127.0.0.1:5432/test?schema=foo&sslmode=require";
+  const tabs = async (columns: number, readOnly = false, note?: string) => {
+    const d = dashboard({ columns, location, readOnly, note });
+    const frame = await d.frame("host-a:100");
+    d.r.unmount();
+    assertFits(frame, columns, 24);
+    assert.doesNotMatch(frame, /s3cret/);
+    return frame.split("\n")[0];
+  };
+  // The keys alone leave room for every part but the password and sslmode.
+  assert.equal(
+    await tabs(80),
+    "jobs [1 Overview] 2 3 4 5 6  postgres://postgres@127.0.0.1:5432/test?schema=foo",
+  );
+  assert.equal(await tabs(60), "jobs [1 Overview] 2 3 4 5 6  127.0.0.1/test?schema=foo");
+  assert.equal(
+    await tabs(60, true),
+    "jobs [1 Overview] 2 3 4 5 6  READ-ONLY  12…1/test?schema=foo",
+  );
+  assert.equal(
+    await tabs(80, true, " (MOVED to postgres://db2/jobs: read only)"),
+    "jobs [1 Overview] 2 3 4 5 6  READ-ONLY  127.0.0.1/test?schema=foo (MOVED to pos…",
+    "the location before the note",
+  );
+  assert.equal(await tabs(50), "jobs [1 Overview] 2 3 4 5 6  12….1/test?schema=foo");
 });
 
 Deno.test("the header's rule is the terminal's width on every screen, at 80x24, 100x30 and 140x40", async () => {

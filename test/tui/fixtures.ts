@@ -138,6 +138,7 @@ export function statusOf(id: string, extra: Partial<ScheduleStatus> = {}): Sched
     lastOutcomeAt: null,
     failures: 0,
     definitionHash: null,
+    timezone: "UTC",
     ...extra,
   };
 }
@@ -517,7 +518,10 @@ export function fixtureState(jobs: Job[] = manyJobs(30)): FixtureState {
       configProblems: [],
     },
     schedules: [{
-      status: statusOf("nightly", { next: Date.UTC(2026, 2, 9, 6, 30) }),
+      status: statusOf("nightly", {
+        next: Date.UTC(2026, 2, 9, 6, 30),
+        timezone: "America/New_York",
+      }),
       schedule: nightly,
       upcoming: [
         {

@@ -9,7 +9,12 @@ import { detailLines, jobsLines, type JobsListProps, pageText } from "../../src/
 import { overviewLines } from "../../src/tui/overview.tsx";
 import { schedulesLines } from "../../src/tui/schedules_view.tsx";
 import { clip, plain, rule } from "../../src/tui/seg.ts";
+import { fitLocation } from "../../src/tui/text.ts";
 import { fixtureJob, fixtureState, NOW } from "./fixtures.ts";
+
+/** Whether `text` holds a raw control character (what could reach the terminal). */
+// deno-lint-ignore no-control-regex -- matching control characters is the point
+const hasControl = (text: string) => /[\x00-\x1f\x7f-\x9f]/.test(text);
 
 /** A total that counted every job. */
 const exact = (count: number) => ({ count, atLeast: false, newest: null });
@@ -191,4 +196,133 @@ Deno.test("a retryable job's detail says when its next attempt is (issue 26.2)",
     now: NOW,
   }).map((l) => plain(l));
   assert.ok(lines.includes("next attempt 2026-03-08T12:06:40Z, in 6 min 40 s"), lines.join("\n"));
+});
+
+Deno.test("fitLocation: a PostgreSQL URL sheds parameters, user, port, scheme, then its host's and database's middles; a path keeps its file name", () => {
+  const url = "postgres://jobs_operator:pw@db-primary.internal.example.com:5432/production_jobs" +
+    "?schema=billing_eu&sslmode=require";
+  const at = (width: number) => fitLocation(url, width);
+  assert.equal(
+    at(200),
+    "postgres://jobs_operator@db-primary.internal.example.com:5432/production_jobs" +
+      "?schema=billing_eu&sslmode=require",
+  );
+  assert.equal(
+    at(95),
+    "postgres://jobs_operator@db-primary.internal.example.com:5432/production_jobs?schema=billing_eu",
+  );
+  assert.equal(
+    at(94),
+    "postgres://db-primary.internal.example.com:5432/production_jobs?schema=billing_eu",
+  );
+  assert.equal(
+    at(80),
+    "postgres://db-primary.internal.example.com/production_jobs?schema=billing_eu",
+  );
+  assert.equal(at(65), "db-primary.internal.example.com/production_jobs?schema=billing_eu");
+  assert.equal(at(50), "db-prima…ple.com/production_jobs?schema=billing_eu");
+  assert.equal(at(30), "db…om/pro…bs?schema=billing_eu");
+  assert.equal(at(25), "d…/pr…s?schema=billing_eu");
+  assert.equal(at(12), "…=billing_eu");
+  for (let width = 1; width < 120; width++) {
+    assert.ok(Array.from(at(width)).length <= width, `wider than ${width}: ${at(width)}`);
+    assert.doesNotMatch(at(width), /pw/);
+  }
+  assert.equal(
+    fitLocation("/home/someone/projects/acme/.local/state/jobs/jobs.db", 30),
+    "/home/someone/project…/jobs.db",
+  );
+  assert.equal(fitLocation("./jobs.db", 30), "./jobs.db");
+});
+
+Deno.test("a schedule's detail shows its last planned and misfired instants in its own zone beside UTC, named from 120 columns (issue 26.12)", () => {
+  const schedules = fixtureState().schedules;
+  schedules[0]!.status = {
+    ...schedules[0]!.status,
+    lastPlannedFor: Date.UTC(2026, 2, 8, 7, 30),
+    lastStartedAt: NOW - 3_600_000,
+    lastCompletedAt: NOW - 3_590_000,
+    misfires: 2,
+    lastMisfireFor: Date.UTC(2026, 2, 7, 7, 30),
+  };
+  const detail = (width: number, cursor = 0) =>
+    schedulesLines({ schedules, cursor, width, height: 26, now: NOW })
+      .map((l) => plain(clip(l, width)));
+  const narrow = detail(80);
+  // The day DST starts in New York: 03:30 is -04:00, the day before -05:00.
+  for (
+    const line of [
+      "last     planned for 2026-03-08T07:30:00.000Z (03:30 -04:00)",
+      "         started 1h ago, completed 59m50s ago",
+      "misfires 2 (last for 2026-03-07T07:30:00.000Z (02:30 -05:00, 1d4h ago))",
+    ]
+  ) assert.ok(narrow.includes(line), `missing ${line}:\n${narrow.join("\n")}`);
+  const wide = detail(140);
+  for (
+    const line of [
+      "last     planned for 2026-03-08T07:30:00.000Z (03:30 -04:00 America/New_York)",
+      "misfires 2 (last for 2026-03-07T07:30:00.000Z (02:30 -05:00 America/New_York, 1d4h ago))",
+    ]
+  ) assert.ok(wide.includes(line), `missing ${line}:\n${wide.join("\n")}`);
+  // A schedule in UTC: its instants once.
+  schedules[1]!.status = { ...schedules[1]!.status, lastPlannedFor: Date.UTC(2026, 2, 8, 11) };
+  assert.ok(detail(140, 1).includes("last     planned for 2026-03-08T11:00:00.000Z"));
+});
+
+Deno.test("a command job shows its command line, quoted for a shell and escaped, in the list and the detail; other jobs their JSON (issue 26.12)", () => {
+  const command = fixtureJob({
+    id: 21,
+    worker: "jobs.command",
+    args: {
+      kind: "command",
+      argv: ["/usr/bin/backup", "--to", "s3://bucket/night ly", "it's", "\x1b]52;c;aGk=\x07\n"],
+      shell: false,
+      cwd: "/srv/app",
+      env: { REGION: "eu west", API_TOKEN: "[REDACTED]" },
+    },
+  });
+  const script = fixtureJob({
+    id: 22,
+    worker: "jobs.command",
+    args: { kind: "command", argv: ["pg_dump jobs | gzip > /tmp/x.gz"], shell: true },
+  });
+  // Args the runner would refuse: shown as they are stored.
+  const odd = fixtureJob({ id: 23, worker: "jobs.command", args: { argv: "rm -rf /" } });
+  const jobs = [command, script, odd, fixtureJob({ id: 11 })];
+  const lines = jobsList({ jobs, width: 240 });
+  const args = (id: number) => {
+    const line = lines.find((l) => new RegExp(`^[ >] ${id} `).test(l))!;
+    return line.slice(line.indexOf(" ago ") + 5).trimStart();
+  };
+  assert.equal(
+    args(21),
+    "/usr/bin/backup --to 's3://bucket/night ly' 'it'\\''s' $'\\x1b]52;c;aGk=\\x07\\n'  (in /srv/app)",
+  );
+  assert.equal(args(22), "/bin/sh -c 'pg_dump jobs | gzip > /tmp/x.gz'");
+  assert.equal(args(23), '{"argv":"rm -rf /"}');
+  assert.equal(args(11), '{"to":"ops@example.com"}');
+  for (const line of lines) assert.ok(!hasControl(line), line);
+  assert.match(jobsList({ jobs, width: 80 })[2]!, /1m ago +\/usr\/bin\/ba…$/, 'not {"kind":"co…');
+
+  const detail = (job: typeof command) =>
+    detailLines({
+      detail: { job, attempts: [], audit: [] },
+      id: job.id,
+      scroll: 0,
+      width: 80,
+      height: 30,
+      now: NOW,
+    }).map((l) => plain(clip(l, 80)));
+  const shown = detail(command);
+  const at = shown.findIndex((l) => l.startsWith("command "));
+  assert.deepEqual(shown.slice(at, at + 4), [
+    "command    /usr/bin/backup --to 's3://bucket/night ly' 'it'\\''s' $'\\x1b]52;c;aGk",
+    "           =\\x07\\n'",
+    "cwd        /srv/app",
+    "env        REGION='eu west' API_TOKEN='[REDACTED]'",
+  ]);
+  assert.ok(!shown.some((l) => l.startsWith("args ")), "no JSON beside it");
+  for (const line of shown) assert.ok(!hasControl(line), line);
+  assert.ok(detail(script).includes("command    /bin/sh -c 'pg_dump jobs | gzip > /tmp/x.gz'"));
+  assert.ok(detail(fixtureJob({ id: 11 })).includes('args       {"to":"ops@example.com"}'));
 });
