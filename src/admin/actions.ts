@@ -194,8 +194,8 @@ export async function applyJobAction(
       action === "retry"
         ? await tx.jobsRetry({ ids, now: who.now, definitions: rewrites })
         : action === "cancel"
-        ? await tx.jobsCancel({ ids, now: who.now, reason })
-        : await tx.jobsDiscard({ ids, now: who.now, reason }),
+        ? await tx.jobsCancel({ ids, now: who.now, reason, actor: who.actor })
+        : await tx.jobsDiscard({ ids, now: who.now, reason, actor: who.actor }),
     );
     for (const job of act) {
       if (!done.has(job.id)) continue;

@@ -1,10 +1,11 @@
 /**
  * Workflow runs as the command line and the TUI show and act on them: a
  * listing with each run's step counts, one run as a view (every step of its
- * definition in order, with the state of its row, or `waiting` when it has
- * none yet; then its compensation trail), that view as an indented tree of
- * text, and the operator's audited actions (start, cancel, retry), each one
- * store transaction with its `audit` row on `workflow:<id>`.
+ * definition in order, with the state of its row, or, when it has none yet,
+ * `waiting` while the run goes on and `cancelled` once it has stopped; then
+ * its compensation trail), that view as an indented tree of text, and the
+ * operator's audited actions (start, cancel, retry), each one store
+ * transaction with its `audit` row on `workflow:<id>`.
  *
  * A refusal (no such run, a final run to cancel, a run that is not failed to
  * retry) is a {@linkcode WorkflowActionRefused} naming the run and its state,
@@ -23,6 +24,8 @@ import type { Job } from "../kernel/types.ts";
 import type { Store } from "../store/store.ts";
 import { escapeControl } from "../text/escape.ts";
 import { nextAttemptText } from "../text/next_attempt.ts";
+import { errorParts, errorSummary } from "../text/stored_error.ts";
+import { cancelError } from "../workflow/advance.ts";
 import {
   type CompiledWorkflow,
   FINAL_RUN_STATES,
@@ -45,9 +48,9 @@ export interface StepCounts {
   running: number;
   /** Discarded after their retries. */
   failed: number;
-  /** Cancelled (upstream failed, or by an operator). */
+  /** Cancelled (upstream failed, or by an operator), or never run in a run that stopped. */
   cancelled: number;
-  /** No row yet: their dependencies are not done. */
+  /** No row yet: their dependencies are not done, and the run goes on. */
   waiting: number;
 }
 
@@ -117,12 +120,22 @@ export async function listWorkflowRuns(
 export function stepCounts(detail: WorkflowRunDetail): StepCounts {
   const rows = stepRows(detail.steps);
   const counts = emptyCounts(detail.definition.steps.length);
+  const unstarted = unstartedState(detail.run);
   for (const step of detail.definition.steps) {
-    const state = rows.get(step.id)?.state ?? "waiting";
+    const state = rows.get(step.id)?.state ?? unstarted;
     if (state === "discarded") counts.failed++;
     else counts[state]++;
   }
   return counts;
+}
+
+/**
+ * The state shown for a step with no row: `waiting` while the run goes on,
+ * `cancelled` once it has stopped (final, compensating, or cancelled by an
+ * operator and waiting only for its executing steps), as it will never run.
+ */
+export function unstartedState(run: WorkflowRun): "waiting" | "cancelled" {
+  return run.state === "running" && run.cancelReason === null ? "waiting" : "cancelled";
 }
 
 function emptyCounts(total: number): StepCounts {
@@ -139,7 +152,11 @@ export type CompensationView =
 /** One step of a run's definition, with where it is. */
 export interface WorkflowStepView {
   id: string;
-  /** `waiting` when the step has no row yet (its dependencies are not done). */
+  /**
+   * `waiting` when the step has no row yet (its dependencies are not done),
+   * or `cancelled` when it has none and the run stopped (see
+   * {@linkcode unstartedState}).
+   */
   state: StepState;
   /** The step's job, or null (waiting, fanned out into items, or ended without one). */
   jobId: number | null;
@@ -225,6 +242,7 @@ export function runView(
 ): WorkflowRunView {
   const { run, definition } = detail;
   const rows = stepRows(detail.steps);
+  const unstarted = unstartedState(run);
   const itemRows = new Map<string, WorkflowStepRow[]>();
   for (const row of detail.steps) {
     if (row.kind !== "step" || row.item < 0) continue;
@@ -243,7 +261,7 @@ export function runView(
     const counted = own ? [own] : itemJobs;
     return {
       id: step.id,
-      state: row?.state ?? "waiting",
+      state: row?.state ?? unstarted,
       jobId: row?.jobId ?? null,
       attempts: counted.reduce((most, job) => Math.max(most, job.attempt), 0),
       maxAttempts: counted.length === 0
@@ -362,11 +380,15 @@ function byteLength(text: string): number {
 /**
  * The run as lines of text: a header, then each step indented under the
  * step it waits on last (a step that depends on several names the others
- * in `after ...`), with its state, attempts and result size; then the
- * compensation trail in the order it ran. Errors are shown by their first
- * line (the view has them whole); stored text is escaped for a terminal;
- * nothing here reads the clock: with `now`, a step that waits to retry says
- * how far off its next attempt is, else only when.
+ * in `after ...`), with its state, attempts and result size (`not run`
+ * for a cancelled step that never started); then the compensation trail in
+ * the order it ran. The run's error is one line ({@linkcode errorSummary},
+ * as `jobs workflows` lists it), said once when it is only the operator's
+ * cancel; a step's or a compensation's error is its message's first line
+ * (the view has it whole, frames and all), then the stderr tail a command
+ * left, a quoted line each. Stored text is escaped for a terminal; nothing
+ * here reads the clock: with `now`, a step that waits to retry says how far
+ * off its next attempt is, else only when.
  */
 export function workflowTreeText(view: WorkflowRunView, now?: number): string[] {
   const { run } = view;
@@ -378,7 +400,9 @@ export function workflowTreeText(view: WorkflowRunView, now?: number): string[] 
       run.key === null ? "" : `, key ${text(run.key)}`
     }`,
   ];
-  if (run.error !== null) lines.push(`  error: ${text(firstLine(run.error))}`);
+  if (run.error !== null && !errorIsCancel(run)) {
+    lines.push(`  error: ${text(errorSummary(run.error))}`);
+  }
   if (run.cancelReason !== null) lines.push(`  cancelled: ${text(run.cancelReason)}`);
   lines.push("steps:");
   const order = new Map(view.steps.map((s, i) => [s.id, i]));
@@ -397,9 +421,7 @@ export function workflowTreeText(view: WorkflowRunView, now?: number): string[] 
   const walk = (parent: string | null, depth: number) => {
     for (const step of children.get(parent) ?? []) {
       lines.push(`${"  ".repeat(depth + 1)}${stepLine(step, parent, now)}`);
-      if (step.error !== null) {
-        lines.push(`${"  ".repeat(depth + 2)}error: ${text(firstLine(step.error))}`);
-      }
+      if (step.error !== null) lines.push(...errorLines(step.error, "  ".repeat(depth + 2)));
       walk(step.id, depth + 1);
     }
   };
@@ -418,7 +440,7 @@ export function workflowTreeText(view: WorkflowRunView, now?: number): string[] 
           c.nextAttemptAt === null ? "" : `  ${nextAttemptText(c.nextAttemptAt, now)}`
         }${c.jobId === null ? "" : `  job ${c.jobId}`}`,
       );
-      if (c.error !== null) lines.push(`     error: ${text(firstLine(c.error))}`);
+      if (c.error !== null) lines.push(...errorLines(c.error, "     "));
     });
   }
   return lines;
@@ -427,7 +449,8 @@ export function workflowTreeText(view: WorkflowRunView, now?: number): string[] 
 function stepLine(step: WorkflowStepView, parent: string | null, now?: number): string {
   const parts = [text(step.id), step.state];
   if (step.items !== null) parts.push(`items ${step.items.done}/${step.items.total}`);
-  if (step.state !== "waiting") parts.push(attemptsText(step.attempts, step.maxAttempts));
+  if (step.state === "cancelled" && step.attempts === 0) parts.push("not run");
+  else if (step.state !== "waiting") parts.push(attemptsText(step.attempts, step.maxAttempts));
   if (step.nextAttemptAt !== null) parts.push(nextAttemptText(step.nextAttemptAt, now));
   if (step.resultBytes !== null) parts.push(`result ${bytesText(step.resultBytes)}`);
   if (step.jobId !== null) parts.push(`job ${step.jobId}`);
@@ -461,9 +484,26 @@ export function bytesText(bytes: number): string {
   return `${(bytes / (1024 * 1024)).toFixed(1)} MiB`;
 }
 
-/** A stored error's first line: its message, without the stack a worker's throw carries. */
-function firstLine(value: string): string {
-  return value.split("\n", 1)[0]!;
+/**
+ * Whether the run's error is only its operator's cancel, which its
+ * `cancelled:` line says (the views say it once).
+ */
+export function errorIsCancel(run: WorkflowRun): boolean {
+  return run.cancelReason !== null && run.error === cancelError(run.cancelReason);
+}
+
+/**
+ * A stored error as lines at `indent`: its message's first line (without
+ * the frames a worker's throw carries), then, when a command left one, its
+ * stderr tail, each line quoted with `| ` one step further in.
+ */
+export function errorLines(error: string, indent: string): string[] {
+  const { message, stderr } = errorParts(error);
+  if (stderr.length === 0) return [`${indent}error: ${text(message)}`];
+  return [
+    `${indent}error: ${text(message)}, stderr:`,
+    ...stderr.map((line) => `${indent}  | ${text(line)}`),
+  ];
 }
 
 /** Stored text on one line of a terminal. */

@@ -28,6 +28,7 @@ import { EnqueueError } from "../kernel/enqueue.ts";
 import type { ScheduleConfig } from "../schedule/types.ts";
 import { describeLocation } from "../store/open.ts";
 import type { AuditRow } from "../store/store.ts";
+import { errorSummary } from "../text/stored_error.ts";
 import { didYouMean } from "../text/suggest.ts";
 import { type CompiledWorkflow, RUN_STATES, type RunState } from "../workflow/types.ts";
 import {
@@ -149,7 +150,8 @@ function summaryCells(run: WorkflowRunSummary, now: number): string[] {
     progress,
     when(run.startedAt, now),
     run.finishedAt === null ? "-" : when(run.finishedAt, now),
-    run.error === null ? "" : cell(run.error),
+    // One line: the message and the last line of a command's stderr (show has it all).
+    run.error === null ? "" : cell(errorSummary(run.error)),
   ];
 }
 
@@ -267,14 +269,21 @@ function auditLines(trail: AuditRow[], now: number): string[] {
   const lines = [`audit (${trail.length}):`];
   if (trail.length === 0) lines.push("  none");
   for (const row of trail) {
+    // A step's failure has its error as the reason: one line, as the run's error is listed.
+    const reason = row.reason !== null && STEP_ENDS.test(row.action)
+      ? errorSummary(row.reason)
+      : row.reason;
     lines.push(
       `  ${when(row.at, now)} ${cell(row.action)} by ${cell(row.actor)}${
-        row.reason === null ? "" : `: ${cell(row.reason)}`
+        reason === null ? "" : `: ${cell(reason)}`
       }`,
     );
   }
   return lines;
 }
+
+/** The actions of a step's or a compensation's failure on a run's trail (`step.discard`, ...). */
+const STEP_ENDS = /^(step|compensation)\.(discard|cancel)$/;
 
 function actionCommand(group: Command, deps: CliDeps, action: "cancel" | "retry"): void {
   const name = `workflow ${action}`;

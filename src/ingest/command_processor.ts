@@ -18,6 +18,7 @@ import { redact } from "../kernel/redact.ts";
 import { ERROR_STDERR_BYTES, OutputTail } from "../runners/command.ts";
 import { expandVariables } from "../runners/env.ts";
 import { killOnExit, pump, releaseOnExit, signalGroup, within } from "../runners/process_group.ts";
+import { STDERR_MARK } from "../text/stored_error.ts";
 import type { ProcessorRun } from "./types.ts";
 
 type CommandSpec = Extract<ProcessorRun, { kind: "command" }>;
@@ -148,7 +149,7 @@ export class LineProcess {
   #failure(what: string, got?: number, wanted?: number): JobFailure {
     const counted = got !== undefined ? ` after ${got} of ${wanted} answers` : "";
     const said = this.#stderr.text().trimEnd();
-    const message = `${this.label} ${what}${counted}` + (said ? `\nstderr:\n${said}` : "");
+    const message = `${this.label} ${what}${counted}` + (said ? `${STDERR_MARK}${said}` : "");
     return new JobFailure(redact(message));
   }
 

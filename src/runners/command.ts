@@ -111,6 +111,7 @@ import { ProcessGroup } from "./process_group.ts";
 import { stepDocument } from "./step_document.ts";
 import { escapeControl } from "../text/escape.ts";
 import { shellQuote } from "../text/shell.ts";
+import { STDERR_MARK } from "../text/stored_error.ts";
 
 /** The args of a `jobs.command` job: the `command` variant of a run spec. */
 export type CommandRun = Extract<RunSpec, { kind: "command" }>;
@@ -372,7 +373,7 @@ export function startCommand(
  */
 export function withStderr(message: string, stderr: OutputTail, secrets: string[]): string {
   const said = stderr.text(secrets).trimEnd();
-  return said.trim() === "" ? message : `${message}\nstderr:\n${said}`;
+  return said.trim() === "" ? message : `${message}${STDERR_MARK}${said}`;
 }
 
 /** The child's extra environment: the run's `env`, expanded, then the JOBS_* variables. */

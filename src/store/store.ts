@@ -555,9 +555,16 @@ export interface Store<Tx extends StoreTx = StoreTx> {
 
   /**
    * Cancels jobs that are not final (an operator action). An executing job's
-   * lease is broken: its node aborts it on the next heartbeat.
+   * lease is broken: its node aborts it on the next heartbeat. `actor`, who
+   * cancels them, is named on the audit trail of a workflow run whose step
+   * this fails.
    */
-  jobsCancel(params: { ids: number[]; now: number; reason: string }): Promise<number[]>;
+  jobsCancel(params: {
+    ids: number[];
+    now: number;
+    reason: string;
+    actor?: string;
+  }): Promise<number[]>;
 
   /**
    * Makes final or waiting jobs run again now (an operator's retry):
@@ -577,9 +584,14 @@ export interface Store<Tx extends StoreTx = StoreTx> {
   /**
    * Discards jobs that are not final (an operator action), recording
    * `reason` in their errors. An executing job's lease is broken as with
-   * cancel. Returns the ids changed.
+   * cancel; `actor` is named as with cancel. Returns the ids changed.
    */
-  jobsDiscard(params: { ids: number[]; now: number; reason: string }): Promise<number[]>;
+  jobsDiscard(params: {
+    ids: number[];
+    now: number;
+    reason: string;
+    actor?: string;
+  }): Promise<number[]>;
 
   /**
    * Replays one job (usually an occurrence): whatever its state, it becomes

@@ -15,12 +15,14 @@ import type { ReactNode } from "react";
 import {
   bytesText,
   type CompensationRunView,
+  errorIsCancel,
   type WorkflowRunSummary,
   type WorkflowRunView,
   type WorkflowStepView,
 } from "../admin/workflows.ts";
 import { redact } from "../kernel/redact.ts";
 import { nextAttemptText } from "../text/next_attempt.ts";
+import { errorSummary } from "../text/stored_error.ts";
 import { RUN_STATES, type RunState, type StepState } from "../workflow/types.ts";
 import { Lines, type Seg, seg } from "./line.tsx";
 import {
@@ -122,7 +124,7 @@ export function workflowsLines(props: WorkflowsListProps): Seg[][] {
       seg(fit(span(now - run.startedAt), c.age)),
       seg(" "),
       run.error !== null
-        ? seg(firstLine(redact(run.error)), { color: "red" })
+        ? seg(errorLine(run.error), { color: "red" })
         : seg(run.key === null ? "" : `key ${clean(run.key)}`, { dim: true }),
     ]);
   });
@@ -218,6 +220,11 @@ function stateSeg(state: StepState, width: number): Seg {
     : seg(fit(state, width), { color, bold: state === "discarded" });
 }
 
+/** A stored error on one line, as `jobs workflows` lists it: the message and a command's last stderr line. */
+function errorLine(error: string): string {
+  return clean(errorSummary(redact(error)));
+}
+
 /** `attempt 2/3`, as the job detail writes it; nothing for a step that never had a job. */
 function attemptsText(attempts: number, max: number | null): string | null {
   if (max === null) return attempts === 0 ? null : `attempt ${attempts}`;
@@ -247,8 +254,9 @@ export function runLines(props: WorkflowRunProps): Seg[][] {
   }
   if (run.tenant !== null) lines.push([seg(`tenant     ${clean(run.tenant)}`)]);
   if (run.key !== null) lines.push([seg(`key        ${clean(run.key)}`)]);
-  if (run.error !== null) {
-    lines.push([seg("error      "), seg(firstLine(redact(run.error)), { color: "red" })]);
+  // An operator's cancel is its error too: said once, on the `cancelled` line.
+  if (run.error !== null && !errorIsCancel(run)) {
+    lines.push([seg("error      "), seg(errorLine(run.error), { color: "red" })]);
   }
   if (run.cancelReason !== null) {
     lines.push([seg("cancelled  "), seg(firstLine(run.cancelReason), { color: "gray" })]);
@@ -275,7 +283,7 @@ export function runLines(props: WorkflowRunProps): Seg[][] {
       lines.push([
         seg(`  ${row.under}`, { dim: true }),
         seg("error: "),
-        seg(firstLine(redact(row.step.error)), { color: "red" }),
+        seg(errorLine(row.step.error), { color: "red" }),
       ]);
     }
   }
@@ -319,7 +327,11 @@ function stepLines(row: TreeRow, column: number, width: number, now: number): Se
   ];
   const facts: string[] = [];
   if (step.items !== null) facts.push(`items ${step.items.done}/${step.items.total}`);
-  const attempts = waiting ? null : attemptsText(step.attempts, step.maxAttempts);
+  const attempts = waiting
+    ? null
+    : step.state === "cancelled" && step.attempts === 0
+    ? "not run"
+    : attemptsText(step.attempts, step.maxAttempts);
   if (attempts !== null) facts.push(attempts);
   if (step.nextAttemptAt !== null) facts.push(nextAttemptText(step.nextAttemptAt, now));
   if (step.resultBytes !== null) facts.push(`result ${bytesText(step.resultBytes)}`);
@@ -358,7 +370,7 @@ function compensationLines(c: CompensationRunView, index: number, now: number): 
     seg(c.useCase === null ? "" : `  with ${clean(c.useCase)}`, { dim: true }),
   ]];
   if (c.error !== null) {
-    lines.push([seg("       error: "), seg(firstLine(redact(c.error)), { color: "red" })]);
+    lines.push([seg("       error: "), seg(errorLine(c.error), { color: "red" })]);
   }
   return lines;
 }

@@ -26,6 +26,12 @@
  *   and nothing completed needs undoing.
  * - An operator's cancel of a plain run cancels its waiting jobs and ends
  *   it `cancelled` once nothing is running.
+ * - The run's error is why it failed or was cancelled: its first failure
+ *   (`step "<id>" <state>: <error>`), or `cancelled: <reason>`. An
+ *   operator's retry keeps it, so a run that goes again says what went
+ *   wrong last; it is cleared when the run completes, replaced by a new
+ *   failure, and back to the failure (or cancel) that began the
+ *   compensations when a retried compensation finishes them.
  *
  * @module
  */
@@ -48,6 +54,14 @@ import {
 
 /** The reason stored on a step cancelled because a dependency failed. */
 export const UPSTREAM_FAILED = "upstream failed";
+
+/** The reasons stored on the waiting steps an operator's cancel or a saga's failure stops. */
+const STOPPED = ["run cancelled: ", "run compensating: "];
+
+/** The error of a run an operator cancelled with `reason`. */
+export function cancelError(reason: string): string {
+  return `cancelled: ${reason}`;
+}
 
 /** What {@linkcode advance} reads of the run. */
 export interface RunSnapshot {
@@ -172,8 +186,8 @@ class Advance {
   /** An operator's cancel: a plain run stops, a saga compensates. */
   #cancel(reason: string): void {
     if (FINAL_RUN_STATES.includes(this.state)) return;
-    this.error = `cancelled: ${reason}`;
-    this.#stopWaiting(`run cancelled: ${reason}`);
+    this.error = cancelError(reason);
+    this.#stopWaiting(`${STOPPED[0]}${reason}`);
     if (this.definition.saga) {
       this.state = "compensating";
     } else {
@@ -190,11 +204,14 @@ class Advance {
       return;
     }
     this.#createReady();
-    const failed = this.#firstFailure();
-    if (failed !== null) {
-      this.error ??= failed;
+    const failures = this.#failures();
+    if (failures.length > 0) {
+      // The first failure stays the run's error while others follow; an
+      // error kept across a retry names none of them, and gives way.
+      if (!failures.includes(this.error ?? "")) this.error = failures[0]!;
+      const failed = this.error!;
       if (this.definition.saga) {
-        this.#stopWaiting(`run compensating: ${failed}`);
+        this.#stopWaiting(`${STOPPED[1]}${failed}`);
         this.state = "compensating";
         return;
       }
@@ -202,7 +219,11 @@ class Advance {
       return;
     }
     const allDone = this.definition.steps.every((s) => this.#isDone(this.steps.get(s.id)));
-    if (allDone) this.state = "completed";
+    if (allDone) {
+      this.state = "completed";
+      // An error kept across a retry is moot once the run completes.
+      this.error = null;
+    }
   }
 
   /** Creates the job (or the rows) of every step whose dependencies are done, until none is left. */
@@ -317,6 +338,7 @@ class Advance {
     }
     const undone = [...this.compensations.values()].length;
     const cancelled = this.run.cancelReason !== null || this.options.cancel !== undefined;
+    this.error = this.#cause();
     if (cancelled) this.state = "cancelled";
     else if (undone === 0 && !completed.some((r) => this.#definitionOf(r.step)?.compensation)) {
       this.state = "failed";
@@ -477,15 +499,38 @@ class Advance {
     return !(this.#definitionOf(row.step)?.optional ?? false);
   }
 
-  #firstFailure(): string | null {
+  /**
+   * The run's error each failed step makes (`step "<id>" <state>: <error>`),
+   * in the definition's order: discarded, or cancelled, and not optional.
+   */
+  #failures(): string[] {
+    const failures: string[] = [];
     for (const step of this.definition.steps) {
       const row = this.steps.get(step.id);
       if (!row || !this.#hasFailed(row)) continue;
-      // A step cancelled because of another is not the cause.
-      if (row.error?.startsWith(UPSTREAM_FAILED)) continue;
-      return `step "${step.id}" ${row.state}: ${row.error ?? "no reason"}`;
+      // A step cancelled because of another, or stopped with the run, is not the cause.
+      const error = row.error ?? "";
+      if (error.startsWith(UPSTREAM_FAILED) || STOPPED.some((s) => error.startsWith(s))) continue;
+      failures.push(`step "${step.id}" ${row.state}: ${row.error ?? "no reason"}`);
     }
-    return null;
+    return failures;
+  }
+
+  /**
+   * Why the compensations ran, as they end: the run's error while it names a
+   * failure of the run or the operator's cancel; else (the error of a
+   * compensation, kept across the retry that finished them) the first
+   * failure, else the cancel.
+   */
+  #cause(): string | null {
+    const reason = this.options.cancel ?? this.run.cancelReason;
+    const causes = [
+      ...this.#failures(),
+      ...(reason === null ? [] : [cancelError(reason)]),
+    ];
+    return this.error !== null && causes.includes(this.error)
+      ? this.error
+      : causes[0] ?? this.error;
   }
 
   #anyRunning(): boolean {

@@ -8,9 +8,17 @@
  * with `await` on PostgreSQL (see `runOps` and `runOpsAsync`). The
  * decisions are {@linkcode advance}'s; this module applies them.
  *
+ * A step (or a compensation) whose job ends discarded or cancelled, and
+ * is not optional, is written to the run's audit trail (`workflow:<id>`,
+ * `step.discard`, `step.cancel`, `compensation.discard`, ...) in the same
+ * transaction, by whoever ended it: the node that recorded the attempt, the
+ * operator who stopped the job, or {@linkcode SYSTEM_ACTOR}. So the trail
+ * says what began a saga's compensations, not only what people did.
+ *
  * @module
  */
 
+import { redact } from "../kernel/redact.ts";
 import type { InsertResult, JobResult, JobState, NewJob } from "../kernel/types.ts";
 import {
   advance,
@@ -106,7 +114,26 @@ export type Op =
   | { op: "stepsReopen"; keys: (StepKey & { remaining: number | null })[]; now: number }
   | { op: "stepsDelete"; keys: StepKey[] }
   /** Moves runs to new states, one statement for all of them. */
-  | { op: "runsSet"; runs: RunSet[]; now: number };
+  | { op: "runsSet"; runs: RunSet[]; now: number }
+  /** Appends rows to `audit`. */
+  | { op: "auditRecord"; rows: AuditInsert[] };
+
+/** A row of `audit` the bookkeeping writes (a step's failure on its run's trail). */
+export interface AuditInsert {
+  at: number;
+  actor: string;
+  action: string;
+  target: string;
+  reason: string | null;
+  details: Record<string, unknown>;
+}
+
+/**
+ * The actor of an audit row the scheduler writes by itself: a step's job
+ * discarded because its lease expired with no attempt left, or a step that
+ * could not get a job.
+ */
+export const SYSTEM_ACTOR = "jobs";
 
 /** A run's new state, as {@linkcode Op} `runsSet` writes it. */
 export interface RunSet {
@@ -139,6 +166,7 @@ export interface OpAnswers {
   stepsReopen: void;
   stepsDelete: void;
   runsSet: void;
+  auditRecord: void;
 }
 
 /** A generator of {@linkcode Op}s returning `R`. */
@@ -220,16 +248,22 @@ export interface StepEnd {
   error: string | null;
   /** The run the job's step belongs to, when the caller knows it (the result says): the reads go together. */
   runId?: number;
+  /**
+   * Who ended it, for the run's audit trail: the node that recorded the
+   * attempt, or the operator who stopped the job; absent, {@linkcode SYSTEM_ACTOR}.
+   */
+  by?: string;
 }
 
-/** The step ends among recorded results: those of steps' jobs that reached a final state. */
-export function stepEndsOf(results: readonly JobResult[]): StepEnd[] {
+/** The step ends among results `node` recorded: those of steps' jobs that reached a final state. */
+export function stepEndsOf(results: readonly JobResult[], node: string): StepEnd[] {
   const ends: StepEnd[] = [];
   for (const r of results) {
     if (r.workflow === undefined) continue;
     if (r.outcome === "snoozed" || r.outcome === "retryable") continue;
     const error = "error" in r ? r.error : null;
-    ends.push({ jobId: r.id, state: r.outcome, value: r.value ?? null, error, runId: r.workflow });
+    const value = r.value ?? null;
+    ends.push({ jobId: r.id, state: r.outcome, value, error, runId: r.workflow, by: node });
   }
   return ends;
 }
@@ -240,6 +274,10 @@ interface PendingEnd {
   state: StepFinish["state"];
   result: string | null;
   error: string | null;
+  /** The job that ended (for a fanned-out step, the item's whose end failed it), or null. */
+  jobId: number | null;
+  /** Who ended it (see {@linkcode StepEnd.by}). */
+  by: string | undefined;
 }
 
 /**
@@ -291,7 +329,8 @@ export function* jobsEnded(params: {
     const result = l.end.state === "completed" ? l.end.value ?? "null" : null;
     const key = { runId: l.row.runId, kind: l.row.kind, step: l.row.step, item: l.row.item };
     if (l.row.item < 0) {
-      ended.push({ key, state: l.end.state, result, error: l.end.error });
+      const { jobId, by } = l.end;
+      ended.push({ key, state: l.end.state, result, error: l.end.error, jobId, by });
       continue;
     }
     items.push({ key, state: l.end.state, result, error: l.end.error, seq: null });
@@ -319,14 +358,15 @@ export function* jobsEnded(params: {
       const optional = run !== undefined &&
         (definitionOf(run.definition).steps.find((s) => s.id === p.step)?.optional ?? false);
       if (failed && !optional) {
-        const { state, error } = failed.end;
+        const { state, error, jobId, by } = failed.end;
         const why = `item ${failed.row.item} ${state}: ${error ?? "no reason"}`;
-        ended.push({ key, state, result: null, error: why });
+        ended.push({ key, state, result: null, error: why, jobId, by });
         continue;
       }
       if (p.remaining > 0) continue;
       const results = yield* ask({ op: "itemResults", runId: p.runId, step: p.step });
-      ended.push({ key, state: "completed", result: fanInResult(results), error: null });
+      const result = fanInResult(results);
+      ended.push({ key, state: "completed", result, error: null, jobId: null, by: undefined });
     }
   }
   const moved = new Set(ended.map((e) => e.key.runId));
@@ -362,7 +402,7 @@ function* advanceRuns(
   snapshot: OpAnswers["snapshots"] | null = null,
 ): Ops<Outcome> {
   if (loaded.length === 0) {
-    const rows = ended.map((e) => ({ ...e, seq: null }));
+    const rows = ended.map((e) => finishOf(e, null));
     if (rows.length > 0) yield* ask({ op: "stepsFinish", rows, now });
     return NOTHING;
   }
@@ -378,7 +418,7 @@ function* advanceRuns(
       if (e.state === "completed") seq = 1 + Math.max(0, ...rows.map((r) => r.seq ?? 0));
       Object.assign(row, { state: e.state, result: e.result, error: e.error, seq });
     }
-    finishes.push({ ...e, seq });
+    finishes.push(finishOf(e, seq));
   }
   const queues = new Set<string>();
   const jobs: number[] = [];
@@ -387,9 +427,25 @@ function* advanceRuns(
   const newRows: { row: StepInsert; job: number }[] = [];
   const runSets: RunSet[] = [];
   const cancels: Op[] = [];
+  const failures: Failed[] = ended.filter((e) => e.state !== "completed").map((e) => ({
+    runId: e.key.runId,
+    kind: e.key.kind,
+    step: e.key.step,
+    state: e.state as Failed["state"],
+    error: e.error,
+    jobId: e.jobId,
+    by: e.by ?? SYSTEM_ACTOR,
+  }));
   for (const { run, definition } of loaded) {
     const runId = run.id;
     const d = advance(run, definitionOf(definition), rowsOf.get(runId)!, now, options);
+    for (const c of d.create) {
+      if (c.state !== "discarded" && c.state !== "cancelled") continue;
+      // A step that could not get a job; one cancelled upstream failed because of another.
+      if (c.error?.startsWith(UPSTREAM_FAILED)) continue;
+      const { kind, step, state, error } = c;
+      failures.push({ runId, kind, step, state, error, jobId: null, by: SYSTEM_ACTOR });
+    }
     if (d.cancelJobs.length > 0) {
       const reason = d.update[0]?.error ?? "run stopped";
       cancels.push({ op: "jobsCancel", ids: d.cancelJobs, error: reason, now });
@@ -446,9 +502,61 @@ function* advanceRuns(
     yield* ask({ op: "stepsInsert", rows });
   }
   if (runSets.length > 0) yield* ask({ op: "runsSet", runs: runSets, now });
+  const audits = failureAudits(failures, loaded, runSets, now);
+  if (audits.length > 0) yield* ask({ op: "auditRecord", rows: audits });
   const first = loaded[0]!.run;
   const state = runSets.find((r) => r.runId === first.id)?.state ?? first.state;
   return { queues: [...queues], jobs, was: first.state, state };
+}
+
+/** A pending end as the row's finish, with its completion order. */
+function finishOf(e: PendingEnd, seq: number | null): StepFinish {
+  return { key: e.key, state: e.state, result: e.result, error: e.error, seq };
+}
+
+/** A step or compensation that ended discarded or cancelled in an advance. */
+interface Failed {
+  runId: number;
+  kind: "step" | "compensation";
+  step: string;
+  state: "discarded" | "cancelled";
+  error: string | null;
+  jobId: number | null;
+  by: string;
+}
+
+/**
+ * The audit rows of `failures` on their runs' trails: one per step that
+ * failed (an optional step's failure fails nothing and is left out), with
+ * the run's error it makes as the reason and the state the run is in after.
+ */
+function failureAudits(
+  failures: Failed[],
+  loaded: LoadedRun[],
+  runSets: RunSet[],
+  now: number,
+): AuditInsert[] {
+  const runs = new Map(loaded.map((l) => [l.run.id, l]));
+  const rows: AuditInsert[] = [];
+  for (const f of failures) {
+    const loadedRun = runs.get(f.runId);
+    if (loadedRun === undefined) continue;
+    const definition = definitionOf(loadedRun.definition);
+    const optional = f.kind === "step" &&
+      (definition.steps.find((s) => s.id === f.step)?.optional ?? false);
+    if (optional) continue;
+    const state = runSets.find((r) => r.runId === f.runId)?.state ?? loadedRun.run.state;
+    const what = f.kind === "step" ? "step" : "compensation of step";
+    rows.push({
+      at: now,
+      actor: f.by,
+      action: `${f.kind}.${f.state === "discarded" ? "discard" : "cancel"}`,
+      target: `workflow:${f.runId}`,
+      reason: redact(`${what} "${f.step}" ${f.state}: ${f.error ?? "no reason"}`),
+      details: { step: f.step, job: f.jobId, run: state },
+    });
+  }
+  return rows;
 }
 
 /** An operator's cancel of a run; see `Store.workflowCancel`. */
@@ -518,7 +626,9 @@ export function* retryRun(runId: number, now: number, argsLimit?: number): Ops<O
   const retried = retry.length > 0 ? yield* ask({ op: "jobsRetry", ids: retry, now }) : [];
   if (reopen.length > 0) yield* ask({ op: "stepsReopen", keys: reopen, now });
   if (drop.length > 0) yield* ask({ op: "stepsDelete", keys: drop });
-  const run = { runId, state, error: null, finished: false, cancelReason: null };
+  // The run keeps its error while it goes again: what went wrong last, until
+  // it completes or fails anew (see `advance`).
+  const run = { runId, state, error: loaded.run.error, finished: false, cancelReason: null };
   yield* ask({ op: "runsSet", runs: [run], now });
   const outcome = yield* advanceRun(runId, now, { argsLimit });
   return { ...outcome, jobs: retried, was, state: outcome.state ?? state };

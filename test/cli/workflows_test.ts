@@ -16,6 +16,8 @@ import { silentLogger } from "../../src/worker/logger.ts";
 import { runJobs, withFiles } from "../support/cli.ts";
 import { BACKENDS } from "../support/backends.ts";
 import { withStore } from "../support/stores.ts";
+import { workflowRunView } from "../../src/admin/workflows.ts";
+import type { Store } from "../../src/store/store.ts";
 
 const NOW = Date.UTC(2026, 5, 1, 9);
 const ENV = { USER: "ada" };
@@ -236,8 +238,12 @@ Deno.test("jobs workflow show prints the run as a tree with its compensation and
       lines[trail + 2]!,
       /^ {2}2\. undo place-hold with use-case\/lending\.cancel-hold {2}completed/,
     );
-    at(/^audit \(1\):$/);
+    // The discard that began the compensations is on the run's trail, by the node that ran it.
+    at(/^audit \(2\):$/);
     at(/^ {2}2026-06-01T09:00:00\.000Z \(now\) workflow\.start by ada$/);
+    at(
+      /^ {2}2026-06-01T09:00:00\.000Z \(now\) step\.discard by drain:\w+: step "notify" discarded: notify is down$/,
+    );
 
     const json = await runJobs(["workflow", "show", String(id), "--db", db, "--json"], {
       now: NOW,
@@ -254,7 +260,10 @@ Deno.test("jobs workflow show prints the run as a tree with its compensation and
       "charge-fee",
       "place-hold",
     ]);
-    assert.deepEqual(view.audit.map((a: { action: string }) => a.action), ["workflow.start"]);
+    assert.deepEqual(view.audit.map((a: { action: string }) => a.action), [
+      "workflow.start",
+      "step.discard",
+    ]);
 
     const missing = await runJobs(["workflow", "show", "999", "--db", db], { now: NOW, env: ENV });
     assert.equal(missing.code, 1);
@@ -340,9 +349,12 @@ Deno.test("jobs workflow cancel and retry are audited, say what changed, and ref
         ["workflow.start", "ada", null],
         ["workflow.cancel", "ada", "wrong file"],
       ]);
-      assert.deepEqual(await audit(failing), [
-        ["workflow.start", "ada", null],
-        ["workflow.retry", "grace", "the loader is back"],
+      const trail = await audit(failing);
+      assert.match(String(trail[1]![2]), /^step "load" discarded: load is down\n/);
+      assert.deepEqual(trail.map(([action, actor]) => [action, String(actor).split(":")[0]]), [
+        ["workflow.start", "ada"],
+        ["step.discard", "drain"],
+        ["workflow.retry", "grace"],
       ]);
     });
   });
@@ -530,3 +542,262 @@ schedules: []
     assert.match(job.out, /^ {2}next attempt +2026-06-01T09:00:35Z, in 30 s$/m);
   });
 });
+
+// ------------------------------------------------ issue 26.12: the workflow views
+
+/** Runs every step job of `store` (any backend) as node `node` would; `failing` workers throw. */
+async function runStepsOn(
+  store: Store,
+  failing: Set<string> = new Set(),
+  node = "node-a",
+): Promise<void> {
+  const names = [
+    "place_hold",
+    "cancel_hold",
+    "charge_fee",
+    "refund_fee",
+    "notify",
+    "fetch",
+    "load",
+  ];
+  const workers = names.map((name) =>
+    defineWorker({
+      name,
+      maxAttempts: 1,
+      perform: () => {
+        if (failing.has(name)) throw new Error(`${name} is down`);
+        return { result: { by: name } };
+      },
+    })
+  );
+  const jobs = new Jobs({ store, workers, clock: new FakeClock(NOW), logger: silentLogger });
+  await drainAllJobs(jobs, { node });
+}
+
+/** The `jobs workflows` line of run `id`, and the lines of `jobs workflow show <id>`. */
+async function views(location: string, id: number): Promise<{ listed: string; shown: string[] }> {
+  const list = await runJobs(["workflows", "--db", location], { now: NOW, env: ENV });
+  assert.equal(list.code, 0, list.err);
+  const listed = list.out.split("\n").find((l) => l.startsWith(`${id} `));
+  assert.ok(listed, `no line of run ${id} in\n${list.out}`);
+  const show = await runJobs(["workflow", "show", String(id), "--db", location], {
+    now: NOW,
+    env: ENV,
+  });
+  assert.equal(show.code, 0, show.err);
+  return { listed, shown: show.out.split("\n") };
+}
+
+/** The run's `error:` line under its header in `workflow show`, or null without one. */
+function headerError(shown: string[]): string | null {
+  const steps = shown.indexOf("steps:");
+  return shown.slice(1, steps).find((l) => l.startsWith("  error: "))?.slice(9) ?? null;
+}
+
+for (const backend of BACKENDS) {
+  Deno.test(`${backend.name}: a command step's stderr: workflow show quotes it a line each, workflows sums it up on one line (issue 26.12a)`, async () => {
+    const schedules = String.raw`version: 1
+use_cases:
+  place: { command: ["true"] }
+  release: { command: ["true"] }
+  hold: { command: ["sh", "-c", "printf 'bad \\033]0;pwned\\007 title\\nno room left\\n' >&2; exit 3"], max_attempts: 1 }
+workflows:
+  - id: s
+    carried_by: workflow
+    steps:
+      - { id: place, use_case: place, compensation: { mode: use-case, use_case: release } }
+      - id: hold
+        depends_on: [place]
+        use_case: hold
+        compensation: { mode: none, reason: it holds nothing when it fails }
+schedules: []
+`;
+    const h = await backend.open(NOW);
+    try {
+      await withFiles(schedules, async ({ config }) => {
+        const start = await runJobs(["start", "s", "--db", h.location, "--config", config], {
+          now: NOW,
+          env: ENV,
+        });
+        assert.equal(start.code, 0, start.err);
+        const id = Number(start.out);
+        const clock = new FakeClock(NOW);
+        const worker = commandWorker({ clock, env: () => undefined });
+        await drainAllJobs(
+          new Jobs({ store: h.store, workers: [worker], clock, logger: silentLogger }),
+        );
+
+        const { listed, shown } = await views(h.location, id);
+        const summary =
+          'step "hold" discarded: command "sh" exited with code 3; stderr: …no room left';
+        assert.ok(listed.endsWith(`  ${summary}`), listed);
+        // One line, never a literal \n, and no control character reaches the terminal.
+        assert.ok(!listed.includes("\\n"), listed);
+        assert.equal(headerError(shown), summary);
+        const hold = shown.findIndex((l) => /^ {4}hold {2}discarded/.test(l));
+        assert.deepEqual(shown.slice(hold + 1, hold + 4), [
+          '      error: command "sh" exited with code 3, stderr:',
+          "        | bad \\x1b]0;pwned\\x07 title",
+          "        | no room left",
+        ]);
+        assert.ok(!shown.join("\n").includes("\x1b"), shown.join("\n"));
+        assert.ok(!shown.some((l) => l.includes("\\nstderr")), shown.join("\n"));
+      });
+    } finally {
+      await h.close();
+    }
+  });
+
+  Deno.test(`${backend.name}: a retried run keeps its last error until it completes, alike in workflows and workflow show (issue 26.12b)`, async () => {
+    const h = await backend.open(NOW);
+    try {
+      await withFiles(SCHEDULES, async ({ config }) => {
+        const run = (args: string[]) =>
+          runJobs([...args, "--db", h.location], { now: NOW, env: ENV });
+        const start = async (workflow: string) =>
+          Number((await run(["start", workflow, "--config", config])).out);
+        const retry = async (id: number) => {
+          const r = await run(["workflow", "retry", String(id), "--reason", "it is back"]);
+          assert.equal(r.code, 0, r.err);
+        };
+
+        // A plain run: failed, retried (running again, saying what went wrong last), completed.
+        const plain = await start("import");
+        await runStepsOn(h.store, new Set(["load"]));
+        await retry(plain);
+        let seen = await views(h.location, plain);
+        assert.match(seen.listed, /running .* {2}step "load" discarded: load is down$/);
+        assert.equal(headerError(seen.shown), 'step "load" discarded: load is down');
+        await runStepsOn(h.store);
+        seen = await views(h.location, plain);
+        assert.match(seen.listed, /completed .*\(now\)$/);
+        assert.equal(headerError(seen.shown), null);
+        assert.equal((await h.store.workflowGet({ id: plain }))?.run.error, null);
+
+        // A saga whose compensation failed: retried, it compensates, and says why it did.
+        const saga = await start("lend-copy");
+        await runStepsOn(h.store, new Set(["notify", "refund_fee"]));
+        const failed = 'compensation of step "charge-fee" discarded: refund_fee is down';
+        seen = await views(h.location, saga);
+        assert.match(seen.listed, new RegExp(`failed .* {2}${escape(failed)}$`));
+        await retry(saga);
+        seen = await views(h.location, saga);
+        assert.match(seen.listed, new RegExp(`compensating .* {2}${escape(failed)}$`));
+        assert.equal(headerError(seen.shown), failed);
+        await runStepsOn(h.store, new Set(["notify"]));
+        seen = await views(h.location, saga);
+        const cause = 'step "notify" discarded: notify is down';
+        assert.match(seen.listed, new RegExp(`compensated .* {2}${escape(cause)}$`));
+        assert.equal(headerError(seen.shown), cause);
+      });
+    } finally {
+      await h.close();
+    }
+  });
+
+  Deno.test(`${backend.name}: a cancelled run lists the steps that never ran as cancelled, not run, and gives its reason once (issue 26.12c)`, async () => {
+    const h = await backend.open(NOW);
+    try {
+      await withFiles(SCHEDULES, async ({ config }) => {
+        const run = (args: string[]) =>
+          runJobs([...args, "--db", h.location], { now: NOW, env: ENV });
+        for (const workflow of ["import", "lend-copy"]) {
+          const id = Number((await run(["start", workflow, "--config", config])).out);
+          const cancel = await run(["workflow", "cancel", String(id), "--reason", "wrong file"]);
+          assert.equal(cancel.code, 0, cancel.err);
+          const { listed, shown } = await views(h.location, id);
+          const steps = workflow === "import" ? 2 : 3;
+          assert.match(
+            listed,
+            new RegExp(`cancelled +0/${steps} done, ${steps} cancelled .*  cancelled: wrong file$`),
+          );
+          const header = shown.slice(0, shown.indexOf("steps:"));
+          assert.deepEqual(header.slice(2), ["  cancelled: wrong file"], shown.join("\n"));
+          const tree = shown.slice(shown.indexOf("steps:") + 1);
+          const first = workflow === "import" ? "fetch" : "place-hold";
+          assert.match(tree[0]!, new RegExp(`^ {2}${first} {2}cancelled {2}not run {2}job \\d+`));
+          assert.equal(tree[1], "    error: run cancelled: wrong file");
+          const later = workflow === "import" ? ["load"] : ["charge-fee", "notify"];
+          for (const [i, step] of later.entries()) {
+            const line = tree.find((l) => l.trimStart().startsWith(`${step}  `));
+            assert.match(
+              line ?? tree.join("\n"),
+              new RegExp(`^ {${4 + 2 * i}}${step} {2}cancelled {2}not run( |$)`),
+            );
+          }
+          assert.ok(!shown.some((l) => / waiting( |$)/.test(l)), shown.join("\n"));
+          const json = await run(["workflow", "show", String(id), "--json"]);
+          assert.deepEqual(
+            JSON.parse(json.out).steps.map((s: { state: string }) => s.state),
+            Array(steps).fill("cancelled"),
+          );
+        }
+      });
+    } finally {
+      await h.close();
+    }
+  });
+
+  Deno.test(`${backend.name}: the step discard that begins a saga's compensations is on the run's audit trail (issue 26.12d)`, async () => {
+    const h = await backend.open(NOW);
+    try {
+      await withFiles(SCHEDULES, async ({ config }) => {
+        const run = (args: string[]) =>
+          runJobs([...args, "--db", h.location], { now: NOW, env: ENV });
+        const start = async () =>
+          Number((await run(["start", "lend-copy", "--config", config])).out);
+
+        // Its attempts used up on node-a.
+        const used = await start();
+        await runStepsOn(h.store, new Set(["notify"]), "node-a");
+        const notify = (await workflowRunView(h.store, used))!.steps.find((s) =>
+          s.id === "notify"
+        )!;
+        const trail = await h.store.auditList({ target: `workflow:${used}` });
+        assert.deepEqual(trail.map((a) => [a.action, a.actor]), [
+          ["workflow.start", "ada"],
+          ["step.discard", "node-a"],
+        ]);
+        assert.match(trail[1]!.reason!, /^step "notify" discarded: notify is down\n/);
+        assert.deepEqual(trail[1]!.details, {
+          step: "notify",
+          job: notify.jobId,
+          run: "compensating",
+        });
+        const { shown } = await views(h.location, used);
+        assert.ok(
+          shown.includes(
+            '  2026-06-01T09:00:00.000Z (now) step.discard by node-a: step "notify" discarded: notify is down',
+          ),
+          shown.join("\n"),
+        );
+
+        // Discarded by an operator while it waits: the operator is named.
+        const stopped = await start();
+        const hold = (await workflowRunView(h.store, stopped))!.steps[0]!;
+        const discard = await run([
+          "discard",
+          String(hold.jobId),
+          "--reason",
+          "the copy is lost",
+          "--actor",
+          "grace",
+        ]);
+        assert.equal(discard.code, 0, discard.err);
+        const after = await h.store.auditList({ target: `workflow:${stopped}` });
+        assert.deepEqual(after.map((a) => [a.action, a.actor, a.reason]), [
+          ["workflow.start", "ada", null],
+          ["step.discard", "grace", 'step "place-hold" discarded: the copy is lost'],
+        ]);
+        assert.equal(after[1]!.details.run, "failed");
+      });
+    } finally {
+      await h.close();
+    }
+  });
+}
+
+/** `text` as a regular expression that matches it literally. */
+function escape(text: string): string {
+  return text.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
+}

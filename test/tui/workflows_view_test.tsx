@@ -127,7 +127,7 @@ Deno.test("a run's steps are drawn as a tree, each under the dependency it waits
     "  ├─ split           completed  attempt 1/3  result 1.2 KiB  job 22",
     "  │  └─ load         discarded  items 200/200  attempt 3/3  (for each of split)",
     "  │     │  error: row 600: bad date",
-    "  │     └─ reconcile cancelled   (after fetch)",
+    "  │     └─ reconcile cancelled  not run  (after fetch)",
     "  │           error: upstream failed",
     "  └─ report          waiting     (optional)",
   ]);
@@ -269,4 +269,48 @@ Deno.test("a step waiting to retry shows when its next attempt is, in UTC and fr
     ),
     lines.join("\n"),
   );
+});
+
+Deno.test("the screen shows a command's stderr on one line and an operator's cancel once, as jobs workflows does (issue 26.12)", () => {
+  const error =
+    'step "hold" discarded: command "sh" exited with code 3\nstderr:\nbad \x1b]0;x\x07\nno room';
+  const failed = fixtureRun({ id: 7, workflow: "s", state: "failed", error }, {
+    steps: [fixtureStep({ id: "hold", state: "discarded", error: error.slice(23) })],
+  });
+  const listed = workflowsLines(runsProps({ runs: [summaryOf(failed)], cursor: 0, width: 140 }))
+    .map(plain);
+  assert.match(listed[2]!, /code 3; stderr: …no room$/);
+  const pane = runLines({ view: failed, id: 7, scroll: 0, width: 140, height: 40, now: NOW })
+    .map(plain);
+  assert.ok(
+    pane.includes(
+      'error      step "hold" discarded: command "sh" exited with code 3; stderr: …no room',
+    ),
+  );
+  assert.ok(
+    pane.some((l) => l.endsWith('error: command "sh" exited with code 3; stderr: …no room')),
+  );
+  assert.ok(!pane.join("\n").includes("\\n") && !pane.join("\n").includes("\x1b"));
+
+  const cancelled = fixtureRun({
+    id: 8,
+    workflow: "import",
+    state: "cancelled",
+    error: "cancelled: wrong file",
+    cancelReason: "wrong file",
+  }, {
+    steps: [
+      fixtureStep({
+        id: "load",
+        state: "cancelled",
+        attempts: 0,
+        maxAttempts: null,
+        resultBytes: null,
+      }),
+    ],
+  });
+  const lines = runLines({ view: cancelled, id: 8, scroll: 0, width: 100, height: 40, now: NOW })
+    .map(plain);
+  assert.equal(lines.filter((l) => l.includes("wrong file")).length, 1, lines.join("\n"));
+  assert.ok(lines.some((l) => /^ {2}load +cancelled +not run$/.test(l)), lines.join("\n"));
 });

@@ -265,6 +265,43 @@ test("a discarded step cancels its dependants (upstream failed), fails the run, 
   assert.equal(log.filter((k) => k === `${id}/d`).length, 1);
 });
 
+test("a retried run keeps its error while it goes again, says its new failure if it fails anew, and audits each (issue 26.12)", async (backend) => {
+  const log: string[] = [];
+  const failing = new Set(["a"]);
+  const make = recorder(log, failing);
+  const [a, b] = [make("a"), make("b")];
+  await using t = await backendJobs(backend, [a, b]);
+  const { id } = await t.jobs.startWorkflow({
+    id: "pair",
+    steps: [{ id: "one", worker: a }, { id: "two", worker: b, dependsOn: ["one"] }],
+  }, { order: 4 });
+  await drainAllJobs(t.jobs, { node: "node-a" });
+  const error = async () => (await t.store.workflowGet({ id }))?.run.error?.split("\n", 1)[0];
+  assert.equal(await error(), 'step "one" discarded: a failed');
+
+  failing.clear();
+  failing.add("b");
+  assert.equal((await t.store.workflowRetry({ id, now: t.clock.now() }))?.state, "running");
+  assert.equal(await error(), 'step "one" discarded: a failed');
+  await drainAllJobs(t.jobs, { node: "node-b" });
+  assert.equal((await t.store.workflowGet({ id }))?.run.state, "failed");
+  assert.equal(await error(), 'step "two" discarded: b failed');
+  const trail = await t.store.auditList({ target: `workflow:${id}` });
+  assert.deepEqual(trail.map((r) => [r.action, r.actor, r.reason?.split("\n", 1)[0], r.details]), [
+    ["step.discard", "node-a", 'step "one" discarded: a failed', {
+      step: "one",
+      job: trail[0]?.details.job,
+      run: "failed",
+    }],
+    ["step.discard", "node-b", 'step "two" discarded: b failed', {
+      step: "two",
+      job: trail[1]?.details.job,
+      run: "failed",
+    }],
+  ]);
+  assert.ok(typeof trail[0]?.details.job === "number");
+});
+
 test("an optional step's failure lets its dependants run with null for it", async (backend) => {
   const log: string[] = [];
   const make = recorder(log, new Set(["b"]));

@@ -872,7 +872,7 @@ export class PostgresStore implements Store<PostgresTx> {
         SET last_completed_at = greatest(coalesce(last_completed_at, 0), ${now}::bigint)
         FROM ${schedulesOf(q, completedOccurrences)} WHERE schedules.id = s.id`;
     }
-    const ends = stepEndsOf(recorded);
+    const ends = stepEndsOf(recorded, node);
     const queues = ends.length > 0 ? (await this.#ops(q, jobsEnded({ ends, now }))).queues : [];
     const kept = new Set(recorded.map((r) => r.id));
     const report: RecordReport = {
@@ -1079,11 +1079,21 @@ export class PostgresStore implements Store<PostgresTx> {
     return deleted.length;
   }
 
-  jobsCancel(params: { ids: number[]; now: number; reason: string }): Promise<number[]> {
+  jobsCancel(params: {
+    ids: number[];
+    now: number;
+    reason: string;
+    actor?: string;
+  }): Promise<number[]> {
     return this.#stop("cancelled", params);
   }
 
-  jobsDiscard(params: { ids: number[]; now: number; reason: string }): Promise<number[]> {
+  jobsDiscard(params: {
+    ids: number[];
+    now: number;
+    reason: string;
+    actor?: string;
+  }): Promise<number[]> {
     return this.#stop("discarded", params);
   }
 
@@ -1095,7 +1105,7 @@ export class PostgresStore implements Store<PostgresTx> {
    */
   async #stop(
     outcome: "cancelled" | "discarded",
-    params: { ids: number[]; now: number; reason: string },
+    params: { ids: number[]; now: number; reason: string; actor?: string },
   ): Promise<number[]> {
     if (params.ids.length === 0) return [];
     const { now, reason } = params;
@@ -1129,7 +1139,7 @@ export class PostgresStore implements Store<PostgresTx> {
           // A second id of the same job in the list finds it final now.
           row.state = outcome;
         }
-        ends.push({ jobId: id, state: outcome, value: null, error: reason });
+        ends.push({ jobId: id, state: outcome, value: null, error: reason, by: params.actor });
       }
       await this.#ops(tx, jobsEnded({ ends, now }));
       await addCounts(tx, counts);

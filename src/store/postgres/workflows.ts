@@ -60,6 +60,7 @@ const WRITES: ReadonlySet<Op["op"]> = new Set([
   "stepsReopen",
   "stepsDelete",
   "runsSet",
+  "auditRecord",
 ]);
 
 /**
@@ -271,6 +272,19 @@ export async function answerOp(q: Sql, op: Op, parts: StoreParts): Promise<unkno
           cancel_reason = coalesce(${m} ->> 'cancel', w.cancel_reason)
         FROM (SELECT ${runs}::text::jsonb AS all) AS input
         WHERE w.id = ANY(${ids}::bigint[])`;
+      return undefined;
+    }
+    case "auditRecord": {
+      // In the given order: the audit's ids are the trail's order within one instant.
+      const rows = JSON.stringify(
+        op.rows.map((r) => ({ ...r, details: JSON.stringify(r.details) })),
+      );
+      await q`INSERT INTO audit (at, actor, action, target, reason, details)
+        SELECT a.at, a.actor, a.action, a.target, a.reason, a.details
+        FROM ROWS FROM (jsonb_to_recordset(${rows}::text::jsonb)
+            AS (at bigint, actor text, action text, target text, reason text, details text))
+          WITH ORDINALITY AS a(at, actor, action, target, reason, details, n)
+        ORDER BY a.n`;
       return undefined;
     }
   }

@@ -969,7 +969,7 @@ export class SqliteStore implements Store<SqliteTx> {
         s.scheduleCompleted.run({ job: r.id, now });
       }
     }
-    const ends = stepEndsOf(recorded);
+    const ends = stepEndsOf(recorded, node);
     const queues = ends.length > 0 ? this.#ops(jobsEnded({ ends, now })).queues : [];
     const kept = new Set(recorded.map((r) => r.id));
     const report: RecordReport = {
@@ -1227,18 +1227,28 @@ export class SqliteStore implements Store<SqliteTx> {
     return deleted.length;
   }
 
-  jobsCancel(params: { ids: number[]; now: number; reason: string }): Promise<number[]> {
+  jobsCancel(params: {
+    ids: number[];
+    now: number;
+    reason: string;
+    actor?: string;
+  }): Promise<number[]> {
     return this.#stop("cancelled", params);
   }
 
-  jobsDiscard(params: { ids: number[]; now: number; reason: string }): Promise<number[]> {
+  jobsDiscard(params: {
+    ids: number[];
+    now: number;
+    reason: string;
+    actor?: string;
+  }): Promise<number[]> {
     return this.#stop("discarded", params);
   }
 
   /** An operator's cancel or discard of the jobs that are not final; returns the ids changed. */
   #stop(
     outcome: "cancelled" | "discarded",
-    params: { ids: number[]; now: number; reason: string },
+    params: { ids: number[]; now: number; reason: string; actor?: string },
   ): Promise<number[]> {
     return this.#exclusive(() =>
       this.#write(() => {
@@ -1256,7 +1266,13 @@ export class SqliteStore implements Store<SqliteTx> {
           if (row?.state === "executing") {
             this.#endAttempt(row, { now: params.now, outcome, error: params.reason });
           }
-          ends.push({ jobId: id, state: outcome, value: null, error: params.reason });
+          ends.push({
+            jobId: id,
+            state: outcome,
+            value: null,
+            error: params.reason,
+            by: params.actor,
+          });
         }
         this.#ops(jobsEnded({ ends, now: params.now }));
         return stopped;

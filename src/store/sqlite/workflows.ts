@@ -85,6 +85,10 @@ const SQL = {
       updated_at = :now, finished_at = CASE WHEN v.value ->> 3 THEN :now END,
       cancel_reason = coalesce(v.value ->> 4, cancel_reason)
     FROM json_each(:runs) AS v WHERE workflow_runs.id = v.value ->> 0`,
+  // Each row as [at, actor, action, target, reason, details (JSON)].
+  auditRecord: `INSERT INTO audit (at, actor, action, target, reason, details)
+    SELECT value ->> 0, value ->> 1, value ->> 2, value ->> 3, value ->> 4, value ->> 5
+    FROM json_each(:rows) ORDER BY key`,
   runRow: `SELECT * FROM workflow_runs WHERE id = :run`,
   count: `SELECT workflow, state, count(*) AS count FROM workflow_runs
     GROUP BY workflow, state ORDER BY workflow, state`,
@@ -277,6 +281,18 @@ export class SqliteWorkflows extends Prepared<keyof typeof SQL> {
           r.cancelReason,
         ]);
         q.runsSet.run({ runs: JSON.stringify(runs), now: op.now });
+        return undefined;
+      }
+      case "auditRecord": {
+        const rows = op.rows.map((r) => [
+          r.at,
+          r.actor,
+          r.action,
+          r.target,
+          r.reason,
+          JSON.stringify(r.details),
+        ]);
+        q.auditRecord.run({ rows: JSON.stringify(rows) });
         return undefined;
       }
     }
