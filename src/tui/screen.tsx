@@ -28,7 +28,7 @@ import {
   TABS,
   widthOf,
 } from "./state.ts";
-import { ago, fitLocation } from "./text.ts";
+import { ago, fitLocation, tellingWidth } from "./text.ts";
 
 /** Props of {@linkcode DashboardView}. */
 export interface DashboardViewProps {
@@ -208,7 +208,8 @@ export function banner(state: DashboardState, now: number, width: number): Seg[]
  * the location less than 30 columns of `width`, the other screens go by
  * short labels, one space apart, and by their keys alone when even those
  * would leave it less than 20, or less than its shortest telling form (a
- * PostgreSQL store's `host/db?schema=name`, up to 30): which store is open
+ * PostgreSQL store's `host/db?schema=name`, a file's `…/name`, up to 30:
+ * see {@linkcode tellingWidth}): which store is open
  * matters more than the spelled-out tab names (the footer and `?` name the
  * keys). A location that still does not fit is shortened by
  * {@linkcode fitLocation}, so a PostgreSQL store keeps its host, database
@@ -232,7 +233,7 @@ export function tabBar(
   const room = (segs: Seg[]) =>
     width - 5 - segs.reduce((n, s) => n + s.text.length, 0) - (readOnly ? 11 : 0);
   const wanted = Array.from(location + note).length + 2;
-  const telling = Array.from(fitLocation(location, 30)).length;
+  const telling = tellingWidth(location);
   // The location's 20 columns, or its shortest telling form, and the two spaces before it.
   const needed = Math.max(Math.min(22, wanted), telling + 2);
   let chosen = tabs((t) => t.label, " ");

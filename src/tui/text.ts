@@ -98,6 +98,17 @@ export function fitLocation(location: string, width: number): string {
   return elideMiddle(`${host}${db}${schema}`, width, length(schema));
 }
 
+/**
+ * The width of a location's shortest form that still tells which store it
+ * is, at most 30: a PostgreSQL store's `host/db?schema=name`, a file's
+ * `…/name`.
+ */
+export function tellingWidth(location: string): number {
+  const shown = describeLocation(location);
+  if (isPostgresLocation(shown)) return length(fitLocation(location, 30));
+  return Math.min(30, length(shown.replace(/^.*\//s, "")) + 2);
+}
+
 /** The number of characters (code points) of `text`. */
 function length(text: string): number {
   return Array.from(text).length;
