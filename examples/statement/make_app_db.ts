@@ -1,12 +1,16 @@
 /**
  * Makes `app.db` beside this file: a `ledger` of two tenants for the
  * statement example, with a few descriptions a spreadsheet would take for
- * formulas. Run it once: `deno run -A examples/statement/make_app_db.ts`.
+ * formulas. Run it once, from its folder, with
+ * `npx --yes deno@2.9.6 run -A make_app_db.ts`
+ * (with Deno on PATH, `deno run -A make_app_db.ts`).
  */
 
 import { DatabaseSync } from "node:sqlite";
+import { fileURLToPath } from "node:url";
 
-const path = new URL("./app.db", import.meta.url).pathname;
+// Not URL.pathname, which keeps a space in the folder's path as %20.
+const path = fileURLToPath(new URL("./app.db", import.meta.url));
 try {
   Deno.removeSync(path);
 } catch {

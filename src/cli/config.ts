@@ -10,7 +10,7 @@
  */
 
 import { type ZoneOf, zonesOf } from "../admin/views.ts";
-import { type ConfigError, loadSchedules } from "../schedule/config.ts";
+import { type ConfigError, loadSchedules, type ProgramFiles } from "../schedule/config.ts";
 import type { ScheduleConfig } from "../schedule/types.ts";
 import { workerNames } from "../runners/workers_module.ts";
 import { escapeControl } from "../text/escape.ts";
@@ -31,6 +31,12 @@ export interface LoadConfigOptions {
    * @default false
    */
   optional?: boolean;
+  /**
+   * Look for the program of every command of a valid file: a missing or
+   * non-executable one is a warning (see `schedule/config/programs.ts`).
+   * @default undefined (not looked for)
+   */
+  programs?: ProgramFiles;
 }
 
 /** What {@linkcode loadConfig} found. */
@@ -42,6 +48,8 @@ export interface LoadedConfig {
   workers: readonly string[];
   /** Every error, in the file's order; none when it loaded (or is optional and missing). */
   errors: ConfigError[];
+  /** The warnings of a file that loaded, in the file's order (with `programs`, else none). */
+  warnings: ConfigError[];
   /** The first error (and how many more), on one line, or null. */
   problem: string | null;
 }
@@ -64,13 +72,23 @@ export async function loadConfig(
   options: LoadConfigOptions = {},
 ): Promise<LoadedConfig> {
   if (options.optional && !(await exists(file))) {
-    return { file, config: null, workers: [], errors: [], problem: null };
+    return { file, config: null, workers: [], errors: [], warnings: [], problem: null };
   }
   let workers: readonly string[] = [];
   const result = await loadSchedules(file, {
     workers: options.workers ? async (module) => workers = await workerNames(module) : undefined,
+    programs: options.programs,
   });
-  if (result.ok) return { file, config: result.config, workers, errors: [], problem: null };
+  if (result.ok) {
+    return {
+      file,
+      config: result.config,
+      workers,
+      errors: [],
+      warnings: result.warnings,
+      problem: null,
+    };
+  }
   const [first] = result.errors;
   const more = result.errors.length > 1 ? ` (and ${result.errors.length - 1} more)` : "";
   return {
@@ -78,6 +96,7 @@ export async function loadConfig(
     config: null,
     workers: [],
     errors: result.errors,
+    warnings: [],
     problem: `${first?.message ?? `${file}: invalid`}${more}`,
   };
 }
@@ -109,12 +128,12 @@ export async function requireConfig(
   command: string,
   file: string,
   deps: CliDeps,
-  options: { workers?: boolean; json?: boolean } = {},
-): Promise<{ config: ScheduleConfig; workers: readonly string[] }> {
-  const loaded = await loadConfig(file, { workers: options.workers });
+  options: { workers?: boolean; json?: boolean; programs?: ProgramFiles } = {},
+): Promise<{ config: ScheduleConfig; workers: readonly string[]; warnings: ConfigError[] }> {
+  const loaded = await loadConfig(file, { workers: options.workers, programs: options.programs });
   const config = configOrFail(command, loaded, deps, options.json);
   // Not optional, so a missing file is an error above: there is always a config here.
-  return { config: config!, workers: loaded.workers };
+  return { config: config!, workers: loaded.workers, warnings: loaded.warnings };
 }
 
 /**

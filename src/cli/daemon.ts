@@ -56,6 +56,7 @@ import { pruneReports } from "../admin/reports.ts";
 import type { CompiledPipeline } from "../ingest/types.ts";
 import { workflowStartWorker } from "../runners/workflow_start.ts";
 import { loadWorkersModule } from "../runners/workers_module.ts";
+import { hostPrograms } from "../runners/programs.ts";
 import { defineWorker, type Worker } from "../kernel/worker.ts";
 import type { Schedule } from "../schedule/types.ts";
 import type { StoreLostError } from "../store/errors.ts";
@@ -271,6 +272,8 @@ export async function runDaemon(options: DaemonOptions, deps: DaemonDeps): Promi
   }
   // Every schedule's worker must be one the daemon has; later reloads are checked the same way.
   source.checkWorkers(module, moduleWorkers.map((w) => w.name));
+  // A command whose program is not where this daemon would start it is logged (config.warning).
+  source.lookForPrograms(hostPrograms(Deno.cwd(), deps.env("PATH")));
   const checked = await source.verify();
   if (!checked.ok) {
     source.close();

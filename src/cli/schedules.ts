@@ -27,6 +27,8 @@ import {
   plural,
   quiet,
 } from "./common.ts";
+import { hostPrograms } from "../runners/programs.ts";
+import { escapeControl } from "../text/escape.ts";
 import { configOrFail, loadConfig, requireConfig } from "./config.ts";
 import { notInForce } from "./inspect.ts";
 import { tryOpenStore } from "./open_store.ts";
@@ -107,15 +109,20 @@ export function registerSchedulesCommands(program: Command, deps: CliDeps): void
   );
 }
 
-/** `jobs check`: exit 0 when the file is valid, 1 with every error. */
+/**
+ * `jobs check`: exit 0 when the file is valid, 1 with every error. A valid
+ * file's warnings (a command's program missing or not executable where a
+ * daemon started here would run it) are printed and leave the exit 0.
+ */
 export async function checkCommand(
   options: { config: string; json: boolean },
   deps: CliDeps,
 ): Promise<void> {
   // Imports the `workers:` module, if any, to check each worker a schedule names.
-  const { config } = await requireConfig("check", options.config, deps, {
+  const { config, warnings } = await requireConfig("check", options.config, deps, {
     workers: true,
     json: options.json,
+    programs: hostPrograms(deps.cwd?.() ?? Deno.cwd(), deps.env("PATH")),
   });
   const queues = Object.keys(config.queues).length;
   // A `pruner:` section is shown as the pruner runs it, defaults filled in.
@@ -153,6 +160,7 @@ export async function checkCommand(
         ...(pipelines.length > 0 ? { pipelines } : {}),
         ...(reports.length > 0 ? { reports } : {}),
         ...(pruner ? { pruner } : {}),
+        ...(warnings.length > 0 ? { warnings } : {}),
       },
       null,
       2,
@@ -188,6 +196,9 @@ export async function checkCommand(
       `pipeline ${cell(p.id)}: ${[...steps, `sink ${cell(p.sink)}`].join(" -> ")}; ` +
         `drop reasons ${p.dropReasons.map(cell).join(", ")}`,
     );
+  }
+  for (const warning of warnings) {
+    deps.err(`jobs check: warning: ${escapeControl(warning.message)}`);
   }
 }
 

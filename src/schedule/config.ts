@@ -9,6 +9,9 @@
  * only, or one error for keys that indentation put at the wrong level), and
  * the schema does not run on a file with one. Unknown keys, time zones and
  * workers end with the nearest known names: `; did you mean "timeout"?`.
+ * A valid file may have warnings, which never reject it: given where
+ * commands would run, a command whose program is missing or not executable
+ * (`config/programs.ts`).
  *
  * The parts, each its own module under `config/`: `yaml.ts` (limits and
  * syntax) with `yaml_hints.ts` (what to change), `misplaced.ts` (keys at the
@@ -84,15 +87,21 @@ import { misplacedKeys } from "./config/misplaced.ts";
 import type { QueryReader } from "./config/reports.ts";
 import { type ConfigError, type ConfigErrorCode, Positions, Reporter } from "./config/report.ts";
 import { MAX_FILE_BYTES, readYaml, tooLarge } from "./config/yaml.ts";
+import { checkPrograms, type ProgramFiles } from "./config/programs.ts";
 
 export type { ConfigError, ConfigErrorCode } from "./config/report.ts";
 export { DEFAULT_BATCH_SIZE, DEFAULT_CONCURRENCY, SCHEDULE_DEFAULTS } from "./config/build.ts";
 export { MAX_BATCH_SIZE } from "./config/schema.ts";
 export { MAX_DEPTH, MAX_FILE_BYTES } from "./config/yaml.ts";
+export type { ProgramFiles } from "./config/programs.ts";
 
-/** The result of {@linkcode parseSchedules} and {@linkcode loadSchedules}. */
+/**
+ * The result of {@linkcode parseSchedules} and {@linkcode loadSchedules}:
+ * a valid file's configuration with its warnings (problems that do not
+ * reject it, in the file's order), or every error.
+ */
 export type ParseResult =
-  | { ok: true; config: ScheduleConfig }
+  | { ok: true; config: ScheduleConfig; warnings: ConfigError[] }
   | { ok: false; errors: ConfigError[] };
 
 /** What {@linkcode parseSchedules} checks beyond the file itself. */
@@ -109,6 +118,12 @@ export interface ParseOptions {
    * text. Left out, those checks are skipped.
    */
   readQuery?: QueryReader;
+  /**
+   * Where commands would run and what is there: given, each command's
+   * program is looked for and a missing or non-executable one is a warning
+   * (see `config/programs.ts`). Left out, programs are not looked for.
+   */
+  programs?: ProgramFiles;
 }
 
 /** What {@linkcode loadSchedules} may do beyond reading the file. */
@@ -121,6 +136,8 @@ export interface LoadOptions {
    * message, is reported.
    */
   workers?: (module: string) => Promise<readonly string[]>;
+  /** Given, the programs of the file's commands are looked for (see {@linkcode ParseOptions.programs}). */
+  programs?: ProgramFiles;
 }
 
 /**
@@ -144,7 +161,11 @@ export function parseSchedules(
   // Keys at the wrong level are one mistake that the schema would report many times over.
   misplacedKeys(report);
   if (report.errors.length === 0) validate(report, options.workers, options.readQuery);
-  if (report.errors.length === 0) return { ok: true, config: build(read.raw, file) };
+  if (report.errors.length === 0) {
+    if (options.programs) checkPrograms(report, options.programs);
+    const warnings = report.warnings.sort((a, b) => a.line - b.line || a.column - b.column);
+    return { ok: true, config: build(read.raw, file), warnings };
+  }
   return fail(report.errors.sort((a, b) => a.line - b.line || a.column - b.column));
 }
 
@@ -184,7 +205,8 @@ export async function loadSchedules(
   } catch {
     return refuse("yaml-invalid", "the file is not UTF-8 text");
   }
-  const result = parseSchedules(text, path, { readQuery: readTextOrNull });
+  const programs = options.programs;
+  const result = parseSchedules(text, path, { readQuery: readTextOrNull, programs });
   const module = result.ok ? result.config.workersModule : undefined;
   if (module === undefined || !options.workers) return result;
   let workers: ParseOptions["workers"];
@@ -193,7 +215,7 @@ export async function loadSchedules(
   } catch (error) {
     workers = { error: reasonOf(error) };
   }
-  return parseSchedules(text, path, { workers, readQuery: readTextOrNull });
+  return parseSchedules(text, path, { workers, readQuery: readTextOrNull, programs });
 }
 
 /** A report's query file, or null when it cannot be read. */

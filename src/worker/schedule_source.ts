@@ -7,7 +7,12 @@
  * @module
  */
 
-import { type ConfigError, type LoadOptions, loadSchedules } from "../schedule/config.ts";
+import {
+  type ConfigError,
+  type LoadOptions,
+  loadSchedules,
+  type ProgramFiles,
+} from "../schedule/config.ts";
 import type { ScheduleConfig } from "../schedule/types.ts";
 import type { Logger } from "./logger.ts";
 
@@ -56,6 +61,7 @@ export class ScheduleSource {
    */
   checkWorkers(module: string | undefined, names: readonly string[]): void {
     this.#load = {
+      ...this.#load,
       workers: (path) =>
         path === module ? Promise.resolve(names) : Promise.reject(
           new Error(
@@ -65,6 +71,16 @@ export class ScheduleSource {
           ),
         ),
     };
+  }
+
+  /**
+   * From now on, looks for the program of every command of each good file
+   * where this process would start it, and logs `config.warning` for each
+   * one missing or not executable (`jobs check` prints the same): the file
+   * is still used, since only the jobs that run that command will fail.
+   */
+  lookForPrograms(files: ProgramFiles): void {
+    this.#load = { ...this.#load, programs: files };
   }
 
   /** The last good configuration. */
@@ -103,6 +119,15 @@ export class ScheduleSource {
 
   async #reload(log: boolean): Promise<ReloadResult> {
     const result = await loadSchedules(this.path, this.#load);
+    if (result.ok) {
+      for (const warning of result.warnings) {
+        this.#logger("config.warning", {
+          file: this.path,
+          code: warning.code,
+          warning: warning.message,
+        });
+      }
+    }
     if (!log) {
       if (result.ok) this.#config = result.config;
       return result.ok

@@ -66,6 +66,139 @@ Deno.test("jobs check exits 1 with every error, each naming its line", async () 
   });
 });
 
+/** A file whose commands start programs that are missing, not executable, or fine; lines 1-13. */
+const PROGRAMS = `version: 1
+use_cases:
+  hold: { command: ["./bin/app", "hold"] }
+  note: { command: ["./bin/notes"] }
+  mail: { command: ["no-such-program-7f3a"] }
+  fine: { command: ["./bin/ok"] }
+  cwd: { command: ["./ok"], cwd: bin }
+  item: { command: ["sh", "-c", "./bin/app"] }
+schedules:
+  - id: each
+    every: 1m
+    selection: { command: ["./bin/list"] }
+    run: { command: ["{item}"] }
+`;
+
+/** A folder holding PROGRAMS as schedules.yaml and bin/ with notes (not executable) and ok. */
+async function withPrograms(fn: (dir: string, path: string) => Promise<void>): Promise<void> {
+  await withFile(PROGRAMS, async (path) => {
+    const dir = path.replace(/\/schedules\.yaml$/, "");
+    await Deno.mkdir(`${dir}/bin`);
+    await Deno.writeTextFile(`${dir}/bin/notes`, "#!/bin/sh\n", { mode: 0o644 });
+    await Deno.writeTextFile(`${dir}/bin/ok`, "#!/bin/sh\n", { mode: 0o755 });
+    await fn(dir, path);
+  });
+}
+
+Deno.test("jobs check warns, exit 0, about each command whose program is missing or not executable where a daemon started here runs it", async () => {
+  await withPrograms(async (dir, path) => {
+    const env = { PATH: "/usr/bin:/bin" };
+    const here = await runJobs(["check", "--config", path], { now: NOW, env, cwd: dir });
+    assert.equal(here.code, 0, here.err);
+    assert.match(here.out, /: valid, 1 schedule, 0 queues, 6 use cases$/);
+    const daemon =
+      "a command without cwd runs in the daemon's working directory, here the current folder";
+    assert.deepEqual(here.err.split("\n"), [
+      `jobs check: warning: ${path}:3:21: use case "hold": command[0] "./bin/app" does not exist: ` +
+      `no file ${dir}/bin/app (${daemon})`,
+      `jobs check: warning: ${path}:4:21: use case "note": command[0] "./bin/notes" is not ` +
+      `executable: ${dir}/bin/notes has no execute permission (${daemon})`,
+      `jobs check: warning: ${path}:5:21: use case "mail": command[0] "no-such-program-7f3a" is ` +
+      `not on PATH`,
+      `jobs check: warning: ${path}:12:28: schedule "each": selection.command[0] "./bin/list" does ` +
+      `not exist: no file ${dir}/bin/list (${daemon})`,
+    ]);
+
+    const json = await runJobs(["check", "--config", path, "--json"], { now: NOW, env, cwd: dir });
+    assert.equal(json.code, 0, json.err);
+    const { warnings } = JSON.parse(json.out);
+    assert.deepEqual(
+      warnings.map((w: Record<string, unknown>) => [w.code, w.line, w.field, w.value]),
+      [
+        ["command-missing", 3, "command[0]", "./bin/app"],
+        ["command-not-executable", 4, "command[0]", "./bin/notes"],
+        ["command-missing", 5, "command[0]", "no-such-program-7f3a"],
+        ["command-missing", 12, "selection.command[0]", "./bin/list"],
+      ],
+    );
+  });
+});
+
+Deno.test("jobs check run from another folder says a relative program is beside the file: start the daemon there", async () => {
+  await withPrograms(async (dir, path) => {
+    const elsewhere = await tempDir();
+    try {
+      const r = await runJobs(["check", "--config", path], {
+        now: NOW,
+        env: { PATH: "/usr/bin:/bin" },
+        cwd: elsewhere.path,
+      });
+      assert.equal(r.code, 0, r.err);
+      assert.match(
+        r.err,
+        new RegExp(
+          `use case "fine": command\\[0\\] "\\./bin/ok" does not exist: no file ${elsewhere.path}/bin/ok ` +
+            `\\(.*\\); ${dir}/bin/ok exists: start the daemon in ${dir}, or give the command a cwd$`,
+          "m",
+        ),
+      );
+    } finally {
+      await elsewhere.cleanup();
+    }
+  });
+});
+
+/** A pipeline whose step and sink are commands beside the file; the step is on line 8. */
+const PIPELINE = `version: 1
+pipelines:
+  - id: feed
+    source: { file: ./feed.ndjson, format: ndjson }
+    key: sku
+    steps:
+      - drop: drop-duplicates
+        run: { command: ["./steps/dedupe"] }
+    drop_reasons: [duplicate, poison]
+    sink: { command: ["./bin/sink"] }
+schedules: []
+`;
+
+Deno.test("jobs check looks for a pipeline's commands in the schedules file's folder, where they run", async () => {
+  await withFile(PIPELINE, async (path) => {
+    const dir = path.replace(/\/schedules\.yaml$/, "");
+    await Deno.mkdir(`${dir}/steps`);
+    await Deno.mkdir(`${dir}/bin`);
+    await Deno.writeTextFile(`${dir}/steps/dedupe`, "#!/bin/sh\n", { mode: 0o755 });
+    await Deno.writeTextFile(`${dir}/bin/sink`, "#!/bin/sh\n", { mode: 0o755 });
+    const elsewhere = await tempDir();
+    try {
+      // Run from another folder: the pipeline's commands are still the file's.
+      const check = () =>
+        runJobs(["check", "--config", path], {
+          now: NOW,
+          env: { PATH: "/usr/bin:/bin" },
+          cwd: elsewhere.path,
+        });
+      const clean = await check();
+      assert.equal(clean.code, 0, clean.err);
+      assert.equal(clean.err, "");
+      await Deno.chmod(`${dir}/steps/dedupe`, 0o644);
+      const r = await check();
+      assert.equal(r.code, 0, r.err);
+      assert.equal(
+        r.err,
+        `jobs check: warning: ${path}:8:26: pipeline "feed": steps[0].run.command[0] ` +
+          `"./steps/dedupe" is not executable: ${dir}/steps/dedupe has no execute permission ` +
+          `(relative to the schedules file's folder, where the pipeline runs it)`,
+      );
+    } finally {
+      await elsewhere.cleanup();
+    }
+  });
+});
+
 Deno.test("jobs next shifts 02:30 to 03:30 EDT on 2026-03-08 in America/New_York", async () => {
   await withFile(VALID, async (path) => {
     const { code, out } = await jobs([

@@ -18,9 +18,11 @@ import {
 import { decide, definitionHash, occurrenceJob } from "../../src/schedule/plan.ts";
 import type { Schedule, ScheduleConfig } from "../../src/schedule/types.ts";
 import { WORKFLOW_START_WORKER, type WorkflowStartRun } from "../../src/workflow/types.ts";
+import { workerNames } from "../../src/runners/workers_module.ts";
 import { runJobs, withFiles } from "../support/cli.ts";
 
 const EXAMPLE = fileURLToPath(new URL("../../examples/workflows.yaml", import.meta.url));
+const LENDING = fileURLToPath(new URL("../../examples/lending/schedules.yaml", import.meta.url));
 
 /** A file from its lines, so that a test reads its own line numbers. */
 function yaml(...lines: string[]): string {
@@ -234,17 +236,27 @@ Deno.test("a plain workflow: run steps, for_each, engine settings, use-case queu
   });
 });
 
-Deno.test("examples/workflows.yaml loads: the issue's saga and a plain workflow a schedule starts", async () => {
+Deno.test("examples/workflows.yaml loads: a plain workflow a schedule starts", async () => {
   const result = await loadSchedules(EXAMPLE);
   if (!result.ok) assert.fail(result.errors.map((e) => e.message).join("\n"));
   const { workflows, schedules } = result.config;
-  assert.deepEqual(workflows.map((w) => [w.id, w.saga]), [["lend-copy", true], [
-    "shout-words",
-    false,
-  ]]);
-  assert.equal(workflows[1]!.steps.find((s) => s.id === "shout")?.forEach, "list");
-  for (const step of workflows[1]!.steps) assert.equal(step.job.spec?.kind, "command");
+  assert.deepEqual(workflows.map((w) => [w.id, w.saga]), [["shout-words", false]]);
+  assert.equal(workflows[0]!.steps.find((s) => s.id === "shout")?.forEach, "list");
+  for (const step of workflows[0]!.steps) assert.equal(step.job.spec?.kind, "command");
   assert.equal(schedules[0]?.workflow, "shout-words");
+});
+
+Deno.test("examples/lending/schedules.yaml loads the issue's saga, its workers module checked", async () => {
+  const result = await loadSchedules(LENDING, { workers: workerNames });
+  if (!result.ok) assert.fail(result.errors.map((e) => e.message).join("\n"));
+  const [saga] = result.config.workflows;
+  assert.equal(saga?.id, "lend-copy");
+  assert.equal(saga?.saga, true);
+  assert.deepEqual(saga?.steps.map((s) => [s.id, s.useCase]), [
+    ["place-hold", "use-case/lending.place-hold"],
+    ["charge-fee", "use-case/billing.charge-fee"],
+    ["notify", "use-case/lending.notify"],
+  ]);
 });
 
 // ---------------------------------------------------------------- record errors
@@ -595,7 +607,7 @@ Deno.test("jobs check prints a saga's record error with file:line and code, and 
 Deno.test("jobs check on examples/workflows.yaml passes and counts its workflows", async () => {
   const { code, out, err } = await runJobs(["check", "--config", EXAMPLE], { now: 0 });
   assert.equal(code, 0, err);
-  assert.match(out, /valid, 1 schedule, 0 queues, 2 workflows \(1 saga\), 8 use cases$/);
+  assert.match(out, /valid, 1 schedule, 0 queues, 1 workflow \(0 sagas\), 3 use cases$/);
 });
 
 // ------------------------------------------------- a use case's retries (issue 26.2)

@@ -152,3 +152,39 @@ Deno.test("every reload logs where things stand: rejected, then reloaded when fi
     await dir.cleanup();
   }
 });
+
+Deno.test("a schedules.yaml whose command starts a program that is not there is used, and logged as config.warning at each load", async () => {
+  const dir = await tempDir();
+  try {
+    const path = `${dir.path}/schedules.yaml`;
+    await Deno.writeTextFile(
+      path,
+      'version: 1\nschedules:\n  - id: a\n    every: 1m\n    run: { command: ["./bin/app"] }\n',
+    );
+    const log = recorder();
+    const source = await ScheduleSource.open(path, log.logger);
+    source.lookForPrograms({ cwd: "/srv/app", path: "/usr/bin", stat: () => null });
+    const started = await source.verify();
+    assert.equal(started.ok, true);
+    const warning = {
+      event: "config.warning",
+      fields: {
+        file: path,
+        code: "command-missing",
+        warning: `${path}:5:22: schedule "a": run.command[0] "./bin/app" does not exist: ` +
+          "no file /srv/app/bin/app (a command without cwd runs in the daemon's working " +
+          "directory, here the current folder)",
+      },
+    };
+    assert.deepEqual(log.events, [warning]);
+    assert.equal((await source.reload()).ok, true);
+    assert.deepEqual(log.events.map((e) => e.event), [
+      "config.warning",
+      "config.warning",
+      "config.unchanged",
+    ]);
+    source.close();
+  } finally {
+    await dir.cleanup();
+  }
+});

@@ -61,9 +61,16 @@ export type ConfigErrorCode =
    * `report-need-missing`, `report-paging-missing`, `report-audit-missing`,
    * `report-param-unbound`, `report-tenant-missing`...
    */
-  | ReportProblemCode;
+  | ReportProblemCode
+  /**
+   * A warning, not an error: the program a `command` starts (its first argv
+   * word) is not a file where it would run, or a bare name is not on PATH.
+   */
+  | "command-missing"
+  /** A warning, not an error: the program a `command` starts is not an executable file. */
+  | "command-not-executable";
 
-/** One problem in a schedules file. */
+/** One problem in a schedules file (an error, or with a warning's code a warning). */
 export interface ConfigError {
   code: ConfigErrorCode;
   file: string;
@@ -137,6 +144,8 @@ export function errorAt(
 export class Reporter {
   /** What was reported so far, in the order it was reported. */
   readonly errors: ConfigError[] = [];
+  /** Problems that do not reject the file, in the order they were reported. */
+  readonly warnings: ConfigError[] = [];
   /** Indices of schedules with at least one error. */
   readonly broken = new Set<number>();
   /** Where each error was reported, and its text without the prefix. */
@@ -159,21 +168,43 @@ export class Reporter {
    */
   add(code: ConfigErrorCode, path: Path, text: string, key?: string, bare = false): void {
     const full = key === undefined ? path : [...path, key];
+    const error = this.#problem(code, path, text, key, bare);
+    const index = this.where(full)[2];
+    if (index !== undefined) this.broken.add(index);
+    this.errors.push(error);
+    this.#reported.set(error, { path: JSON.stringify(full), text });
+  }
+
+  /**
+   * Records a warning at the value at `path`: named as an error is (file,
+   * line, column, field, value), but it does not reject the file.
+   */
+  warn(code: ConfigErrorCode, path: Path, text: string): void {
+    this.warnings.push(this.#problem(code, path, text));
+  }
+
+  /** The problem at `path` (or at `key` of the mapping there), as {@linkcode add} describes. */
+  #problem(
+    code: ConfigErrorCode,
+    path: Path,
+    text: string,
+    key?: string,
+    bare = false,
+  ): ConfigError {
+    const full = key === undefined ? path : [...path, key];
     const { line, column } = this.at.of(this.offset(path, key));
     const [where, fieldPath, index] = this.where(full);
     const field = fieldName(fieldPath);
     const value = key === undefined ? valueAt(this.raw, path) : undefined;
     const error: ConfigError = { code, file: this.file, line, column, message: "" };
     if (index !== undefined) {
-      this.broken.add(index);
       const id = scheduleIdAt(this.raw, index);
       if (id !== undefined) error.scheduleId = id;
     }
     if (field !== "") error.field = field;
     if (value !== undefined) error.value = value;
     error.message = `${this.file}:${line}:${column}: ${where && !bare ? `${where}: ` : ""}${text}`;
-    this.errors.push(error);
-    this.#reported.set(error, { path: JSON.stringify(full), text });
+    return error;
   }
 
   /**
