@@ -23,6 +23,15 @@
  * running daemon's WAL (a daemon killed by SIGBUS, its writes lost). The
  * wake file holds no lock.
  *
+ * A store touches only while another watch is there to hear it: each watch
+ * keeps a presence file (`<db>.wake/watch-<pid>-<n>`) while it runs, and a
+ * store about to touch looks for one other than its own: again whenever the
+ * wake folder changed (one stat), else every {@linkcode PRESENCE_CHECK_MS}.
+ * A daemon alone on its file touches nothing, and its own watch never hears
+ * its own commits (each heard event woke this process's main thread and
+ * the watch's thread in the middle of the work that followed the commit:
+ * same-process p95 0.95 -> 1.6 ms).
+ *
  * Not every commit touches at once. A commit that changed no row (an idle
  * node's claim, stager and planner passes, twice a second) touches
  * nothing: nobody has anything to hear. A quiet write (a node's heartbeat,
@@ -114,6 +123,7 @@ export class ChangeWatch {
   readonly #options: Required<Omit<ChangeWatchOptions, "clock" | "watch">>;
   readonly #file: string;
   #watch: FileWatch | null = null;
+  #presence: string | null = null;
   #version: number;
   #stopped = false;
   /** Why the watch is blind (the fast poll runs for good), or null. */
@@ -159,8 +169,10 @@ export class ChangeWatch {
     };
     this.#file = resolve(host.path);
     this.#version = this.#read() ?? 0;
+    // The first look a whole period after the start, not at it: a writer
+    // may not know of this watch yet for PRESENCE_CHECK_MS, and a commit of
+    // then, unheard, must not make it blind.
     this.#fileCheckedAt = this.#selfCheckedAt = this.#now();
-    this.#looks.push({ version: this.#version, heard: 0 });
     this.#start(options.watch ?? watchFolder);
     void this.#loop();
   }
@@ -181,6 +193,12 @@ export class ChangeWatch {
       // Already closed.
     }
     this.#watch = null;
+    if (this.#presence !== null) removeQuietly(this.#presence);
+  }
+
+  /** This watch's presence file (see the module doc), or null without one. */
+  get presence(): string | null {
+    return this.#presence;
   }
 
   #start(watch: (folder: string) => FileWatch): void {
@@ -192,6 +210,7 @@ export class ChangeWatch {
       this.#goBlind(`the wake folder cannot be watched: ${firstLine(error)}`);
       return;
     }
+    this.#presence = announcePresence(folder);
     // Events name the folder as watched: compare with its real path.
     const wake = join(folder, WAKE_FILE);
     const events = this.#watch;
@@ -356,6 +375,14 @@ function prepareWakeFolder(file: string): string {
  */
 export class CommitSignal {
   readonly #wake: string;
+  readonly #folder: string;
+  readonly #own: () => string | null;
+  /**
+   * Whether another watch was there at the last look, when that was
+   * (monotonic) and the wake folder's time of change then: a presence file
+   * made or removed changes it.
+   */
+  #listened = { at: -Infinity, any: false, folderMtime: NaN };
   #lastAt = -Infinity;
   #touches = 0;
   #trailing: ReturnType<typeof setTimeout> | null = null;
@@ -363,9 +390,11 @@ export class CommitSignal {
   #trailingAt = Infinity;
   #closed = false;
 
-  /** For the database at `path`. */
-  constructor(path: string) {
-    this.#wake = join(`${resolve(path)}.wake`, WAKE_FILE);
+  /** For the database at `path`; `own` is the presence file of the store's own watch, if any. */
+  constructor(path: string, own: () => string | null = () => null) {
+    this.#folder = `${resolve(path)}.wake`;
+    this.#wake = join(this.#folder, WAKE_FILE);
+    this.#own = own;
   }
 
   /** This store committed a change; `quiet`: nobody needs to hear it soon. */
@@ -390,6 +419,25 @@ export class CommitSignal {
     Deno.unrefTimer(this.#trailing as unknown as number);
   }
 
+  /**
+   * Whether a watch other than the store's own is there: read again when the
+   * wake folder changed (a watch came or went), else at most every
+   * {@linkcode PRESENCE_CHECK_MS} (a watch's process may have died).
+   */
+  #othersListen(now: number): boolean {
+    let folderMtime: number;
+    try {
+      folderMtime = Deno.statSync(this.#folder).mtime?.getTime() ?? NaN;
+    } catch {
+      return false; // no wake folder: nobody watches
+    }
+    const seen = this.#listened;
+    if (folderMtime === seen.folderMtime && now - seen.at < PRESENCE_CHECK_MS) return seen.any;
+    const any = otherWatches(this.#folder, this.#own());
+    this.#listened = { at: now, any, folderMtime };
+    return any;
+  }
+
   /** Stops signalling (the store closed). */
   close(): void {
     this.#closed = true;
@@ -406,6 +454,7 @@ export class CommitSignal {
     this.#lastAt = now;
     // This touch signals every commit so far.
     this.#cancelTrailing();
+    if (!this.#othersListen(now)) return;
     try {
       // Any new time will do (the event is what counts): no clock is read.
       const at = new Date(++this.#touches);
@@ -413,6 +462,73 @@ export class CommitSignal {
     } catch {
       // No wake file: nobody watches this database (yet).
     }
+  }
+}
+
+/** How often a committing store looks for other watches' presence files, in ms. */
+export const PRESENCE_CHECK_MS = 1000;
+
+const PRESENCE_PREFIX = "watch-";
+let presences = 0;
+
+/** Creates this watch's presence file in `folder`: its path, or null when it cannot. */
+function announcePresence(folder: string): string | null {
+  const path = join(folder, `${PRESENCE_PREFIX}${Deno.pid}-${++presences}`);
+  try {
+    Deno.writeFileSync(path, new Uint8Array());
+    return path;
+  } catch {
+    return null; // then writers do not touch for it, and its safety-net poll hears them
+  }
+}
+
+/**
+ * Whether `folder` holds the presence file of a watch other than `own`
+ * whose process lives. A file of a process that ended without removing it
+ * (killed) is removed here, where /proc tells; without /proc it counts.
+ */
+function otherWatches(folder: string, own: string | null): boolean {
+  let names: string[];
+  try {
+    names = [...Deno.readDirSync(folder)].map((e) => e.name);
+  } catch {
+    return false; // no wake folder: nobody watches
+  }
+  let any = false;
+  for (const name of names) {
+    if (!name.startsWith(PRESENCE_PREFIX)) continue;
+    const path = join(folder, name);
+    if (path === own) continue;
+    const pid = Number(name.slice(PRESENCE_PREFIX.length).split("-")[0]);
+    if (pid === Deno.pid || processLives(pid)) any = true;
+    else removeQuietly(path);
+  }
+  return any;
+}
+
+/** Whether process `pid` lives: true unless /proc says it does not. */
+function processLives(pid: number): boolean {
+  if (!Number.isInteger(pid) || pid <= 0) return false;
+  try {
+    Deno.statSync(`/proc/${pid}`);
+    return true;
+  } catch (error) {
+    // No such process where /proc is; elsewhere (no /proc, no permission) assume it lives.
+    if (!(error instanceof Deno.errors.NotFound)) return true;
+    try {
+      Deno.statSync("/proc/self");
+      return false;
+    } catch {
+      return true;
+    }
+  }
+}
+
+function removeQuietly(path: string): void {
+  try {
+    Deno.removeSync(path);
+  } catch {
+    // Gone already.
   }
 }
 

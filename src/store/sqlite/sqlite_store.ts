@@ -485,7 +485,7 @@ export class SqliteStore implements Store<SqliteTx> {
       this.#checkpointer = new Checkpointer(this.location, this.db);
     }
     if (this.#signal === null && this.#identity !== null && !this.#readOnly) {
-      this.#signal = new CommitSignal(this.location);
+      this.#signal = new CommitSignal(this.location, () => this.#watch?.presence ?? null);
     }
     const sync = this.#options.synchronous === "full" ? "FULL" : "NORMAL";
     this.db.exec(`PRAGMA synchronous = ${sync}`);
