@@ -7,9 +7,9 @@
  */
 
 import assert from "node:assert/strict";
-import type { ChunkDelta } from "../../src/ingest/types.ts";
-import type { IngestLease, Store } from "../../src/store/store.ts";
-import { BACKENDS, harnessTest, newJob } from "../support/backends.ts";
+import type { ChunkDelta } from "../../../src/ingest/types.ts";
+import type { IngestLease, Store } from "../../../src/store/store.ts";
+import { BACKENDS, harnessTest, newJob } from "../../support/backends.ts";
 
 const NOW = Date.UTC(2026, 2, 1, 12);
 
