@@ -238,6 +238,37 @@ for (const backend of BACKENDS) {
     ]);
   });
 
+  test("a step's completion that names its run and no occurrence advances it too, recorded or carried by a claim", async ({ store }) => {
+    // The executor sends a step job's occurrence with its result; the result
+    // type asks only for the run, and the store advances the run from that.
+    const { id } = await start(
+      store,
+      plain("bare", [
+        { id: "one" },
+        { id: "two", dependsOn: ["one"] },
+        { id: "three", dependsOn: ["two"] },
+      ]),
+    );
+    const one = await claimOne(store, { queue: "one" });
+    const recorded = await record(store, T0 + 1, completed(one, { workflow: id, value: "1" }));
+    assert.deepEqual([recorded.recorded, recorded.queues], [[one.id], ["two"]]);
+    const two = await claimOne(store, { queue: "two", now: T0 + 1 });
+    const { report } = await store.jobsClaim({
+      queue: "three",
+      node: NODE,
+      limit: 0,
+      now: T0 + 2,
+      leaseMs: LEASE_MS,
+      results: [completed(two, { workflow: id, value: "2" })],
+    });
+    assert.deepEqual([report.recorded, report.queues], [[two.id], ["three"]]);
+    assert.deepEqual(await rowsOf(store, id), [
+      ["step", "one", -1, "completed"],
+      ["step", "two", -1, "completed"],
+      ["step", "three", -1, "running"],
+    ]);
+  });
+
   test("a step discarded by jobsRecord() cancels its dependants and fails the run once nothing runs, on the run's trail by that node", async ({ store }) => {
     const definition = plain("pay", [
       { id: "charge" },
