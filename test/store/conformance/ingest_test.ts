@@ -4,6 +4,10 @@
  * merge drops per reason, every write fenced by the run's job, failure
  * counts across runs, the state a run reads as once its job ended, the
  * summaries' window, and the drops' listing, replay mark and pruning.
+ * Then each method directly: a run per job and its lookups, how a run is
+ * finished (fenced like the commits), the runs' listing by pipeline, page
+ * and the state a run reads as, the summaries of several pipelines, and
+ * the drops' filters, record, replay mark and pruning bounds.
  */
 
 import assert from "node:assert/strict";
@@ -47,6 +51,55 @@ async function openRun(store: Store, pipeline = "catalog") {
   assert.ok(run);
   const lease: IngestLease = { runId: run.id, jobId: job.id, fence: job.fence };
   return { job, run, lease };
+}
+
+/** Jobs of the queue "ingest" claimed by n1 at `now`, as many as `n`, in id order. */
+async function claimedJobs(store: Store, n: number, now = NOW) {
+  await store.jobsInsert({
+    jobs: Array.from(
+      { length: n },
+      () => newJob({ queue: "ingest", worker: "jobs.ingest", scheduledAt: now }),
+    ),
+    now,
+  });
+  const { jobs } = await store.jobsClaim({
+    queue: "ingest",
+    node: "n1",
+    limit: n,
+    now,
+    leaseMs: 60_000,
+  });
+  assert.equal(jobs.length, n);
+  return jobs.sort((a, b) => a.id - b.id);
+}
+
+/** Commits one chunk of `lease` at `now` that drops `drops` (reason, record kept or not). */
+function dropChunk(
+  store: Store,
+  lease: IngestLease,
+  pipeline: string,
+  now: number,
+  drops: { key: string; reason: string; record?: string | null }[],
+) {
+  const dropped: Record<string, number> = {};
+  for (const d of drops) dropped[d.reason] = (dropped[d.reason] ?? 0) + 1;
+  return store.ingestChunkCommit({
+    lease,
+    pipeline,
+    delta: delta({ received: drops.length, dropped }),
+    pending: 0,
+    cursor: `${now}`,
+    drops: drops.map((d) => ({
+      recordKey: d.key,
+      reason: d.reason,
+      step: "check",
+      excerpt: d.key,
+      record: d.record === undefined ? `{"key":"${d.key}"}` : d.record,
+    })),
+    failures: [],
+    cleared: [],
+    now,
+  });
 }
 
 for (const backend of BACKENDS) {
@@ -368,5 +421,310 @@ for (const backend of BACKENDS) {
     assert.equal(pruned, 1);
     assert.equal((await store.ingestDropsList({ pipeline: "catalog" })).length, 1);
     assert.equal((await store.ingestDropsList({ pipeline: "bank" })).length, 0);
+  });
+
+  test("ingestRunOpen() makes one run per job, which ingestRunByJob() and ingestRunGet() find; a job not held opens none", async ({ store }) => {
+    const [a, b, c] = await claimedJobs(store, 3);
+    const open = (
+      job: { id: number; fence: number },
+      pipeline: string,
+      trigger: "schedule" | "manual" | "replay",
+      now = NOW,
+    ) =>
+      store.ingestRunOpen({
+        pipeline,
+        hash: `h-${pipeline}`,
+        jobId: job.id,
+        fence: job.fence,
+        trigger,
+        now,
+      });
+    const first = await open(a!, "catalog", "schedule");
+    const second = await open(b!, "catalog", "manual", NOW + 1);
+    const third = await open(c!, "bank", "replay", NOW + 2);
+    assert.deepEqual(first, {
+      id: first!.id,
+      pipeline: "catalog",
+      hash: "h-catalog",
+      state: "running",
+      jobId: a!.id,
+      trigger: "schedule",
+      counts: { received: 0, kept: 0, sunk: 0, failed: 0, pending: 0, dropped: {} },
+      cursor: null,
+      error: null,
+      startedAt: NOW,
+      updatedAt: NOW,
+      finishedAt: null,
+    });
+    assert.ok(first!.id < second!.id && second!.id < third!.id);
+    assert.deepEqual([second?.trigger, third?.trigger, third?.pipeline], [
+      "manual",
+      "replay",
+      "bank",
+    ]);
+    assert.deepEqual(await store.ingestRunByJob({ jobId: b!.id }), second);
+    assert.deepEqual(await store.ingestRunGet({ id: third!.id }), third);
+
+    // Reopened by its job (a retry): the same run, touched, keeping the hash it began with.
+    const again = await store.ingestRunOpen({
+      pipeline: "catalog",
+      hash: "h-new",
+      jobId: a!.id,
+      fence: a!.fence,
+      trigger: "manual",
+      now: NOW + 9,
+    });
+    assert.deepEqual(again, { ...first, updatedAt: NOW + 9 });
+    assert.deepEqual(await store.ingestRunGet({ id: first!.id }), again);
+
+    assert.equal(await store.ingestRunGet({ id: third!.id + 100 }), null);
+    assert.equal(await store.ingestRunByJob({ jobId: c!.id + 100 }), null);
+    const [waiting] = (await store.jobsInsert({
+      jobs: [newJob({ queue: "later", worker: "jobs.ingest", scheduledAt: NOW })],
+      now: NOW,
+    })).map((r) => r.id);
+    assert.equal(
+      await store.ingestRunOpen({
+        pipeline: "catalog",
+        hash: "h",
+        jobId: waiting!,
+        fence: 0,
+        trigger: "manual",
+        now: NOW,
+      }),
+      null,
+    );
+    assert.equal(await store.ingestRunByJob({ jobId: waiting! }), null);
+  });
+
+  test("ingestRunFinish() ends a run in its state with its pending count and error, fenced by its job; another run's id writes nothing", async ({ store }) => {
+    const { job, run, lease } = await openRun(store);
+    const other = await openRun(store, "bank");
+    const finish = (l: IngestLease, now = NOW + 3) =>
+      store.ingestRunFinish({ lease: l, state: "paged", error: "buffer full", pending: 5, now });
+    assert.equal(await finish({ ...lease, fence: lease.fence + 1 }), false);
+    assert.equal(await finish({ ...lease, runId: other.run.id }), false);
+    assert.equal(await finish({ ...other.lease, runId: run.id }), false);
+    assert.deepEqual(await store.ingestRunGet({ id: run.id }), run);
+    assert.deepEqual(await store.ingestRunGet({ id: other.run.id }), other.run);
+
+    assert.equal(await finish(lease), true);
+    const paged = await store.ingestRunGet({ id: run.id });
+    assert.deepEqual(
+      [paged?.state, paged?.error, paged?.counts.pending, paged?.finishedAt, paged?.updatedAt],
+      ["paged", "buffer full", 5, NOW + 3, NOW + 3],
+    );
+    // A stored end stays what it is once its job ends.
+    await store.jobsRecord({
+      node: "n1",
+      now: NOW + 4,
+      results: [{ id: job.id, fence: job.fence, attempt: 1, startedAt: NOW, outcome: "completed" }],
+    });
+    assert.equal((await store.ingestRunGet({ id: run.id }))?.state, "paged");
+    assert.equal(await finish(lease, NOW + 5), false);
+    // A running run whose job completed without ending it reads as failed, saying so.
+    await store.jobsRecord({
+      node: "n1",
+      now: NOW + 4,
+      results: [{
+        id: other.job.id,
+        fence: other.job.fence,
+        attempt: 1,
+        startedAt: NOW,
+        outcome: "completed",
+      }],
+    });
+    const orphan = await store.ingestRunGet({ id: other.run.id });
+    assert.deepEqual([orphan?.state, orphan?.error, orphan?.finishedAt], [
+      "failed",
+      "its job was completed",
+      null,
+    ]);
+  });
+
+  test("ingestRunsList() gives runs newest first by pipeline, pages with before, and filters by the state a run reads as", async ({ store }) => {
+    // 211 runs: the oldest failed (its job discarded), the next completed, then 209 running.
+    const jobs = await claimedJobs(store, 211);
+    const runs: number[] = [];
+    for (const [n, job] of jobs.entries()) {
+      const run = await store.ingestRunOpen({
+        pipeline: n % 2 === 0 ? "catalog" : "bank",
+        hash: "h",
+        jobId: job.id,
+        fence: job.fence,
+        trigger: "schedule",
+        now: NOW + n,
+      });
+      runs.push(run!.id);
+    }
+    await store.jobsDiscard({ ids: [jobs[0]!.id], now: NOW, reason: "feed gone" });
+    const lease = { runId: runs[1]!, jobId: jobs[1]!.id, fence: jobs[1]!.fence };
+    assert.ok(
+      await store.ingestRunFinish({ lease, state: "completed", error: null, pending: 0, now: NOW }),
+    );
+    const ids = async (filter: Parameters<Store["ingestRunsList"]>[0]) =>
+      (await store.ingestRunsList(filter)).map((r) => r.id);
+    const newest = [...runs].reverse();
+    assert.deepEqual(await ids({}), newest.slice(0, 50));
+    assert.deepEqual(await ids({ limit: 3 }), newest.slice(0, 3));
+    assert.deepEqual(await ids({ limit: 3, before: newest[2] }), newest.slice(3, 6));
+    const catalog = newest.filter((id) => runs.indexOf(id) % 2 === 0);
+    assert.deepEqual(await ids({ pipeline: "catalog", limit: 4 }), catalog.slice(0, 4));
+    assert.deepEqual(await ids({ pipeline: "catalog", limit: 300 }), catalog);
+    assert.deepEqual(await ids({ pipeline: "none" }), []);
+    // The state a run reads as, found past the first pages of running ones.
+    const [failed] = await store.ingestRunsList({ state: "failed" });
+    assert.deepEqual([failed?.id, failed?.state, failed?.error], [
+      runs[0],
+      "failed",
+      "its job was discarded: feed gone",
+    ]);
+    assert.deepEqual(await ids({ state: "completed", limit: 5 }), [runs[1]]);
+    assert.deepEqual(await ids({ state: "failed", pipeline: "bank" }), []);
+    assert.deepEqual(await ids({ state: "running", limit: 2 }), newest.slice(0, 2));
+    assert.deepEqual(await ids({ state: "running", before: runs[3] }), [runs[2]!]);
+    assert.equal((await ids({ state: "running", limit: 300 })).length, 209);
+  });
+
+  test("ingestSummaries() gives each pipeline, by name, its run count, newest run, last completion and drops since the window's start", async ({ store }) => {
+    const ended = async (pipeline: string, at: number, state: "completed" | "failed") => {
+      const { lease } = await openRun(store, pipeline);
+      assert.ok(await dropChunk(store, lease, pipeline, at, [{ key: `${at}`, reason: "late" }]));
+      assert.ok(await store.ingestRunFinish({ lease, state, error: null, pending: 0, now: at }));
+    };
+    await ended("orders", NOW + 10, "completed");
+    await ended("orders", NOW + 20, "completed");
+    await ended("orders", NOW + 30, "failed");
+    await ended("catalog", NOW + 15, "failed");
+    const running = await openRun(store, "orders");
+    assert.ok(
+      await dropChunk(store, running.lease, "orders", NOW + 40, [
+        { key: "x", reason: "duplicate" },
+        { key: "y", reason: "duplicate" },
+      ]),
+    );
+
+    const summaries = await store.ingestSummaries({ since: NOW + 20 });
+    assert.deepEqual(
+      summaries.map((
+        s,
+      ) => [s.pipeline, s.runs, s.lastRun?.id, s.lastRun?.state, s.lastCompletedAt]),
+      [
+        [
+          "catalog",
+          1,
+          (await store.ingestRunsList({ pipeline: "catalog" }))[0]?.id,
+          "failed",
+          null,
+        ],
+        ["orders", 4, running.run.id, "running", NOW + 20],
+      ],
+    );
+    // The window includes its first instant.
+    assert.deepEqual(summaries.map((s) => s.droppedSince), [{}, { late: 2, duplicate: 2 }]);
+    assert.deepEqual(
+      (await store.ingestSummaries({ since: NOW + 41 })).map((s) => s.droppedSince),
+      [{}, {}],
+    );
+    assert.deepEqual(
+      (await store.ingestSummaries({ since: 0 })).map((s) => s.droppedSince),
+      [{ late: 1 }, { late: 3, duplicate: 2 }],
+    );
+  });
+
+  test("ingestDropsList() filters one pipeline's drops by reason and run, newest first; ingestDropGet() holds the record only when it was kept", async ({ store }) => {
+    const one = await openRun(store);
+    const two = await openRun(store);
+    const bank = await openRun(store, "bank");
+    assert.ok(
+      await dropChunk(store, one.lease, "catalog", NOW + 1, [
+        { key: "a", reason: "duplicate" },
+        { key: "b", reason: "poison", record: null },
+      ]),
+    );
+    assert.ok(
+      await dropChunk(store, two.lease, "catalog", NOW + 2, [
+        { key: "c", reason: "duplicate", record: '{"c":"\\"quoted\\" ☃"}' },
+      ]),
+    );
+    assert.ok(
+      await dropChunk(store, bank.lease, "bank", NOW + 3, [{ key: "d", reason: "duplicate" }]),
+    );
+    const keys = async (filter: Parameters<Store["ingestDropsList"]>[0]) =>
+      (await store.ingestDropsList(filter)).map((d) => d.recordKey);
+    assert.deepEqual(await keys({ pipeline: "catalog" }), ["c", "b", "a"]);
+    assert.deepEqual(await keys({ pipeline: "catalog", reason: "duplicate" }), ["c", "a"]);
+    assert.deepEqual(await keys({ pipeline: "catalog", runId: one.run.id }), ["b", "a"]);
+    assert.deepEqual(
+      await keys({ pipeline: "catalog", runId: one.run.id, reason: "duplicate" }),
+      ["a"],
+    );
+    assert.deepEqual(await keys({ pipeline: "catalog", runId: bank.run.id }), []);
+    assert.deepEqual(await keys({ pipeline: "bank" }), ["d"]);
+    assert.deepEqual(await keys({ pipeline: "nothing" }), []);
+
+    const [c, b] = await store.ingestDropsList({ pipeline: "catalog", limit: 2 });
+    assert.deepEqual(c, {
+      id: c!.id,
+      pipeline: "catalog",
+      runId: two.run.id,
+      recordKey: "c",
+      reason: "duplicate",
+      step: "check",
+      at: NOW + 2,
+      excerpt: "c",
+      replayable: true,
+      replayedAt: null,
+      replayedJob: null,
+    });
+    assert.deepEqual(await store.ingestDropGet({ id: c!.id }), {
+      ...c,
+      record: '{"c":"\\"quoted\\" ☃"}',
+    });
+    assert.deepEqual(await store.ingestDropGet({ id: b!.id }), { ...b, record: null });
+    assert.equal(b?.replayable, false);
+    assert.equal(await store.ingestDropGet({ id: c!.id + 100 }), null);
+
+    assert.equal(await store.ingestDropReplayed({ id: c!.id, jobId: 42, now: NOW + 9 }), true);
+    const [replayed] = await store.ingestDropsList({ pipeline: "catalog", limit: 1 });
+    assert.deepEqual([replayed?.replayedAt, replayed?.replayedJob], [NOW + 9, 42]);
+    // Replayed again (another replay job): the latest is kept.
+    assert.equal(await store.ingestDropReplayed({ id: c!.id, jobId: 43, now: NOW + 10 }), true);
+    const again = await store.ingestDropGet({ id: c!.id });
+    assert.deepEqual([again?.replayedAt, again?.replayedJob], [NOW + 10, 43]);
+  });
+
+  test("ingestDropsPrune() deletes at most limit drops older than their pipeline's cutoff, never one at it", async ({ store }) => {
+    const catalog = await openRun(store);
+    const bank = await openRun(store, "bank");
+    for (let n = 0; n < 5; n++) {
+      assert.ok(
+        await dropChunk(store, catalog.lease, "catalog", NOW + n, [{
+          key: `c${n}`,
+          reason: "late",
+        }]),
+      );
+      assert.ok(
+        await dropChunk(store, bank.lease, "bank", NOW + n, [{ key: `b${n}`, reason: "late" }]),
+      );
+    }
+    const prune = (limit: number) =>
+      store.ingestDropsPrune({
+        before: [{ pipeline: "catalog", before: NOW + 3 }],
+        otherwise: NOW + 1,
+        limit,
+      });
+    assert.equal(await prune(2), 2);
+    assert.equal(await prune(10), 2);
+    assert.equal(await prune(10), 0);
+    const keys = async (pipeline: string) =>
+      (await store.ingestDropsList({ pipeline })).map((d) => d.recordKey);
+    assert.deepEqual(await keys("catalog"), ["c4", "c3"]);
+    assert.deepEqual(await keys("bank"), ["b4", "b3", "b2", "b1"]);
+    assert.equal(
+      await store.ingestDropsPrune({ before: [], otherwise: NOW + 100, limit: 100 }),
+      6,
+    );
+    assert.deepEqual(await keys("catalog"), []);
   });
 }
