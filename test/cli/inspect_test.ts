@@ -1,76 +1,24 @@
 import assert from "node:assert/strict";
 import type { NewJob } from "../../src/kernel/types.ts";
-import { loadSchedules } from "../../src/schedule/config.ts";
 import { occurrenceId } from "../../src/schedule/occurrences.ts";
-import { occurrenceJob } from "../../src/schedule/plan.ts";
-import type { Schedule } from "../../src/schedule/types.ts";
-import { openSqliteStore, type SqliteStore } from "../../src/store/sqlite/sqlite_store.ts";
-import { syncSchedules } from "../../src/worker/planner.ts";
+import type { SqliteStore } from "../../src/store/sqlite/sqlite_store.ts";
 import { BACKENDS, newJob } from "../support/backends.ts";
 import { runJobs } from "../support/cli.ts";
-import { tempDir } from "../support/stores.ts";
+import {
+  insert,
+  jobs,
+  nightlyJob,
+  NOW,
+  SCHEDULES,
+  withFixture,
+} from "../support/operator_fixture.ts";
 
-const NOW = Date.UTC(2026, 5, 1, 9);
 const MINUTE = 60_000;
 const ESC = "\x1b";
 const RLO = "\u202e";
 
-const SCHEDULES = `version: 1
-queues:
-  default: { concurrency: 4 }
-  mail: { concurrency: 2, paused: true }
-schedules:
-  - id: nightly
-    cron: "0 3 * * *"
-    misfire: catch_up
-    overlap_policy: skip
-    run: { command: ["true"] }
-  - id: reindex-search
-    manual: true
-    guard: on-call engineer, outside business hours
-    runs_where: staging
-    queue: mail
-    run: { command: ["echo", "reindex"] }
-`;
-
-interface Fixture {
-  db: string;
-  config: string;
-  store: SqliteStore;
-  schedules: Schedule[];
-}
-
-/** A temp schedules file and a migrated store on a temp file, closed and removed after `fn`. */
-async function withFixture(fn: (f: Fixture) => Promise<void>): Promise<void> {
-  const dir = await tempDir();
-  const config = `${dir.path}/schedules.yaml`;
-  const db = `${dir.path}/jobs.db`;
-  await Deno.writeTextFile(config, SCHEDULES);
-  const loaded = await loadSchedules(config);
-  if (!loaded.ok) throw new Error(loaded.errors.map((e) => e.message).join("\n"));
-  const store = await openSqliteStore(db, { now: NOW - 60 * MINUTE });
-  try {
-    await syncSchedules(store, NOW - 60 * MINUTE, loaded.config.schedules);
-    await fn({ db, config, store, schedules: loaded.config.schedules });
-  } finally {
-    await store.close();
-    await dir.cleanup();
-  }
-}
-
 function plainJob(fields: Partial<NewJob> = {}): NewJob {
   return newJob({ worker: "mailer", maxAttempts: 3, scheduledAt: NOW - 30 * MINUTE, ...fields });
-}
-
-/** The nightly occurrence at `instant`, as the planner would insert it. */
-function nightlyJob(f: Fixture, instant: number, occurrence = occurrenceId("nightly", instant)) {
-  const nightly = f.schedules.find((s) => s.id === "nightly")!;
-  return occurrenceJob(nightly, { at: instant, occurrence, local: "", note: null });
-}
-
-async function insert(store: SqliteStore, job: NewJob, now = NOW - 30 * MINUTE): Promise<number> {
-  const [result] = await store.jobsInsert({ jobs: [job], now });
-  return result!.id;
 }
 
 /**
@@ -105,10 +53,6 @@ async function runOnce(
   });
   assert.deepEqual(report.recorded, [job.id]);
   return job.id;
-}
-
-function jobs(args: string[]) {
-  return runJobs(args, { now: NOW, env: { USER: "ada" } });
 }
 
 Deno.test("jobs ls prints one line per job, newest first, with stored control characters escaped", async () => {

@@ -6,24 +6,11 @@
 import assert from "node:assert/strict";
 import { runJobs, seedJobs, withFiles } from "../support/cli.ts";
 import { withStore } from "../support/stores.ts";
+import { SCHEDULES } from "../support/action_schedules.ts";
 
 const NOW = Date.UTC(2026, 5, 1, 9);
 const ENV = { USER: "ada" };
 const OCCURRENCE = "nightly@2026-06-01T03:00:00.000Z";
-const SCHEDULES = `version: 1
-schedules:
-  - id: nightly
-    cron: "0 3 * * *"
-    queue: reports
-    max_attempts: 3
-    tags: [reports]
-    run: { command: ["true"] }
-  - id: reindex
-    manual: true
-    guard: on-call only, outside business hours
-    runs_where: staging
-    run: { command: ["echo", "reindex"] }
-`;
 
 Deno.test("jobs replay adds a replay attempt to the same occurrence, audited", async () => {
   await withFiles(SCHEDULES, async ({ db }) => {

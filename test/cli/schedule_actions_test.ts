@@ -9,23 +9,10 @@ import { loadSchedules } from "../../src/schedule/config.ts";
 import { occurrenceJob } from "../../src/schedule/plan.ts";
 import { runJobs, withFiles } from "../support/cli.ts";
 import { withStore } from "../support/stores.ts";
+import { SCHEDULES } from "../support/action_schedules.ts";
 
 const NOW = Date.UTC(2026, 5, 1, 9);
 const ENV = { USER: "ada" };
-const SCHEDULES = `version: 1
-schedules:
-  - id: nightly
-    cron: "0 3 * * *"
-    queue: reports
-    max_attempts: 3
-    tags: [reports]
-    run: { command: ["true"] }
-  - id: reindex
-    manual: true
-    guard: on-call only, outside business hours
-    runs_where: staging
-    run: { command: ["echo", "reindex"] }
-`;
 
 Deno.test("jobs run refuses a manual schedule outside its runs_where and needs a reason", async () => {
   await withFiles(SCHEDULES, async ({ db, config }) => {

@@ -16,6 +16,7 @@ import { silentLogger } from "../../src/worker/logger.ts";
 import { runJobs, withFiles } from "../support/cli.ts";
 import { BACKENDS } from "../support/backends.ts";
 import { withStore } from "../support/stores.ts";
+import { LEND_COPY_WORKFLOWS } from "../support/workflows.ts";
 import { workflowRunView } from "../../src/admin/workflows.ts";
 import type { Store } from "../../src/store/store.ts";
 
@@ -29,21 +30,7 @@ use_cases:
   use-case/billing.charge-fee:  { worker: charge_fee }
   use-case/billing.refund-fee:  { worker: refund_fee }
   use-case/lending.notify:      { worker: notify }
-workflows:
-  - id: lend-copy
-    carried_by: workflow
-    steps:
-      - id: place-hold
-        use_case: use-case/lending.place-hold
-        compensation: { mode: use-case, use_case: use-case/lending.cancel-hold }
-      - id: charge-fee
-        depends_on: [place-hold]
-        use_case: use-case/billing.charge-fee
-        compensation: { mode: use-case, use_case: use-case/billing.refund-fee }
-      - id: notify
-        depends_on: [charge-fee]
-        use_case: use-case/lending.notify
-        compensation: { mode: none, reason: a sent notice cannot be recalled }
+${LEND_COPY_WORKFLOWS}
   - id: import
     steps:
       - id: fetch

@@ -13,6 +13,7 @@ import assert from "node:assert/strict";
 import { waitUntil } from "../../src/testing.ts";
 import { EXIT_DISCARD } from "../../src/runners/command.ts";
 import { daemonDir, jobsCommand, POLL, readLines, startDaemon } from "../support/daemon_process.ts";
+import { LEND_COPY_WORKFLOWS } from "../support/workflows.ts";
 
 /** A use case that appends `<name> <step identity>` to the ledger and writes its result. */
 function useCase(dir: string, name: string, fail = false): string {
@@ -34,21 +35,7 @@ use_cases:
   use-case/billing.charge-fee: { command: ${useCase(dir, "charge-fee")} }
   use-case/billing.refund-fee: { command: ${useCase(dir, "refund-fee")} }
   use-case/lending.notify: { command: ${useCase(dir, "notify", true)} }
-workflows:
-  - id: lend-copy
-    carried_by: workflow
-    steps:
-      - id: place-hold
-        use_case: use-case/lending.place-hold
-        compensation: { mode: use-case, use_case: use-case/lending.cancel-hold }
-      - id: charge-fee
-        depends_on: [place-hold]
-        use_case: use-case/billing.charge-fee
-        compensation: { mode: use-case, use_case: use-case/billing.refund-fee }
-      - id: notify
-        depends_on: [charge-fee]
-        use_case: use-case/lending.notify
-        compensation: { mode: none, reason: a sent notice cannot be recalled }
+${LEND_COPY_WORKFLOWS}
 `;
 }
 

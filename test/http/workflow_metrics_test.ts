@@ -11,6 +11,7 @@ import { drainAllJobs } from "../../src/testing.ts";
 import { defineWorkflow } from "../../src/workflow/definition.ts";
 import { RUN_STATES } from "../../src/workflow/types.ts";
 import { type Backend, backendJobs, BACKENDS } from "../support/backends.ts";
+import { LEND_SAGA } from "../support/workflows.ts";
 import { parseProm, value } from "./prom.ts";
 
 function test(name: string, fn: (backend: Backend) => Promise<void>): void {
@@ -37,39 +38,9 @@ test("/metrics counts workflow runs by definition and state, and compensations b
       dependsOn: ["fetch"],
     }],
   });
-  const lend = defineWorkflow({
-    id: "lend",
-    carriedBy: "workflow",
-    useCases: {
-      "use-case/hold": "hold",
-      "use-case/charge": "charge",
-      "use-case/notify": "notify",
-      "use-case/unhold": "unhold",
-      "use-case/refund": "refund",
-    },
-    steps: [
-      {
-        id: "hold",
-        useCase: "use-case/hold",
-        compensation: { mode: "use-case", useCase: "use-case/unhold" },
-      },
-      {
-        id: "charge",
-        dependsOn: ["hold"],
-        useCase: "use-case/charge",
-        compensation: { mode: "use-case", useCase: "use-case/refund" },
-      },
-      {
-        id: "notify",
-        dependsOn: ["charge"],
-        useCase: "use-case/notify",
-        compensation: { mode: "none", reason: "a sent notice cannot be recalled" },
-      },
-    ],
-  });
   await using t = await backendJobs(backend, workers);
   t.jobs.registerWorkflow(imports);
-  t.jobs.registerWorkflow(lend);
+  t.jobs.registerWorkflow(LEND_SAGA);
   await t.jobs.startWorkflow("imports", { day: 1 });
   await t.jobs.startWorkflow("lend", { copy: "c-1" });
   await drainAllJobs(t.jobs);

@@ -4,6 +4,7 @@ import { drainAllJobs } from "../../src/testing.ts";
 import { pruneWorkflowRuns } from "../../src/worker/pruner.ts";
 import { defineWorkflow } from "../../src/workflow/definition.ts";
 import { type Backend, backendJobs, BACKENDS } from "../support/backends.ts";
+import { LEND_SAGA } from "../support/workflows.ts";
 
 /** One test body, run on every backend of BACKENDS. */
 function test(name: string, fn: (backend: Backend) => Promise<void>): void {
@@ -61,38 +62,8 @@ test("a saga whose third step fails runs the compensations of steps 2 then 1, on
   const log: string[] = [];
   const make = recorder(log, new Set(["notify"]));
   const workers = ["hold", "charge", "notify", "unhold", "refund"].map(make);
-  const saga = defineWorkflow({
-    id: "lend",
-    carriedBy: "workflow",
-    useCases: {
-      "use-case/hold": "hold",
-      "use-case/charge": "charge",
-      "use-case/notify": "notify",
-      "use-case/unhold": "unhold",
-      "use-case/refund": "refund",
-    },
-    steps: [
-      {
-        id: "hold",
-        useCase: "use-case/hold",
-        compensation: { mode: "use-case", useCase: "use-case/unhold" },
-      },
-      {
-        id: "charge",
-        dependsOn: ["hold"],
-        useCase: "use-case/charge",
-        compensation: { mode: "use-case", useCase: "use-case/refund" },
-      },
-      {
-        id: "notify",
-        dependsOn: ["charge"],
-        useCase: "use-case/notify",
-        compensation: { mode: "none", reason: "a sent notice cannot be recalled" },
-      },
-    ],
-  });
   await using t = await backendJobs(backend, workers);
-  const { id } = await t.jobs.startWorkflow(saga, { order: 1 });
+  const { id } = await t.jobs.startWorkflow(LEND_SAGA, { order: 1 });
   await drainAllJobs(t.jobs);
   const detail = await t.store.workflowGet({ id });
   assert.equal(detail?.run.state, "compensated");

@@ -1996,12 +1996,13 @@ function schedulesOf(q: Sql, ids: number[]): Fragment {
 }
 
 /**
- * A completion of a job that is not a schedule's occurrence: what
- * {@linkcode PostgresStore.jobsClaim} writes in its one-statement form (an
- * occurrence's completion also moves its schedule's recovery point).
+ * A completion of a job that is neither a schedule's occurrence nor a
+ * workflow's step: what {@linkcode PostgresStore.jobsClaim} writes in its
+ * one-statement form (an occurrence's completion also moves its schedule's
+ * recovery point; a step's advances its run).
  */
 function isPlainCompletion(result: JobResult): boolean {
-  return result.outcome === "completed" && !result.occurrence;
+  return result.outcome === "completed" && !result.occurrence && result.workflow === undefined;
 }
 
 /**

@@ -1,15 +1,17 @@
 /**
- * One `jobsInsert` of many jobs, as a bulk enqueue makes them: runs of jobs
- * alike but for their args, runs that differ in queue, tenant, meta, tags,
- * priority, attempts, schedule and due time, keyed jobs and a duplicate in
- * the middle, across more than one statement's worth of rows. Every result
- * is in input order with the id of its own row, and every row holds what
- * its job said, on both stores.
+ * jobsInsert(), on every backend: results in input order, each job
+ * `scheduled` when due later; and one insert of many jobs, as a bulk enqueue
+ * makes them: runs of jobs alike but for their args, runs that differ in
+ * queue, tenant, meta, tags, priority, attempts, schedule and due time, keyed
+ * jobs and a duplicate in the middle, across more than one statement's worth
+ * of rows. Every result is in input order with the id of its own row, and
+ * every row holds what its job said.
  */
 
 import assert from "node:assert/strict";
-import type { NewJob } from "../../src/kernel/types.ts";
-import { BACKENDS, harnessTest, newJob } from "../support/backends.ts";
+import type { NewJob } from "../../../src/kernel/types.ts";
+import { BACKENDS, harnessTest } from "../../support/backends.ts";
+import { newJob, T0 } from "./helpers.ts";
 
 const NOW = Date.UTC(2026, 11, 3, 8);
 
@@ -50,6 +52,35 @@ function mixed(): NewJob[] {
   }
   jobs.push(newJob({ scheduledAt: NOW, args: `{"o":1}`, occurrence: "nightly@1" }));
   return jobs;
+}
+
+for (const backend of BACKENDS) {
+  const test = harnessTest(backend, T0);
+
+  test("jobsInsert() returns ids in input order, scheduled when due later", async ({ store }) => {
+    const results = await store.jobsInsert({
+      now: T0,
+      jobs: [
+        newJob({ args: `{"n":0}` }),
+        newJob({ args: `{"n":1}`, scheduledAt: T0 + 60_000 }),
+        newJob({ args: `{"n":2}`, queue: "mail" }),
+        newJob({ args: `{"n":3}`, scheduledAt: T0 - 1 }),
+      ],
+    });
+    assert.equal(results.length, 4);
+    assert.deepEqual(results.map((r) => r.state), [
+      "available",
+      "scheduled",
+      "available",
+      "available",
+    ]);
+    assert.deepEqual(results.map((r) => r.queue), ["default", "default", "mail", "default"]);
+    assert.ok(results.every((r) => !r.duplicate));
+    assert.equal(new Set(results.map((r) => r.id)).size, 4);
+    for (const [n, r] of results.entries()) {
+      assert.deepEqual((await store.jobGet({ id: r.id }))?.args, { n });
+    }
+  });
 }
 
 for (const backend of BACKENDS) {

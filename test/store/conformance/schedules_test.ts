@@ -1,15 +1,17 @@
 /**
  * The schedule methods of the `Store` interface (schedulesSync,
- * schedulesList, schedulePlan, scheduleSetEnabled, and the run bookkeeping of
- * jobsClaim/jobsRecord), as one body run for every backend in `BACKENDS` (test/support/backends.ts).
- * Nothing here touches SQL or a concrete store type.
+ * schedulesList, schedulePlan, scheduleSetEnabled, the run bookkeeping of
+ * jobsClaim/jobsRecord, and schedulesOutcomes), run for every backend.
+ *
+ * The tests moved here from test/store/schedules_store_test.ts keep their
+ * names, `[<backend>] <name>`, beside this suite's `<backend>: <name>`.
  */
 
 import assert from "node:assert/strict";
-import type { NewJob, PlanContext, PlanDecision } from "../../src/kernel/types.ts";
-import { BACKENDS, type Harness, newJob } from "../support/backends.ts";
+import type { NewJob, PlanContext, PlanDecision } from "../../../src/kernel/types.ts";
+import { BACKENDS, type Harness, harnessTest } from "../../support/backends.ts";
+import { claimOne, completed, insert, newJob, retryable, T0 } from "./helpers.ts";
 
-const T0 = Date.UTC(2026, 0, 1);
 const MINUTE = 60_000;
 
 function occurrenceJob(id: string, at: number, fields: Partial<NewJob> = {}): NewJob {
@@ -31,6 +33,59 @@ function decision(fields: Partial<PlanDecision> = {}): PlanDecision {
     plannedFor: null,
     ...fields,
   };
+}
+
+for (const backend of BACKENDS) {
+  const test = harnessTest(backend, T0);
+
+  test("schedulesOutcomes() gives each schedule's last outcome and its discarded occurrences since the last completed one", async ({ store }) => {
+    await store.schedulesSync({
+      schedules: ["nightly", "quiet"].map((id) => ({ id, hash: "h", tenant: null })),
+      now: T0,
+    });
+    const occurrence = (i: number) =>
+      newJob({
+        scheduleId: "nightly",
+        occurrence: `nightly@${new Date(T0 + i * 1000).toISOString()}`,
+        scheduledFor: T0 + i * 1000,
+        maxAttempts: 1,
+      });
+    await insert(store, [0, 1, 2, 3, 4].map(occurrence));
+    let now = T0;
+    const end = async (outcome: "completed" | "discarded" | "cancelled", queue = "default") => {
+      const job = await claimOne(store, { queue, now });
+      now += 1000;
+      await store.jobsRecord({
+        node: "node-a",
+        now,
+        results: [
+          outcome === "completed"
+            ? completed(job)
+            : { ...retryable(job, now), outcome, error: "boom" },
+        ],
+      });
+    };
+    assert.deepEqual(await store.schedulesOutcomes({}), []);
+    await end("completed");
+    assert.deepEqual(await store.schedulesOutcomes({}), [
+      { scheduleId: "nightly", lastOutcome: "completed", lastOutcomeAt: now, failures: 0 },
+    ]);
+    await end("discarded");
+    await end("cancelled"); // neither a failure nor a success: the run goes on
+    await end("discarded");
+    const failed = now;
+    // A fan-out item of the schedule is not an occurrence: it counts for nothing.
+    await insert(store, [newJob({ queue: "fan", scheduleId: "nightly", maxAttempts: 1 })], now);
+    await end("discarded", "fan");
+    assert.deepEqual(await store.schedulesOutcomes({}), [
+      { scheduleId: "nightly", lastOutcome: "discarded", lastOutcomeAt: failed, failures: 2 },
+    ]);
+    assert.deepEqual(await store.schedulesOutcomes({ ids: ["quiet"] }), []);
+    await end("completed");
+    assert.deepEqual(await store.schedulesOutcomes({ ids: ["nightly", "quiet"] }), [
+      { scheduleId: "nightly", lastOutcome: "completed", lastOutcomeAt: now, failures: 0 },
+    ]);
+  });
 }
 
 for (const backend of BACKENDS) {
