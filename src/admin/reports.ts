@@ -13,8 +13,8 @@
 import { redact } from "../kernel/redact.ts";
 import type { CompiledReport } from "../report/definition.ts";
 import { writerOf } from "../report/export.ts";
-import { checkRange, effectiveLimits, ReportLimitExceeded } from "../report/limits.ts";
-import { checkRequest, type RawRequest, ReportRequestError } from "../report/query.ts";
+import { effectiveLimits, ReportLimitExceeded } from "../report/limits.ts";
+import { checkRange, checkRequest, type RawRequest, ReportRequestError } from "../report/query.ts";
 import type { OutputStorage } from "../report/storage.ts";
 import { checkToken, type DownloadClaims, mintToken, newSecret } from "../report/tokens.ts";
 import type { ReportRun } from "../report/types.ts";

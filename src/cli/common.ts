@@ -17,7 +17,7 @@ import type { Actor } from "../admin/actions.ts";
 import { placeholderMessage, placeholderReason } from "../admin/reasons.ts";
 import type { Clock } from "../clock.ts";
 import { JOB_STATES, type JobState } from "../kernel/types.ts";
-import { tryParseDuration } from "../schedule/durations.ts";
+import { tryParseDuration } from "../text/durations.ts";
 import type { JobFilter } from "../store/store.ts";
 import { didYouMean } from "../text/suggest.ts";
 import type { Logger } from "../worker/logger.ts";
@@ -118,18 +118,6 @@ function projectFileOrFail<T>(fn: () => T): T {
     return fn();
   } catch (error) {
     if (error instanceof ProjectFileError) throw new CommandFailed(`jobs: ${error.message}`);
-    throw error;
-  }
-}
-
-/** Whether `path` exists; `:memory:` always does. */
-export async function exists(path: string): Promise<boolean> {
-  if (path === ":memory:") return true;
-  try {
-    await Deno.stat(path);
-    return true;
-  } catch (error) {
-    if (error instanceof Deno.errors.NotFound) return false;
     throw error;
   }
 }

@@ -14,7 +14,8 @@ import { type ConfigError, loadSchedules, type ProgramFiles } from "../schedule/
 import type { ScheduleConfig } from "../schedule/types.ts";
 import { workerNames } from "../runners/workers_module.ts";
 import { escapeControl } from "../text/escape.ts";
-import { type CliDeps, CommandFailed, configNamed, configPath, exists, plural } from "./common.ts";
+import { exists } from "../text/files.ts";
+import { type CliDeps, CommandFailed, configNamed, configPath, plural } from "./common.ts";
 
 /** How to read the file. */
 export interface LoadConfigOptions {

@@ -25,8 +25,10 @@ import type { CompiledPipeline, IngestDrop, IngestRun } from "../ingest/types.ts
 import type { Job } from "../kernel/types.ts";
 import { ingestWorker } from "../runners/ingest.ts";
 import { loadWorkersModule } from "../runners/workers_module.ts";
+import { when } from "../schedule/describe.ts";
 import type { ScheduleConfig } from "../schedule/types.ts";
 import type { Store } from "../store/store.ts";
+import { inOneUnit } from "../text/durations.ts";
 import { prunerSettings } from "../worker/pruner.ts";
 import {
   type CliDeps,
@@ -44,7 +46,7 @@ import { configIfAny, requireConfig } from "./config.ts";
 import { type Listing, listingOptions, printListing, tableLines } from "./list.ts";
 import { withStore } from "./open_store.ts";
 import { daemonsServing, type RunHere, untilEnded } from "./run_here.ts";
-import { cell, echo, iso, safeJson, table, when } from "./text.ts";
+import { cell, echo, iso, safeJson, table } from "./text.ts";
 
 /** How many drops `jobs drops` prints unless `--limit` says otherwise. */
 export const DROPS_DEFAULT_LIMIT = 50;
@@ -266,13 +268,7 @@ export function freshnessText(view: PipelineView, now: number): string {
   const last = f.lastCompletedAt === null
     ? "no complete run yet"
     : `last complete run ${when(f.lastCompletedAt, now)}`;
-  return `${f.stale ? "STALE" : "fresh"} (${last}; promised within ${spanText(f.withinMs ?? 0)})`;
-}
-
-function spanText(ms: number): string {
-  if (ms % 3_600_000 === 0) return `${ms / 3_600_000}h`;
-  if (ms % 60_000 === 0) return `${ms / 60_000}m`;
-  return `${ms / 1000}s`;
+  return `${f.stale ? "STALE" : "fresh"} (${last}; promised within ${inOneUnit(f.withinMs ?? 0)})`;
 }
 
 function pipelinesText(views: readonly PipelineView[], now: number): string[] {

@@ -31,8 +31,7 @@ import {
 } from "../admin/views.ts";
 import { redact } from "../kernel/redact.ts";
 import { type Attempt, FINAL_STATES, type Job, JOB_STATES } from "../kernel/types.ts";
-import { formatDuration } from "../schedule/durations.ts";
-import { rhythmText } from "../schedule/describe.ts";
+import { rhythmText, when } from "../schedule/describe.ts";
 import type { Schedule, ScheduleConfig } from "../schedule/types.ts";
 import { describeLocation, isPostgresLocation, knownSchemaVersion } from "../store/open.ts";
 import type { AuditRow, JobFilter } from "../store/store.ts";
@@ -53,7 +52,8 @@ import {
 import { fileZones, loadConfig, type LoadedConfig } from "./config.ts";
 import { freshnessText } from "./ingest.ts";
 import { movedNotice, openStore, tryOpenStore } from "./open_store.ts";
-import { block, cell, echo, firstLine, iso, safeJson, table, truncate, when } from "./text.ts";
+import { block, cell, echo, firstLine, iso, safeJson, table, truncate } from "./text.ts";
+import { formatDuration } from "../text/durations.ts";
 import { nextAttemptWhen } from "../text/next_attempt.ts";
 
 /** How many jobs `jobs ls` prints unless `--limit` says otherwise. */

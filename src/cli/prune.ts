@@ -8,7 +8,7 @@
 
 import type { Command } from "commander";
 import { pruneNow, type Retention } from "../admin/actions.ts";
-import { formatDuration } from "../schedule/durations.ts";
+import { formatDuration } from "../text/durations.ts";
 import { DEFAULT_RETENTION } from "../worker/pruner.ts";
 import {
   type CliDeps,

@@ -33,6 +33,7 @@ import { ReportLimitExceeded } from "../report/limits.ts";
 import { REPORT_QUEUE, type ReportRun } from "../report/types.ts";
 import { redact } from "../kernel/redact.ts";
 import { reportWorker, storageOf } from "../runners/report.ts";
+import { when } from "../schedule/describe.ts";
 import type { Store } from "../store/store.ts";
 import { prunerSettings } from "../worker/pruner.ts";
 import {
@@ -50,7 +51,7 @@ import {
 import { configIfAny, requireConfig } from "./config.ts";
 import { withStore } from "./open_store.ts";
 import { daemonsServing, untilEnded } from "./run_here.ts";
-import { cell, echo, iso, safeJson, table, when } from "./text.ts";
+import { cell, echo, iso, safeJson, table } from "./text.ts";
 
 /** A download link lives this long unless `--ttl` says otherwise. */
 export const DEFAULT_LINK_TTL_MS = 10 * 60_000;

@@ -21,7 +21,6 @@ import {
   storedConfig,
 } from "../admin/views.ts";
 import type { Job, JobState } from "../kernel/types.ts";
-import { formatDuration } from "../schedule/durations.ts";
 import type { Schedule, ScheduleConfig } from "../schedule/types.ts";
 import type { Store, WorkflowFilter } from "../store/store.ts";
 import {
@@ -31,13 +30,14 @@ import {
   type RunState,
   type WorkflowRun,
 } from "../workflow/types.ts";
-import { misfireText, rhythmText } from "../schedule/describe.ts";
+import { misfireText, rhythmText, when } from "../schedule/describe.ts";
 import { type CliDeps, CommandFailed, configPath, dbPath, globalOptions, quiet } from "./common.ts";
 import { configOrFail, loadConfig } from "./config.ts";
 import { notInForce, scheduleJson } from "./inspect.ts";
 import { describeLocation } from "../store/open.ts";
 import { movedNotice, tryOpenStore } from "./open_store.ts";
-import { cell, echo, iso, safeJson, shellQuote, when } from "./text.ts";
+import { cell, echo, iso, safeJson, shellQuote } from "./text.ts";
+import { formatDuration } from "../text/durations.ts";
 import { didYouMean } from "../text/suggest.ts";
 
 /** One procedure of a schedule's runbook: what it is for and the commands to paste. */

@@ -8,7 +8,7 @@
  */
 
 import type { Command } from "commander";
-import { formatDuration } from "../schedule/durations.ts";
+import { formatDuration } from "../text/durations.ts";
 import { next } from "../schedule/occurrences.ts";
 import { misfireText, rhythmText } from "../schedule/describe.ts";
 import type { Schedule, ScheduleConfig } from "../schedule/types.ts";

@@ -1,8 +1,9 @@
 /**
  * How the command line prints: stored text escaped cell by cell, tables,
- * instants as ISO UTC with a relative age (and a schedule's own wall clock
- * beside them), JSON safe for a terminal, and (from `src/text/shell.ts`)
- * words quoted so a printed command pastes as the same words.
+ * instants as ISO UTC (with a schedule's own wall clock beside them; with
+ * a relative age, `when` of `src/schedule/describe.ts`), JSON safe for a
+ * terminal, and (from `src/text/shell.ts`) words quoted so a printed
+ * command pastes as the same words.
  *
  * @module
  */
@@ -83,19 +84,6 @@ export function iso(ms: number | null): string | null {
 }
 
 /**
- * `2026-03-08T07:00:00.000Z (12s ago)`, `... (in 3m)`, or `-` for none;
- * with a `zone` other than UTC (a schedule's), its wall clock and offset
- * first: `2026-03-08T07:00:00.000Z (03:00 -04:00 America/New_York, in 3m)`.
- */
-export function when(ms: number | null, now: number, zone: string | null = null): string {
-  if (ms === null) return "-";
-  const local = zone === null ? null : localBeside(ms, zone);
-  return `${new Date(ms).toISOString()} (${local === null ? "" : `${cell(local)}, `}${
-    age(ms, now)
-  })`;
-}
-
-/**
  * An instant as ISO-8601 UTC with ms and, for a `zone` other than UTC,
  * its wall clock and offset there:
  * `2026-03-08T07:00:00.000Z (03:00 -04:00 America/New_York)`; `never` for none.
@@ -104,33 +92,6 @@ export function isoIn(ms: number | null, zone: string | null): string {
   if (ms === null) return "never";
   const local = zone === null ? null : localBeside(ms, zone);
   return `${new Date(ms).toISOString()}${local === null ? "" : ` (${cell(local)})`}`;
-}
-
-/** `12s ago`, `in 3m`, `1h5m ago`, `now`: the two largest units, rounded down. */
-export function age(ms: number, now: number): string {
-  const diff = now - ms;
-  if (Math.abs(diff) < 1000) return "now";
-  const span = roughSpan(Math.abs(diff));
-  return diff > 0 ? `${span} ago` : `in ${span}`;
-}
-
-const SPAN_UNITS: [string, number][] = [
-  ["d", 86_400_000],
-  ["h", 3_600_000],
-  ["m", 60_000],
-  ["s", 1000],
-];
-
-function roughSpan(ms: number): string {
-  const parts: string[] = [];
-  let rest = ms;
-  for (const [unit, size] of SPAN_UNITS) {
-    const count = Math.floor(rest / size);
-    rest -= count * size;
-    if (count > 0 || parts.length > 0) parts.push(`${count}${unit}`);
-    if (parts.length === 2) break;
-  }
-  return parts.filter((p) => !p.startsWith("0")).join("") || "0s";
 }
 
 // Raw C1 controls and bidi overrides are valid inside JSON strings, and

@@ -11,6 +11,7 @@
  */
 
 import { loadWorkersModule } from "../runners/workers_module.ts";
+import { when } from "../schedule/describe.ts";
 import { withWorkerDefaults } from "../workflow/definition.ts";
 import { type Command, InvalidArgumentError } from "commander";
 import {
@@ -46,7 +47,7 @@ import {
 import { requireConfig } from "./config.ts";
 import { type Listing, listingOptions, printListing, tableLines } from "./list.ts";
 import { withStore } from "./open_store.ts";
-import { cell, echo, iso, safeJson, when } from "./text.ts";
+import { cell, echo, iso, safeJson } from "./text.ts";
 
 /** How many runs `jobs workflows` prints unless `--limit` says otherwise. */
 export const WORKFLOWS_DEFAULT_LIMIT = 50;

@@ -9,9 +9,9 @@
  * Values are stored and passed in one canonical form, a positive whole
  * number (milliseconds, bytes or a count); people write and read them in a
  * human form (`30m`, `PT15M`, `200MB`, `1GiB`, `500000`), parsed and
- * formatted here. Nothing here reads the store: {@linkcode effectiveLimits}
- * takes the reader, so it runs the same inside a transaction, outside one,
- * and in tests.
+ * formatted here (durations through `src/text/durations.ts`). Nothing here
+ * reads the store: {@linkcode effectiveLimits} takes the reader, so it runs
+ * the same inside a transaction, outside one, and in tests.
  *
  * `max_concurrent` counts the running runs of one report over all tenants
  * (overall per report, not per tenant): it bounds the load one report puts
@@ -21,8 +21,7 @@
  * @module
  */
 
-import { tryParseDuration } from "../schedule/durations.ts";
-import type { ParamType } from "./definition.ts";
+import { formatDuration, msPer, tryParseDurationOrIso } from "../text/durations.ts";
 
 /** The limits of one report, in the order they are listed. */
 export const LIMIT_NAMES = [
@@ -56,7 +55,7 @@ export const LIMIT_KINDS: Readonly<Record<LimitName, ValueKind>> = Object.freeze
   lifetime: "duration",
 });
 
-const DAY = 86_400_000;
+const DAY = msPer("d");
 
 /**
  * The built-in limits, for a report that sets none.
@@ -178,7 +177,6 @@ export function knownSettings(reports: readonly LimitedReport[]): KnownSetting[]
  */
 export type ValueResult = { ok: true; value: number } | { ok: false; reason: string };
 
-const DURATION_SHAPE = `must be a duration such as "30s", "10m", "1h30m", "7d", "PT15M" or "P7D"`;
 const BYTES_SHAPE = `must be a size such as "500MB", "1GiB" or 1048576 (bytes)`;
 const COUNT_SHAPE = `must be a whole number above zero, such as 500000`;
 
@@ -194,45 +192,6 @@ const BYTE_UNITS: ReadonlyArray<readonly [unit: string, bytes: number]> = [
   ["KB", 1000],
   ["B", 1],
 ];
-
-/** `PT15M`, `P7D`, `P1DT12H`, `PT0.5S`; weeks too. Years and months have no fixed length. */
-const ISO_DURATION =
-  /^P(?:(\d+)W)?(?:(\d+)D)?(?:T(?:(\d+)H)?(?:(\d+)M)?(?:(\d+(?:[.,]\d{1,3})?)S)?)?$/i;
-
-function parseIsoDuration(text: string): ValueResult {
-  if (/^P(\d+Y|\d+M)/i.test(text)) {
-    return { ok: false, reason: `must not count months or years, whose length varies` };
-  }
-  const match = ISO_DURATION.exec(text);
-  if (!match || /^PT?$/i.test(text) || /T$/i.test(text)) {
-    return { ok: false, reason: DURATION_SHAPE };
-  }
-  const [, w, d, h, m, s] = match;
-  const ms = Number(w ?? 0) * 7 * DAY + Number(d ?? 0) * DAY + Number(h ?? 0) * 3_600_000 +
-    Number(m ?? 0) * 60_000 + Math.round(Number((s ?? "0").replace(",", ".")) * 1000);
-  if (!Number.isSafeInteger(ms)) return { ok: false, reason: "is too long" };
-  if (ms <= 0) return { ok: false, reason: "must be more than zero" };
-  return { ok: true, value: ms };
-}
-
-function parseDurationValue(value: unknown): ValueResult {
-  if (typeof value !== "string") {
-    return {
-      ok: false,
-      reason: `${DURATION_SHAPE}; a bare number has no unit`,
-    };
-  }
-  const text = value.trim();
-  if (/^P/i.test(text)) return parseIsoDuration(text);
-  const result = tryParseDuration(text);
-  if (result.ok) return { ok: true, value: result.ms };
-  return {
-    ok: false,
-    reason: result.reason.startsWith("must be a number with a unit")
-      ? DURATION_SHAPE
-      : result.reason,
-  };
-}
 
 function parseBytesValue(value: unknown): ValueResult {
   if (typeof value === "number") return wholeAboveZero(value, BYTES_SHAPE);
@@ -290,8 +249,10 @@ function wholeAboveZero(n: number, shape: string): ValueResult {
  */
 export function tryParseValue(kind: ValueKind, value: unknown): ValueResult {
   switch (kind) {
-    case "duration":
-      return parseDurationValue(value);
+    case "duration": {
+      const result = tryParseDurationOrIso(value);
+      return result.ok ? { ok: true, value: result.ms } : result;
+    }
     case "bytes":
       return parseBytesValue(value);
     case "count":
@@ -322,15 +283,6 @@ export function parseValue(key: string, kind: ValueKind, value: unknown): number
   return result.value;
 }
 
-/** Milliseconds per unit for display: days are the largest, so a year reads `366d`. */
-const DURATION_UNITS: ReadonlyArray<readonly [unit: string, ms: number]> = [
-  ["d", DAY],
-  ["h", 3_600_000],
-  ["m", 60_000],
-  ["s", 1_000],
-  ["ms", 1],
-];
-
 /**
  * A canonical value in the form people write it, which {@linkcode tryParseValue}
  * reads back to the same number: `1h30m`, `366d`; `1GiB`, `200MB` (the
@@ -345,16 +297,7 @@ export function formatValue(kind: ValueKind, value: number): string {
     }
     return `${value}B`;
   }
-  let rest = value;
-  let text = "";
-  for (const [unit, size] of DURATION_UNITS) {
-    const count = Math.floor(rest / size);
-    if (count > 0) {
-      text += `${count}${unit}`;
-      rest -= count * size;
-    }
-  }
-  return text;
+  return formatDuration(value, "d");
 }
 
 // ---------------------------------------------------------------- effective
@@ -482,78 +425,4 @@ export class ReportLimitExceeded extends Error {
     this.key = key;
     this.source = params.source;
   }
-}
-
-// ------------------------------------------------------------------- range
-
-/** The types of parameter whose values span a date range. */
-const RANGE_TYPES: readonly ParamType[] = ["date", "datetime"];
-
-/** `YYYY-MM-DD` as UTC midnight, an ISO instant as itself; null when it is neither. */
-function instantOf(type: ParamType, value: string): number | null {
-  try {
-    if (type === "date") {
-      if (!/^\d{4}-\d{2}-\d{2}$/.test(value)) return null;
-      return Temporal.PlainDate.from(value, { overflow: "reject" })
-        .toZonedDateTime("UTC").epochMilliseconds;
-    }
-    return Temporal.Instant.from(value).epochMilliseconds;
-  } catch {
-    return null;
-  }
-}
-
-/** `516 days`, `1 day`, or `36h30m` when the span is not whole days. */
-function spanText(ms: number): string {
-  if (ms % DAY === 0) return `${ms / DAY} day${ms === DAY ? "" : "s"}`;
-  return formatValue("duration", ms);
-}
-
-/**
- * Whether the date range of a request fits `max_range`, before it runs:
- * the span from the earliest to the latest value of the report's `date`
- * and `datetime` parameters (dates as UTC midnight, so `from: 2026-01-01,
- * to: 2027-01-02` spans 366 days). A span equal to the limit fits. Null
- * when it fits (or fewer than two such values are given), else the error
- * naming the range, the limit, its value and the setting key:
- * `report statement: the date range 2026-01-01..2027-06-01 (516 days)
- * exceeds max_range 366d (setting report.statement.max_range)`.
- *
- * A value of a date parameter that is not a date is refused here too, since
- * the range cannot be known: `YYYY-MM-DD` for `date`, an ISO instant with
- * its offset for `datetime`.
- */
-export function checkRange(
-  report: { id: string; params?: Record<string, { type: ParamType }> },
-  values: Readonly<Record<string, unknown>>,
-  limits: { max_range: number; sources?: Partial<Record<LimitName, LimitSource>> },
-): string | null {
-  const points: { value: string; at: number }[] = [];
-  for (const [name, spec] of Object.entries(report.params ?? {})) {
-    if (!RANGE_TYPES.includes(spec.type)) continue;
-    const value = values[name];
-    if (value === undefined || value === null) continue;
-    const at = typeof value === "string" ? instantOf(spec.type, value) : null;
-    if (typeof value !== "string" || at === null) {
-      return `report ${report.id}: param ${name} must be ${
-        spec.type === "date"
-          ? "a date such as 2026-01-31"
-          : "an ISO instant with an offset such as 2026-01-31T00:00:00Z"
-      }, got ${shown(value)}`;
-    }
-    points.push({ value, at });
-  }
-  if (points.length < 2) return null;
-  points.sort((a, b) => a.at - b.at);
-  const first = points[0]!;
-  const last = points.at(-1)!;
-  const span = last.at - first.at;
-  if (span <= limits.max_range) return null;
-  return new ReportLimitExceeded({
-    report: report.id,
-    limit: "max_range",
-    value: limits.max_range,
-    source: limits.sources?.max_range,
-    what: `the date range ${first.value}..${last.value} (${spanText(span)}) exceeds`,
-  }).message;
 }

@@ -3,12 +3,16 @@
  * by its declared type (never spliced into SQL), the sort key looked up in
  * the report's fixed list, and the query's named parameters (`:tenant`)
  * turned into what each driver binds: SQLite binds `:name` itself,
- * PostgreSQL takes `$1..$n` with the values in order.
+ * PostgreSQL takes `$1..$n` with the values in order. The date range a
+ * request spans is held to the report's `max_range` here too
+ * ({@linkcode checkRange}), before anything runs.
  *
  * @module
  */
 
+import { msPer } from "../text/durations.ts";
 import type { CompiledReport, ParamType } from "./definition.ts";
+import { formatValue, type LimitName, type LimitSource, ReportLimitExceeded } from "./limits.ts";
 import { TENANT_RULE, tenantProblem } from "./tenant.ts";
 import type { ParamValue, ReportRequest } from "./types.ts";
 
@@ -225,4 +229,79 @@ export function valuesOf(
   values: Record<string, ParamValue | null>,
 ): (ParamValue | null)[] {
   return names.map((name) => Object.hasOwn(values, name) ? values[name] ?? null : null);
+}
+
+// ------------------------------------------------------------------- range
+
+/** The types of parameter whose values span a date range. */
+const RANGE_TYPES: readonly ParamType[] = ["date", "datetime"];
+
+/** `YYYY-MM-DD` as UTC midnight, an ISO instant as itself; null when it is neither. */
+function instantOf(type: ParamType, value: string): number | null {
+  try {
+    if (type === "date") {
+      if (!/^\d{4}-\d{2}-\d{2}$/.test(value)) return null;
+      return Temporal.PlainDate.from(value, { overflow: "reject" })
+        .toZonedDateTime("UTC").epochMilliseconds;
+    }
+    return Temporal.Instant.from(value).epochMilliseconds;
+  } catch {
+    return null;
+  }
+}
+
+/** `516 days`, `1 day`, or `36h30m` when the span is not whole days. */
+function spanText(ms: number): string {
+  const day = msPer("d");
+  if (ms % day === 0) return `${ms / day} day${ms === day ? "" : "s"}`;
+  return formatValue("duration", ms);
+}
+
+/**
+ * Whether the date range of a request fits `max_range`, before it runs:
+ * the span from the earliest to the latest value of the report's `date`
+ * and `datetime` parameters (dates as UTC midnight, so `from: 2026-01-01,
+ * to: 2027-01-02` spans 366 days). A span equal to the limit fits. Null
+ * when it fits (or fewer than two such values are given), else the error
+ * naming the range, the limit, its value and the setting key:
+ * `report statement: the date range 2026-01-01..2027-06-01 (516 days)
+ * exceeds max_range 366d (setting report.statement.max_range)`.
+ *
+ * A value of a date parameter that is not a date is refused here too, since
+ * the range cannot be known: `YYYY-MM-DD` for `date`, an ISO instant with
+ * its offset for `datetime`.
+ */
+export function checkRange(
+  report: { id: string; params?: Record<string, { type: ParamType }> },
+  values: Readonly<Record<string, unknown>>,
+  limits: { max_range: number; sources?: Partial<Record<LimitName, LimitSource>> },
+): string | null {
+  const points: { value: string; at: number }[] = [];
+  for (const [name, spec] of Object.entries(report.params ?? {})) {
+    if (!RANGE_TYPES.includes(spec.type)) continue;
+    const value = values[name];
+    if (value === undefined || value === null) continue;
+    const at = typeof value === "string" ? instantOf(spec.type, value) : null;
+    if (typeof value !== "string" || at === null) {
+      return `report ${report.id}: param ${name} must be ${
+        spec.type === "date"
+          ? "a date such as 2026-01-31"
+          : "an ISO instant with an offset such as 2026-01-31T00:00:00Z"
+      }, got ${String(JSON.stringify(value))}`;
+    }
+    points.push({ value, at });
+  }
+  if (points.length < 2) return null;
+  points.sort((a, b) => a.at - b.at);
+  const first = points[0]!;
+  const last = points.at(-1)!;
+  const span = last.at - first.at;
+  if (span <= limits.max_range) return null;
+  return new ReportLimitExceeded({
+    report: report.id,
+    limit: "max_range",
+    value: limits.max_range,
+    source: limits.sources?.max_range,
+    what: `the date range ${first.value}..${last.value} (${spanText(span)}) exceeds`,
+  }).message;
 }

@@ -1,12 +1,14 @@
 /**
- * A schedule described in a few words, the same in the CLI and the TUI.
- * The text is as the file has it, unescaped: callers escape for their screen.
+ * A schedule described in a few words, the same in the CLI and the TUI,
+ * and an instant as both show it ({@linkcode when}: UTC, the schedule's
+ * wall clock, how long ago). The text is as the file has it, unescaped:
+ * callers escape for their screen.
  *
  * @module
  */
 
 import { isUtc } from "./config/schema.ts";
-import { formatDuration } from "./durations.ts";
+import { ago, formatDuration } from "../text/durations.ts";
 import type { Schedule } from "./types.ts";
 import { wallClock, wallDate, zoneRules } from "./wall_time.ts";
 
@@ -47,6 +49,26 @@ export function localBeside(instant: number, zone: string, named = true): string
   const wall = instant + offsetMs;
   const date = wallDate(wall) === wallDate(instant) ? "" : `${wallDate(wall)} `;
   return `${date}${wallClock(wall)} ${offsetText(offsetMs)}${named ? ` ${zone}` : ""}`;
+}
+
+/**
+ * An instant for a person, the same in the CLI and the TUI:
+ * `2026-03-08T07:00:00.000Z (12s ago)`, `... (in 3m)`, or `-` for none;
+ * with a `zone` other than UTC (a schedule's), its wall clock and offset
+ * first: `2026-03-08T07:00:00.000Z (03:00 -04:00 America/New_York, in 3m)`,
+ * without the zone's name unless `named`. Safe for a terminal as it is:
+ * {@linkcode localBeside} names only a zone Temporal knows, whose name has
+ * no control characters.
+ */
+export function when(
+  ms: number | null,
+  now: number,
+  zone: string | null = null,
+  named = true,
+): string {
+  if (ms === null) return "-";
+  const local = zone === null ? null : localBeside(ms, zone, named);
+  return `${new Date(ms).toISOString()} (${local === null ? "" : `${local}, `}${ago(ms, now)})`;
 }
 
 /** `+02:00`, `-03:30`, `+00:00`; `+00:53:28` for an offset with seconds (old local mean times). */

@@ -38,14 +38,15 @@ import {
   workflowRunView,
 } from "../admin/workflows.ts";
 import type { Clock } from "../clock.ts";
-import type { Job, JobState } from "../kernel/types.ts";
+import type { Job } from "../kernel/types.ts";
 import { loadSchedules } from "../schedule/config.ts";
 import { next } from "../schedule/occurrences.ts";
 import type { Occurrence, Schedule, ScheduleConfig } from "../schedule/types.ts";
 import { describeLocation, isPostgresLocation, openStore, type StoreMode } from "../store/open.ts";
 import type { JobFilter, JobMatch, Store } from "../store/store.ts";
+import { exists } from "../text/files.ts";
 import { RUN_STATES, type RunState } from "../workflow/types.ts";
-import { SEARCH_COUNT_CAP, SEARCH_WINDOW } from "./search.ts";
+import { type JobsFilter, type JobsTotal, SEARCH_COUNT_CAP, SEARCH_WINDOW } from "./search.ts";
 
 /** The throughput window of the overview: the last hour, by minute. */
 export const THROUGHPUT_BUCKET_MS = 60_000;
@@ -76,30 +77,6 @@ export interface Overview {
   pipelineAttention: PipelineView[];
   /** Why the schedules file could not be used: each error, none when it was read. */
   configProblems: string[];
-}
-
-/** The filters of the jobs list (a subset of the store's {@linkcode JobFilter}). */
-export interface JobsFilter {
-  /** Any of these states; none given (or empty) is any state. */
-  states?: JobState[];
-  queue?: string;
-  scheduleId?: string;
-  worker?: string;
-  tag?: string;
-  search?: string;
-}
-
-/** How many jobs match the jobs list's filter, every page together. */
-export interface JobsTotal {
-  count: number;
-  /** The count stopped at its cap ({@linkcode SEARCH_COUNT_CAP}): at least `count` match. */
-  atLeast: boolean;
-  /**
-   * A search read only the newest `window` ids, those above `above`
-   * ({@linkcode SEARCH_WINDOW}): its pages and its count leave older jobs
-   * out. Null when it read every job, or for a filter without a search.
-   */
-  newest: { window: number; above: number } | null;
 }
 
 /** One page of the jobs list. */
@@ -341,16 +318,6 @@ export function storeAt(
     close: drop,
     alone: true,
   };
-}
-
-async function exists(path: string): Promise<boolean> {
-  try {
-    await Deno.stat(path);
-    return true;
-  } catch (error) {
-    if (error instanceof Deno.errors.NotFound) return false;
-    throw error;
-  }
 }
 
 /** The schedules file, or why it cannot be used. */

@@ -16,12 +16,13 @@ import {
   commandRunSchema,
   commandText,
 } from "../runners/command.ts";
+import { when } from "../schedule/describe.ts";
+import { ago } from "../text/durations.ts";
 import { nextAttemptText } from "../text/next_attempt.ts";
 import { shellQuote } from "../text/shell.ts";
-import type { JobsFilter, JobsTotal } from "./data.ts";
 import { Lines, type Seg, seg } from "./line.tsx";
-import { filterText, newestText, totalText } from "./search.ts";
-import { ago, clean, firstLine, fit, shortAgo, STATE_COLOR, when } from "./text.ts";
+import { filterText, type JobsFilter, type JobsTotal, newestText, totalText } from "./search.ts";
+import { clean, firstLine, fit, STATE_COLOR } from "./text.ts";
 
 /** Props of {@linkcode JobsList}. */
 export interface JobsListProps {
@@ -157,7 +158,7 @@ export function jobsLines(props: JobsListProps): Seg[][] {
       seg(fit(scheduleCell(job, wide), c.schedule), { dim: job.scheduleId === null }),
       seg(" "),
       seg(fit(`${job.attempt}/${job.maxAttempts}`, c.tries)),
-      seg(fit(shortAgo(finished ?? job.scheduledAt, now), c.when)),
+      seg(fit(ago(finished ?? job.scheduledAt, now, { parts: 1 }), c.when)),
       seg(" "),
       last !== undefined
         ? seg(firstLine(redact(last)), { color: "red" })

@@ -10,19 +10,11 @@
 import type { ReactNode } from "react";
 import type { NodeView, ScheduleStatus, StoreCheck } from "../admin/views.ts";
 import { JOB_STATES, type JobState } from "../kernel/types.ts";
+import { ago } from "../text/durations.ts";
 import type { Overview, QueueOverview } from "./data.ts";
 import { Lines, type Seg, seg } from "./line.tsx";
 import { pipelineAttentionLines } from "./pipelines_view.tsx";
-import {
-  ago,
-  compact,
-  firstLine,
-  fit,
-  plural,
-  sparkline,
-  STATE_COLOR,
-  STATE_SHORT,
-} from "./text.ts";
+import { compact, firstLine, fit, plural, sparkline, STATE_COLOR, STATE_SHORT } from "./text.ts";
 
 /** Props of {@linkcode OverviewView}. */
 export interface OverviewProps {

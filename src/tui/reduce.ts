@@ -23,10 +23,17 @@ import { type Job, JOB_STATES } from "../kernel/types.ts";
 import { commandLine, shellQuote } from "../text/shell.ts";
 import { FINAL_RUN_STATES, RUN_STATES, type RunState } from "../workflow/types.ts";
 import type { Acted, ActRequest, ActResults, RunAction, RunTarget } from "./actions.ts";
-import type { JobsFilter, ReadResult } from "./data.ts";
+import type { ReadResult } from "./data.ts";
 import type { Key } from "./keys.ts";
 import { editLine, lineOf } from "./line_edit.ts";
-import { exactTotal, parseSearch, searchText, statesOf, unfiltered } from "./search.ts";
+import {
+  exactTotal,
+  type JobsFilter,
+  parseSearch,
+  searchText,
+  statesOf,
+  unfiltered,
+} from "./search.ts";
 import { type Seg, seg } from "./seg.ts";
 import {
   BULK_LIMIT,

@@ -10,13 +10,13 @@ import type { ReactNode } from "react";
 import { failuresText } from "../admin/views.ts";
 import { shortHash } from "../admin/definitions.ts";
 import { redact } from "../kernel/redact.ts";
-import { formatDuration } from "../schedule/durations.ts";
-import { rhythmText } from "../schedule/describe.ts";
+import { rhythmText, when } from "../schedule/describe.ts";
+import { ago, formatDuration } from "../text/durations.ts";
 import type { DeadLetterGroup, ScheduleInfo } from "./data.ts";
 import { Lines, type Seg, seg } from "./line.tsx";
 import { rule } from "./seg.ts";
 import { windowOf } from "./overview.tsx";
-import { ago, clean, firstLine, fit, iso, isoIn, when } from "./text.ts";
+import { clean, firstLine, fit, iso, isoIn } from "./text.ts";
 
 /** Props of {@linkcode SchedulesView}. */
 export interface SchedulesProps {

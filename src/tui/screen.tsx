@@ -9,6 +9,7 @@
 
 import { Box } from "ink";
 import type { ReactNode } from "react";
+import { ago } from "../text/durations.ts";
 import { OverlayView } from "./dialogs.tsx";
 import { JobDetailPane, JobsList } from "./jobs_view.tsx";
 import { ColorContext, Line, type Seg, seg } from "./line.tsx";
@@ -28,7 +29,7 @@ import {
   TABS,
   widthOf,
 } from "./state.ts";
-import { ago, fitLocation, tellingWidth } from "./text.ts";
+import { fitLocation, tellingWidth } from "./text.ts";
 
 /** Props of {@linkcode DashboardView}. */
 export interface DashboardViewProps {

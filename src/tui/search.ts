@@ -10,7 +10,6 @@
  */
 
 import { JOB_STATES, type JobState } from "../kernel/types.ts";
-import type { JobsFilter, JobsTotal } from "./data.ts";
 import { clean, plural } from "./text.ts";
 
 /**
@@ -22,6 +21,30 @@ import { clean, plural } from "./text.ts";
 export const SEARCH_WINDOW = 100_000;
 /** Where a search's count stops: past it the list says "1000+". */
 export const SEARCH_COUNT_CAP = 1000;
+
+/** The filters of the jobs list (a subset of the store's `JobFilter`). */
+export interface JobsFilter {
+  /** Any of these states; none given (or empty) is any state. */
+  states?: JobState[];
+  queue?: string;
+  scheduleId?: string;
+  worker?: string;
+  tag?: string;
+  search?: string;
+}
+
+/** How many jobs match the jobs list's filter, every page together. */
+export interface JobsTotal {
+  count: number;
+  /** The count stopped at its cap ({@linkcode SEARCH_COUNT_CAP}): at least `count` match. */
+  atLeast: boolean;
+  /**
+   * A search read only the newest `window` ids, those above `above`
+   * ({@linkcode SEARCH_WINDOW}): its pages and its count leave older jobs
+   * out. Null when it read every job, or for a filter without a search.
+   */
+  newest: { window: number; above: number } | null;
+}
 
 /** The `key:value` words of the search prompt and the one-value filter field each sets, in writing order. */
 export const FILTER_KEYS: Record<string, Exclude<keyof JobsFilter, "search" | "states">> = {

@@ -17,9 +17,7 @@ import type { RunState } from "../workflow/types.ts";
 import type { Acted, ActRequest, RunAction, RunTarget } from "./actions.ts";
 import type {
   DeadLetterGroup,
-  JobsFilter,
   JobsQuery,
-  JobsTotal,
   Overview,
   ReadRequest,
   ReadResult,
@@ -28,6 +26,7 @@ import type {
 } from "./data.ts";
 import type { Key } from "./keys.ts";
 import type { LineEdit } from "./line_edit.ts";
+import type { JobsFilter, JobsTotal } from "./search.ts";
 import type { Seg } from "./seg.ts";
 
 /** The screens, in tab order. */

@@ -1,7 +1,7 @@
 /**
  * Text helpers of the dashboard: stored text made safe for one cell, fixed
- * widths, short ages, state colours and sparklines. Pure: no terminal, no
- * store, no machine time.
+ * widths, instants, state colours and sparklines (ages and spans are
+ * `src/text/durations.ts`'s). Pure: no terminal, no store, no machine time.
  *
  * @module
  */
@@ -137,64 +137,9 @@ function postgresParts(shown: string) {
   };
 }
 
-const UNITS: [string, number][] = [
-  ["d", 86_400_000],
-  ["h", 3_600_000],
-  ["m", 60_000],
-  ["s", 1000],
-];
-
-/** `12s`, `3m`, `1h5m`, `2d3h`: the two largest units of a span, rounded down. */
-export function span(ms: number): string {
-  let rest = Math.abs(ms);
-  if (rest < 1000) return "0s";
-  const parts: string[] = [];
-  for (const [unit, size] of UNITS) {
-    const count = Math.floor(rest / size);
-    rest -= count * size;
-    if (count > 0) parts.push(`${count}${unit}`);
-    else if (parts.length > 0) break;
-    if (parts.length === 2) break;
-  }
-  return parts.join("");
-}
-
-/** `12s ago`, `in 3m`, `now`, or `-` for no instant. */
-export function ago(ms: number | null, now: number): string {
-  if (ms === null) return "-";
-  if (Math.abs(now - ms) < 1000) return "now";
-  return ms <= now ? `${span(now - ms)} ago` : `in ${span(ms - now)}`;
-}
-
-/** `12s ago`, `in 3m`, `2d ago`, `now`, or `-`: only the largest unit, for narrow columns. */
-export function shortAgo(ms: number | null, now: number): string {
-  if (ms === null) return "-";
-  if (Math.abs(now - ms) < 1000) return "now";
-  const [unit, size] = UNITS.find(([, size]) => Math.abs(now - ms) >= size)!;
-  const count = `${Math.floor(Math.abs(now - ms) / size)}${unit}`;
-  return ms <= now ? `${count} ago` : `in ${count}`;
-}
-
 /** An instant as ISO-8601 UTC with ms, or `-`. */
 export function iso(ms: number | null): string {
   return ms === null ? "-" : new Date(ms).toISOString();
-}
-
-/**
- * `2026-03-08T07:00:00.000Z (12s ago)`, or `-`; with a `zone` other than
- * UTC (a schedule's), its wall clock and offset first:
- * `2026-03-08T07:00:00.000Z (03:00 -04:00 America/New_York, 12s ago)`,
- * without the zone's name unless `named`.
- */
-export function when(
-  ms: number | null,
-  now: number,
-  zone: string | null = null,
-  named = true,
-): string {
-  if (ms === null) return "-";
-  const local = zone === null ? null : localBeside(ms, zone, named);
-  return `${iso(ms)} (${local === null ? "" : `${local}, `}${ago(ms, now)})`;
 }
 
 /**

@@ -1,13 +1,10 @@
 /**
- * How the command line prints: words quoted to paste as the same word, ages
- * read as a person says them.
+ * How the command line prints: words quoted to paste as the same word.
  */
 
 import assert from "node:assert/strict";
-import { age, shellQuote } from "../../src/cli/text.ts";
+import { shellQuote } from "../../src/cli/text.ts";
 
-const NOW = Date.UTC(2026, 5, 1, 9);
-const MINUTE = 60_000;
 const ESC = "\x1b";
 const RLO = "\u202e";
 
@@ -40,12 +37,4 @@ Deno.test("shellQuote output pastes into bash as the original word", async () =>
     assert.ok(success);
     assert.equal(new TextDecoder().decode(stdout), word);
   }
-});
-
-Deno.test("age() reads as 12s ago, in 3m, 1h5m ago and now", () => {
-  assert.equal(age(NOW - 12_000, NOW), "12s ago");
-  assert.equal(age(NOW + 3 * MINUTE, NOW), "in 3m");
-  assert.equal(age(NOW - 65 * MINUTE - 30_000, NOW), "1h5m ago");
-  assert.equal(age(NOW - 26 * 3_600_000, NOW), "1d2h ago");
-  assert.equal(age(NOW - 400, NOW), "now");
 });

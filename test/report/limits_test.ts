@@ -9,7 +9,6 @@
 
 import assert from "node:assert/strict";
 import {
-  checkRange,
   DEFAULT_LIMITS,
   effectiveLimits,
   formatValue,
@@ -25,6 +24,7 @@ import {
   tryParseValue,
   type ValueKind,
 } from "../../src/report/limits.ts";
+import { checkRange } from "../../src/report/query.ts";
 
 const DAY = 86_400_000;
 

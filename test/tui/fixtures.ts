@@ -24,7 +24,6 @@ import type { DashboardActions, RunAction } from "../../src/tui/actions.ts";
 import {
   type DashboardData,
   DeadLetterGroup,
-  JobsFilter,
   JobsQuery,
   Overview,
   QueueOverview,
@@ -32,6 +31,7 @@ import {
   type RunsQuery,
   ScheduleInfo,
 } from "../../src/tui/data.ts";
+import type { JobsFilter } from "../../src/tui/search.ts";
 import { FINAL_RUN_STATES, type RunState } from "../../src/workflow/types.ts";
 import { scheduleOf } from "../support/schedules.ts";
 

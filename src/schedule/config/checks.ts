@@ -13,7 +13,7 @@
  */
 
 import { didYouMean } from "../../text/suggest.ts";
-import { tryParseDuration } from "../durations.ts";
+import { tryParseDuration } from "../../text/durations.ts";
 import { neverFires } from "../occurrences.ts";
 import { ITEM_PLACEHOLDER, type Timing } from "../types.ts";
 import { WORKFLOW_ID } from "../../workflow/definition.ts";

@@ -27,7 +27,7 @@ import {
   type SourceOption,
 } from "../../ingest/definition.ts";
 import type { Freshness } from "../../ingest/types.ts";
-import { tryParseDuration } from "../durations.ts";
+import { tryParseDuration } from "../../text/durations.ts";
 import { type Path, quote, type Reporter } from "./report.ts";
 
 type Fields = Record<string, unknown>;

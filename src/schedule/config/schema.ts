@@ -17,7 +17,7 @@
 
 import { z } from "npm:zod@4.6.7";
 import { didYouMean, editDistance, nearest } from "../../text/suggest.ts";
-import { tryParseDuration } from "../durations.ts";
+import { tryParseDuration } from "../../text/durations.ts";
 import { validateCron } from "../occurrences.ts";
 import { type IssueParams, type Path, quote } from "./report.ts";
 import { reportLimitsSchema } from "./reports.ts";

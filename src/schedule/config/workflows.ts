@@ -26,7 +26,7 @@ import {
 } from "../../workflow/definition.ts";
 import { didYouMean } from "../../text/suggest.ts";
 import type { StepRun } from "../../workflow/types.ts";
-import { tryParseDuration } from "../durations.ts";
+import { tryParseDuration } from "../../text/durations.ts";
 import { type Path, quote, type Reporter, valueAt } from "./report.ts";
 
 /** The YAML key of each camelCase field of {@linkcode WorkflowOptions} that is spelt otherwise. */

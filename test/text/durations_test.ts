@@ -1,10 +1,14 @@
 import assert from "node:assert/strict";
 import {
+  ago,
   DurationError,
   formatDuration,
   parseDuration,
   tryParseDuration,
-} from "../../src/schedule/durations.ts";
+} from "../../src/text/durations.ts";
+
+const NOW = Date.UTC(2026, 5, 1, 9);
+const MINUTE = 60_000;
 
 Deno.test("parseDuration() reads each unit and combinations largest first", () => {
   assert.equal(parseDuration("250ms"), 250);
@@ -65,4 +69,12 @@ Deno.test("formatDuration() writes largest units first and round-trips", () => {
   }
   assert.throws(() => formatDuration(0), DurationError);
   assert.throws(() => formatDuration(1.5), DurationError);
+});
+
+Deno.test("ago() reads as 12s ago, in 3m, 1h5m ago and now", () => {
+  assert.equal(ago(NOW - 12_000, NOW), "12s ago");
+  assert.equal(ago(NOW + 3 * MINUTE, NOW), "in 3m");
+  assert.equal(ago(NOW - 65 * MINUTE - 30_000, NOW), "1h5m ago");
+  assert.equal(ago(NOW - 26 * 3_600_000, NOW), "1d2h ago");
+  assert.equal(ago(NOW - 400, NOW), "now");
 });
