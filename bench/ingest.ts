@@ -30,8 +30,8 @@
  * @module
  */
 
-import { defineSink, defineStep, type Jobs, openJobs, silentLogger } from "../src/mod.ts";
-import type { CompiledPipeline, IngestRun } from "../src/mod.ts";
+import { type Jobs, openJobs, silentLogger } from "../src/mod.ts";
+import { type CompiledPipeline, defineSink, defineStep, type IngestRun } from "../src/ingest.ts";
 import { withFreshStore } from "./stores.ts";
 
 /** The phase's settings. */

@@ -47,7 +47,8 @@
  */
 
 import { fileURLToPath } from "node:url";
-import { defineWorker, openJobs, openStore, silentLogger, type Store } from "../src/mod.ts";
+import { defineWorker, openJobs, silentLogger } from "../src/mod.ts";
+import { openStore, type Store } from "../src/store.ts";
 import { CONCURRENCY, NOOP } from "./shared.ts";
 import { withFreshStore } from "./stores.ts";
 

@@ -22,7 +22,8 @@
  */
 
 import process from "node:process";
-import { defineWorker, Jobs, openJobs, silentLogger, type Store } from "../src/mod.ts";
+import { defineWorker, Jobs, openJobs, silentLogger } from "../src/mod.ts";
+import type { Store } from "../src/store.ts";
 import { completedOf, CONCURRENCY, NOOP } from "./shared.ts";
 import { benchDb, storeKind, withFreshStore } from "./stores.ts";
 

@@ -20,7 +20,8 @@
  */
 
 import type { JobResult, NewJob } from "../src/kernel/types.ts";
-import { openStore, pruneJobs, type Store } from "../src/mod.ts";
+import { openStore, type Store } from "../src/store.ts";
+import { pruneJobs } from "../src/worker/pruner.ts";
 
 /** The phase's settings (see bench.ts for how they come from the environment). */
 export interface PruneConfig {

@@ -23,7 +23,8 @@
 
 import { DatabaseSync } from "node:sqlite";
 import { stringify } from "csv-stringify/sync";
-import { defineReport, FakeClock, Jobs, openJobs, reportWorker, silentLogger } from "../src/mod.ts";
+import { defineReport, FakeClock, Jobs, openJobs, silentLogger } from "../src/mod.ts";
+import { reportWorker } from "../src/runners/report.ts";
 import { postgresDriver } from "../src/store/drivers.ts";
 
 /** The phase's settings. */

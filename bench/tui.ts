@@ -23,7 +23,7 @@
 
 import { FakeClock } from "../src/clock.ts";
 import type { JobResult, NewJob } from "../src/kernel/types.ts";
-import { JOB_STATES, type JobState, openStore, type Store } from "../src/mod.ts";
+import { JOB_STATES, type JobState, openStore, type Store } from "../src/store.ts";
 import { fixedStore, storeData } from "../src/tui/data.ts";
 
 /** The phase's settings (see bench.ts for how they come from the environment). */

@@ -15,9 +15,6 @@
 import {
   type Clock,
   defineWorker,
-  FINAL_STATES,
-  type Job,
-  JOB_STATES,
   type Jobs,
   type JobState,
   type Logger,
@@ -25,6 +22,7 @@ import {
   type SqliteTx,
   type Worker,
 } from "../src/mod.ts";
+import { FINAL_STATES, type Job, JOB_STATES } from "../src/store.ts";
 
 /** What {@linkcode runDemo} needs; `main.ts` picks the clock, logger and output. */
 export interface DemoOptions {

@@ -8,7 +8,8 @@
  * @module
  */
 
-import { defineSelection, defineWorker } from "../src/mod.ts";
+import { defineWorker } from "../src/mod.ts";
+import { defineSelection } from "../src/schedules.ts";
 
 /** Lists the accounts to visit: here a fixed few, in real life a query. */
 export const listAccounts = defineSelection<{ region?: string }>({

@@ -92,7 +92,50 @@ export interface EnqueueEntry {
 /** What {@linkcode Jobs.start} takes: runtime options, all optional. */
 export type StartOptions = Partial<RuntimeOptions>;
 
-/** A queue on a store, with the workers of this process. */
+/**
+ * A queue on a store, with the workers of this process: enqueue (alone, in
+ * bulk, inside the caller's transaction), start workflows, pipeline runs and
+ * reports, and start runtimes that run what is due. {@linkcode openJobs}
+ * opens the store at a location and makes one; `new Jobs({ store })` takes
+ * a store already open (from `@jobs/jobs/store`).
+ *
+ * @example Enqueue with options, in bulk and together; test it with a fake clock
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { defineWorker, FakeClock, Jobs, silentLogger } from "@jobs/jobs";
+ * import { openSqliteStore } from "@jobs/jobs/store";
+ * import { drainJobs } from "@jobs/jobs/testing";
+ *
+ * const sent: number[] = [];
+ * const sendReceipt = defineWorker<{ orderId: number }>({
+ *   name: "send_receipt",
+ *   queue: "email",
+ *   unique: { by: { keys: ["orderId"] } }, // one receipt per order while it is pending
+ *   perform: (args) => {
+ *     sent.push(args.orderId);
+ *   },
+ * });
+ *
+ * const clock = new FakeClock();
+ * const store = await openSqliteStore(":memory:");
+ * const jobs = new Jobs({ store, workers: [sendReceipt], clock, logger: silentLogger });
+ * const first = await jobs.enqueue(sendReceipt, { orderId: 1 }, { tags: ["vip"] });
+ * const again = await jobs.enqueue(sendReceipt, { orderId: 1 });
+ * assert.equal(again.duplicate, true);
+ * assert.equal(again.id, first.id);
+ * await jobs.enqueueMany([
+ *   { worker: sendReceipt, args: { orderId: 2 } },
+ *   { worker: sendReceipt, args: { orderId: 3 }, options: { in: 60_000 } }, // due in a minute
+ * ]);
+ *
+ * await drainJobs(jobs); // runs what is due now
+ * assert.deepEqual(sent, [1, 2]);
+ * clock.advance(60_000);
+ * await drainJobs(jobs);
+ * assert.deepEqual(sent, [1, 2, 3]);
+ * await jobs.close();
+ * ```
+ */
 export class Jobs<Tx extends StoreTx = StoreTx> {
   readonly store: Store<Tx>;
   readonly clock: Clock;
@@ -406,6 +449,30 @@ export interface OpenJobsAt<L extends string> extends OpenJobsOptions {
  *
  * The location is the first argument, or `db` of the one options object:
  * `openJobs("./jobs.db")` and `openJobs({ db: "./jobs.db" })` are the same.
+ *
+ * @example Open a store, enqueue in one transaction, run
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { defineWorker, openJobs, silentLogger } from "@jobs/jobs";
+ *
+ * const welcomed = Promise.withResolvers<number>();
+ * const welcome = defineWorker<{ signupId: number }>({
+ *   name: "welcome",
+ *   perform: (args) => welcomed.resolve(args.signupId),
+ * });
+ * const audit = defineWorker<{ event: string }>({ name: "audit", perform: () => {} });
+ *
+ * // "jobs.db" (created and migrated when missing), or "postgres://user@host:5432/db?schema=jobs".
+ * const jobs = await openJobs(":memory:", { workers: [welcome, audit], logger: silentLogger });
+ * // Both jobs, and your own writes through tx.db (tx.sql on PostgreSQL), commit together.
+ * await jobs.transaction(async (tx) => {
+ *   await jobs.enqueue(welcome, { signupId: 7 }, { tx });
+ *   await jobs.enqueue(audit, { event: "signup" }, { tx });
+ * });
+ * await jobs.start({ queues: { default: 5 } }); // queue -> jobs at once on this node
+ * assert.equal(await welcomed.promise, 7);
+ * await jobs.close({ grace: 10_000 }); // stops the runtimes, then closes the store
+ * ```
  */
 export function openJobs<L extends string>(
   location: L,

@@ -1,19 +1,44 @@
 /**
- * `jobs`: a durable job queue on an embedded SQLite file or, for several
- * hosts, one shared PostgreSQL database: `openJobs("jobs.db")` or
- * `openJobs("postgres://user@host:5432/db?schema=jobs")`, the same API on both.
+ * `jobs`: a durable job scheduler and queue on SQLite or PostgreSQL. Define
+ * workers, enqueue jobs (alone, in bulk, or in the same transaction as your
+ * own writes), and run them with retries, leases, fencing and a record of
+ * every attempt. One API on a SQLite file (`openJobs("jobs.db")`) and on a
+ * PostgreSQL database that daemons on several hosts share
+ * (`openJobs("postgres://user@host:5432/db?schema=jobs")`).
  *
+ * This module is what an application needs. The rest is in sub-paths of
+ * the package:
+ *
+ * | import                 | for                                                                  |
+ * | ---------------------- | -------------------------------------------------------------------- |
+ * | `@jobs/jobs/workflow`  | workflows and sagas: checks, compiled runs, a step's context         |
+ * | `@jobs/jobs/ingest`    | ingest pipelines: TypeScript steps and sinks, runs and drops         |
+ * | `@jobs/jobs/report`    | reports: requests, limits, runs, output storage                      |
+ * | `@jobs/jobs/schedules` | `schedules.yaml` in your own process, and the built-in runners       |
+ * | `@jobs/jobs/store`     | the store seam: `openStore`, both adapters' opens, `Store`, its rows |
+ * | `@jobs/jobs/testing`   | drain queues, assert what was enqueued, perform one job              |
+ *
+ * Each sub-path is one file beside this one, named after it
+ * (`@jobs/jobs/workflow` is `src/workflow.ts`): from another project,
+ * import those files by path.
+ *
+ * @example Enqueue a job and run it
  * ```ts
- * import { defineWorker, openJobs } from "./src/mod.ts";
+ * import assert from "node:assert/strict";
+ * import { defineWorker, openJobs, silentLogger } from "@jobs/jobs";
  *
+ * const greeted = Promise.withResolvers<string>();
  * const greet = defineWorker<{ name: string }>({
  *   name: "greet",
- *   perform: (args) => console.log(`hello ${args.name}`),
+ *   perform: (args) => greeted.resolve(`hello ${args.name}`),
  * });
- * const jobs = await openJobs("jobs.db", { workers: [greet] });
+ *
+ * // A SQLite file ("jobs.db"), or "postgres://user@host:5432/db?schema=jobs".
+ * // logger: the default writes one JSON line per event to stderr.
+ * const jobs = await openJobs(":memory:", { workers: [greet], logger: silentLogger });
  * await jobs.enqueue(greet, { name: "Ada" });
- * const runtime = await jobs.start({ queues: { default: 10 } });
- * await runtime.stop();
+ * await jobs.start(); // runs every registered worker's queue until close()
+ * assert.equal(await greeted.promise, "hello Ada");
  * await jobs.close();
  * ```
  *
@@ -22,194 +47,33 @@
 
 export { type Clock, FakeClock, SystemClock } from "./clock.ts";
 export {
-  defaultNodeName,
   type EnqueueEntry,
   Jobs,
   type JobsOptions,
   openJobs,
   type OpenJobsOptions,
-  type PostgresLocation,
   type StartOptions,
   type StartWorkflowOptions,
   type TxFor,
-  type TxOption,
 } from "./jobs.ts";
-export { type Backoff, defaultBackoff, exponentialBackoff } from "./kernel/backoff.ts";
-export { DEFAULT_ARGS_LIMIT, EnqueueError, type EnqueueOptions } from "./kernel/enqueue.ts";
-export { JobTimeoutError } from "./kernel/executor.ts";
-export { describeError, redact } from "./kernel/redact.ts";
-export type {
-  Attempt,
-  AttemptOutcome,
-  InsertResult,
-  Job,
-  JobError,
-  JobState,
-} from "./kernel/types.ts";
-export { FINAL_STATES, INCOMPLETE_STATES, JOB_STATES } from "./kernel/types.ts";
-export type { UniqueOptions } from "./kernel/unique.ts";
+export type { PostgresTx, SqliteTx } from "./store/open.ts";
+export { SchemaTooNewError, StoreMovedError } from "./store/open.ts";
 export {
-  type ArgsSchema,
   defineWorker,
   type JobContext,
   type Outcome,
-  type StepContext,
-  type StepCursor,
   type Worker,
   type WorkerOptions,
 } from "./kernel/worker.ts";
-export {
-  checkWorkflow,
-  type CompensationOptions,
-  compileWorkflow,
-  defineWorkflow,
-  type UseCaseRun,
-  type WorkflowDefinition,
-  WorkflowDefinitionError,
-  type WorkflowOptions,
-  type WorkflowProblem,
-  type WorkflowProblemCode,
-  type WorkflowStepOptions,
-} from "./workflow/definition.ts";
-export {
-  type CompiledWorkflow,
-  FINAL_RUN_STATES,
-  RUN_STATES,
-  type RunState,
-  type StepState,
-  type WorkflowRun,
-  type WorkflowRunDetail,
-  type WorkflowStepRow,
-} from "./workflow/types.ts";
-export type { JobFilter, Store, StoreTx } from "./store/store.ts";
-export {
-  describeLocation,
-  openSqliteStore,
-  openStore,
-  type OpenStoreOptions,
-  type PostgresTx,
-  SchemaTooNewError,
-  type SqliteOptions,
-  SqliteStore,
-  type SqliteTx,
-  type StoreMode,
-  type StoreMove,
-  StoreMovedError,
-} from "./store/open.ts";
-export {
-  humanLogger,
-  jsonLinesLogger,
-  jsonLogger,
-  type Logger,
-  silentLogger,
-} from "./worker/logger.ts";
+export { type Backoff, exponentialBackoff } from "./kernel/backoff.ts";
+export { EnqueueError, type EnqueueOptions } from "./kernel/enqueue.ts";
+export type { UniqueOptions } from "./kernel/unique.ts";
+export type { InsertResult, JobState } from "./kernel/types.ts";
+export { JobTimeoutError } from "./kernel/executor.ts";
 export { LeaseLostError, ShutdownError } from "./worker/producer.ts";
-export { Runtime, type RuntimeOptions } from "./worker/runtime.ts";
-export { stageJobs } from "./worker/stager.ts";
-export { rescueOrphans } from "./worker/lifeline.ts";
-export { DEFAULT_RETENTION, pruneJobs } from "./worker/pruner.ts";
-export {
-  type ConfigError,
-  type ConfigErrorCode,
-  loadSchedules,
-  parseSchedules,
-} from "./schedule/config.ts";
-export { between, next } from "./schedule/occurrences.ts";
-export type {
-  GapPolicy,
-  LocalTimePolicy,
-  Occurrence,
-  OverlapPolicy,
-  Rhythm,
-  RunSpec,
-  Schedule,
-  ScheduleConfig,
-} from "./schedule/types.ts";
-export { planSchedules, syncSchedules } from "./worker/planner.ts";
-export { ScheduleSource } from "./worker/schedule_source.ts";
-export {
-  COMMAND_WORKER,
-  type CommandRun,
-  commandWorker,
-  type CommandWorkerOptions,
-  EXIT_CANCEL,
-  EXIT_DISCARD,
-  EXIT_SNOOZE,
-} from "./runners/command.ts";
-export { HTTP_WORKER, type HttpRun, httpWorker, retryAfterMs } from "./runners/http.ts";
-export {
-  defineSelection,
-  FANOUT_WORKER,
-  type FanOutRun,
-  fanoutWorker,
-  type FanoutWorkerOptions,
-  type SelectionOptions,
-} from "./runners/fanout.ts";
-export { loadWorkersModule, WorkersModuleError } from "./runners/workers_module.ts";
-export {
-  INGEST_WORKER,
-  ingestJob,
-  ingestWorker,
-  type IngestWorkerOptions,
-} from "./runners/ingest.ts";
-export {
-  defineSink,
-  defineStep,
-  type ProcessorContext,
-  type SinkEntry,
-  type SinkOptions,
-  type SinkResult,
-  type StepOptions,
-  type StepResult,
-} from "./ingest/processors.ts";
-export {
-  checkPipeline,
-  definePipeline,
-  PipelineDefinitionError,
-  type PipelineOptions,
-  type PipelineProblem,
-} from "./ingest/definition.ts";
-export {
-  checkReport,
-  type CompiledReport,
-  defineReport,
-  queryParams,
-  ReportDefinitionError,
-  type ReportOptions,
-  type ReportProblem,
-} from "./report/definition.ts";
-export { CsvWriter } from "./report/csv.ts";
-export { NdjsonWriter } from "./report/ndjson.ts";
-export { checkColumns, ReportColumnsChanged, ReportValueError } from "./report/columns.ts";
-export type {
-  CompiledPipeline,
-  CompiledStep,
-  IngestCounts,
-  IngestDrop,
-  IngestJobArgs,
-  IngestRun,
-  IngestRunState,
-  NamedSource,
-  PipelineSummary,
-  SourceSpec,
-} from "./ingest/types.ts";
-export {
-  REPORT_QUEUE,
-  REPORT_WORKER,
-  type ReportJobArgs,
-  type ReportRequest,
-  type ReportRun,
-  type ReportRunState,
-} from "./report/types.ts";
-export { checkRequest, type RawRequest, ReportRequestError } from "./report/query.ts";
-export {
-  DEFAULT_LIMITS,
-  type EffectiveLimits,
-  effectiveLimits,
-  LIMIT_NAMES,
-  type LimitName,
-  ReportLimitExceeded,
-} from "./report/limits.ts";
-export { openStorage, outputKey, type OutputStorage, type StorageSpec } from "./report/storage.ts";
-export { reportWorker, type ReportWorkerOptions } from "./runners/report.ts";
-export { type StartedRun } from "./admin/reports.ts";
+export { Runtime } from "./worker/runtime.ts";
+export { type Logger, silentLogger } from "./worker/logger.ts";
+export { defineWorkflow } from "./workflow/definition.ts";
+export { definePipeline } from "./ingest/definition.ts";
+export { defineReport } from "./report/definition.ts";
+export type { StartedRun } from "./admin/reports.ts";

@@ -4,6 +4,30 @@
  * assert what was enqueued, perform one job without a store, and wait for a
  * condition with a deadline instead of sleeping.
  *
+ * @example Assert what a piece of code enqueued, then run it
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { defineWorker, type Jobs, openJobs, silentLogger } from "@jobs/jobs";
+ * import { assertEnqueued, drainQueue, refuteEnqueued } from "@jobs/jobs/testing";
+ *
+ * const sendReceipt = defineWorker<{ orderId: number }>({
+ *   name: "send_receipt",
+ *   queue: "email",
+ *   perform: () => {},
+ * });
+ * // The code under test.
+ * async function checkout(jobs: Jobs, order: { orderId: number }) {
+ *   await jobs.enqueue(sendReceipt, order, { tags: ["checkout"] });
+ * }
+ *
+ * const jobs = await openJobs(":memory:", { workers: [sendReceipt], logger: silentLogger });
+ * await checkout(jobs, { orderId: 7 });
+ * await assertEnqueued(jobs, { worker: sendReceipt, args: { orderId: 7 }, tags: ["checkout"] });
+ * await refuteEnqueued(jobs, { worker: sendReceipt, args: { orderId: 8 } });
+ * assert.equal((await drainQueue(jobs, "email")).completed, 1);
+ * await jobs.close();
+ * ```
+ *
  * @module
  */
 
@@ -53,6 +77,27 @@ const LEASE_MS = 5 * 60_000;
 /**
  * Runs available jobs until none is left, through the real store: each job
  * is claimed (fence and attempt rise), performed by its worker and recorded.
+ *
+ * @example A job that fails once, retried without waiting for its backoff
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { defineWorker, openJobs, silentLogger } from "@jobs/jobs";
+ * import { drainJobs } from "@jobs/jobs/testing";
+ *
+ * const flaky = defineWorker({
+ *   name: "flaky",
+ *   perform: (_args, ctx) => {
+ *     if (ctx.attempt === 1) throw new Error("first attempt fails");
+ *   },
+ * });
+ * const jobs = await openJobs(":memory:", { workers: [flaky], logger: silentLogger });
+ * await jobs.enqueue(flaky, {});
+ * const first = await drainJobs(jobs);
+ * assert.deepEqual([first.completed, first.retryable], [0, 1]); // the retry is due later
+ * const rest = await drainJobs(jobs, { withScheduled: true }); // due now, whatever its time
+ * assert.equal(rest.completed, 1);
+ * await jobs.close();
+ * ```
  */
 export async function drainJobs<Tx extends StoreTx>(
   jobs: Jobs<Tx>,

@@ -7,7 +7,7 @@
  * @module
  */
 
-import { defineStep } from "../../src/mod.ts";
+import { defineStep } from "../../src/ingest.ts";
 
 /** The `vendor-prices` source: sku -> price. */
 type Prices = Record<string, unknown>;

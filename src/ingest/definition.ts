@@ -223,7 +223,44 @@ export function checkPipeline(options: PipelineOptions): PipelineProblem[] {
   return problems;
 }
 
-/** Checks and compiles `options`; relative paths are resolved against `baseDir` (the working directory). */
+/**
+ * Checks and compiles `options`; relative paths are resolved against `baseDir` (the working directory).
+ * A pipeline that breaks a rule is a {@linkcode PipelineDefinitionError}
+ * listing every problem. `jobs.ingest(pipeline)` enqueues a run.
+ *
+ * @example Records from a file, two drop steps, a TypeScript sink
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { definePipeline } from "@jobs/jobs";
+ * import { type PipelineOptions, PipelineDefinitionError } from "@jobs/jobs/ingest";
+ *
+ * const options: PipelineOptions = {
+ *   id: "catalog",
+ *   source: { file: "./feed.ndjson", format: "ndjson" }, // or glob, command, http; csv
+ *   key: "sku",
+ *   steps: [
+ *     // Cheap drops first; each record goes through the steps in this order.
+ *     { drop: "drop-duplicates", run: { command: ["node", "./steps/dedupe.mjs"] } },
+ *     { drop: "drop-below-threshold", run: { worker: "threshold" } }, // a defineStep worker
+ *   ],
+ *   dropReasons: ["duplicate", "below-threshold", "poison"],
+ *   sink: { worker: "upsert_product" }, // a defineSink worker
+ * };
+ * const catalog = definePipeline(options, "/srv/catalog");
+ * assert.deepEqual(catalog.source, {
+ *   kind: "file",
+ *   path: "/srv/catalog/feed.ndjson",
+ *   format: "ndjson",
+ *   encoding: "utf-8",
+ * });
+ *
+ * // Records failing three runs are dropped as "poison": the reason must be in the closed set.
+ * assert.throws(
+ *   () => definePipeline({ ...options, dropReasons: ["duplicate", "below-threshold"] }),
+ *   (error: PipelineDefinitionError) => error.problems[0]!.code === "poison-reason-missing",
+ * );
+ * ```
+ */
 export function definePipeline(options: PipelineOptions, baseDir?: string): CompiledPipeline {
   const problems = checkPipeline(options);
   if (problems.length > 0) throw new PipelineDefinitionError(options.id, problems);

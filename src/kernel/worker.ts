@@ -174,7 +174,42 @@ export const DEFAULT_QUEUE = "default";
 
 const NAME = /^[A-Za-z0-9][\w.:/-]{0,127}$/;
 
-/** Checks a worker's options and returns the worker; names the field and value on error. */
+/**
+ * Checks a worker's options and returns the worker; names the field and value on error.
+ *
+ * What `perform` returns decides how the attempt ends: nothing completes the
+ * job; `{ snooze: ms }` runs it again later without using up an attempt;
+ * `{ cancel: reason }` and `{ discard: reason }` end it; a throw retries it
+ * after `backoff` while attempts remain, and discards it after the last.
+ *
+ * @example A worker with its options, and the outcomes of its attempts
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { defineWorker, exponentialBackoff } from "@jobs/jobs";
+ * import { performJob } from "@jobs/jobs/testing";
+ *
+ * const sendReceipt = defineWorker<{ orderId: number; email: string }>({
+ *   name: "send_receipt", // stored on each job: keep it stable
+ *   queue: "email", // @default "default"
+ *   maxAttempts: 5, // @default 20
+ *   timeout: 30_000, // ctx.signal aborts after 30 s and the attempt fails
+ *   backoff: exponentialBackoff(1_000, 60_000),
+ *   perform(args, ctx) {
+ *     // ctx.signal, ctx.attempt, ctx.fence, ctx.idempotencyKey ("job:<id>", every attempt)
+ *     if (!args.email.includes("@")) return { discard: `no mailbox for order ${args.orderId}` };
+ *     if (ctx.attempt === 1) return { snooze: 10_000 }; // try again in 10 s, attempt not used up
+ *     if (args.orderId < 0) throw new Error("mail service down"); // retried with backoff
+ *     return; // nothing: completed
+ *   },
+ * });
+ *
+ * const order = { orderId: 1, email: "ada@example.com" };
+ * assert.equal((await performJob(sendReceipt, order)).outcome, "snoozed");
+ * assert.equal((await performJob(sendReceipt, order, { attempt: 2 })).outcome, "completed");
+ * const bad = await performJob(sendReceipt, { orderId: 2, email: "nobody" });
+ * assert.equal(bad.outcome, "discarded");
+ * ```
+ */
 export function defineWorker<A = unknown>(options: WorkerOptions<A>): Worker<A> {
   const where = `worker "${options.name}"`;
   if (typeof options.name !== "string" || !NAME.test(options.name)) {

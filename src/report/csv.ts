@@ -85,7 +85,7 @@ function textField(s: string, formula: boolean): string {
  * once, then {@linkcode rows} for each batch. It keeps no row, so memory
  * is one batch's whatever the row count.
  *
- * ```ts
+ * ```ts ignore
  * const csv = new CsvWriter({ columns: ["id", "name"], bom: true });
  * await file.write(csv.header());
  * for await (const batch of batches) await file.write(csv.rows(batch));

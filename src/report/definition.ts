@@ -311,6 +311,48 @@ export class ReportDefinitionError extends Error {
  * A report for the library: checked by {@linkcode checkReport} (the query
  * file read from `baseDir` when `queryText` is not given, so its parameters
  * are checked too) and compiled; every problem is thrown at once.
+ * `jobs.report(report, request)` queues a run (see `@jobs/jobs/report` for
+ * one run whole).
+ *
+ * @example A report's rules, and a report that breaks one
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { defineReport } from "@jobs/jobs";
+ * import { ReportDefinitionError, type ReportOptions } from "@jobs/jobs/report";
+ *
+ * const options: ReportOptions = {
+ *   id: "ledger",
+ *   // Why the report earns its infrastructure, and who answers for it.
+ *   need: {
+ *     report: "the ledger since a date, for the accountants",
+ *     volume: "a few thousand rows a month",
+ *     plan: "a range scan over ledger by id",
+ *     latency_target: "1m",
+ *     max_result: "100000 rows",
+ *     operator: "finance-ops",
+ *   },
+ *   source: { sqlite: "./app.db" }, // or { postgres: "postgres://..." }
+ *   query: "./ledger.sql",
+ *   // The query file's text (read from the file when left out): every parameter bound.
+ *   queryText: `select id, booked_at, amount from ledger
+ *     where booked_at >= :from and id > coalesce(:after_key, -1)
+ *     order by id limit :page_size`,
+ *   params: { from: { type: "date" } },
+ *   paging: { mode: "pages", size: 500, key: "id" },
+ *   audit: { reason: "ledger export", target: "finance-audit" },
+ *   format: { type: "csv", columns: ["id", "booked_at", "amount"] },
+ *   tenancy: { mode: "shared", reason: "one company's ledger" }, // else the query binds :tenant
+ *   storage: { folder: "./exports" }, // or { s3: { bucket, region, ... } }
+ *   contact: "finance-ops@example.com",
+ * };
+ * const ledger = defineReport(options, "/srv/reports");
+ * assert.equal(ledger.query, "/srv/reports/ledger.sql");
+ *
+ * assert.throws(
+ *   () => defineReport({ ...options, paging: undefined }),
+ *   (error: ReportDefinitionError) => error.problems[0]!.code === "report-paging-missing",
+ * );
+ * ```
  *
  * @throws {ReportDefinitionError} when any rule is broken
  */

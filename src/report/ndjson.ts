@@ -39,7 +39,7 @@ const EMPTY = new Uint8Array(0);
  * Writes a report as NDJSON, one batch of rows at a time. It keeps no row,
  * so memory is one batch's whatever the row count.
  *
- * ```ts
+ * ```ts ignore
  * const ndjson = new NdjsonWriter({ columns: ["id", "name"] });
  * await file.write(ndjson.header()); // empty: NDJSON has no header
  * for await (const batch of batches) await file.write(ndjson.rows(batch));

@@ -3,7 +3,7 @@
  * module whose exports are workers made with `defineWorker` (from
  * `src/mod.ts`), which the daemon registers beside its own runners.
  *
- * ```ts
+ * ```ts ignore
  * import { defineWorker } from "jobs/src/mod.ts";
  *
  * export const reindex = defineWorker<{ item: string }>({

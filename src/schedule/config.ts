@@ -177,6 +177,33 @@ export function parseSchedules(
  * a module that cannot be loaded is an error with code `workers-invalid`, a
  * worker it does not export one with code `worker-unknown`.
  *
+ * @example Every error of a file, each naming its line, column and field
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { loadSchedules } from "@jobs/jobs/schedules";
+ *
+ * const dir = await Deno.makeTempDir();
+ * await Deno.writeTextFile(
+ *   `${dir}/schedules.yaml`,
+ *   `version: 1
+ * schedules:
+ *   - id: hello
+ *     every: 15s
+ *     timout: 5m
+ *     run: { command: ["echo", "hello"] }
+ * `,
+ * );
+ * const loaded = await loadSchedules(`${dir}/schedules.yaml`);
+ * assert.equal(loaded.ok, false);
+ * if (!loaded.ok) {
+ *   assert.match(
+ *     loaded.errors[0]!.message,
+ *     /schedules\.yaml:5:5: schedule "hello": unknown field "timout"; did you mean "timeout"\?$/,
+ *   );
+ * }
+ * await Deno.remove(dir, { recursive: true });
+ * ```
+ *
  * @param path the file; also the name shown in messages
  */
 export async function loadSchedules(

@@ -28,6 +28,7 @@ import {
 } from "./errors.ts";
 import { describeLocation, isPostgresLocation, parseLocation } from "./location.ts";
 import type { MigrationInfo, Store, StoreTx } from "./store.ts";
+import type { PostgresOptions, PostgresTx } from "./postgres/postgres_store.ts";
 import {
   explainOpenFailure,
   openSqliteStore,
@@ -42,7 +43,7 @@ export { MOVED_SETTING, type StoreMove, StoreMovedError } from "./errors.ts";
 export type { StoreLocation } from "./location.ts";
 export { openSqliteStore, SchemaTooNewError, type SqliteOptions, SqliteStore, type SqliteTx };
 /** The PostgreSQL store's transaction (`tx.sql`); a type only, so SQLite users load no postgres.js. */
-export type { PostgresTx } from "./postgres/postgres_store.ts";
+export type { PostgresOptions, PostgresTx } from "./postgres/postgres_store.ts";
 
 /** What the caller does to the store; see the module's documentation. */
 export type StoreMode = "read" | "write" | "create";
@@ -110,6 +111,27 @@ export async function storeMove(store: Store): Promise<StoreMove | null> {
  * `StoreOpenError` naming the location without its credentials, or (in
  * `write` and `create` without `writeMoved`) a {@linkcode StoreMovedError}
  * when `jobs migrate-store` moved the store elsewhere.
+ *
+ * @example A store is created only when asked to
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { openStore, StoreMissingError } from "@jobs/jobs/store";
+ *
+ * const dir = await Deno.makeTempDir();
+ * const location = `${dir}/jobs.db`; // or "postgres://user@host:5432/db?schema=jobs"
+ * // A mistyped location is an error, never a new empty store.
+ * await assert.rejects(openStore(location, { mode: "read" }), StoreMissingError);
+ *
+ * const created = await openStore(location, { mode: "create" });
+ * assert.ok(created.applied.length > 0); // the migrations it applied
+ * await created.store.close();
+ *
+ * const { store, schema } = await openStore(location, { mode: "read" });
+ * assert.equal(schema.version, schema.known);
+ * assert.deepEqual(await store.jobsList({}), []);
+ * await store.close();
+ * await Deno.remove(dir, { recursive: true });
+ * ```
  */
 export async function openStore(
   location: string,
@@ -162,6 +184,21 @@ export async function openStore(
   }
 }
 
+/**
+ * Opens (and by default migrates) the PostgreSQL store at `url`
+ * (`postgres://user@host:5432/db?schema=name`): the adapter's own open,
+ * loaded on the first call, so a program that never opens PostgreSQL never
+ * loads postgres.js. A database that cannot be reached is a
+ * `StoreOpenError` naming the location without its password.
+ */
+export async function openPostgresStore(
+  url: string,
+  options: PostgresOptions = {},
+): Promise<Store<PostgresTx>> {
+  const adapter = await import("./postgres/postgres_store.ts");
+  return await adapter.openPostgresStore(url, options);
+}
+
 /** {@linkcode openStore} on SQLite, typed with its transaction (the library's `tx.db`). */
 export async function openSqliteLocation(
   path: string,
@@ -194,7 +231,6 @@ export async function storeSchema(
     }
     store = await openSqliteStore(parsed.path, { migrate: false, readOnly: true });
   } else {
-    const { openPostgresStore } = await import("./postgres/postgres_store.ts");
     store = await openPostgresStore(parsed.url, {
       migrate: false,
       readOnly: true,
@@ -243,7 +279,6 @@ async function openPostgres(
   schema: string,
   options: OpenStoreOptions,
 ): Promise<Store<StoreTx>> {
-  const { openPostgresStore } = await import("./postgres/postgres_store.ts");
   // Created (with its schema) only in `create`; the other modes find it or fail.
   return await openPostgresStore(url, { ...options.postgres, migrate: false, schema });
 }

@@ -1,7 +1,7 @@
 /**
  * The seam between the kernel and a database. The kernel and the runtime call
  * only these methods; every SQL statement lives in an adapter folder
- * (`sqlite/`, later `postgres/`), and one conformance suite runs against each.
+ * (`sqlite/` and `postgres/`), and one conformance suite runs against each.
  *
  * Methods read noun-then-verb and take one params object; `now` always comes
  * from the caller's clock, never from the database or the machine.

@@ -344,6 +344,64 @@ function dependenciesOf(step: WorkflowStepOptions): string[] {
 /**
  * Checks `options` and returns the definition; a definition that fails the
  * check is a {@linkcode WorkflowDefinitionError} listing every problem.
+ * Register it with `jobs.registerWorkflow` (or `workflows:` of `openJobs`)
+ * and start runs with `jobs.startWorkflow`.
+ *
+ * @example A saga: every step a use case with its compensation
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { defineWorker, defineWorkflow, openJobs, silentLogger } from "@jobs/jobs";
+ * import { WorkflowDefinitionError } from "@jobs/jobs/workflow";
+ *
+ * const placeHold = defineWorker({ name: "place_hold", perform: () => ({ result: { hold: "h-1" } }) });
+ * const cancelHold = defineWorker({
+ *   name: "cancel_hold",
+ *   // A compensation gets the step it undoes and that step's result.
+ *   perform: (_args, ctx) => {
+ *     assert.deepEqual(ctx.workflow!.compensates!.result, { hold: "h-1" });
+ *   },
+ * });
+ * const chargeFee = defineWorker({ name: "charge_fee", perform: () => {} });
+ * const steps = [
+ *   {
+ *     id: "place-hold",
+ *     useCase: "use-case/lending.place-hold",
+ *     compensation: { mode: "use-case", useCase: "use-case/lending.cancel-hold" } as const,
+ *   },
+ *   {
+ *     id: "charge-fee",
+ *     dependsOn: ["place-hold"],
+ *     useCase: "use-case/billing.charge-fee",
+ *     compensation: { mode: "none", reason: "a failed charge took no money" } as const,
+ *   },
+ * ];
+ * const lendCopy = defineWorkflow({
+ *   id: "lend-copy",
+ *   carriedBy: "workflow", // a saga: a discarded step runs the completed steps' compensations
+ *   useCases: {
+ *     "use-case/lending.place-hold": placeHold,
+ *     "use-case/lending.cancel-hold": cancelHold,
+ *     "use-case/billing.charge-fee": chargeFee,
+ *   },
+ *   steps,
+ * });
+ *
+ * // A step without its compensation breaks the saga's record rules.
+ * assert.throws(
+ *   () => defineWorkflow({ ...lendCopy, steps: [{ ...steps[0]!, compensation: undefined }] }),
+ *   (error: WorkflowDefinitionError) => error.problems[0]!.code === "compensation-missing",
+ * );
+ *
+ * const jobs = await openJobs(":memory:", {
+ *   workers: [placeHold, cancelHold, chargeFee],
+ *   workflows: [lendCopy],
+ *   logger: silentLogger,
+ * });
+ * const started = await jobs.startWorkflow("lend-copy", { copy: "c-1" }, { key: "lend:c-1" });
+ * const again = await jobs.startWorkflow("lend-copy", { copy: "c-1" }, { key: "lend:c-1" });
+ * assert.deepEqual(again, { id: started.id, duplicate: true });
+ * await jobs.close();
+ * ```
  */
 export function defineWorkflow(options: WorkflowOptions): WorkflowDefinition {
   const problems = checkWorkflow(options);

@@ -15,11 +15,11 @@ import { runJobs, withFiles } from "../support/cli.ts";
 
 const NOW = Date.UTC(2026, 11, 3, 9);
 const ENV = { USER: "ada" };
-const MOD = new URL("../../src/mod.ts", import.meta.url).href;
+const INGEST = new URL("../../src/ingest.ts", import.meta.url).href;
 
 /** A dedupe and a threshold step, and a sink that appends each key to `$SINK_OUT`. */
 const WORKERS = `
-import { defineSink, defineStep } from "${MOD}";
+import { defineSink, defineStep } from "${INGEST}";
 const seen = new Map();
 export const dedupe = defineStep({
   name: "dedupe",

@@ -21,17 +21,15 @@
  */
 
 import {
-  type CompiledPipeline,
   definePipeline,
-  defineSink,
-  defineStep,
-  ingestWorker,
   type Jobs,
   openJobs,
   type PostgresTx,
   silentLogger,
   type SqliteTx,
 } from "../../src/mod.ts";
+import { type CompiledPipeline, defineSink, defineStep } from "../../src/ingest.ts";
+import { ingestWorker } from "../../src/runners/ingest.ts";
 import { countedTable, pause } from "../support/crash_table.ts";
 
 /** The pipeline's id: the sink's keys are `<PIPELINE>/<sku>`. */

@@ -25,13 +25,13 @@
 
 import assert from "node:assert/strict";
 import {
-  type IngestRun,
   type Jobs,
   openJobs,
   type PostgresTx,
   silentLogger,
   type SqliteTx,
 } from "../../src/mod.ts";
+import type { IngestRun } from "../../src/ingest.ts";
 import { waitUntil } from "../../src/testing.ts";
 import { tempDir } from "../support/stores.ts";
 import { postgresLocation } from "../support/pg_schema.ts";

@@ -16,7 +16,7 @@ import { daemonDir, jobsCommand, POLL, startDaemon } from "../support/daemon_pro
 import { parseProm, value } from "../http/prom.ts";
 
 const EXAMPLE = fileURLToPath(new URL("../../examples/catalog", import.meta.url));
-const MOD = new URL("../../src/mod.ts", import.meta.url).href;
+const SRC = new URL("../../src/", import.meta.url).href;
 
 Deno.test({
   name:
@@ -31,7 +31,7 @@ Deno.test({
     const workers = await Deno.readTextFile(`${folder}/workers.ts`);
     await Deno.writeTextFile(
       `${folder}/workers.ts`,
-      workers.replace(/from "\.\.\/\.\.\/src\/mod\.ts"/g, `from "${MOD}"`),
+      workers.replace(/from "\.\.\/\.\.\/src\//g, `from "${SRC}`),
     );
     const file = `${folder}/schedules.yaml`;
     // The schedule runs when told (jobs run): an occurrence of its 15-minute

@@ -1,8 +1,8 @@
 /**
  * The library imported from another project, as a user would: a folder
  * outside the repository with its own deno.json and no import map, a
- * program importing `src/mod.ts` by absolute path, run with only the
- * permissions the README documents.
+ * program importing `src/mod.ts` (and each sub-path's file) by absolute
+ * path, run with only the permissions the README documents.
  */
 
 import assert from "node:assert/strict";
@@ -10,6 +10,50 @@ import { postgresLocation } from "../support/pg_schema.ts";
 import { tempDir } from "../support/stores.ts";
 
 const MOD = new URL("../../src/mod.ts", import.meta.url).href;
+
+/** The file of each sub-path of `deno.json`'s `exports`, by its name. */
+const SUBPATHS = Object.fromEntries(
+  ["workflow", "ingest", "report", "schedules", "store", "testing"].map((name) => [
+    name,
+    new URL(`../../src/${name}.ts`, import.meta.url).href,
+  ]),
+);
+
+// Every sub-path used once: a workflow drained, a pipeline and a report
+// checked, a schedules file parsed, the store read again through the seam.
+const SUBPATH_PROGRAM = `
+import { defineWorker, openJobs, silentLogger } from ${JSON.stringify(MOD)};
+import { defineWorkflow } from ${JSON.stringify(SUBPATHS.workflow)};
+import { checkPipeline } from ${JSON.stringify(SUBPATHS.ingest)};
+import { checkReport } from ${JSON.stringify(SUBPATHS.report)};
+import { parseSchedules } from ${JSON.stringify(SUBPATHS.schedules)};
+import { openStore } from ${JSON.stringify(SUBPATHS.store)};
+import { drainJobs } from ${JSON.stringify(SUBPATHS.testing)};
+
+const count = defineWorker({ name: "count", perform: () => ({ result: 3 }) });
+const tally = defineWorkflow({ id: "tally", steps: [{ id: "count", worker: count }] });
+const jobs = await openJobs("./app.db", { workers: [count], workflows: [tally], logger: silentLogger });
+const { id } = await jobs.startWorkflow("tally", {});
+const { completed } = await drainJobs(jobs);
+const run = (await jobs.store.workflowGet({ id }))?.run.state;
+await jobs.close();
+
+const { store } = await openStore("./app.db", { mode: "read" });
+const stored = (await store.jobsList({})).length;
+await store.close();
+
+const pipeline = checkPipeline({
+  id: "feed",
+  source: { file: "./feed.ndjson" },
+  key: "sku",
+  steps: [],
+  dropReasons: ["poison"],
+  sink: { worker: "save" },
+}).length;
+const report = checkReport({ id: "bare" }).map((p) => p.code).includes("report-need-missing");
+const schedules = parseSchedules("version: 1\\nschedules: []\\n", "schedules.yaml").ok;
+console.log(JSON.stringify({ completed, run, stored, pipeline, report, schedules }));
+`;
 
 // The README's transaction example, with the worker and table it needs.
 const PROGRAM = `
@@ -134,6 +178,23 @@ Deno.test("the library imports by path from a project with no import map, and en
     (dir) => [`--allow-read=${dir}`, `--allow-write=${dir}`],
   );
   assert.deepEqual(printed, { signupId: 1, ran: 1, signups: 1, queued: 1 });
+});
+
+Deno.test("each sub-path imports by path from a project with no import map", async () => {
+  // The permissions the README documents, with the two variables npm:yaml
+  // reads, which the README lists for reading a schedules file.
+  const printed = await runProgram(
+    SUBPATH_PROGRAM,
+    (dir) => [`--allow-read=${dir}`, `--allow-write=${dir}`, "--allow-env=LOG_TOKENS,LOG_STREAM"],
+  );
+  assert.deepEqual(printed, {
+    completed: 1,
+    run: "completed",
+    stored: 1,
+    pipeline: 0,
+    report: true,
+    schedules: true,
+  });
 });
 
 Deno.test("the library on PostgreSQL imports from a project with no import map, and enqueues in the caller's transaction", async () => {

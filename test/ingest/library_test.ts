@@ -5,8 +5,8 @@
  */
 
 import assert from "node:assert/strict";
-import { defineSink, defineStep, openJobs, silentLogger } from "../../src/mod.ts";
-import type { CompiledPipeline } from "../../src/mod.ts";
+import { openJobs, silentLogger } from "../../src/mod.ts";
+import { type CompiledPipeline, defineSink, defineStep } from "../../src/ingest.ts";
 import { waitUntil } from "../../src/testing.ts";
 import { tempDir } from "../support/stores.ts";
 

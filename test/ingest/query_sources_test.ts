@@ -9,8 +9,14 @@
 import assert from "node:assert/strict";
 import { DatabaseSync } from "node:sqlite";
 import postgres from "../../src/store/postgres/driver.ts";
-import { defineSink, defineStep, openJobs, silentLogger } from "../../src/mod.ts";
-import type { CompiledPipeline, IngestRun, NamedSource } from "../../src/mod.ts";
+import { openJobs, silentLogger } from "../../src/mod.ts";
+import {
+  type CompiledPipeline,
+  defineSink,
+  defineStep,
+  type IngestRun,
+  type NamedSource,
+} from "../../src/ingest.ts";
 import { waitUntil } from "../../src/testing.ts";
 import { POSTGRES_TEST_URL, testSchema } from "../support/backends.ts";
 import { tempDir } from "../support/stores.ts";

@@ -1,11 +1,6 @@
 import assert from "node:assert/strict";
-import {
-  DEFAULT_ARGS_LIMIT,
-  defineWorker,
-  EnqueueError,
-  Jobs,
-  silentLogger,
-} from "../../src/mod.ts";
+import { defineWorker, EnqueueError, Jobs, silentLogger } from "../../src/mod.ts";
+import { DEFAULT_ARGS_LIMIT } from "../../src/kernel/enqueue.ts";
 import { tempJobs } from "../support/stores.ts";
 
 const ship = defineWorker<Record<string, unknown>>({ name: "ship", perform: () => {} });

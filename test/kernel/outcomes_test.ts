@@ -1,12 +1,7 @@
 import assert from "node:assert/strict";
-import {
-  type Backoff,
-  defaultBackoff,
-  defineWorker,
-  exponentialBackoff,
-  type Job,
-  JobTimeoutError,
-} from "../../src/mod.ts";
+import { type Backoff, defineWorker, exponentialBackoff, JobTimeoutError } from "../../src/mod.ts";
+import { defaultBackoff } from "../../src/kernel/backoff.ts";
+import type { Job } from "../../src/store.ts";
 import { ERROR_CAP_BYTES } from "../../src/kernel/redact.ts";
 import { drainAllJobs, drainQueue, waitUntil } from "../../src/testing.ts";
 import { tempJobs } from "../support/stores.ts";

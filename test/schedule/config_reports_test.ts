@@ -141,7 +141,7 @@ Deno.test("jobs check lists a report's bounds and fails on a broken one, reading
 });
 
 Deno.test("defineReport reads the query from its folder and throws every problem with its code", async () => {
-  const { defineReport, ReportDefinitionError } = await import("../../src/mod.ts");
+  const { defineReport, ReportDefinitionError } = await import("../../src/report.ts");
   const dir = await Deno.makeTempDir();
   try {
     await Deno.writeTextFile(

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { DatabaseSync } from "node:sqlite";
-import { openSqliteStore, SchemaTooNewError } from "../../src/mod.ts";
+import { openSqliteStore, SchemaTooNewError } from "../../src/store.ts";
 import { MIGRATIONS } from "../../src/store/sqlite/migrations.ts";
 import { tempDir } from "../support/stores.ts";
 
