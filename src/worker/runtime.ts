@@ -487,8 +487,12 @@ export class Runtime {
     const { clock } = this.#deps;
     const margin = leaseMarginMs(this.#options.leaseMs);
     const every = Math.max(1, Math.min(this.#heartbeatMs(), Math.floor(margin / 3)));
+    // With nothing running it looks less often: a job claimed meanwhile is
+    // looked at within half the time its lease has before the margin, long
+    // before it could be due (an idle node woke once a second for this).
+    const idle = Math.max(every, Math.floor((this.#options.leaseMs - margin) / 2));
     while (!signal.aborted) {
-      await clock.sleep(every, signal);
+      await clock.sleep(this.running > 0 ? every : idle, signal);
       if (!signal.aborted) this.#expireUnrenewed(clock.now(), margin);
     }
   }
