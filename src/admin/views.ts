@@ -1,5 +1,5 @@
 /**
- * The read side shared by the command line and (later) the TUI: what the
+ * The read side shared by the command line and the TUI: what the
  * queues, nodes, schedules and jobs look like right now, assembled from the
  * store and `schedules.yaml`. Instants stay UTC epoch ms; nothing here
  * prints, formats for a terminal or reads the machine's time.

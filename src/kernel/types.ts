@@ -4,7 +4,7 @@
  * @module
  */
 
-/** Where a job is in its life; see ARCHITECTURE.md for the diagram. */
+/** Where a job is in its life; see docs/ARCHITECTURE.md for the diagram. */
 export type JobState =
   | "scheduled"
   | "available"

@@ -106,7 +106,7 @@ export interface StoreTx extends StoreTxMethods {
   jobsInsert(params: { jobs: NewJob[]; now: number }): Promise<InsertResult[]>;
 }
 
-/** Filters for listing jobs (tests, testing helpers, later the admin views). */
+/** Filters for listing jobs (the admin views, the TUI's jobs list, the testing helpers). */
 export interface JobFilter {
   ids?: number[];
   state?: JobState | JobState[];

@@ -1,7 +1,7 @@
 /**
  * The worker runtime: producers per queue plus the plugins (heartbeat,
  * stager, lifeline, pruner, planner) on their timers, and the shutdown order
- * of ARCHITECTURE.md. The daemon runs one; a library user may run one in
+ * of docs/ARCHITECTURE.md. The daemon runs one; a library user may run one in
  * their own process.
  *
  * With `maintenance: "leader"` the stager, lifeline, pruner and planner
