@@ -27,7 +27,7 @@ import {
   type SqliteOptions,
   type SqliteTx,
 } from "./store/open.ts";
-import { jsonLinesLogger, type Logger } from "./worker/logger.ts";
+import { jsonLinesLogger, type Logger } from "./kernel/logger.ts";
 import { Runtime, type RuntimeOptions } from "./worker/runtime.ts";
 import {
   compileWorkflow,

@@ -95,8 +95,6 @@ const LAYERS: readonly (readonly string[])[] = [
 // Why each upward import is still there, one line each; the entries below name one.
 const TOOLKIT =
   "the process toolkit (spawn, process groups, output tails, env) still lives in runners/";
-const LOGGER = "Logger still lives in worker/, though the layers below the runtime log too";
-const LEASE_ERRORS = "LeaseLostError and ShutdownError still live in worker/producer.ts";
 const STEP_META = "the step meta the executor reads is still a workflow word";
 const CONFIG = "the whole-file configuration still lives under schedule/, below what it parses";
 const SCHEDULE_CONFIG =
@@ -114,17 +112,12 @@ const UPWARD_ALLOWED: ReadonlyMap<string, string> = new Map([
   ["ingest/command_processor.ts -> runners/env.ts", TOOLKIT],
   ["ingest/command_processor.ts -> runners/process_group.ts", TOOLKIT],
   ["ingest/processors.ts -> runners/env.ts", TOOLKIT],
-  ["ingest/run.ts -> worker/logger.ts", LOGGER],
-  ["ingest/run.ts -> worker/producer.ts", LEASE_ERRORS],
   ["ingest/source.ts -> runners/command.ts", TOOLKIT],
   ["ingest/source.ts -> runners/env.ts", TOOLKIT],
   ["ingest/source.ts -> runners/process_group.ts", TOOLKIT],
   ["kernel/executor.ts -> workflow/types.ts", STEP_META],
   ["report/run.ts -> runners/env.ts", TOOLKIT],
-  ["report/run.ts -> worker/logger.ts", LOGGER],
-  ["report/run.ts -> worker/producer.ts", LEASE_ERRORS],
   ["report/storage.ts -> runners/env.ts", TOOLKIT],
-  ["runners/ingest.ts -> worker/logger.ts", LOGGER],
   ["schedule/config/build.ts -> ingest/definition.ts", CONFIG],
   ["schedule/config/build.ts -> ingest/types.ts", CONFIG],
   ["schedule/config/build.ts -> report/definition.ts", CONFIG],

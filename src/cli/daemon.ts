@@ -61,7 +61,7 @@ import { defineWorker, type Worker } from "../kernel/worker.ts";
 import type { Schedule } from "../schedule/types.ts";
 import type { StoreLostError } from "../store/errors.ts";
 import type { Store } from "../store/store.ts";
-import type { Logger } from "../worker/logger.ts";
+import type { Logger } from "../kernel/logger.ts";
 import { ScheduleSource } from "../worker/schedule_source.ts";
 import { openWhenReachable } from "../worker/store_health.ts";
 import { describeLocation } from "../store/location.ts";

@@ -16,7 +16,7 @@ import type { RecordBuffer } from "../ingest/buffer.ts";
 import { runPipeline } from "../ingest/run.ts";
 import { type CompiledPipeline, INGEST_WORKER, type IngestJobArgs } from "../ingest/types.ts";
 import type { Store } from "../store/store.ts";
-import type { Logger } from "../worker/logger.ts";
+import type { Logger } from "../kernel/logger.ts";
 
 export { INGEST_WORKER };
 

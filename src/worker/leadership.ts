@@ -29,7 +29,7 @@
 
 import type { Clock } from "../clock.ts";
 import type { LeaderState, Store } from "../store/store.ts";
-import type { Logger } from "./logger.ts";
+import type { Logger } from "../kernel/logger.ts";
 import type { StoreHealth } from "./store_health.ts";
 
 /** The role the runtime's maintenance passes run under. */

@@ -9,40 +9,13 @@
  */
 
 import type { Clock } from "../clock.ts";
+import { ShutdownError } from "../kernel/abort_reasons.ts";
 import { type CursorStore, execute, type Registry } from "../kernel/executor.ts";
 import type { ClaimedJob, JobResult } from "../kernel/types.ts";
 import type { Lease, Store } from "../store/store.ts";
 import { setImmediate } from "node:timers";
-import type { Logger } from "./logger.ts";
+import type { Logger } from "../kernel/logger.ts";
 import type { StoreHealth } from "./store_health.ts";
-
-/** Raised into a job's signal when its node lost the lease. */
-export class LeaseLostError extends Error {
-  constructor(readonly jobId: number) {
-    super(`lease of job ${jobId} lost (cancelled by an operator, or rescued elsewhere)`);
-    this.name = "LeaseLostError";
-  }
-}
-
-/**
- * Raised into a job's signal when this node could not renew its lease and
- * the lease is about to run out in the store: another node may rescue the
- * job then, so this copy stops first.
- */
-export class LeaseExpiredError extends Error {
-  constructor(readonly jobId: number, readonly expiresAt: number) {
-    super(`lease of job ${jobId} runs out at ${expiresAt} and could not be renewed`);
-    this.name = "LeaseExpiredError";
-  }
-}
-
-/** Raised into a job's signal when shutdown's grace period ran out. */
-export class ShutdownError extends Error {
-  constructor() {
-    super("node shutting down; the job is left to the lifeline");
-    this.name = "ShutdownError";
-  }
-}
 
 /** What a producer shares with its runtime. */
 export interface ProducerDeps {

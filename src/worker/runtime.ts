@@ -20,8 +20,9 @@ import type { Lease, RescuedJob, Store } from "../store/store.ts";
 import { beat } from "./heartbeat.ts";
 import { Leadership } from "./leadership.ts";
 import { rescueOrphans } from "./lifeline.ts";
-import type { Logger } from "./logger.ts";
-import { LeaseExpiredError, LeaseLostError, Producer } from "./producer.ts";
+import type { Logger } from "../kernel/logger.ts";
+import { Producer } from "./producer.ts";
+import { LeaseExpiredError, LeaseLostError } from "../kernel/abort_reasons.ts";
 import {
   DEFAULT_PRUNE_EVERY_MS,
   DEFAULT_RETENTION,

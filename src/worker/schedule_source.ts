@@ -14,7 +14,7 @@ import {
   type ProgramFiles,
 } from "../schedule/config.ts";
 import type { ScheduleConfig } from "../schedule/types.ts";
-import type { Logger } from "./logger.ts";
+import type { Logger } from "../kernel/logger.ts";
 
 /** What a reload did. */
 export type ReloadResult =

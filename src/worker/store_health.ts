@@ -27,7 +27,7 @@
 import type { Clock } from "../clock.ts";
 import { isStoreUnreachable, StoreLostError } from "../store/errors.ts";
 import { reconnectBackoff } from "../kernel/backoff.ts";
-import type { Logger } from "./logger.ts";
+import type { Logger } from "../kernel/logger.ts";
 
 /** Settings of {@linkcode StoreHealth}. */
 export interface StoreHealthOptions {

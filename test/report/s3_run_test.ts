@@ -29,7 +29,7 @@ import {
 import { reportArgsSchema, reportWorker, storageOf } from "../../src/runners/report.ts";
 import type { Store } from "../../src/store/store.ts";
 import { waitUntil } from "../../src/testing.ts";
-import { silentLogger } from "../../src/worker/logger.ts";
+import { silentLogger } from "../../src/kernel/logger.ts";
 import { backendJobs, BACKENDS } from "../support/backends.ts";
 import {
   MARCH,

@@ -10,7 +10,7 @@ import { Jobs, SystemClock } from "../../src/mod.ts";
 import { defineWorker } from "../../src/kernel/worker.ts";
 import { drainQueue } from "../../src/testing.ts";
 import { rescueOrphans } from "../../src/worker/lifeline.ts";
-import { silentLogger } from "../../src/worker/logger.ts";
+import { silentLogger } from "../../src/kernel/logger.ts";
 import { denoScript, lines } from "../support/processes.ts";
 import { tempStore } from "../support/stores.ts";
 import { counts } from "../support/rescue.ts";

@@ -17,7 +17,7 @@ import { openPostgresStore } from "../../src/store/postgres/postgres_store.ts";
 import type { LeaderState, Store } from "../../src/store/store.ts";
 import { waitUntil } from "../../src/testing.ts";
 import { leaderMarginMs, Leadership } from "../../src/worker/leadership.ts";
-import type { Logger } from "../../src/worker/logger.ts";
+import type { Logger } from "../../src/kernel/logger.ts";
 import { StoreHealth } from "../../src/worker/store_health.ts";
 import {
   type Backend,

@@ -14,8 +14,8 @@ import type { SqliteStore, SqliteTx } from "../../src/store/sqlite/sqlite_store.
 import type { Store } from "../../src/store/store.ts";
 import { waitUntil } from "../../src/testing.ts";
 import { rescueOrphans } from "../../src/worker/lifeline.ts";
-import type { Logger } from "../../src/worker/logger.ts";
-import { LeaseExpiredError } from "../../src/worker/producer.ts";
+import type { Logger } from "../../src/kernel/logger.ts";
+import { LeaseExpiredError } from "../../src/kernel/abort_reasons.ts";
 import { leaseMarginMs } from "../../src/worker/runtime.ts";
 import { tempStore } from "../support/stores.ts";
 

@@ -8,7 +8,7 @@ import assert from "node:assert/strict";
 import { FakeClock } from "../../src/clock.ts";
 import { Jobs } from "../../src/jobs.ts";
 import { waitUntil } from "../../src/testing.ts";
-import type { Logger } from "../../src/worker/logger.ts";
+import type { Logger } from "../../src/kernel/logger.ts";
 import { rescueOrphans } from "../../src/worker/lifeline.ts";
 import { BACKENDS, newJob } from "../support/backends.ts";
 

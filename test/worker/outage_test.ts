@@ -14,7 +14,7 @@ import { defineWorker } from "../../src/kernel/worker.ts";
 import type { SqliteStore, SqliteTx } from "../../src/store/sqlite/sqlite_store.ts";
 import type { Store } from "../../src/store/store.ts";
 import { waitUntil } from "../../src/testing.ts";
-import type { Logger } from "../../src/worker/logger.ts";
+import type { Logger } from "../../src/kernel/logger.ts";
 import { tempStore } from "../support/stores.ts";
 
 /** The message node:sqlite gives when the write lock stays taken. */

@@ -10,7 +10,7 @@
 
 import type { Clock } from "../clock.ts";
 import { escapeControl } from "../text/escape.ts";
-import { redact } from "../kernel/redact.ts";
+import { redact } from "./redact.ts";
 
 /**
  * Receives runtime events (`job.start`, `job.stop`, `store.degraded`, ...).

@@ -10,7 +10,7 @@ import { FakeClock } from "../../src/clock.ts";
 import { openJobs } from "../../src/jobs.ts";
 import { defineWorker } from "../../src/kernel/worker.ts";
 import { waitUntil } from "../../src/testing.ts";
-import { humanLogger, jsonLinesLogger } from "../../src/worker/logger.ts";
+import { humanLogger, jsonLinesLogger } from "../../src/kernel/logger.ts";
 import { tempDir } from "../support/stores.ts";
 
 const AT = Date.UTC(2026, 2, 8, 12, 3, 4, 120);
