@@ -35,12 +35,14 @@ import {
   type WorkflowOptions,
 } from "./workflow/definition.ts";
 import type { CompiledWorkflow } from "./workflow/types.ts";
-import { type CompiledPipeline, INGEST_WORKER } from "./ingest/types.ts";
+import { type CompiledPipeline } from "./ingest/types.ts";
+import { INGEST_WORKER } from "./kernel/runs.ts";
 import { ingestJob, ingestWorker } from "./runners/ingest.ts";
 import { type StartedRun, startReport } from "./admin/reports.ts";
 import type { CompiledReport } from "./report/definition.ts";
 import type { RawRequest } from "./report/query.ts";
-import { REPORT_QUEUE, REPORT_WORKER } from "./report/types.ts";
+import { REPORT_QUEUE } from "./report/types.ts";
+import { REPORT_WORKER } from "./kernel/runs.ts";
 import { reportWorker } from "./runners/report.ts";
 import { checkRunnerArgs } from "./runners/builtin_args.ts";
 

@@ -67,28 +67,21 @@ export type {
   OverlapPolicy,
   PrunerConfig,
   Rhythm,
-  RunSpec,
   Schedule,
   ScheduleConfig,
-  Selection,
   Timing,
 } from "./schedule/types.ts";
+export type { RunSpec, Selection } from "./kernel/runs.ts";
 export {
-  COMMAND_WORKER,
-  type CommandRun,
   commandWorker,
   type CommandWorkerOptions,
   EXIT_CANCEL,
   EXIT_DISCARD,
   EXIT_SNOOZE,
 } from "./runners/command.ts";
-export {
-  HTTP_WORKER,
-  type HttpRun,
-  httpWorker,
-  type HttpWorkerOptions,
-  retryAfterMs,
-} from "./runners/http.ts";
+export { COMMAND_WORKER, type CommandRun } from "./kernel/runs.ts";
+export { httpWorker, type HttpWorkerOptions, retryAfterMs } from "./runners/http.ts";
+export { HTTP_WORKER, type HttpRun } from "./kernel/runs.ts";
 export {
   defineSelection,
   FANOUT_WORKER,

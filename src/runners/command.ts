@@ -105,19 +105,13 @@ import {
   type Worker,
 } from "../kernel/worker.ts";
 import { occurrenceInstant } from "../schedule/occurrences.ts";
-import type { RunSpec } from "../schedule/types.ts";
 import { expandVariables, maskValues, MissingVariableError, referencedVariables } from "./env.ts";
 import { ProcessGroup } from "./process_group.ts";
 import { stepDocument } from "./step_document.ts";
 import { escapeControl } from "../text/escape.ts";
 import { shellQuote } from "../text/shell.ts";
 import { STDERR_MARK } from "../text/stored_error.ts";
-
-/** The args of a `jobs.command` job: the `command` variant of a run spec. */
-export type CommandRun = Extract<RunSpec, { kind: "command" }>;
-
-/** The worker name that plans and runners agree on. */
-export const COMMAND_WORKER = "jobs.command";
+import { COMMAND_WORKER, type CommandRun } from "../kernel/runs.ts";
 
 /** Exit code asking for a snooze (`EX_TEMPFAIL` of sysexits.h). */
 export const EXIT_SNOOZE = 75;

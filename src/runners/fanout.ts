@@ -57,13 +57,12 @@ import {
   type WorkerOptions,
 } from "../kernel/worker.ts";
 import { occurrenceInstant } from "../schedule/occurrences.ts";
-import { FANOUT_WORKER } from "../schedule/plan.ts";
-import { type FanOutRun, ITEM_PLACEHOLDER, type RunSpec } from "../schedule/types.ts";
+import { FANOUT_WORKER } from "../kernel/runs.ts";
+import { type FanOutRun, ITEM_PLACEHOLDER } from "../schedule/types.ts";
+import { type RunSpec } from "../kernel/runs.ts";
 import type { Store } from "../store/store.ts";
 import {
   childEnv,
-  COMMAND_WORKER,
-  type CommandRun,
   commandRunSchema,
   ERROR_STDERR_BYTES,
   labelOf,
@@ -72,9 +71,11 @@ import {
   startCommand,
   withStderr,
 } from "./command.ts";
+import { COMMAND_WORKER, type CommandRun } from "../kernel/runs.ts";
 import { type GroupEnd, ProcessGroup } from "./process_group.ts";
 import { MissingVariableError } from "./env.ts";
-import { HTTP_WORKER, parseHttpRun } from "./http.ts";
+import { parseHttpRun } from "./http.ts";
+import { HTTP_WORKER } from "../kernel/runs.ts";
 
 export { FANOUT_WORKER };
 export type { FanOutRun };

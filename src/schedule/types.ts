@@ -9,6 +9,7 @@
 import type { CompiledWorkflow, StepRun } from "../workflow/types.ts";
 import type { CompiledPipeline } from "../ingest/types.ts";
 import type { CompiledReport } from "../report/definition.ts";
+import type { RunSpec, Selection } from "../kernel/runs.ts";
 
 /** What to do with a local time that does not exist (spring forward). */
 export type GapPolicy = "skip" | "shift";
@@ -78,34 +79,6 @@ export interface MisfirePolicy {
   /** @default 60_000 */
   graceMs: number;
 }
-
-/** What a schedule runs; the runners come with the daemon, here it is only stored. */
-export type RunSpec =
-  | {
-    kind: "command";
-    argv: string[];
-    shell: boolean;
-    cwd?: string;
-    env?: Record<string, string>;
-  }
-  | {
-    kind: "http";
-    method: string;
-    url: string;
-    headers?: Record<string, string>;
-    body?: string;
-    timeoutMs?: number;
-  }
-  | { kind: "worker"; worker: string; args: unknown };
-
-/**
- * Where a fan-out schedule's items come from: a command whose stdout lists
- * them (one per line, or one JSON array), run as a `command` run is; or a
- * worker of the `workers:` module whose `perform` returns the list.
- */
-export type Selection =
-  | Extract<RunSpec, { kind: "command" }>
-  | { kind: "worker"; worker: string; args: unknown };
 
 /** A schedule that runs its `run` once per item of a selection. */
 export interface FanOut {

@@ -12,7 +12,7 @@
  */
 
 import type { BackoffSpec } from "../kernel/run_settings.ts";
-import type { RunSpec } from "../schedule/types.ts";
+import type { RunSpec } from "../kernel/runs.ts";
 
 /** Where a run is in its life. */
 export type RunState =
@@ -192,9 +192,6 @@ export interface StepPayload {
 
 /** The meta key of {@linkcode StepMeta}. */
 export const STEP_META_KEY = "workflow";
-
-/** The worker that starts a workflow run from a schedule's occurrence. */
-export const WORKFLOW_START_WORKER = "jobs.workflow";
 
 /**
  * The args of a `jobs.workflow` job (a schedule's occurrence that starts a

@@ -1,13 +1,13 @@
 import assert from "node:assert/strict";
 import { FakeClock } from "../../src/clock.ts";
 import {
-  type CommandRun,
   commandRunSchema,
   commandWorker,
   ERROR_STDERR_BYTES,
   OutputTail,
   snoozeMs,
 } from "../../src/runners/command.ts";
+import { type CommandRun } from "../../src/kernel/runs.ts";
 import { ERROR_CAP_BYTES } from "../../src/kernel/redact.ts";
 import { groupAlive } from "../../src/runners/process_group.ts";
 import { drainAllJobs, drainQueue, performJob, waitUntil } from "../../src/testing.ts";

@@ -11,7 +11,8 @@ import assert from "node:assert/strict";
 import { type ConfigError, parseSchedules } from "../../src/schedule/config.ts";
 import { occurrenceJob } from "../../src/schedule/plan.ts";
 import type { ScheduleConfig } from "../../src/schedule/types.ts";
-import { INGEST_WORKER, type IngestJobArgs } from "../../src/ingest/types.ts";
+import { type IngestJobArgs } from "../../src/ingest/types.ts";
+import { INGEST_WORKER } from "../../src/kernel/runs.ts";
 import { runJobs, withFiles } from "../support/cli.ts";
 
 function yaml(...lines: string[]): string {

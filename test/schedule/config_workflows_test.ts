@@ -17,7 +17,8 @@ import {
 } from "../../src/schedule/config.ts";
 import { decide, definitionHash, occurrenceJob } from "../../src/schedule/plan.ts";
 import type { Schedule, ScheduleConfig } from "../../src/schedule/types.ts";
-import { WORKFLOW_START_WORKER, type WorkflowStartRun } from "../../src/workflow/types.ts";
+import { type WorkflowStartRun } from "../../src/workflow/types.ts";
+import { WORKFLOW_START_WORKER } from "../../src/kernel/runs.ts";
 import { workerNames } from "../../src/runners/workers_module.ts";
 import { runJobs, withFiles } from "../support/cli.ts";
 

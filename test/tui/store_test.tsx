@@ -26,12 +26,8 @@ import { startWorkflowRun } from "../../src/admin/workflows.ts";
 import { defineWorker } from "../../src/kernel/worker.ts";
 import { drainAllJobs, waitUntil } from "../../src/testing.ts";
 import { compileWorkflow } from "../../src/workflow/definition.ts";
-import {
-  type ChunkDelta,
-  INGEST_QUEUE,
-  INGEST_WORKER,
-  type IngestRunState,
-} from "../../src/ingest/types.ts";
+import { type ChunkDelta, INGEST_QUEUE, type IngestRunState } from "../../src/ingest/types.ts";
+import { INGEST_WORKER } from "../../src/kernel/runs.ts";
 import type { Store } from "../../src/store/store.ts";
 
 const NOW = Date.UTC(2026, 2, 6, 12, 0, 30);

@@ -13,7 +13,8 @@
 
 import { dirname, isAbsolute, join, resolve } from "node:path";
 import { compilePipeline } from "../../ingest/definition.ts";
-import { type CompiledPipeline, INGEST_WORKER, type IngestJobArgs } from "../../ingest/types.ts";
+import { type CompiledPipeline, type IngestJobArgs } from "../../ingest/types.ts";
+import { INGEST_WORKER } from "../../kernel/runs.ts";
 import { clampPriority, DEFAULT_MAX_ATTEMPTS, DEFAULT_QUEUE } from "../../kernel/worker.ts";
 import type { BackoffSpec } from "../../kernel/run_settings.ts";
 import {
@@ -26,18 +27,11 @@ import {
   type CompiledWorkflow,
   type JobTemplate,
   type StepRun,
-  WORKFLOW_START_WORKER,
   type WorkflowStartRun,
 } from "../../workflow/types.ts";
-import type {
-  LocalTimePolicy,
-  PrunerConfig,
-  RunSpec,
-  Schedule,
-  ScheduleConfig,
-  Selection,
-  Timing,
-} from "../types.ts";
+import { WORKFLOW_START_WORKER } from "../../kernel/runs.ts";
+import type { LocalTimePolicy, PrunerConfig, Schedule, ScheduleConfig, Timing } from "../types.ts";
+import type { RunSpec, Selection } from "../../kernel/runs.ts";
 import {
   fileSchema,
   isUtc,
