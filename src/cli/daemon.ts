@@ -47,7 +47,7 @@ import type { Clock } from "../clock.ts";
 import { redact } from "../kernel/redact.ts";
 import { openJobs } from "../jobs.ts";
 import { commandWorker } from "../runners/command.ts";
-import { reapOrphans } from "../runners/process_group.ts";
+import { reapOrphans } from "../process/process_group.ts";
 import { httpWorker } from "../runners/http.ts";
 import { fanoutWorker } from "../runners/fanout.ts";
 import { ingestWorker } from "../runners/ingest.ts";

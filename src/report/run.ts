@@ -32,7 +32,7 @@ import { join } from "node:path";
 import type { Clock } from "../clock.ts";
 import { describeError } from "../kernel/redact.ts";
 import type { JobContext, Outcome } from "../kernel/worker.ts";
-import { expandVariables } from "../runners/env.ts";
+import { expandVariables } from "../process/env.ts";
 import type { Store } from "../store/store.ts";
 import type { Logger } from "../kernel/logger.ts";
 import { LeaseLostError, ShutdownError } from "../kernel/abort_reasons.ts";

@@ -61,19 +61,12 @@ import { FANOUT_WORKER } from "../kernel/runs.ts";
 import { type FanOutRun, ITEM_PLACEHOLDER } from "../schedule/types.ts";
 import { type RunSpec } from "../kernel/runs.ts";
 import type { Store } from "../store/store.ts";
-import {
-  childEnv,
-  commandRunSchema,
-  ERROR_STDERR_BYTES,
-  labelOf,
-  OutputTail,
-  secretsOf,
-  startCommand,
-  withStderr,
-} from "./command.ts";
+import { childEnv, commandRunSchema, labelOf, secretsOf } from "./command.ts";
+import { startCommand } from "../process/spawn.ts";
+import { ERROR_STDERR_BYTES, OutputTail, withStderr } from "../process/output.ts";
 import { COMMAND_WORKER, type CommandRun } from "../kernel/runs.ts";
-import { type GroupEnd, ProcessGroup } from "./process_group.ts";
-import { MissingVariableError } from "./env.ts";
+import { type GroupEnd, ProcessGroup } from "../process/process_group.ts";
+import { MissingVariableError } from "../process/env.ts";
 import { parseHttpRun } from "./http.ts";
 import { HTTP_WORKER } from "../kernel/runs.ts";
 

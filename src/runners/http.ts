@@ -46,7 +46,7 @@ import { JobFailure } from "../kernel/error_text.ts";
 import { redact } from "../kernel/redact.ts";
 import { DEFAULT_ARGS_LIMIT } from "../kernel/enqueue.ts";
 import { defineWorker, type JobContext, type Outcome, type Worker } from "../kernel/worker.ts";
-import { expandVariables, maskValues, MissingVariableError } from "./env.ts";
+import { expandVariables, maskValues, MissingVariableError } from "../process/env.ts";
 import { stepDocument } from "./step_document.ts";
 import { HTTP_WORKER, type HttpRun } from "../kernel/runs.ts";
 

@@ -11,10 +11,10 @@ import {
   reapOrphans,
   recordGroup,
   signalGroup,
-} from "../../src/runners/process_group.ts";
+} from "../../src/process/process_group.ts";
 import { drainQueue, waitUntil } from "../../src/testing.ts";
 import { tempDir, tempJobs } from "../support/stores.ts";
-import { alive } from "./processes.ts";
+import { alive } from "../runners/processes.ts";
 
 /** A script in a process group of its own (pgid = its pid), as the runners start commands. */
 function startGroup(script: string): Deno.ChildProcess {
