@@ -28,7 +28,7 @@ import {
   type SqliteTx,
 } from "./store/open.ts";
 import { jsonLinesLogger, type Logger } from "./kernel/logger.ts";
-import { Runtime, type RuntimeOptions } from "./worker/runtime.ts";
+import { Runtime, type RuntimeOptions } from "./runtime/runtime.ts";
 import {
   compileWorkflow,
   type WorkflowDefinition,

@@ -71,7 +71,7 @@ export type { UniqueOptions } from "./kernel/unique.ts";
 export type { InsertResult, JobState } from "./kernel/types.ts";
 export { JobTimeoutError } from "./kernel/executor.ts";
 export { LeaseLostError, ShutdownError } from "./kernel/abort_reasons.ts";
-export { Runtime } from "./worker/runtime.ts";
+export { Runtime } from "./runtime/runtime.ts";
 export { type Logger, silentLogger } from "./kernel/logger.ts";
 export { defineWorkflow } from "./workflow/definition.ts";
 export { definePipeline } from "./ingest/definition.ts";

@@ -84,7 +84,7 @@ const LAYERS: readonly (readonly string[])[] = [
   ["ingest"],
   ["report"],
   ["runners"],
-  ["worker"],
+  ["runtime"],
   ["admin"],
   ["jobs.ts"],
   ["http"],

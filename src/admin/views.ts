@@ -24,7 +24,7 @@ import type {
   ScheduleRow,
   Store,
 } from "../store/store.ts";
-import { MAINTENANCE_ROLE } from "../worker/leadership.ts";
+import { MAINTENANCE_ROLE } from "../runtime/leadership.ts";
 
 /** Re-exported from its new home, `kernel/redact.ts`, for the callers of this module. */
 export { redactValue };

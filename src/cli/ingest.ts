@@ -29,7 +29,7 @@ import { when } from "../schedule/describe.ts";
 import type { ScheduleConfig } from "../schedule/types.ts";
 import type { Store } from "../store/store.ts";
 import { inOneUnit } from "../text/durations.ts";
-import { prunerSettings } from "../worker/pruner.ts";
+import { prunerSettings } from "../runtime/pruner.ts";
 import {
   type CliDeps,
   CommandFailed,

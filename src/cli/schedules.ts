@@ -15,7 +15,7 @@ import type { Schedule, ScheduleConfig } from "../schedule/types.ts";
 import { storedConfig } from "../admin/views.ts";
 import type { ScheduleRow } from "../store/store.ts";
 import { didYouMean } from "../text/suggest.ts";
-import { type PrunerSettings, prunerSettings } from "../worker/pruner.ts";
+import { type PrunerSettings, prunerSettings } from "../runtime/pruner.ts";
 import {
   type CliDeps,
   CommandFailed,

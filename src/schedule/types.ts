@@ -154,7 +154,7 @@ export interface Schedule extends Timing {
  * what the file sets is present; the pruner's own defaults (a pass every
  * 60 s, 1000 rows per transaction, completed jobs kept 7 days, cancelled and
  * discarded 30) fill the rest, so they are stated in one place
- * (`worker/pruner.ts`).
+ * (`runtime/pruner.ts`).
  */
 export interface PrunerConfig {
   /** How often a pass starts, in ms. */

@@ -11,7 +11,7 @@ import { Jobs } from "../../src/jobs.ts";
 import type { JobResult } from "../../src/kernel/types.ts";
 import { defineWorker } from "../../src/kernel/worker.ts";
 import { drainQueue, waitUntil } from "../../src/testing.ts";
-import { rescueOrphans } from "../../src/worker/lifeline.ts";
+import { rescueOrphans } from "../../src/runtime/lifeline.ts";
 import { silentLogger } from "../../src/kernel/logger.ts";
 import { LeaseLostError } from "../../src/kernel/abort_reasons.ts";
 import { denoScript } from "../support/processes.ts";

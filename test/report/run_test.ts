@@ -18,7 +18,7 @@ import { reportWorker } from "../../src/runners/report.ts";
 import { postgresDriver } from "../../src/store/drivers.ts";
 import { waitUntil } from "../../src/testing.ts";
 import { silentLogger } from "../../src/kernel/logger.ts";
-import type { Runtime } from "../../src/worker/runtime.ts";
+import type { Runtime } from "../../src/runtime/runtime.ts";
 import {
   type BackendJobs,
   backendJobs,

@@ -16,9 +16,9 @@ import type { PostgresStore } from "../../src/store/postgres/postgres_store.ts";
 import { openPostgresStore } from "../../src/store/postgres/postgres_store.ts";
 import type { LeaderState, Store } from "../../src/store/store.ts";
 import { waitUntil } from "../../src/testing.ts";
-import { leaderMarginMs, Leadership } from "../../src/worker/leadership.ts";
+import { leaderMarginMs, Leadership } from "../../src/runtime/leadership.ts";
 import type { Logger } from "../../src/kernel/logger.ts";
-import { StoreHealth } from "../../src/worker/store_health.ts";
+import { StoreHealth } from "../../src/runtime/store_health.ts";
 import {
   type Backend,
   BACKENDS,

@@ -15,7 +15,7 @@ import { Jobs } from "../../src/jobs.ts";
 import { openSqliteStore, type SqliteStore } from "../../src/store/sqlite/sqlite_store.ts";
 import type { Store } from "../../src/store/store.ts";
 import { waitUntil } from "../../src/testing.ts";
-import { pruneIngestDrops, pruneJobs, type PrunerOptions } from "../../src/worker/pruner.ts";
+import { pruneIngestDrops, pruneJobs, type PrunerOptions } from "../../src/runtime/pruner.ts";
 import { newJob } from "../support/backends.ts";
 import { insertCompletedBacklog } from "../support/backlog.ts";
 import { insertJob, tempDir, tempStore } from "../support/stores.ts";

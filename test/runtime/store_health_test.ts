@@ -6,7 +6,7 @@
 
 import assert from "node:assert/strict";
 import { FakeClock } from "../../src/clock.ts";
-import { StoreHealth } from "../../src/worker/store_health.ts";
+import { StoreHealth } from "../../src/runtime/store_health.ts";
 
 function setUp() {
   const clock = new FakeClock(Date.UTC(2026, 0, 1));

@@ -13,10 +13,10 @@ import { defineWorker } from "../../src/kernel/worker.ts";
 import type { SqliteStore, SqliteTx } from "../../src/store/sqlite/sqlite_store.ts";
 import type { Store } from "../../src/store/store.ts";
 import { waitUntil } from "../../src/testing.ts";
-import { rescueOrphans } from "../../src/worker/lifeline.ts";
+import { rescueOrphans } from "../../src/runtime/lifeline.ts";
 import type { Logger } from "../../src/kernel/logger.ts";
 import { LeaseExpiredError } from "../../src/kernel/abort_reasons.ts";
-import { leaseMarginMs } from "../../src/worker/runtime.ts";
+import { leaseMarginMs } from "../../src/runtime/runtime.ts";
 import { tempStore } from "../support/stores.ts";
 
 const LEASE_MS = 30_000;

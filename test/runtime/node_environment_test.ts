@@ -6,7 +6,7 @@
  */
 
 import assert from "node:assert/strict";
-import { beat } from "../../src/worker/heartbeat.ts";
+import { beat } from "../../src/runtime/heartbeat.ts";
 import { tempJobs } from "../support/stores.ts";
 
 Deno.test("a runtime registers its node with its environment, and each heartbeat keeps it", async () => {

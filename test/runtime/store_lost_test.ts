@@ -13,7 +13,7 @@ import { defineWorker } from "../../src/kernel/worker.ts";
 import { StoreLostError } from "../../src/store/errors.ts";
 import { openSqliteStore } from "../../src/store/sqlite/sqlite_store.ts";
 import { waitUntil } from "../../src/testing.ts";
-import { StoreHealth } from "../../src/worker/store_health.ts";
+import { StoreHealth } from "../../src/runtime/store_health.ts";
 import { tempDir, tempStore } from "../support/stores.ts";
 
 type Logged = { event: string; fields: Record<string, unknown> };

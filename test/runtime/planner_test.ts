@@ -12,7 +12,7 @@ import { defineWorker } from "../../src/kernel/worker.ts";
 import type { Schedule } from "../../src/schedule/types.ts";
 import type { Store } from "../../src/store/store.ts";
 import { drainQueue, waitUntil } from "../../src/testing.ts";
-import { definitionHash, planSchedules, syncSchedules } from "../../src/worker/planner.ts";
+import { definitionHash, planSchedules, syncSchedules } from "../../src/runtime/planner.ts";
 import { type Backend, backendJobs, BACKENDS } from "../support/backends.ts";
 import { scheduleOf } from "../support/schedules.ts";
 
@@ -218,7 +218,7 @@ test("planSchedules() in two OS processes racing over one gap makes each occurre
   const script = `
     import { openStore } from ${JSON.stringify(import.meta.resolve("../../src/store/open.ts"))};
     import { planSchedules } from ${
-    JSON.stringify(import.meta.resolve("../../src/worker/planner.ts"))
+    JSON.stringify(import.meta.resolve("../../src/runtime/planner.ts"))
   };
     const [location, schedule, now] = JSON.parse(Deno.args[0]);
     const { store } = await openStore(location, { mode: "write" });

@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import type { ScheduleConfig } from "../../src/schedule/types.ts";
 import { waitUntil } from "../../src/testing.ts";
-import { ScheduleSource } from "../../src/worker/schedule_source.ts";
+import { ScheduleSource } from "../../src/runtime/schedule_source.ts";
 import { tempDir } from "../support/stores.ts";
 
 const file = (ids: string[]) =>

@@ -9,7 +9,7 @@ import type { JobContext } from "../../src/kernel/worker.ts";
 import { defineWorker } from "../../src/kernel/worker.ts";
 import { openSqliteStore } from "../../src/store/sqlite/sqlite_store.ts";
 import { waitUntil } from "../../src/testing.ts";
-import { rescueOrphans } from "../../src/worker/lifeline.ts";
+import { rescueOrphans } from "../../src/runtime/lifeline.ts";
 import { LeaseLostError, ShutdownError } from "../../src/kernel/abort_reasons.ts";
 import { tempJobs } from "../support/stores.ts";
 import { counts } from "../support/rescue.ts";

@@ -9,7 +9,7 @@ import { fileURLToPath } from "node:url";
 import { Jobs, SystemClock } from "../../src/mod.ts";
 import { defineWorker } from "../../src/kernel/worker.ts";
 import { drainQueue } from "../../src/testing.ts";
-import { rescueOrphans } from "../../src/worker/lifeline.ts";
+import { rescueOrphans } from "../../src/runtime/lifeline.ts";
 import { silentLogger } from "../../src/kernel/logger.ts";
 import { denoScript, lines } from "../support/processes.ts";
 import { tempStore } from "../support/stores.ts";

@@ -9,7 +9,7 @@ import { FakeClock } from "../../src/clock.ts";
 import { Jobs } from "../../src/jobs.ts";
 import { waitUntil } from "../../src/testing.ts";
 import type { Logger } from "../../src/kernel/logger.ts";
-import { rescueOrphans } from "../../src/worker/lifeline.ts";
+import { rescueOrphans } from "../../src/runtime/lifeline.ts";
 import { BACKENDS, newJob } from "../support/backends.ts";
 
 const T0 = Date.UTC(2026, 0, 1);
