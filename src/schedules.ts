@@ -56,7 +56,7 @@ export {
   type ParseResult,
   parseSchedules,
   type ProgramFiles,
-} from "./schedule/config.ts";
+} from "./config/load.ts";
 export { between, next } from "./schedule/occurrences.ts";
 export type {
   FanOut,
@@ -65,12 +65,11 @@ export type {
   MisfirePolicy,
   Occurrence,
   OverlapPolicy,
-  PrunerConfig,
   Rhythm,
   Schedule,
-  ScheduleConfig,
   Timing,
 } from "./schedule/types.ts";
+export type { PrunerConfig, ScheduleConfig } from "./config/types.ts";
 export type { RunSpec, Selection } from "./kernel/runs.ts";
 export {
   commandWorker,

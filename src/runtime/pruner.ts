@@ -14,7 +14,7 @@
  */
 
 import { DEFAULT_DROPS_RETENTION_MS } from "../ingest/types.ts";
-import type { PrunerConfig } from "../schedule/types.ts";
+import type { PrunerConfig } from "../config/types.ts";
 import type { Store } from "../store/store.ts";
 
 const DAY = 24 * 60 * 60 * 1000;

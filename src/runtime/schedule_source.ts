@@ -12,8 +12,8 @@ import {
   type LoadOptions,
   loadSchedules,
   type ProgramFiles,
-} from "../schedule/config.ts";
-import type { ScheduleConfig } from "../schedule/types.ts";
+} from "../config/load.ts";
+import type { ScheduleConfig } from "../config/types.ts";
 import type { Logger } from "../kernel/logger.ts";
 
 /** What a reload did. */

@@ -21,7 +21,7 @@ import {
 import { INGEST_WORKER } from "../../src/kernel/runs.ts";
 import { ingestJob, ingestWorker } from "../../src/runners/ingest.ts";
 import { workerNames } from "../../src/runners/workers_module.ts";
-import { loadSchedules } from "../../src/schedule/config.ts";
+import { loadSchedules } from "../../src/config/load.ts";
 import { openSqliteStore, type SqliteStore } from "../../src/store/sqlite/sqlite_store.ts";
 import { waitUntil } from "../../src/testing.ts";
 import { tempDir } from "../support/stores.ts";

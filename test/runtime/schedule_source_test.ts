@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import type { ScheduleConfig } from "../../src/schedule/types.ts";
+import type { ScheduleConfig } from "../../src/config/types.ts";
 import { waitUntil } from "../../src/testing.ts";
 import { ScheduleSource } from "../../src/runtime/schedule_source.ts";
 import { tempDir } from "../support/stores.ts";

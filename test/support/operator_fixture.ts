@@ -7,7 +7,7 @@
  */
 
 import type { NewJob } from "../../src/kernel/types.ts";
-import { loadSchedules } from "../../src/schedule/config.ts";
+import { loadSchedules } from "../../src/config/load.ts";
 import { occurrenceId } from "../../src/schedule/occurrences.ts";
 import { occurrenceJob } from "../../src/schedule/plan.ts";
 import type { Schedule } from "../../src/schedule/types.ts";

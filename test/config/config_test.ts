@@ -6,8 +6,9 @@ import {
   MAX_FILE_BYTES,
   parseSchedules,
   SCHEDULE_DEFAULTS,
-} from "../../src/schedule/config.ts";
-import type { Schedule, ScheduleConfig } from "../../src/schedule/types.ts";
+} from "../../src/config/load.ts";
+import type { Schedule } from "../../src/schedule/types.ts";
+import type { ScheduleConfig } from "../../src/config/types.ts";
 
 const EXAMPLE = fileURLToPath(new URL("../../schedules.yaml", import.meta.url));
 

@@ -8,9 +8,9 @@
  */
 
 import assert from "node:assert/strict";
-import { type ConfigError, parseSchedules } from "../../src/schedule/config.ts";
+import { type ConfigError, parseSchedules } from "../../src/config/load.ts";
 import { occurrenceJob } from "../../src/schedule/plan.ts";
-import type { ScheduleConfig } from "../../src/schedule/types.ts";
+import type { ScheduleConfig } from "../../src/config/types.ts";
 import { type IngestJobArgs } from "../../src/ingest/types.ts";
 import { INGEST_WORKER } from "../../src/kernel/runs.ts";
 import { runJobs, withFiles } from "../support/cli.ts";

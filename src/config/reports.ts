@@ -13,14 +13,14 @@
 
 import { isAbsolute, join } from "node:path";
 import { z } from "npm:zod@4.6.7";
-import { checkReport, type ReportOptions } from "../../report/definition.ts";
+import { checkReport, type ReportOptions } from "../report/definition.ts";
 import {
   LIMIT_KINDS,
   LIMIT_NAMES,
   type LimitName,
   tryParseValue,
   type ValueKind,
-} from "../../report/limits.ts";
+} from "../report/limits.ts";
 import { type Path, quote, type Reporter } from "./report.ts";
 
 type Fields = Record<string, unknown>;

@@ -16,17 +16,17 @@
  * @module
  */
 
-import type { BackoffSpec } from "../../kernel/run_settings.ts";
+import type { BackoffSpec } from "../kernel/run_settings.ts";
 import {
   checkWorkflow,
   type CompensationOptions,
   type WorkflowOptions,
   type WorkflowProblem,
   type WorkflowStepOptions,
-} from "../../workflow/definition.ts";
-import { didYouMean } from "../../text/suggest.ts";
-import type { StepRun } from "../../workflow/types.ts";
-import { tryParseDuration } from "../../text/durations.ts";
+} from "../workflow/definition.ts";
+import { didYouMean } from "../text/suggest.ts";
+import type { StepRun } from "../workflow/types.ts";
+import { tryParseDuration } from "../text/durations.ts";
 import { type Path, quote, type Reporter, valueAt } from "./report.ts";
 
 /** The YAML key of each camelCase field of {@linkcode WorkflowOptions} that is spelt otherwise. */

@@ -13,10 +13,10 @@
 import { isMap, isNode, isScalar, isSeq } from "npm:yaml@2.9.1";
 import type { Document } from "npm:yaml@2.9.1";
 import type { core } from "npm:zod@4.6.7";
-import { didYouMean, nearest } from "../../text/suggest.ts";
-import type { PipelineProblemCode } from "../../ingest/definition.ts";
-import type { ReportProblemCode } from "../../report/definition.ts";
-import type { WorkflowProblemCode } from "../../workflow/definition.ts";
+import { didYouMean, nearest } from "../text/suggest.ts";
+import type { PipelineProblemCode } from "../ingest/definition.ts";
+import type { ReportProblemCode } from "../report/definition.ts";
+import type { WorkflowProblemCode } from "../workflow/definition.ts";
 
 /** What kind of problem a {@linkcode ConfigError} is. */
 export type ConfigErrorCode =

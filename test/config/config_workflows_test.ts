@@ -14,9 +14,10 @@ import {
   loadSchedules,
   type ParseOptions,
   parseSchedules,
-} from "../../src/schedule/config.ts";
+} from "../../src/config/load.ts";
 import { decide, definitionHash, occurrenceJob } from "../../src/schedule/plan.ts";
-import type { Schedule, ScheduleConfig } from "../../src/schedule/types.ts";
+import type { Schedule } from "../../src/schedule/types.ts";
+import type { ScheduleConfig } from "../../src/config/types.ts";
 import { type WorkflowStartRun } from "../../src/workflow/types.ts";
 import { WORKFLOW_START_WORKER } from "../../src/kernel/runs.ts";
 import { workerNames } from "../../src/runners/workers_module.ts";

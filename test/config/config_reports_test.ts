@@ -8,7 +8,7 @@
 
 import assert from "node:assert/strict";
 import { queryParams } from "../../src/report/definition.ts";
-import { type ConfigError, parseSchedules } from "../../src/schedule/config.ts";
+import { type ConfigError, parseSchedules } from "../../src/config/load.ts";
 import { runJobs, withFiles } from "../support/cli.ts";
 
 const NOW = Date.UTC(2026, 11, 3);

@@ -13,7 +13,7 @@
  * commands would run, a command whose program is missing or not executable
  * (`config/programs.ts`).
  *
- * The parts, each its own module under `config/`: `yaml.ts` (limits and
+ * The parts, each its own module beside this one: `yaml.ts` (limits and
  * syntax) with `yaml_hints.ts` (what to change), `misplaced.ts` (keys at the
  * wrong level), `schema.ts` (the zod schema), `checks.ts` (across fields),
  * `report.ts` (the error shape), `build.ts` (the schema's output to a
@@ -81,19 +81,19 @@
  */
 
 import type { ScheduleConfig } from "./types.ts";
-import { build } from "./config/build.ts";
-import { validate, type WorkerNames } from "./config/checks.ts";
-import { misplacedKeys } from "./config/misplaced.ts";
-import type { QueryReader } from "./config/reports.ts";
-import { type ConfigError, type ConfigErrorCode, Positions, Reporter } from "./config/report.ts";
-import { MAX_FILE_BYTES, readYaml, tooLarge } from "./config/yaml.ts";
-import { checkPrograms, type ProgramFiles } from "./config/programs.ts";
+import { build } from "./build.ts";
+import { validate, type WorkerNames } from "./checks.ts";
+import { misplacedKeys } from "./misplaced.ts";
+import type { QueryReader } from "./reports.ts";
+import { type ConfigError, type ConfigErrorCode, Positions, Reporter } from "./report.ts";
+import { MAX_FILE_BYTES, readYaml, tooLarge } from "./yaml.ts";
+import { checkPrograms, type ProgramFiles } from "./programs.ts";
 
-export type { ConfigError, ConfigErrorCode } from "./config/report.ts";
-export { DEFAULT_BATCH_SIZE, DEFAULT_CONCURRENCY, SCHEDULE_DEFAULTS } from "./config/build.ts";
-export { MAX_BATCH_SIZE } from "./config/schema.ts";
-export { MAX_DEPTH, MAX_FILE_BYTES } from "./config/yaml.ts";
-export type { ProgramFiles } from "./config/programs.ts";
+export type { ConfigError, ConfigErrorCode } from "./report.ts";
+export { DEFAULT_BATCH_SIZE, DEFAULT_CONCURRENCY, SCHEDULE_DEFAULTS } from "./build.ts";
+export { MAX_BATCH_SIZE } from "./schema.ts";
+export { MAX_DEPTH, MAX_FILE_BYTES } from "./yaml.ts";
+export type { ProgramFiles } from "./programs.ts";
 
 /**
  * The result of {@linkcode parseSchedules} and {@linkcode loadSchedules}:

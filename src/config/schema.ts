@@ -16,11 +16,12 @@
  */
 
 import { z } from "npm:zod@4.6.7";
-import { didYouMean, editDistance, nearest } from "../../text/suggest.ts";
-import { tryParseDuration } from "../../text/durations.ts";
-import { validateCron } from "../occurrences.ts";
+import { didYouMean, editDistance, nearest } from "../text/suggest.ts";
+import { tryParseDuration } from "../text/durations.ts";
+import { validateCron } from "../schedule/occurrences.ts";
 import { type IssueParams, type Path, quote } from "./report.ts";
 import { reportLimitsSchema } from "./reports.ts";
+import { zoneId } from "../schedule/zones.ts";
 
 /** The largest `batch_size` and `pruner.batch`: one transaction stays short. */
 export const MAX_BATCH_SIZE = 10_000;
@@ -29,43 +30,6 @@ export const MAX_BATCH_SIZE = 10_000;
 export const NAME = /^[A-Za-z0-9][\w.:/-]{0,127}$/;
 const SLUG = /^[a-z0-9][a-z0-9._-]{0,127}$/;
 const HTTP_METHODS = ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"] as const;
-
-/** Zone names that mean UTC: no local clock, so no local-time policy needed. */
-const UTC_NAMES = new Set([
-  "UTC",
-  "Etc/UTC",
-  "Etc/UCT",
-  "UCT",
-  "Etc/Universal",
-  "Universal",
-  "Etc/Zulu",
-  "Zulu",
-  "GMT",
-  "Etc/GMT",
-  "Etc/GMT0",
-  "Etc/GMT+0",
-  "Etc/GMT-0",
-  "GMT0",
-  "GMT+0",
-  "GMT-0",
-  "Etc/Greenwich",
-  "Greenwich",
-]);
-
-/** Whether `zone` is a name of UTC. */
-export function isUtc(zone: string): boolean {
-  return UTC_NAMES.has(zone);
-}
-
-/** The zone's own id if Temporal knows it, else null; offsets such as `+01:00` are not zones. */
-export function zoneId(name: string): string | null {
-  if (!/^[A-Za-z][A-Za-z0-9_+\-/]*$/.test(name)) return null;
-  try {
-    return new Temporal.ZonedDateTime(0n, name).timeZoneId;
-  } catch {
-    return null;
-  }
-}
 
 let zoneNames: readonly string[] | undefined;
 

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { fileURLToPath } from "node:url";
-import { type ConfigError, parseSchedules } from "../../src/schedule/config.ts";
+import { type ConfigError, parseSchedules } from "../../src/config/load.ts";
 
 const EXAMPLE = Deno.readTextFileSync(
   fileURLToPath(new URL("../../schedules.yaml", import.meta.url)),

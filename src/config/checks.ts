@@ -12,24 +12,23 @@
  * @module
  */
 
-import { didYouMean } from "../../text/suggest.ts";
-import { tryParseDuration } from "../../text/durations.ts";
-import { neverFires } from "../occurrences.ts";
-import { ITEM_PLACEHOLDER, type Timing } from "../types.ts";
-import { WORKFLOW_ID } from "../../workflow/definition.ts";
+import { didYouMean } from "../text/suggest.ts";
+import { tryParseDuration } from "../text/durations.ts";
+import { neverFires } from "../schedule/occurrences.ts";
+import { ITEM_PLACEHOLDER, type Timing } from "../schedule/types.ts";
+import { WORKFLOW_ID } from "../workflow/definition.ts";
 import { SCHEDULE_DEFAULTS, toTiming } from "./build.ts";
 import { type Path, quote, render, type Reporter, valueAt } from "./report.ts";
 import {
   defaultsSchema,
   fileSchema,
-  isUtc,
   knownKeys,
   NAME,
   type RawDefaults,
   type RawSchedule,
   scheduleSchema,
-  zoneId,
 } from "./schema.ts";
+import { isUtc, zoneId } from "../schedule/zones.ts";
 import { dirname } from "node:path";
 import { checkPipelines } from "./pipelines.ts";
 import { checkReports, type QueryReader } from "./reports.ts";

@@ -22,7 +22,7 @@
  */
 
 import { dirname, isAbsolute, resolve } from "node:path";
-import { ITEM_PLACEHOLDER } from "../types.ts";
+import { ITEM_PLACEHOLDER } from "../schedule/types.ts";
 import { fieldName, type Path, quote, type Reporter } from "./report.ts";
 
 /** What the check asks of the host: where commands run, and what is at a path. */

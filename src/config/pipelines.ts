@@ -25,9 +25,9 @@ import {
   type PipelineOptions,
   type ProcessorOption,
   type SourceOption,
-} from "../../ingest/definition.ts";
-import type { Freshness } from "../../ingest/types.ts";
-import { tryParseDuration } from "../../text/durations.ts";
+} from "../ingest/definition.ts";
+import type { Freshness } from "../ingest/types.ts";
+import { tryParseDuration } from "../text/durations.ts";
 import { type Path, quote, type Reporter } from "./report.ts";
 
 type Fields = Record<string, unknown>;

@@ -12,37 +12,38 @@
  */
 
 import { dirname, isAbsolute, join, resolve } from "node:path";
-import { compilePipeline } from "../../ingest/definition.ts";
-import { type CompiledPipeline, type IngestJobArgs } from "../../ingest/types.ts";
-import { INGEST_WORKER } from "../../kernel/runs.ts";
-import { clampPriority, DEFAULT_MAX_ATTEMPTS, DEFAULT_QUEUE } from "../../kernel/worker.ts";
-import type { BackoffSpec } from "../../kernel/run_settings.ts";
+import { compilePipeline } from "../ingest/definition.ts";
+import { type CompiledPipeline, type IngestJobArgs } from "../ingest/types.ts";
+import { INGEST_WORKER } from "../kernel/runs.ts";
+import { clampPriority, DEFAULT_MAX_ATTEMPTS, DEFAULT_QUEUE } from "../kernel/worker.ts";
+import type { BackoffSpec } from "../kernel/run_settings.ts";
 import {
   compileWorkflow,
   hashed,
   type WorkflowOptions,
   type WorkflowStepOptions,
-} from "../../workflow/definition.ts";
+} from "../workflow/definition.ts";
 import {
   type CompiledWorkflow,
   type JobTemplate,
   type StepRun,
   type WorkflowStartRun,
-} from "../../workflow/types.ts";
-import { WORKFLOW_START_WORKER } from "../../kernel/runs.ts";
-import type { LocalTimePolicy, PrunerConfig, Schedule, ScheduleConfig, Timing } from "../types.ts";
-import type { RunSpec, Selection } from "../../kernel/runs.ts";
+} from "../workflow/types.ts";
+import { WORKFLOW_START_WORKER } from "../kernel/runs.ts";
+import type { LocalTimePolicy, Schedule, Timing } from "../schedule/types.ts";
+import type { PrunerConfig, ScheduleConfig } from "./types.ts";
+import type { RunSpec, Selection } from "../kernel/runs.ts";
 import {
   fileSchema,
-  isUtc,
   type RawDefaults,
   type RawSchedule,
   type RawUseCase,
   type RawWorkflow,
 } from "./schema.ts";
+import { isUtc } from "../schedule/zones.ts";
 import { pipelineOptions } from "./pipelines.ts";
 import { reportOptions } from "./reports.ts";
-import { compileReport } from "../../report/definition.ts";
+import { compileReport } from "../report/definition.ts";
 import { workflowOptions } from "./workflows.ts";
 
 /** The built-in defaults, used where neither a schedule nor `defaults:` sets a value. */
