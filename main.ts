@@ -13,7 +13,7 @@ import { flushOnExit, lineSink } from "./src/cli/line_sink.ts";
 import { osUserName } from "./src/cli/os_user.ts";
 import { runCli } from "./src/cli/program.ts";
 import { SystemClock } from "./src/clock.ts";
-import { humanLogger, jsonLinesLogger } from "./src/worker/logger.ts";
+import { humanLogger, jsonLinesLogger } from "./src/kernel/logger.ts";
 
 /** Runs the command line; returns the exit code. */
 export function main(args: string[]): Promise<number> {

@@ -21,7 +21,7 @@
 
 import type { JobResult, NewJob } from "../src/kernel/types.ts";
 import { openStore, type Store } from "../src/store.ts";
-import { pruneJobs } from "../src/worker/pruner.ts";
+import { pruneJobs } from "../src/runtime/pruner.ts";
 
 /** The phase's settings (see bench.ts for how they come from the environment). */
 export interface PruneConfig {

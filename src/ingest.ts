@@ -84,7 +84,6 @@ export {
   type CompiledPipeline,
   type CompiledStep,
   type Freshness,
-  INGEST_WORKER,
   type IngestCounts,
   type IngestDrop,
   type IngestJobArgs,
@@ -97,3 +96,4 @@ export {
   type SourceFormat,
   type SourceSpec,
 } from "./ingest/types.ts";
+export { INGEST_WORKER } from "./kernel/runs.ts";

@@ -27,20 +27,22 @@ import {
   type SqliteOptions,
   type SqliteTx,
 } from "./store/open.ts";
-import { jsonLinesLogger, type Logger } from "./worker/logger.ts";
-import { Runtime, type RuntimeOptions } from "./worker/runtime.ts";
+import { jsonLinesLogger, type Logger } from "./kernel/logger.ts";
+import { Runtime, type RuntimeOptions } from "./runtime/runtime.ts";
 import {
   compileWorkflow,
   type WorkflowDefinition,
   type WorkflowOptions,
 } from "./workflow/definition.ts";
 import type { CompiledWorkflow } from "./workflow/types.ts";
-import { type CompiledPipeline, INGEST_WORKER } from "./ingest/types.ts";
+import { type CompiledPipeline } from "./ingest/types.ts";
+import { INGEST_WORKER } from "./kernel/runs.ts";
 import { ingestJob, ingestWorker } from "./runners/ingest.ts";
 import { type StartedRun, startReport } from "./admin/reports.ts";
 import type { CompiledReport } from "./report/definition.ts";
 import type { RawRequest } from "./report/query.ts";
-import { REPORT_QUEUE, REPORT_WORKER } from "./report/types.ts";
+import { REPORT_QUEUE } from "./report/types.ts";
+import { REPORT_WORKER } from "./kernel/runs.ts";
 import { reportWorker } from "./runners/report.ts";
 import { checkRunnerArgs } from "./runners/builtin_args.ts";
 

@@ -100,11 +100,11 @@ export {
 export {
   type ParamValue,
   REPORT_QUEUE,
-  REPORT_WORKER,
   type ReportJobArgs,
   type ReportRequest,
   type ReportRun,
   type ReportRunState,
 } from "./report/types.ts";
+export { REPORT_WORKER } from "./kernel/runs.ts";
 export { openStorage, type OutputStorage, type StorageSpec } from "./report/storage.ts";
 export { ReportColumnsChanged, ReportValueError } from "./report/columns.ts";

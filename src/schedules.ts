@@ -56,7 +56,7 @@ export {
   type ParseResult,
   parseSchedules,
   type ProgramFiles,
-} from "./schedule/config.ts";
+} from "./config/load.ts";
 export { between, next } from "./schedule/occurrences.ts";
 export type {
   FanOut,
@@ -65,30 +65,22 @@ export type {
   MisfirePolicy,
   Occurrence,
   OverlapPolicy,
-  PrunerConfig,
   Rhythm,
-  RunSpec,
   Schedule,
-  ScheduleConfig,
-  Selection,
   Timing,
 } from "./schedule/types.ts";
+export type { PrunerConfig, ScheduleConfig } from "./config/types.ts";
+export type { RunSpec, Selection } from "./kernel/runs.ts";
 export {
-  COMMAND_WORKER,
-  type CommandRun,
   commandWorker,
   type CommandWorkerOptions,
   EXIT_CANCEL,
   EXIT_DISCARD,
   EXIT_SNOOZE,
 } from "./runners/command.ts";
-export {
-  HTTP_WORKER,
-  type HttpRun,
-  httpWorker,
-  type HttpWorkerOptions,
-  retryAfterMs,
-} from "./runners/http.ts";
+export { COMMAND_WORKER, type CommandRun } from "./kernel/runs.ts";
+export { httpWorker, type HttpWorkerOptions, retryAfterMs } from "./runners/http.ts";
+export { HTTP_WORKER, type HttpRun } from "./kernel/runs.ts";
 export {
   defineSelection,
   FANOUT_WORKER,

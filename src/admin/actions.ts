@@ -23,7 +23,7 @@ import { occurrenceId } from "../schedule/occurrences.ts";
 import { occurrenceJob } from "../schedule/plan.ts";
 import type { Schedule } from "../schedule/types.ts";
 import type { Store, StoreTx } from "../store/store.ts";
-import { DEFAULT_RETENTION, pruneJobs, type PrunerOptions } from "../worker/pruner.ts";
+import { DEFAULT_RETENTION, pruneJobs, type PrunerOptions } from "../runtime/pruner.ts";
 import { chooseDefinition, type DefinitionChoice, type LiveSchedules } from "./definitions.ts";
 import { findJob, JobNotFound, occurrenceMiss, type ZoneOf, zonesOf } from "./views.ts";
 

@@ -15,7 +15,8 @@ import { redactValue } from "../kernel/redact.ts";
 import { type Attempt, type Job, JOB_STATES, type JobState } from "../kernel/types.ts";
 import { next } from "../schedule/occurrences.ts";
 import { readOccurrenceRef } from "../schedule/occurrence_ref.ts";
-import type { Schedule, ScheduleConfig } from "../schedule/types.ts";
+import type { Schedule } from "../schedule/types.ts";
+import type { ScheduleConfig } from "../config/types.ts";
 import type {
   AuditRow,
   JobFilter,
@@ -24,7 +25,7 @@ import type {
   ScheduleRow,
   Store,
 } from "../store/store.ts";
-import { MAINTENANCE_ROLE } from "../worker/leadership.ts";
+import { MAINTENANCE_ROLE } from "../runtime/leadership.ts";
 
 /** Re-exported from its new home, `kernel/redact.ts`, for the callers of this module. */
 export { redactValue };

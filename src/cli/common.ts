@@ -20,7 +20,7 @@ import { JOB_STATES, type JobState } from "../kernel/types.ts";
 import { tryParseDuration } from "../text/durations.ts";
 import type { JobFilter } from "../store/store.ts";
 import { didYouMean } from "../text/suggest.ts";
-import type { Logger } from "../worker/logger.ts";
+import type { Logger } from "../kernel/logger.ts";
 import { ProjectFileError, resolveConfig, resolveDb } from "./project_file.ts";
 import { echo } from "./text.ts";
 

@@ -10,8 +10,8 @@
  */
 
 import { type ZoneOf, zonesOf } from "../admin/views.ts";
-import { type ConfigError, loadSchedules, type ProgramFiles } from "../schedule/config.ts";
-import type { ScheduleConfig } from "../schedule/types.ts";
+import { type ConfigError, loadSchedules, type ProgramFiles } from "../config/load.ts";
+import type { ScheduleConfig } from "../config/types.ts";
 import { workerNames } from "../runners/workers_module.ts";
 import { escapeControl } from "../text/escape.ts";
 import { exists } from "../text/files.ts";
@@ -34,7 +34,7 @@ export interface LoadConfigOptions {
   optional?: boolean;
   /**
    * Look for the program of every command of a valid file: a missing or
-   * non-executable one is a warning (see `schedule/config/programs.ts`).
+   * non-executable one is a warning (see `config/programs.ts`).
    * @default undefined (not looked for)
    */
   programs?: ProgramFiles;

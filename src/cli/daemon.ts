@@ -47,7 +47,7 @@ import type { Clock } from "../clock.ts";
 import { redact } from "../kernel/redact.ts";
 import { openJobs } from "../jobs.ts";
 import { commandWorker } from "../runners/command.ts";
-import { reapOrphans } from "../runners/process_group.ts";
+import { reapOrphans } from "../process/process_group.ts";
 import { httpWorker } from "../runners/http.ts";
 import { fanoutWorker } from "../runners/fanout.ts";
 import { ingestWorker } from "../runners/ingest.ts";
@@ -61,14 +61,14 @@ import { defineWorker, type Worker } from "../kernel/worker.ts";
 import type { Schedule } from "../schedule/types.ts";
 import type { StoreLostError } from "../store/errors.ts";
 import type { Store } from "../store/store.ts";
-import type { Logger } from "../worker/logger.ts";
-import { ScheduleSource } from "../worker/schedule_source.ts";
-import { openWhenReachable } from "../worker/store_health.ts";
+import type { Logger } from "../kernel/logger.ts";
+import { ScheduleSource } from "../runtime/schedule_source.ts";
+import { openWhenReachable } from "../runtime/store_health.ts";
 import { describeLocation } from "../store/location.ts";
 import { type HttpServer, startHttpServer } from "../http/server.ts";
 import { MetricsRegistry, type MetricsSnapshot } from "../http/metrics.ts";
-import { prunerSettings } from "../worker/pruner.ts";
-import type { Runtime } from "../worker/runtime.ts";
+import { prunerSettings } from "../runtime/pruner.ts";
+import type { Runtime } from "../runtime/runtime.ts";
 import type { Command } from "commander";
 import {
   type CliDeps,

@@ -21,10 +21,10 @@ import { enqueueJob } from "../admin/actions.ts";
 import { buildJob, EnqueueError, type EnqueueOptions, serializeArgs } from "../kernel/enqueue.ts";
 import type { UniqueOptions } from "../kernel/unique.ts";
 import { defineWorker } from "../kernel/worker.ts";
-import { COMMAND_WORKER } from "../runners/command.ts";
-import { HTTP_WORKER } from "../runners/http.ts";
+import { COMMAND_WORKER } from "../kernel/runs.ts";
+import { HTTP_WORKER } from "../kernel/runs.ts";
 import { checkRunnerArgs, RunnerArgsError } from "../runners/builtin_args.ts";
-import { FANOUT_WORKER } from "../schedule/plan.ts";
+import { FANOUT_WORKER } from "../kernel/runs.ts";
 import { didYouMean } from "../text/suggest.ts";
 import {
   type CliDeps,

@@ -26,10 +26,10 @@ import type { Job } from "../kernel/types.ts";
 import { ingestWorker } from "../runners/ingest.ts";
 import { loadWorkersModule } from "../runners/workers_module.ts";
 import { when } from "../schedule/describe.ts";
-import type { ScheduleConfig } from "../schedule/types.ts";
+import type { ScheduleConfig } from "../config/types.ts";
 import type { Store } from "../store/store.ts";
 import { inOneUnit } from "../text/durations.ts";
-import { prunerSettings } from "../worker/pruner.ts";
+import { prunerSettings } from "../runtime/pruner.ts";
 import {
   type CliDeps,
   CommandFailed,

@@ -32,7 +32,8 @@ import {
 import { redact } from "../kernel/redact.ts";
 import { type Attempt, FINAL_STATES, type Job, JOB_STATES } from "../kernel/types.ts";
 import { rhythmText, when } from "../schedule/describe.ts";
-import type { Schedule, ScheduleConfig } from "../schedule/types.ts";
+import type { Schedule } from "../schedule/types.ts";
+import type { ScheduleConfig } from "../config/types.ts";
 import { describeLocation, isPostgresLocation, knownSchemaVersion } from "../store/open.ts";
 import type { AuditRow, JobFilter } from "../store/store.ts";
 import {

@@ -9,7 +9,7 @@
 import type { Command } from "commander";
 import { pruneNow, type Retention } from "../admin/actions.ts";
 import { formatDuration } from "../text/durations.ts";
-import { DEFAULT_RETENTION } from "../worker/pruner.ts";
+import { DEFAULT_RETENTION } from "../runtime/pruner.ts";
 import {
   type CliDeps,
   dbPath,

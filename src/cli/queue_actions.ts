@@ -12,7 +12,7 @@ import type { Command } from "commander";
 import { setQueuePaused } from "../admin/actions.ts";
 import { nodesView, queuesView } from "../admin/views.ts";
 import type { Store } from "../store/store.ts";
-import type { ScheduleConfig } from "../schedule/types.ts";
+import type { ScheduleConfig } from "../config/types.ts";
 import { didYouMean } from "../text/suggest.ts";
 import { type CliDeps, CommandFailed, dbPath, globalOptions, quiet, who } from "./common.ts";
 import { configIfAny } from "./config.ts";

@@ -35,7 +35,7 @@ import { redact } from "../kernel/redact.ts";
 import { reportWorker, storageOf } from "../runners/report.ts";
 import { when } from "../schedule/describe.ts";
 import type { Store } from "../store/store.ts";
-import { prunerSettings } from "../worker/pruner.ts";
+import { prunerSettings } from "../runtime/pruner.ts";
 import {
   type CliDeps,
   CommandFailed,

@@ -13,8 +13,8 @@ import { Jobs } from "../jobs.ts";
 import { FINAL_STATES, type Job } from "../kernel/types.ts";
 import type { Worker } from "../kernel/worker.ts";
 import type { Store } from "../store/store.ts";
-import type { Logger } from "../worker/logger.ts";
-import type { PrunerOptions } from "../worker/pruner.ts";
+import type { Logger } from "../kernel/logger.ts";
+import type { PrunerOptions } from "../runtime/pruner.ts";
 import { type CliDeps, CommandFailed } from "./common.ts";
 import { cell } from "./text.ts";
 

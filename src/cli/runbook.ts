@@ -21,7 +21,8 @@ import {
   storedConfig,
 } from "../admin/views.ts";
 import type { Job, JobState } from "../kernel/types.ts";
-import type { Schedule, ScheduleConfig } from "../schedule/types.ts";
+import type { Schedule } from "../schedule/types.ts";
+import type { ScheduleConfig } from "../config/types.ts";
 import type { Store, WorkflowFilter } from "../store/store.ts";
 import {
   type CompiledWorkflow,

@@ -17,7 +17,7 @@ import { nodesView, type NodeView } from "../admin/views.ts";
 import type { Schedule } from "../schedule/types.ts";
 import type { Store } from "../store/store.ts";
 import { didYouMean } from "../text/suggest.ts";
-import { definitionHash } from "../worker/planner.ts";
+import { definitionHash } from "../runtime/planner.ts";
 import {
   type CliDeps,
   CommandFailed,

@@ -11,11 +11,12 @@ import type { Command } from "commander";
 import { formatDuration } from "../text/durations.ts";
 import { next } from "../schedule/occurrences.ts";
 import { misfireText, rhythmText } from "../schedule/describe.ts";
-import type { Schedule, ScheduleConfig } from "../schedule/types.ts";
+import type { Schedule } from "../schedule/types.ts";
+import type { ScheduleConfig } from "../config/types.ts";
 import { storedConfig } from "../admin/views.ts";
 import type { ScheduleRow } from "../store/store.ts";
 import { didYouMean } from "../text/suggest.ts";
-import { type PrunerSettings, prunerSettings } from "../worker/pruner.ts";
+import { type PrunerSettings, prunerSettings } from "../runtime/pruner.ts";
 import {
   type CliDeps,
   CommandFailed,

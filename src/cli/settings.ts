@@ -21,7 +21,7 @@ import {
   unsetSetting,
 } from "../admin/settings.ts";
 import { GLOBAL_SETTINGS, LIMIT_NAMES } from "../report/limits.ts";
-import type { ScheduleConfig } from "../schedule/types.ts";
+import type { ScheduleConfig } from "../config/types.ts";
 import { type CliDeps, CommandFailed, dbPath, globalOptions, quiet, who } from "./common.ts";
 import { configIfAny } from "./config.ts";
 import { withStore } from "./open_store.ts";

@@ -2,7 +2,7 @@
  * Where a daemon keeps what belongs to one host and one store: the records
  * of the process groups its commands run in (`groups/`), which the next
  * daemon on the host reads to kill what a SIGKILLed one left running
- * (`reapOrphans` in src/runners/process_group.ts). Every daemon of one store
+ * (`reapOrphans` in src/process/process_group.ts). Every daemon of one store
  * on one host must find the same folder, so it is resolved here only.
  *
  * - `--state-dir DIR` (or `JOBS_STATE_DIR`): `DIR/groups`.

@@ -26,7 +26,7 @@ import {
   workflowTreeText,
 } from "../admin/workflows.ts";
 import { EnqueueError } from "../kernel/enqueue.ts";
-import type { ScheduleConfig } from "../schedule/types.ts";
+import type { ScheduleConfig } from "../config/types.ts";
 import { describeLocation } from "../store/open.ts";
 import type { AuditRow } from "../store/store.ts";
 import { errorSummary } from "../text/stored_error.ts";

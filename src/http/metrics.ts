@@ -30,7 +30,7 @@ import type { CompiledPipeline } from "../ingest/types.ts";
 import { JOB_STATES, type JobState } from "../kernel/types.ts";
 import type { Store } from "../store/store.ts";
 import { RUN_STATES } from "../workflow/types.ts";
-import type { Logger } from "../worker/logger.ts";
+import type { Logger } from "../kernel/logger.ts";
 
 /** The labels a daemon counter may carry: names, never args or error text. */
 export interface CounterLabels {

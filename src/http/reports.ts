@@ -27,7 +27,7 @@ import { ReportLimitExceeded, requestBudget } from "../report/limits.ts";
 import type { OutputStorage } from "../report/storage.ts";
 import { REPORT_QUEUE } from "../report/types.ts";
 import type { Store } from "../store/store.ts";
-import type { Logger } from "../worker/logger.ts";
+import type { Logger } from "../kernel/logger.ts";
 
 /** What the report routes need from the daemon. */
 export interface ReportRoutes {

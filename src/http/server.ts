@@ -33,7 +33,7 @@ import type { Clock } from "../clock.ts";
 import type { CompiledPipeline } from "../ingest/types.ts";
 import { redact } from "../kernel/redact.ts";
 import type { Store } from "../store/store.ts";
-import type { Logger } from "../worker/logger.ts";
+import type { Logger } from "../kernel/logger.ts";
 import { METRICS_CONTENT_TYPE, type MetricsSnapshot, renderMetrics } from "./metrics.ts";
 import { reportRoute, type ReportRoutes } from "./reports.ts";
 

@@ -15,9 +15,9 @@
 import type { Clock } from "../clock.ts";
 import { JobFailure } from "../kernel/error_text.ts";
 import { redact } from "../kernel/redact.ts";
-import { ERROR_STDERR_BYTES, OutputTail } from "../runners/command.ts";
-import { expandVariables } from "../runners/env.ts";
-import { killOnExit, pump, releaseOnExit, signalGroup, within } from "../runners/process_group.ts";
+import { ERROR_STDERR_BYTES, OutputTail } from "../process/output.ts";
+import { expandVariables } from "../process/env.ts";
+import { killOnExit, pump, releaseOnExit, signalGroup, within } from "../process/process_group.ts";
 import { STDERR_MARK } from "../text/stored_error.ts";
 import type { ProcessorRun } from "./types.ts";
 

@@ -11,7 +11,7 @@
  */
 
 import { defineWorker, type Worker } from "../kernel/worker.ts";
-import { expandHttp, expandVariables } from "../runners/env.ts";
+import { expandHttp, expandVariables } from "../process/env.ts";
 import { postgresDriver } from "../store/drivers.ts";
 import { positional } from "../text/named_params.ts";
 import type { NamedSource } from "./types.ts";

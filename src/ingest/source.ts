@@ -24,9 +24,10 @@
 import type { Clock } from "../clock.ts";
 import { JobFailure } from "../kernel/error_text.ts";
 import { redact } from "../kernel/redact.ts";
-import { ERROR_STDERR_BYTES, OutputTail, startCommand, withStderr } from "../runners/command.ts";
-import { expandHttp, expandVariables } from "../runners/env.ts";
-import { killOnExit, pump, releaseOnExit, signalGroup, within } from "../runners/process_group.ts";
+import { startCommand } from "../process/spawn.ts";
+import { ERROR_STDERR_BYTES, OutputTail, withStderr } from "../process/output.ts";
+import { expandHttp, expandVariables } from "../process/env.ts";
+import { killOnExit, pump, releaseOnExit, signalGroup, within } from "../process/process_group.ts";
 import { type Position, readRecords, type ReadStart, type SourceRecord } from "./formats.ts";
 import type { SourceSpec } from "./types.ts";
 

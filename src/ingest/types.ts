@@ -14,10 +14,7 @@
  * @module
  */
 
-import type { RunSpec } from "../schedule/types.ts";
-
-/** The job worker that runs one pipeline run. */
-export const INGEST_WORKER = "jobs.ingest";
+import type { RunSpec } from "../kernel/runs.ts";
 
 /** The queue pipeline runs go to unless the pipeline names another. */
 export const INGEST_QUEUE = "ingest";

@@ -14,7 +14,7 @@ import { describeError, describeOutput } from "./redact.ts";
 import { type BackoffSpec, type RunSettings, runSettingsOf } from "./run_settings.ts";
 import type { ClaimedJob, JobResult } from "./types.ts";
 import { EnqueueError, serializeArgs } from "./enqueue.ts";
-import { STEP_META_KEY, type StepMeta, type StepPayload } from "../workflow/types.ts";
+import { STEP_META_KEY, type StepMeta, type StepPayload } from "./step_meta.ts";
 import type {
   CursorWriter,
   JobContext,

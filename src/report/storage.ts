@@ -22,7 +22,7 @@
 
 import { AwsClient, AwsV4Signer } from "npm:aws4fetch@1.0.20";
 import { dirname, join, resolve } from "node:path";
-import { expandVariables, maskValues, referencedVariables } from "../runners/env.ts";
+import { expandVariables, maskValues, referencedVariables } from "../process/env.ts";
 
 /** A place report outputs are kept, keyed by {@linkcode outputKey}. */
 export interface OutputStorage {

@@ -17,9 +17,6 @@
 
 import type { CompiledReport } from "./definition.ts";
 
-/** The job worker that runs one report run. */
-export const REPORT_WORKER = "jobs.report";
-
 /** The queue report runs go to. */
 export const REPORT_QUEUE = "reports";
 

@@ -15,10 +15,12 @@
 
 import { EnqueueError } from "../kernel/enqueue.ts";
 import type { ArgsSchema } from "../kernel/worker.ts";
-import { FANOUT_WORKER } from "../schedule/plan.ts";
-import { COMMAND_WORKER, commandRunSchema } from "./command.ts";
+import { FANOUT_WORKER } from "../kernel/runs.ts";
+import { commandRunSchema } from "./command.ts";
+import { COMMAND_WORKER } from "../kernel/runs.ts";
 import { fanOutRunSchema } from "./fanout.ts";
-import { HTTP_WORKER, parseHttpRun } from "./http.ts";
+import { parseHttpRun } from "./http.ts";
+import { HTTP_WORKER } from "../kernel/runs.ts";
 
 /** One built-in runner's args: the schema its worker runs, and an example of the shape. */
 interface RunnerArgs {

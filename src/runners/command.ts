@@ -105,19 +105,14 @@ import {
   type Worker,
 } from "../kernel/worker.ts";
 import { occurrenceInstant } from "../schedule/occurrences.ts";
-import type { RunSpec } from "../schedule/types.ts";
-import { expandVariables, maskValues, MissingVariableError, referencedVariables } from "./env.ts";
-import { ProcessGroup } from "./process_group.ts";
+import { expandVariables, MissingVariableError, referencedVariables } from "../process/env.ts";
+import { ProcessGroup } from "../process/process_group.ts";
 import { stepDocument } from "./step_document.ts";
 import { escapeControl } from "../text/escape.ts";
 import { shellQuote } from "../text/shell.ts";
-import { STDERR_MARK } from "../text/stored_error.ts";
-
-/** The args of a `jobs.command` job: the `command` variant of a run spec. */
-export type CommandRun = Extract<RunSpec, { kind: "command" }>;
-
-/** The worker name that plans and runners agree on. */
-export const COMMAND_WORKER = "jobs.command";
+import { COMMAND_WORKER, type CommandRun } from "../kernel/runs.ts";
+import { ERROR_STDERR_BYTES, OutputTail, withStderr } from "../process/output.ts";
+import { startCommand } from "../process/spawn.ts";
 
 /** Exit code asking for a snooze (`EX_TEMPFAIL` of sysexits.h). */
 export const EXIT_SNOOZE = 75;
@@ -127,11 +122,6 @@ export const EXIT_CANCEL = 76;
 export const EXIT_DISCARD = 77;
 /** Snooze when exit 75 names no duration. */
 export const DEFAULT_SNOOZE_MS = 60_000;
-/**
- * Bytes of stderr's tail a failure's stored error carries: with the message
- * it stays under the store's 4 KiB per error. @default 2048
- */
-export const ERROR_STDERR_BYTES = 2048;
 
 /** Options of {@linkcode commandWorker}. */
 export interface CommandWorkerOptions {
@@ -349,33 +339,6 @@ class StepFiles {
   }
 }
 
-/**
- * Spawns `run` (see {@linkcode spawnCommand}); a program that cannot start
- * is an expected failure naming it and why.
- */
-export function startCommand(
-  run: CommandRun,
-  env: Record<string, string>,
-  label: string,
-): Deno.ChildProcess {
-  try {
-    return spawnCommand(run, env);
-  } catch (error) {
-    const why = error instanceof Error ? error.message : String(error);
-    throw new JobFailure(`${label} cannot start: ${why}`, { cause: error });
-  }
-}
-
-/**
- * `message`, then the tail of what the command wrote to stderr (its last
- * {@linkcode ERROR_STDERR_BYTES}, marked when cut, filled-in secrets masked)
- * when it wrote anything: how a failure of a command reads in the store.
- */
-export function withStderr(message: string, stderr: OutputTail, secrets: string[]): string {
-  const said = stderr.text(secrets).trimEnd();
-  return said.trim() === "" ? message : `${message}${STDERR_MARK}${said}`;
-}
-
 /** The child's extra environment: the run's `env`, expanded, then the JOBS_* variables. */
 export function childEnv(
   run: CommandRun,
@@ -409,21 +372,6 @@ function scheduledFor(ctx: JobContext): number {
     note: null,
   });
   return Number.isFinite(instant) ? instant : ctx.job.scheduledAt;
-}
-
-/** Starts `run`'s argv (or its script under /bin/sh) as the leader of a new process group. */
-export function spawnCommand(run: CommandRun, env: Record<string, string>): Deno.ChildProcess {
-  const [program, ...args] = run.shell ? ["/bin/sh", "-c", run.argv[0]!] : run.argv;
-  return new Deno.Command(program!, {
-    args,
-    cwd: run.cwd,
-    env,
-    stdin: "null",
-    stdout: "piped",
-    stderr: "piped",
-    // A new session, hence a new process group led by the child (pgid = pid).
-    detached: true,
-  }).spawn();
 }
 
 /** The schedule's timeout (the job's run settings), else the worker's: none for the runner. */
@@ -463,78 +411,6 @@ export function snoozeMs(stdoutTail: string): number {
   const last = stdoutTail.trimEnd().split("\n").at(-1)?.trim() ?? "";
   const match = SNOOZE_LINE.exec(last);
   return match ? Math.round(Number(match[1]) * 1000) : DEFAULT_SNOOZE_MS;
-}
-
-/** A rolling tail of bytes: memory stays at `capacity` whatever the output. */
-export class OutputTail {
-  readonly #buffer: Uint8Array;
-  #end = 0;
-  #length = 0;
-  /** Bytes pushed out of the tail so far. */
-  dropped = 0;
-
-  constructor(readonly capacity: number) {
-    this.#buffer = new Uint8Array(capacity);
-  }
-
-  push(chunk: Uint8Array): void {
-    const cap = this.capacity;
-    if (chunk.length >= cap) {
-      this.dropped += this.#length + chunk.length - cap;
-      this.#buffer.set(chunk.subarray(chunk.length - cap));
-      this.#end = 0;
-      this.#length = cap;
-      return;
-    }
-    const first = Math.min(chunk.length, cap - this.#end);
-    this.#buffer.set(chunk.subarray(0, first), this.#end);
-    this.#buffer.set(chunk.subarray(first), 0);
-    this.#end = (this.#end + chunk.length) % cap;
-    const length = this.#length + chunk.length;
-    this.dropped += Math.max(0, length - cap);
-    this.#length = Math.min(cap, length);
-  }
-
-  /** The kept bytes, in order. */
-  bytes(): Uint8Array {
-    const start = (this.#end - this.#length + this.capacity) % this.capacity;
-    if (start + this.#length <= this.capacity) {
-      return this.#buffer.slice(start, start + this.#length);
-    }
-    const out = new Uint8Array(this.#length);
-    const head = this.#buffer.subarray(start);
-    out.set(head);
-    out.set(this.#buffer.subarray(0, this.#length - head.length), head.length);
-    return out;
-  }
-
-  /**
-   * The kept text, with a `[truncated N bytes] …` marker (the kernel's) when
-   * the start was dropped, and each of `secrets` masked. Fits `capacity`.
-   */
-  text(secrets: string[] = []): string {
-    let text = new TextDecoder().decode(this.bytes());
-    text = maskValues(text, secrets);
-    if (this.dropped === 0) return text;
-    // A cut inside a character leaves continuation bytes: they decode to U+FFFD.
-    text = text.replace(/^\uFFFD+/, "");
-    const encoder = new TextEncoder();
-    const bytes = encoder.encode(text);
-    // The marker takes its room from the tail, so it counts what it hides
-    // too; its length depends on that count, hence a few rounds to settle.
-    let hidden = 0;
-    let marker = "";
-    for (let round = 0; round < 3; round++) {
-      marker = `[truncated ${this.dropped + hidden} bytes] …`;
-      hidden = Math.max(
-        0,
-        bytes.length - Math.max(0, this.capacity - encoder.encode(marker).length),
-      );
-    }
-    if (hidden === 0) return marker + text;
-    const tail = new TextDecoder().decode(bytes.subarray(hidden));
-    return marker + tail.replace(/^\uFFFD+/, "");
-  }
 }
 
 /** Values filled into the run's env from the daemon's: masked in the output. */

@@ -57,24 +57,18 @@ import {
   type WorkerOptions,
 } from "../kernel/worker.ts";
 import { occurrenceInstant } from "../schedule/occurrences.ts";
-import { FANOUT_WORKER } from "../schedule/plan.ts";
-import { type FanOutRun, ITEM_PLACEHOLDER, type RunSpec } from "../schedule/types.ts";
+import { FANOUT_WORKER } from "../kernel/runs.ts";
+import { type FanOutRun, ITEM_PLACEHOLDER } from "../schedule/types.ts";
+import { type RunSpec } from "../kernel/runs.ts";
 import type { Store } from "../store/store.ts";
-import {
-  childEnv,
-  COMMAND_WORKER,
-  type CommandRun,
-  commandRunSchema,
-  ERROR_STDERR_BYTES,
-  labelOf,
-  OutputTail,
-  secretsOf,
-  startCommand,
-  withStderr,
-} from "./command.ts";
-import { type GroupEnd, ProcessGroup } from "./process_group.ts";
-import { MissingVariableError } from "./env.ts";
-import { HTTP_WORKER, parseHttpRun } from "./http.ts";
+import { childEnv, commandRunSchema, labelOf, secretsOf } from "./command.ts";
+import { startCommand } from "../process/spawn.ts";
+import { ERROR_STDERR_BYTES, OutputTail, withStderr } from "../process/output.ts";
+import { COMMAND_WORKER, type CommandRun } from "../kernel/runs.ts";
+import { type GroupEnd, ProcessGroup } from "../process/process_group.ts";
+import { MissingVariableError } from "../process/env.ts";
+import { parseHttpRun } from "./http.ts";
+import { HTTP_WORKER } from "../kernel/runs.ts";
 
 export { FANOUT_WORKER };
 export type { FanOutRun };

@@ -46,15 +46,10 @@ import { JobFailure } from "../kernel/error_text.ts";
 import { redact } from "../kernel/redact.ts";
 import { DEFAULT_ARGS_LIMIT } from "../kernel/enqueue.ts";
 import { defineWorker, type JobContext, type Outcome, type Worker } from "../kernel/worker.ts";
-import type { RunSpec } from "../schedule/types.ts";
-import { expandVariables, maskValues, MissingVariableError } from "./env.ts";
+import { expandVariables, maskValues, MissingVariableError } from "../process/env.ts";
 import { stepDocument } from "./step_document.ts";
+import { HTTP_WORKER, type HttpRun } from "../kernel/runs.ts";
 
-/** The args of a `jobs.http` job: the schedule's `http` run spec. */
-export type HttpRun = Extract<RunSpec, { kind: "http" }>;
-
-/** The worker name the planner gives `http` runs. */
-export const HTTP_WORKER = "jobs.http";
 /** Timeout of a request when neither the run nor the job's meta sets one. */
 export const DEFAULT_HTTP_TIMEOUT_MS = 30_000;
 /** Bytes of the response body kept as the attempt's output. */

@@ -14,9 +14,10 @@ import type { NewJob } from "../kernel/types.ts";
 import { type ArgsSchema, defineWorker, type Worker } from "../kernel/worker.ts";
 import type { RecordBuffer } from "../ingest/buffer.ts";
 import { runPipeline } from "../ingest/run.ts";
-import { type CompiledPipeline, INGEST_WORKER, type IngestJobArgs } from "../ingest/types.ts";
+import { type CompiledPipeline, type IngestJobArgs } from "../ingest/types.ts";
+import { INGEST_WORKER } from "../kernel/runs.ts";
 import type { Store } from "../store/store.ts";
-import type { Logger } from "../worker/logger.ts";
+import type { Logger } from "../kernel/logger.ts";
 
 export { INGEST_WORKER };
 

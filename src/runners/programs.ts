@@ -1,13 +1,13 @@
 /**
  * The host's side of the check that a file's commands can start (see
- * `schedule/config/programs.ts`): the working directory and `PATH` a daemon
+ * `config/programs.ts`): the working directory and `PATH` a daemon
  * started here would run commands with, and what is at a path, as the
  * command runner would find it (links followed, any execute bit).
  *
  * @module
  */
 
-import type { ProgramFiles } from "../schedule/config.ts";
+import type { ProgramFiles } from "../config/load.ts";
 
 /** When `PATH` is unset, the folders `execvp` searches. */
 const DEFAULT_PATH = "/usr/bin:/bin";

@@ -15,12 +15,8 @@ import type { CompiledReport } from "../report/definition.ts";
 import { effectiveLimits } from "../report/limits.ts";
 import { type ReportRunDeps, runReport } from "../report/run.ts";
 import { openStorage, type OutputStorage, type StorageSpec } from "../report/storage.ts";
-import {
-  REPORT_QUEUE,
-  REPORT_WORKER,
-  type ReportJobArgs,
-  type ReportRequest,
-} from "../report/types.ts";
+import { REPORT_QUEUE, type ReportJobArgs, type ReportRequest } from "../report/types.ts";
+import { REPORT_WORKER } from "../kernel/runs.ts";
 import type { Store } from "../store/store.ts";
 
 export { REPORT_QUEUE, REPORT_WORKER };

@@ -30,9 +30,9 @@ import {
   type CompiledStep,
   type CompiledWorkflow,
   type JobTemplate,
-  WORKFLOW_START_WORKER,
   type WorkflowStartRun,
 } from "../workflow/types.ts";
+import { WORKFLOW_START_WORKER } from "../kernel/runs.ts";
 
 export { WORKFLOW_START_WORKER };
 export type { WorkflowStartRun };

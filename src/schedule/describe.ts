@@ -7,7 +7,7 @@
  * @module
  */
 
-import { isUtc } from "./config/schema.ts";
+import { isUtc } from "./zones.ts";
 import { ago, formatDuration } from "../text/durations.ts";
 import type { Schedule } from "./types.ts";
 import { wallClock, wallDate, zoneRules } from "./wall_time.ts";

@@ -15,15 +15,13 @@ import type { NewJob, PlanContext, PlanDecision } from "../kernel/types.ts";
 import { canonicalJson } from "../kernel/unique.ts";
 import { between, occurrenceInstant } from "./occurrences.ts";
 import type { FanOutRun, Occurrence, Schedule } from "./types.ts";
+import { FANOUT_WORKER } from "../kernel/runs.ts";
 
 /** At most this many occurrences are looked at per schedule and pass; the rest wait for the next. */
 export const PLAN_WINDOW = 100_000;
 
 /** The reason stored on an occurrence the overlap policy cancelled. */
 export const OVERLAP_REASON = "overlap";
-
-/** The worker that runs a fan-out schedule's occurrences (`src/runners/fanout.ts`). */
-export const FANOUT_WORKER = "jobs.fanout";
 
 const NOTHING: PlanDecision = {
   jobs: [],

@@ -6,9 +6,7 @@
  * @module
  */
 
-import type { CompiledWorkflow, StepRun } from "../workflow/types.ts";
-import type { CompiledPipeline } from "../ingest/types.ts";
-import type { CompiledReport } from "../report/definition.ts";
+import type { RunSpec, Selection } from "../kernel/runs.ts";
 
 /** What to do with a local time that does not exist (spring forward). */
 export type GapPolicy = "skip" | "shift";
@@ -79,34 +77,6 @@ export interface MisfirePolicy {
   graceMs: number;
 }
 
-/** What a schedule runs; the runners come with the daemon, here it is only stored. */
-export type RunSpec =
-  | {
-    kind: "command";
-    argv: string[];
-    shell: boolean;
-    cwd?: string;
-    env?: Record<string, string>;
-  }
-  | {
-    kind: "http";
-    method: string;
-    url: string;
-    headers?: Record<string, string>;
-    body?: string;
-    timeoutMs?: number;
-  }
-  | { kind: "worker"; worker: string; args: unknown };
-
-/**
- * Where a fan-out schedule's items come from: a command whose stdout lists
- * them (one per line, or one JSON array), run as a `command` run is; or a
- * worker of the `workers:` module whose `perform` returns the list.
- */
-export type Selection =
-  | Extract<RunSpec, { kind: "command" }>
-  | { kind: "worker"; worker: string; args: unknown };
-
 /** A schedule that runs its `run` once per item of a selection. */
 export interface FanOut {
   selection: Selection;
@@ -174,57 +144,6 @@ export interface Schedule extends Timing {
    * changes with the workflow's.
    */
   workflow?: string;
-}
-
-/**
- * The file's `pruner:` section: how the daemon's retention sweep runs. Only
- * what the file sets is present; the pruner's own defaults (a pass every
- * 60 s, 1000 rows per transaction, completed jobs kept 7 days, cancelled and
- * discarded 30) fill the rest, so they are stated in one place
- * (`worker/pruner.ts`).
- */
-export interface PrunerConfig {
-  /** How often a pass starts, in ms. */
-  everyMs?: number;
-  /** Rows deleted per write transaction; a pass runs as many as are due. */
-  batch?: number;
-  /** How long final jobs are kept, by state, in ms. */
-  retention?: { completed?: number; cancelled?: number; discarded?: number };
-}
-
-/** A whole `schedules.yaml`, validated. */
-export interface ScheduleConfig {
-  version: 1;
-  /** Queue name -> settings declared in the file. */
-  queues: Record<string, { concurrency: number; paused: boolean }>;
-  schedules: Schedule[];
-  /** The `pruner:` section, when the file has one. */
-  pruner?: PrunerConfig;
-  /** The `use_cases:` section: use-case id -> what runs it, in file order; empty when none. */
-  useCases: Record<string, StepRun>;
-  /**
-   * The `workflows:` section, each checked against the record rules and
-   * compiled (use cases resolved), in file order; empty when none.
-   */
-  workflows: CompiledWorkflow[];
-  /**
-   * The `pipelines:` section, each checked by `checkPipeline` and compiled
-   * (paths resolved against the file's folder, the `sources:` its steps
-   * read carried inside), in file order; empty when none.
-   */
-  pipelines: CompiledPipeline[];
-  /**
-   * The `reports:` section, each checked by `checkReport` (its query's
-   * parameters too, when the file was loaded from disk) and compiled (paths
-   * resolved against the file's folder), in file order; empty when none.
-   */
-  reports: CompiledReport[];
-  /**
-   * The `workers:` module, resolved against the schedules file's folder
-   * (relative when the file's path is): its exported workers run the
-   * schedules' `worker` runs and selections.
-   */
-  workersModule?: string;
 }
 
 /** Stands for a fan-out's item in a `run`'s argv, URL and body (see the config module). */

@@ -27,7 +27,7 @@ import {
 } from "../admin/workflows.ts";
 import type { Clock } from "../clock.ts";
 import type { InsertResult, Job } from "../kernel/types.ts";
-import { definitionHash } from "../worker/planner.ts";
+import { definitionHash } from "../runtime/planner.ts";
 import type { RunState } from "../workflow/types.ts";
 import type { LoadedConfig, StoreSource } from "./data.ts";
 

@@ -39,9 +39,10 @@ import {
 } from "../admin/workflows.ts";
 import type { Clock } from "../clock.ts";
 import type { Job } from "../kernel/types.ts";
-import { loadSchedules } from "../schedule/config.ts";
+import { loadSchedules } from "../config/load.ts";
 import { next } from "../schedule/occurrences.ts";
-import type { Occurrence, Schedule, ScheduleConfig } from "../schedule/types.ts";
+import type { Occurrence, Schedule } from "../schedule/types.ts";
+import type { ScheduleConfig } from "../config/types.ts";
 import { describeLocation, isPostgresLocation, openStore, type StoreMode } from "../store/open.ts";
 import type { JobFilter, JobMatch, Store } from "../store/store.ts";
 import { exists } from "../text/files.ts";

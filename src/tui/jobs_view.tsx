@@ -10,12 +10,8 @@ import type { ReactNode } from "react";
 import type { JobDetail } from "../admin/views.ts";
 import { redact } from "../kernel/redact.ts";
 import { FINAL_STATES, type Job } from "../kernel/types.ts";
-import {
-  COMMAND_WORKER,
-  type CommandRun,
-  commandRunSchema,
-  commandText,
-} from "../runners/command.ts";
+import { commandRunSchema, commandText } from "../runners/command.ts";
+import { COMMAND_WORKER, type CommandRun } from "../kernel/runs.ts";
 import { when } from "../schedule/describe.ts";
 import { ago } from "../text/durations.ts";
 import { nextAttemptText } from "../text/next_attempt.ts";

@@ -46,11 +46,9 @@ import {
   FINAL_RUN_STATES,
   type JobTemplate,
   type RunState,
-  STEP_META_KEY,
-  type StepMeta,
-  type StepPayload,
   type WorkflowStepRow,
 } from "./types.ts";
+import { STEP_META_KEY, type StepMeta, type StepPayload } from "../kernel/step_meta.ts";
 
 /** The reason stored on a step cancelled because a dependency failed. */
 export const UPSTREAM_FAILED = "upstream failed";

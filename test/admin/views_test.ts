@@ -15,8 +15,8 @@ import {
   statusView,
   storeCheck,
 } from "../../src/admin/views.ts";
-import { parseSchedules } from "../../src/schedule/config.ts";
-import type { ScheduleConfig } from "../../src/schedule/types.ts";
+import { parseSchedules } from "../../src/config/load.ts";
+import type { ScheduleConfig } from "../../src/config/types.ts";
 import type { Store } from "../../src/store/store.ts";
 import { BACKENDS, newJob } from "../support/backends.ts";
 

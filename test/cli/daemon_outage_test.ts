@@ -13,7 +13,7 @@ import { waitUntil } from "../../src/testing.ts";
 import { daemonDir, spawnDaemon } from "../support/daemon_process.ts";
 import { denoScript, lines } from "../support/processes.ts";
 
-const LOCKER = new URL("../worker/child_lock.ts", import.meta.url).pathname;
+const LOCKER = new URL("../runtime/child_lock.ts", import.meta.url).pathname;
 /** Far below the lock's hold: the daemon's writes give up and it must ride the outage out. */
 const BUSY_TIMEOUT_MS = 200;
 

@@ -11,7 +11,7 @@ import assert from "node:assert/strict";
 import { FakeClock } from "../../src/clock.ts";
 import { isStoreUnreachable, StoreOpenError } from "../../src/store/errors.ts";
 import { openPostgresStore } from "../../src/store/postgres/postgres_store.ts";
-import { openWhenReachable } from "../../src/worker/store_health.ts";
+import { openWhenReachable } from "../../src/runtime/store_health.ts";
 import { waitUntil } from "../../src/testing.ts";
 import { dropTestSchema, POSTGRES_TEST_URL, testSchema } from "../support/backends.ts";
 import { spawnDaemon } from "../support/daemon_process.ts";

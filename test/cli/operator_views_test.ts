@@ -10,7 +10,7 @@
 import assert from "node:assert/strict";
 import { FakeClock } from "../../src/clock.ts";
 import type { ClaimedJob } from "../../src/kernel/types.ts";
-import { loadSchedules } from "../../src/schedule/config.ts";
+import { loadSchedules } from "../../src/config/load.ts";
 import { occurrenceId } from "../../src/schedule/occurrences.ts";
 import { occurrenceJob } from "../../src/schedule/plan.ts";
 import type { Schedule } from "../../src/schedule/types.ts";
@@ -18,7 +18,7 @@ import type { Store } from "../../src/store/store.ts";
 import { configFile, fixedStore, storeData } from "../../src/tui/data.ts";
 import { schedulesLines } from "../../src/tui/schedules_view.tsx";
 import { clip, plain } from "../../src/tui/seg.ts";
-import { syncSchedules } from "../../src/worker/planner.ts";
+import { syncSchedules } from "../../src/runtime/planner.ts";
 import { BACKENDS, type Harness, newJob } from "../support/backends.ts";
 import { runJobs } from "../support/cli.ts";
 import { tempDir } from "../support/stores.ts";

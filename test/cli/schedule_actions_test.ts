@@ -5,7 +5,7 @@
  */
 
 import assert from "node:assert/strict";
-import { loadSchedules } from "../../src/schedule/config.ts";
+import { loadSchedules } from "../../src/config/load.ts";
 import { occurrenceJob } from "../../src/schedule/plan.ts";
 import { runJobs, withFiles } from "../support/cli.ts";
 import { withStore } from "../support/stores.ts";

@@ -1,8 +1,8 @@
 import assert from "node:assert/strict";
 import { DatabaseSync } from "node:sqlite";
-import { loadSchedules } from "../../src/schedule/config.ts";
+import { loadSchedules } from "../../src/config/load.ts";
 import { openSqliteStore } from "../../src/store/sqlite/sqlite_store.ts";
-import { planSchedules, syncSchedules } from "../../src/worker/planner.ts";
+import { planSchedules, syncSchedules } from "../../src/runtime/planner.ts";
 import { runJobs } from "../support/cli.ts";
 import { tempDir } from "../support/stores.ts";
 

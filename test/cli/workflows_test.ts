@@ -12,7 +12,7 @@ import { Jobs } from "../../src/jobs.ts";
 import { defineWorker } from "../../src/kernel/worker.ts";
 import { commandWorker } from "../../src/runners/command.ts";
 import { drainAllJobs, drainJobs } from "../../src/testing.ts";
-import { silentLogger } from "../../src/worker/logger.ts";
+import { silentLogger } from "../../src/kernel/logger.ts";
 import { runJobs, withFiles } from "../support/cli.ts";
 import { BACKENDS } from "../support/backends.ts";
 import { withStore } from "../support/stores.ts";

@@ -10,13 +10,13 @@
  */
 
 import assert from "node:assert/strict";
-import { loadSchedules } from "../../src/schedule/config.ts";
+import { loadSchedules } from "../../src/config/load.ts";
 import { occurrenceId } from "../../src/schedule/occurrences.ts";
 import { occurrenceJob } from "../../src/schedule/plan.ts";
 import type { Schedule } from "../../src/schedule/types.ts";
 import { openStore } from "../../src/store/open.ts";
 import type { Store } from "../../src/store/store.ts";
-import { syncSchedules } from "../../src/worker/planner.ts";
+import { syncSchedules } from "../../src/runtime/planner.ts";
 import { newJob } from "../support/backends.ts";
 import { runJobs, withFiles } from "../support/cli.ts";
 import { jobsCommand } from "../support/daemon_process.ts";

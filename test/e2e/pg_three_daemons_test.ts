@@ -30,7 +30,7 @@ import { postgresLocation } from "../support/pg_schema.ts";
 
 /** Occurrences the ledger must hold before the daemons are stopped: a minute's worth. */
 const OCCURRENCES = 60;
-/** The runtime's lease when nothing sets one (src/worker/runtime.ts). */
+/** The runtime's lease when nothing sets one (src/runtime/runtime.ts). */
 const DEFAULT_LEASE_MS = 30_000;
 const NODES = ["a", "b", "c"] as const;
 

@@ -15,7 +15,7 @@ import { Jobs } from "../../src/jobs.ts";
 import { defineWorker } from "../../src/kernel/worker.ts";
 import { openSqliteStore } from "../../src/store/sqlite/sqlite_store.ts";
 import { waitUntil } from "../../src/testing.ts";
-import { silentLogger } from "../../src/worker/logger.ts";
+import { silentLogger } from "../../src/kernel/logger.ts";
 import { newJob } from "../support/backends.ts";
 import { scheduleOf } from "../support/schedules.ts";
 import { tempStore } from "../support/stores.ts";

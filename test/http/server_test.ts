@@ -8,7 +8,7 @@ import { FakeClock } from "../../src/clock.ts";
 import { escapeLabelValue, renderMetrics } from "../../src/http/metrics.ts";
 import { type HttpServerOptions, startHttpServer } from "../../src/http/server.ts";
 import { waitUntil } from "../../src/testing.ts";
-import type { Logger } from "../../src/worker/logger.ts";
+import type { Logger } from "../../src/kernel/logger.ts";
 import { insertJob, tempStore } from "../support/stores.ts";
 import { parseProm, value } from "./prom.ts";
 

@@ -15,13 +15,13 @@ import { Jobs } from "../../src/jobs.ts";
 import type { Worker } from "../../src/kernel/worker.ts";
 import {
   type CompiledPipeline,
-  INGEST_WORKER,
   type IngestCounts,
   type IngestJobArgs,
 } from "../../src/ingest/types.ts";
+import { INGEST_WORKER } from "../../src/kernel/runs.ts";
 import { ingestJob, ingestWorker } from "../../src/runners/ingest.ts";
 import { workerNames } from "../../src/runners/workers_module.ts";
-import { loadSchedules } from "../../src/schedule/config.ts";
+import { loadSchedules } from "../../src/config/load.ts";
 import { openSqliteStore, type SqliteStore } from "../../src/store/sqlite/sqlite_store.ts";
 import { waitUntil } from "../../src/testing.ts";
 import { tempDir } from "../support/stores.ts";

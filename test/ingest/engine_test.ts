@@ -16,7 +16,7 @@ import { ingestJob, ingestWorker } from "../../src/runners/ingest.ts";
 import { openSqliteStore } from "../../src/store/sqlite/sqlite_store.ts";
 import type { Store } from "../../src/store/store.ts";
 import { waitUntil } from "../../src/testing.ts";
-import type { Logger } from "../../src/worker/logger.ts";
+import type { Logger } from "../../src/kernel/logger.ts";
 import { tempDir } from "../support/stores.ts";
 
 function pipelineOf(

@@ -17,7 +17,7 @@ import { TENANT_RULE, tenantProblem } from "../../src/report/tenant.ts";
 import { reportJob, reportWorker } from "../../src/runners/report.ts";
 import type { SqliteStore } from "../../src/store/sqlite/sqlite_store.ts";
 import { drainQueue } from "../../src/testing.ts";
-import { silentLogger } from "../../src/worker/logger.ts";
+import { silentLogger } from "../../src/kernel/logger.ts";
 import { tempDir, tempJobs } from "../support/stores.ts";
 import { MARCH, statementOptions, writeStatementSources } from "../support/statement_report.ts";
 

@@ -17,8 +17,8 @@ import type { ReportRun } from "../../src/report/types.ts";
 import { reportWorker } from "../../src/runners/report.ts";
 import { postgresDriver } from "../../src/store/drivers.ts";
 import { waitUntil } from "../../src/testing.ts";
-import { silentLogger } from "../../src/worker/logger.ts";
-import type { Runtime } from "../../src/worker/runtime.ts";
+import { silentLogger } from "../../src/kernel/logger.ts";
+import type { Runtime } from "../../src/runtime/runtime.ts";
 import {
   type BackendJobs,
   backendJobs,

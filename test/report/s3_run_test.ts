@@ -20,16 +20,12 @@ import { type CompiledReport, defineReport } from "../../src/report/definition.t
 import { effectiveLimits } from "../../src/report/limits.ts";
 import { runReport } from "../../src/report/run.ts";
 import { openStorage, type OutputStorage } from "../../src/report/storage.ts";
-import {
-  REPORT_QUEUE,
-  REPORT_WORKER,
-  type ReportJobArgs,
-  type ReportRun,
-} from "../../src/report/types.ts";
+import { REPORT_QUEUE, type ReportJobArgs, type ReportRun } from "../../src/report/types.ts";
+import { REPORT_WORKER } from "../../src/kernel/runs.ts";
 import { reportArgsSchema, reportWorker, storageOf } from "../../src/runners/report.ts";
 import type { Store } from "../../src/store/store.ts";
 import { waitUntil } from "../../src/testing.ts";
-import { silentLogger } from "../../src/worker/logger.ts";
+import { silentLogger } from "../../src/kernel/logger.ts";
 import { backendJobs, BACKENDS } from "../support/backends.ts";
 import {
   MARCH,

@@ -10,7 +10,7 @@
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import { startS3 } from "../support/s3.ts";
-import { MissingVariableError } from "../../src/runners/env.ts";
+import { MissingVariableError } from "../../src/process/env.ts";
 import {
   openStorage,
   outputKey,

@@ -1,15 +1,10 @@
 import assert from "node:assert/strict";
 import { FakeClock } from "../../src/clock.ts";
-import {
-  type CommandRun,
-  commandRunSchema,
-  commandWorker,
-  ERROR_STDERR_BYTES,
-  OutputTail,
-  snoozeMs,
-} from "../../src/runners/command.ts";
+import { commandRunSchema, commandWorker, snoozeMs } from "../../src/runners/command.ts";
+import { ERROR_STDERR_BYTES, OutputTail } from "../../src/process/output.ts";
+import { type CommandRun } from "../../src/kernel/runs.ts";
 import { ERROR_CAP_BYTES } from "../../src/kernel/redact.ts";
-import { groupAlive } from "../../src/runners/process_group.ts";
+import { groupAlive } from "../../src/process/process_group.ts";
 import { drainAllJobs, drainQueue, performJob, waitUntil } from "../../src/testing.ts";
 import { tempDir, tempJobs } from "../support/stores.ts";
 import { alive, driven, readPid } from "./processes.ts";

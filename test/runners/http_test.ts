@@ -2,11 +2,11 @@ import assert from "node:assert/strict";
 import { FakeClock } from "../../src/clock.ts";
 import {
   DEFAULT_HTTP_TIMEOUT_MS,
-  type HttpRun,
   httpWorker,
   type HttpWorkerOptions,
   retryAfterMs,
 } from "../../src/runners/http.ts";
+import { type HttpRun } from "../../src/kernel/runs.ts";
 import { drainQueue, performJob, waitUntil } from "../../src/testing.ts";
 import { tempJobs } from "../support/stores.ts";
 import { CHARGE_FEE, performStep } from "./steps.ts";

@@ -10,7 +10,7 @@ import { type CursorStore, execute } from "../../src/kernel/executor.ts";
 import type { ClaimedJob, JobResult } from "../../src/kernel/types.ts";
 import type { Worker } from "../../src/kernel/worker.ts";
 import { stepIdentity } from "../../src/workflow/advance.ts";
-import { STEP_META_KEY, type StepMeta, type StepPayload } from "../../src/workflow/types.ts";
+import { STEP_META_KEY, type StepMeta, type StepPayload } from "../../src/kernel/step_meta.ts";
 
 /** The step a test job is, with defaults for a saga's `charge-fee` of run 12. */
 export interface StepFixture {

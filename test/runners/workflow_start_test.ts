@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { FakeClock } from "../../src/clock.ts";
-import { COMMAND_WORKER } from "../../src/runners/command.ts";
+import { COMMAND_WORKER } from "../../src/kernel/runs.ts";
 import {
   WORKFLOW_START_WORKER,
   type WorkflowStartRun,

@@ -11,12 +11,12 @@ import { between, occurrenceId } from "../../src/schedule/occurrences.ts";
 import {
   decide,
   definitionHash,
-  FANOUT_WORKER,
   fanOutRun,
   occurrenceJob,
   OVERLAP_REASON,
   PLAN_WINDOW,
 } from "../../src/schedule/plan.ts";
+import { FANOUT_WORKER } from "../../src/kernel/runs.ts";
 import type { Schedule } from "../../src/schedule/types.ts";
 import { scheduleOf } from "../support/schedules.ts";
 

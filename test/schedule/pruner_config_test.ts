@@ -5,9 +5,9 @@
  */
 
 import assert from "node:assert/strict";
-import { parseSchedules } from "../../src/schedule/config.ts";
-import type { ConfigError } from "../../src/schedule/config.ts";
-import type { ScheduleConfig } from "../../src/schedule/types.ts";
+import { parseSchedules } from "../../src/config/load.ts";
+import type { ConfigError } from "../../src/config/load.ts";
+import type { ScheduleConfig } from "../../src/config/types.ts";
 
 const DAY = 24 * 60 * 60 * 1000;
 

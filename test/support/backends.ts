@@ -13,7 +13,7 @@ import { FakeClock } from "../../src/clock.ts";
 import { Jobs } from "../../src/jobs.ts";
 import type { NewJob } from "../../src/kernel/types.ts";
 import type { Worker } from "../../src/kernel/worker.ts";
-import { silentLogger } from "../../src/worker/logger.ts";
+import { silentLogger } from "../../src/kernel/logger.ts";
 import { openPostgresStore } from "../../src/store/postgres/postgres_store.ts";
 import { openSqliteStore } from "../../src/store/sqlite/sqlite_store.ts";
 import type { Store } from "../../src/store/store.ts";

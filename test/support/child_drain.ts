@@ -15,7 +15,7 @@
 import { defineWorker } from "../../src/kernel/worker.ts";
 import { openJobs } from "../../src/jobs.ts";
 import { drainQueue, waitUntil } from "../../src/testing.ts";
-import { silentLogger } from "../../src/worker/logger.ts";
+import { silentLogger } from "../../src/kernel/logger.ts";
 
 const [path, mode, siblingsText, node, totalText] = Deno.args;
 if (!path || (mode !== "drain" && mode !== "runtime") || !siblingsText || !node) {

@@ -3,7 +3,7 @@
 import { runCli } from "../../src/cli/program.ts";
 import { FakeClock } from "../../src/clock.ts";
 import type { NewJob } from "../../src/kernel/types.ts";
-import { silentLogger } from "../../src/worker/logger.ts";
+import { silentLogger } from "../../src/kernel/logger.ts";
 import { newJob } from "./backends.ts";
 import { tempDir, withStore } from "./stores.ts";
 

@@ -7,12 +7,12 @@
  */
 
 import type { NewJob } from "../../src/kernel/types.ts";
-import { loadSchedules } from "../../src/schedule/config.ts";
+import { loadSchedules } from "../../src/config/load.ts";
 import { occurrenceId } from "../../src/schedule/occurrences.ts";
 import { occurrenceJob } from "../../src/schedule/plan.ts";
 import type { Schedule } from "../../src/schedule/types.ts";
 import { openSqliteStore, type SqliteStore } from "../../src/store/sqlite/sqlite_store.ts";
-import { syncSchedules } from "../../src/worker/planner.ts";
+import { syncSchedules } from "../../src/runtime/planner.ts";
 import { runJobs } from "./cli.ts";
 import { tempDir } from "./stores.ts";
 

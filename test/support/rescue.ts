@@ -3,7 +3,7 @@
  * it rescued (tests that assert those do so on their own).
  */
 
-import type { rescueOrphans } from "../../src/worker/lifeline.ts";
+import type { rescueOrphans } from "../../src/runtime/lifeline.ts";
 
 type Report = Awaited<ReturnType<typeof rescueOrphans>>;
 

@@ -1,6 +1,6 @@
 /** Test support: schedules made the way `schedules.yaml` makes them. */
 
-import { parseSchedules } from "../../src/schedule/config.ts";
+import { parseSchedules } from "../../src/config/load.ts";
 import type { Schedule } from "../../src/schedule/types.ts";
 
 /** One schedule as `schedules.yaml` would declare it (a `tick` worker run unless given), validated. */

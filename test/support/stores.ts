@@ -12,7 +12,7 @@ import {
   type SqliteStore,
   type SqliteTx,
 } from "../../src/store/sqlite/sqlite_store.ts";
-import { silentLogger } from "../../src/worker/logger.ts";
+import { silentLogger } from "../../src/kernel/logger.ts";
 
 /** A fresh directory removed by `using`/`cleanup()`. */
 export async function tempDir(): Promise<{ path: string; cleanup(): Promise<void> }> {

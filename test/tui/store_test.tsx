@@ -16,7 +16,7 @@ import { storeActions } from "../../src/tui/actions.ts";
 import { App } from "../../src/tui/app.tsx";
 import { configFile, fixedStore, storeAt, storeData } from "../../src/tui/data.ts";
 import { SchedulesView } from "../../src/tui/schedules_view.tsx";
-import { syncSchedules } from "../../src/worker/planner.ts";
+import { syncSchedules } from "../../src/runtime/planner.ts";
 import { openFailure } from "../../src/cli/open_store.ts";
 import { openSqliteStore } from "../../src/store/sqlite/sqlite_store.ts";
 import { BACKENDS, newJob } from "../support/backends.ts";
@@ -26,12 +26,8 @@ import { startWorkflowRun } from "../../src/admin/workflows.ts";
 import { defineWorker } from "../../src/kernel/worker.ts";
 import { drainAllJobs, waitUntil } from "../../src/testing.ts";
 import { compileWorkflow } from "../../src/workflow/definition.ts";
-import {
-  type ChunkDelta,
-  INGEST_QUEUE,
-  INGEST_WORKER,
-  type IngestRunState,
-} from "../../src/ingest/types.ts";
+import { type ChunkDelta, INGEST_QUEUE, type IngestRunState } from "../../src/ingest/types.ts";
+import { INGEST_WORKER } from "../../src/kernel/runs.ts";
 import type { Store } from "../../src/store/store.ts";
 
 const NOW = Date.UTC(2026, 2, 6, 12, 0, 30);

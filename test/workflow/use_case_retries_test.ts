@@ -9,7 +9,7 @@ import assert from "node:assert/strict";
 import { FakeClock } from "../../src/clock.ts";
 import { startWorkflowRun } from "../../src/admin/workflows.ts";
 import { commandWorker } from "../../src/runners/command.ts";
-import { parseSchedules } from "../../src/schedule/config.ts";
+import { parseSchedules } from "../../src/config/load.ts";
 import { drainJobs, waitUntil } from "../../src/testing.ts";
 import type { Store } from "../../src/store/store.ts";
 import type { CompiledWorkflow } from "../../src/workflow/types.ts";

@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { defineWorker } from "../../src/mod.ts";
 import { drainAllJobs } from "../../src/testing.ts";
-import { pruneWorkflowRuns } from "../../src/worker/pruner.ts";
+import { pruneWorkflowRuns } from "../../src/runtime/pruner.ts";
 import { defineWorkflow } from "../../src/workflow/definition.ts";
 import { type Backend, backendJobs, BACKENDS } from "../support/backends.ts";
 import { LEND_SAGA } from "../support/workflows.ts";

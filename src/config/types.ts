@@ -1,0 +1,62 @@
+/**
+ * The whole `schedules.yaml`, validated: its queues, schedules, pruner,
+ * use cases, workflows, pipelines and reports, and its workers module.
+ *
+ * @module
+ */
+
+import type { Schedule } from "../schedule/types.ts";
+import type { CompiledWorkflow, StepRun } from "../workflow/types.ts";
+import type { CompiledPipeline } from "../ingest/types.ts";
+import type { CompiledReport } from "../report/definition.ts";
+
+/**
+ * The file's `pruner:` section: how the daemon's retention sweep runs. Only
+ * what the file sets is present; the pruner's own defaults (a pass every
+ * 60 s, 1000 rows per transaction, completed jobs kept 7 days, cancelled and
+ * discarded 30) fill the rest, so they are stated in one place
+ * (`runtime/pruner.ts`).
+ */
+export interface PrunerConfig {
+  /** How often a pass starts, in ms. */
+  everyMs?: number;
+  /** Rows deleted per write transaction; a pass runs as many as are due. */
+  batch?: number;
+  /** How long final jobs are kept, by state, in ms. */
+  retention?: { completed?: number; cancelled?: number; discarded?: number };
+}
+
+/** A whole `schedules.yaml`, validated. */
+export interface ScheduleConfig {
+  version: 1;
+  /** Queue name -> settings declared in the file. */
+  queues: Record<string, { concurrency: number; paused: boolean }>;
+  schedules: Schedule[];
+  /** The `pruner:` section, when the file has one. */
+  pruner?: PrunerConfig;
+  /** The `use_cases:` section: use-case id -> what runs it, in file order; empty when none. */
+  useCases: Record<string, StepRun>;
+  /**
+   * The `workflows:` section, each checked against the record rules and
+   * compiled (use cases resolved), in file order; empty when none.
+   */
+  workflows: CompiledWorkflow[];
+  /**
+   * The `pipelines:` section, each checked by `checkPipeline` and compiled
+   * (paths resolved against the file's folder, the `sources:` its steps
+   * read carried inside), in file order; empty when none.
+   */
+  pipelines: CompiledPipeline[];
+  /**
+   * The `reports:` section, each checked by `checkReport` (its query's
+   * parameters too, when the file was loaded from disk) and compiled (paths
+   * resolved against the file's folder), in file order; empty when none.
+   */
+  reports: CompiledReport[];
+  /**
+   * The `workers:` module, resolved against the schedules file's folder
+   * (relative when the file's path is): its exported workers run the
+   * schedules' `worker` runs and selections.
+   */
+  workersModule?: string;
+}
