@@ -7,7 +7,7 @@
  * it. Anything else keeps its message, its cause chain and the first frames
  * of its stack, because it may be a bug someone has to find; but only the
  * frames of the code that threw. Frames of this library's runtime (every
- * module under its `src/`: the executor, the worker runtime, the runners)
+ * module under its `src/`: the executor, the runtime, the runners)
  * below a user's frames say how the runtime reached the user's `perform`,
  * which is the same for every job, and frames of the JavaScript runtime
  * (`ext:`, `node:`) are never the user's; both are dropped. An error thrown

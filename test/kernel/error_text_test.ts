@@ -45,7 +45,7 @@ Deno.test("a worker's error thrown from a nested function keeps its message and 
 
   // What was thrown does name the runtime: the stored text leaves it out.
   assert.match(thrown!.stack!, /src\/kernel\/executor\.ts/);
-  assert.match(thrown!.stack!, /src\/worker\//);
+  assert.match(thrown!.stack!, /src\/runtime\//);
   const stored = job.errors[0]!.error;
   const [message, ...frames] = stored.split("\n");
   assert.equal(message, "RangeError: invoice line must be >= 0, got -5");
@@ -53,7 +53,7 @@ Deno.test("a worker's error thrown from a nested function keeps its message and 
   assert.ok(frames.every((f) => /^\s+at /.test(f)), stored);
   assert.match(frames[0]!, /at checkLines /);
   assert.ok(frames.every((f) => f.includes(THIS_FILE)), stored);
-  assert.doesNotMatch(stored, /src\/kernel\/executor\.ts|src\/worker\/|ext:/);
+  assert.doesNotMatch(stored, /src\/kernel\/executor\.ts|src\/runtime\/|ext:/);
   const [attempt] = await t.store.attemptsList({ jobId: id });
   assert.equal(attempt!.error, stored);
 });
@@ -70,7 +70,7 @@ Deno.test("framesOf() cuts at the first library frame below the user's and drops
     at("readAll", "ext:deno_fs/30_fs.js"),
     user("perform", 20),
     lib("execute", "kernel/executor.ts"),
-    lib("run", "worker/producer.ts"),
+    lib("run", "runtime/producer.ts"),
     "    at async Promise.all (index 0)",
     at("drive", "file:///app/main_test.ts"),
   ].join("\n");
