@@ -120,7 +120,9 @@ schedules:
       const groups = `${state}/jobs/${storeStateName(pg.url)}/groups`;
       const records = await waitUntil("the long job's group recorded", () => {
         try {
-          const found = [...Deno.readDirSync(groups)].map((entry) => entry.name);
+          // Not a `.tmp` one: the daemon writes each record beside and renames it.
+          const found = [...Deno.readDirSync(groups)].map((entry) => entry.name)
+            .filter((name) => !name.endsWith(".tmp"));
           return found.length > 0 ? found : undefined;
         } catch (error) {
           if (error instanceof Deno.errors.NotFound) return undefined;

@@ -65,7 +65,7 @@ interface Pair {
 export function startTcpProxy(target: ProxyTarget = {}): TcpProxy {
   const hostname = target.hostname ?? "127.0.0.1";
   const targetPort = target.port ?? 5432;
-  let listener: Deno.TcpListener | null = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+  let listener: Deno.TcpListener | null = listenBelowEphemeral();
   const port = listener.addr.port;
   const pairs = new Set<Pair>();
   let accepting: Promise<void> = accept(listener);
@@ -200,4 +200,22 @@ function closeQuietly(resource: { close(): void }): void {
   } catch {
     // Already closed.
   }
+}
+
+/**
+ * A listener on a free port below the kernel's ephemeral range (32768 and
+ * up on Linux): the proxy listens again on its port after `down()`, and a
+ * port the kernel hands out for outgoing connections was taken by another
+ * test's connection meanwhile (AddrInUse on a busy machine).
+ */
+function listenBelowEphemeral(): Deno.TcpListener {
+  for (let tries = 0; tries < 200; tries++) {
+    const port = 20_000 + Math.floor(Math.random() * 12_000);
+    try {
+      return Deno.listen({ hostname: "127.0.0.1", port });
+    } catch (error) {
+      if (!(error instanceof Deno.errors.AddrInUse)) throw error;
+    }
+  }
+  return Deno.listen({ hostname: "127.0.0.1", port: 0 });
 }
