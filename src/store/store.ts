@@ -101,6 +101,14 @@ export type StoreTxMethods = Pick<Store, StoreTxMethod>;
  * rolls back with it; what they read includes what the transaction wrote.
  * Use it only while `fn` runs: afterwards every call fails.
  */
+/** What `jobsCancel` and `jobsDiscard` take: the jobs, when, why, and who (the audit's actor). */
+export interface JobsStopParams {
+  ids: number[];
+  now: number;
+  reason: string;
+  actor?: string;
+}
+
 export interface StoreTx extends StoreTxMethods {
   /** Inserts jobs inside this transaction: they commit or roll back with it. */
   jobsInsert(params: { jobs: NewJob[]; now: number }): Promise<InsertResult[]>;
@@ -559,12 +567,7 @@ export interface Store<Tx extends StoreTx = StoreTx> {
    * cancels them, is named on the audit trail of a workflow run whose step
    * this fails.
    */
-  jobsCancel(params: {
-    ids: number[];
-    now: number;
-    reason: string;
-    actor?: string;
-  }): Promise<number[]>;
+  jobsCancel(params: JobsStopParams): Promise<number[]>;
 
   /**
    * Makes final or waiting jobs run again now (an operator's retry):
@@ -586,12 +589,7 @@ export interface Store<Tx extends StoreTx = StoreTx> {
    * `reason` in their errors. An executing job's lease is broken as with
    * cancel; `actor` is named as with cancel. Returns the ids changed.
    */
-  jobsDiscard(params: {
-    ids: number[];
-    now: number;
-    reason: string;
-    actor?: string;
-  }): Promise<number[]>;
+  jobsDiscard(params: JobsStopParams): Promise<number[]>;
 
   /**
    * Replays one job (usually an occurrence): whatever its state, it becomes

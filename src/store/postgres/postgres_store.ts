@@ -49,6 +49,7 @@ import type {
   AuditRow,
   JobFilter,
   JobMatch,
+  JobsStopParams,
   LeaderRow,
   Lease,
   MigrationReport,
@@ -1079,21 +1080,11 @@ export class PostgresStore implements Store<PostgresTx> {
     return deleted.length;
   }
 
-  jobsCancel(params: {
-    ids: number[];
-    now: number;
-    reason: string;
-    actor?: string;
-  }): Promise<number[]> {
+  jobsCancel(params: JobsStopParams): Promise<number[]> {
     return this.#stop("cancelled", params);
   }
 
-  jobsDiscard(params: {
-    ids: number[];
-    now: number;
-    reason: string;
-    actor?: string;
-  }): Promise<number[]> {
+  jobsDiscard(params: JobsStopParams): Promise<number[]> {
     return this.#stop("discarded", params);
   }
 

@@ -45,6 +45,7 @@ import type {
   AuditRow,
   JobFilter,
   JobMatch,
+  JobsStopParams,
   LeaderRow,
   LeaderState,
   Lease,
@@ -1227,21 +1228,11 @@ export class SqliteStore implements Store<SqliteTx> {
     return deleted.length;
   }
 
-  jobsCancel(params: {
-    ids: number[];
-    now: number;
-    reason: string;
-    actor?: string;
-  }): Promise<number[]> {
+  jobsCancel(params: JobsStopParams): Promise<number[]> {
     return this.#stop("cancelled", params);
   }
 
-  jobsDiscard(params: {
-    ids: number[];
-    now: number;
-    reason: string;
-    actor?: string;
-  }): Promise<number[]> {
+  jobsDiscard(params: JobsStopParams): Promise<number[]> {
     return this.#stop("discarded", params);
   }
 
