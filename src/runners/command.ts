@@ -365,12 +365,7 @@ function scheduledFor(ctx: JobContext): number {
   const occurrence = ctx.job.occurrence;
   // A step's identity (`12/3`) is no occurrence, though Date.parse may read it as a date.
   if (occurrence === null || ctx.workflow !== null) return ctx.job.scheduledAt;
-  const instant = occurrenceInstant({
-    at: ctx.job.scheduledAt,
-    occurrence: occurrence.replace(/#[^#@]*$/, ""),
-    local: "",
-    note: null,
-  });
+  const instant = occurrenceInstant(occurrence.replace(/#[^#@]*$/, ""));
   return Number.isFinite(instant) ? instant : ctx.job.scheduledAt;
 }
 

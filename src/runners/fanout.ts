@@ -345,7 +345,7 @@ function digestOf(keys: string[]): string {
 /** The pre-jitter instant of the occurrence, for the items' `scheduled_for`; null for a plain job. */
 function instantOf(occurrence: string | null): number | null {
   if (occurrence === null) return null;
-  const instant = occurrenceInstant({ at: 0, occurrence, local: "", note: null });
+  const instant = occurrenceInstant(occurrence);
   return Number.isFinite(instant) ? instant : null;
 }
 

@@ -104,5 +104,5 @@ export async function planSchedules(
 
 function nextInstant(schedule: Schedule, after: number): number | null {
   const [following] = next(schedule, after, 1);
-  return following ? occurrenceInstant(following) : null;
+  return following ? occurrenceInstant(following.occurrence) : null;
 }

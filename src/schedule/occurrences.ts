@@ -113,10 +113,13 @@ export function neverFires(timing: Timing, from: number): boolean {
   return between(timing, from, from + NEVER_FIRES_HORIZON_MS, 1).length === 0;
 }
 
-/** The pre-jitter instant (UTC ms) of an occurrence, read from its identity. */
-export function occurrenceInstant(occurrence: Occurrence): number {
-  const iso = occurrence.occurrence.slice(occurrence.occurrence.lastIndexOf("@") + 1);
-  return Date.parse(iso);
+/**
+ * The pre-jitter instant (UTC ms) of an occurrence, read from its identity
+ * (`nightly@2026-03-08T07:00:00.000Z`): what follows the last `@`, NaN when
+ * that is no date.
+ */
+export function occurrenceInstant(occurrence: string): number {
+  return Date.parse(occurrence.slice(occurrence.lastIndexOf("@") + 1));
 }
 
 /** The identity of the occurrence of schedule `id` at `instant`: `nightly@2026-03-08T07:00:00.000Z`. */

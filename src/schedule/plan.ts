@@ -57,11 +57,12 @@ export function decide(schedule: Schedule, ctx: PlanContext, now: number): PlanD
   const found = between(schedule, ctx.lastPlannedFor + 1, now + 1, PLAN_WINDOW);
   // By identity instant: with a jitter wider than the interval, jittered
   // order differs, and the policies below speak of the instants.
-  const due = found.slice().sort((a, b) => occurrenceInstant(a) - occurrenceInstant(b));
+  const instant = (o: Occurrence) => occurrenceInstant(o.occurrence);
+  const due = found.slice().sort((a, b) => instant(a) - instant(b));
   // A full window leaves the rest for the next pass, from the last one looked at.
-  const plannedFor = found.length === PLAN_WINDOW ? occurrenceInstant(due.at(-1)!) : now;
+  const plannedFor = found.length === PLAN_WINDOW ? instant(due.at(-1)!) : now;
 
-  const late = (o: Occurrence) => occurrenceInstant(o) + schedule.misfire.graceMs < now;
+  const late = (o: Occurrence) => instant(o) + schedule.misfire.graceMs < now;
   const missed = due.filter(late);
   let runs: Occurrence[];
   switch (schedule.misfire.policy) {
@@ -82,7 +83,7 @@ export function decide(schedule: Schedule, ctx: PlanContext, now: number): PlanD
   const ran = new Set(runs);
   const skippedList = due.filter((o) => !ran.has(o));
   const skipped = skippedList.length;
-  const lastSkipped = skipped > 0 ? occurrenceInstant(skippedList.at(-1)!) : null;
+  const lastSkipped = skipped > 0 ? instant(skippedList.at(-1)!) : null;
 
   let allowed: Occurrence[];
   switch (schedule.overlapPolicy) {
@@ -142,7 +143,7 @@ export function occurrenceJob(schedule: Schedule, occurrence: Occurrence): NewJo
     uniqueStates: null,
     occurrence: occurrence.occurrence,
     scheduleId: schedule.id,
-    scheduledFor: occurrenceInstant(occurrence),
+    scheduledFor: occurrenceInstant(occurrence.occurrence),
   };
 }
 

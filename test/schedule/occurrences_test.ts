@@ -10,6 +10,7 @@ import {
   jitterFor,
   neverFires,
   next,
+  occurrenceId,
   occurrenceInstant,
   validateCron,
 } from "../../src/schedule/occurrences.ts";
@@ -99,7 +100,14 @@ Deno.test("next() writes the identity with ms and the local time in UTC", () => 
     local: "2026-03-08T07:00:00+00:00[UTC]",
     note: null,
   });
-  assert.equal(occurrenceInstant(o!), z("2026-03-08T07:00:00"));
+  assert.equal(occurrenceInstant(o!.occurrence), z("2026-03-08T07:00:00"));
+});
+
+Deno.test("occurrenceInstant() reads the instant back from an identity string", () => {
+  const t = z("2026-03-08T07:00:00");
+  assert.equal(occurrenceInstant(occurrenceId("nightly", t)), t);
+  assert.equal(occurrenceInstant("nightly@2026-03-08T07:00Z"), t);
+  assert.ok(Number.isNaN(occurrenceInstant("nightly@not a date")));
 });
 
 Deno.test("between() includes `from` and excludes `to`", () => {
@@ -156,7 +164,7 @@ Deno.test("jitter is deterministic, within [0, jitterMs), and leaves the identit
   const again = next(cron("*/5 * * * *", { jitterMs: 60_000 }), z("2026-03-08T00:00:00"), 200);
   assert.deepEqual(jittered, again);
   assert.deepEqual(jittered.map((o) => o.occurrence), plain.map((o) => o.occurrence));
-  const offsets = jittered.map((o) => o.at - occurrenceInstant(o));
+  const offsets = jittered.map((o) => o.at - occurrenceInstant(o.occurrence));
   for (const offset of offsets) assert.ok(offset >= 0 && offset < 60_000, `jitter ${offset}`);
   assert.ok(new Set(offsets).size > 150, "jitter should vary between occurrences");
   for (let i = 1; i < jittered.length; i++) assert.ok(jittered[i]!.at > jittered[i - 1]!.at);
