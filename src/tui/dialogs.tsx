@@ -3,7 +3,8 @@
  * confirmation (what will happen, every affected job, y/n), a one-line
  * text prompt with a cursor (a reason, a search), a menu of single keys,
  * the jobs filter's picker of states and queue, and the help. The dialogs
- * are values of the reducer's state (`state.ts`); this only draws them.
+ * are values of the reducer's state (`state.ts`); this only draws them
+ * (their keys are `dialog_keys.ts`'s).
  *
  * @module
  */
@@ -12,7 +13,7 @@ import { type ReactNode, useContext } from "react";
 import { JOB_STATES } from "../kernel/types.ts";
 import { ColorContext, Lines, type Seg, seg } from "./line.tsx";
 import { type LineEdit, lineParts } from "./line_edit.ts";
-import { windowOf } from "./overview.tsx";
+import { windowOf } from "./seg.ts";
 import { type Overlay, type PickerDialog, pickerRows } from "./state.ts";
 import { STATE_COLOR } from "./text.ts";
 

@@ -2,7 +2,7 @@
  * The whole dashboard drawn from its state: the tab bar, a rule under it
  * (or the banner while the store cannot be read), the active screen or the
  * open dialog, the status line and a footer of keys. It only renders: what
- * happens on a key is `reduce.ts`'s.
+ * happens on a key is the reducer's (`reduce.ts`, and each tab's `keys.ts`).
  *
  * @module
  */
@@ -11,12 +11,13 @@ import { Box } from "ink";
 import type { ReactNode } from "react";
 import { ago } from "../text/durations.ts";
 import { OverlayView } from "./dialogs.tsx";
-import { JobDetailPane, JobsList } from "./jobs_view.tsx";
+import { DeadLettersView } from "./dead_letters/view.tsx";
+import { JobDetailPane, JobsList } from "./jobs/view.tsx";
 import { ColorContext, Line, type Seg, seg } from "./line.tsx";
-import { OverviewView } from "./overview.tsx";
-import { PipelinePane, PipelinesList } from "./pipelines_view.tsx";
-import { DeadLettersView, SchedulesView } from "./schedules_view.tsx";
-import { WorkflowRunPane, WorkflowsList } from "./workflows_view.tsx";
+import { OverviewView } from "./overview/view.tsx";
+import { PipelinePane, PipelinesList } from "./pipelines/view.tsx";
+import { SchedulesView } from "./schedules/view.tsx";
+import { WorkflowRunPane, WorkflowsList } from "./workflows/view.tsx";
 import { rule } from "./seg.ts";
 import {
   CHROME_LINES,

@@ -58,3 +58,10 @@ export function rule(width: number, label = ""): Seg[] {
     seg("─".repeat(room), { dim: true }),
   ];
 }
+
+/** The `[start, end)` of `rows` items out of `count` that keeps `cursor` in view. */
+export function windowOf(count: number, cursor: number, rows: number): [number, number] {
+  if (count <= rows) return [0, count];
+  const start = Math.min(Math.max(0, cursor - rows + 1), count - rows);
+  return [Math.max(0, start), Math.max(0, start) + rows];
+}

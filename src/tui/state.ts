@@ -265,6 +265,13 @@ export type Effect =
   /** Leave the dashboard. */
   | { kind: "quit" };
 
+/** What one event's handling collects besides the state. */
+export interface Context {
+  effects: Effect[];
+  /** Read the active screen again even if it is the same read (a tick, an action done). */
+  refresh: boolean;
+}
+
 /** What {@linkcode initialState} needs. */
 export interface InitialOptions {
   program: string;

@@ -16,7 +16,7 @@ import { occurrenceJob } from "../../src/schedule/plan.ts";
 import type { Schedule } from "../../src/schedule/types.ts";
 import type { Store } from "../../src/store/store.ts";
 import { configFile, fixedStore, storeData } from "../../src/tui/data.ts";
-import { schedulesLines } from "../../src/tui/schedules_view.tsx";
+import { schedulesLines } from "../../src/tui/schedules/view.tsx";
 import { clip, plain } from "../../src/tui/seg.ts";
 import { syncSchedules } from "../../src/runtime/planner.ts";
 import { BACKENDS, type Harness, newJob } from "../support/backends.ts";

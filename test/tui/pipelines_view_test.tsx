@@ -11,7 +11,7 @@ import { render } from "ink-testing-library";
 import type { ReactElement } from "react";
 import type { PipelineView } from "../../src/admin/pipelines.ts";
 import { needsAttention } from "../../src/tui/data.ts";
-import { overviewLines } from "../../src/tui/overview.tsx";
+import { overviewLines } from "../../src/tui/overview/view.tsx";
 import {
   pipelineLines,
   PipelinePane,
@@ -19,7 +19,7 @@ import {
   PipelinesList,
   type PipelinesListProps,
   reasonsText,
-} from "../../src/tui/pipelines_view.tsx";
+} from "../../src/tui/pipelines/view.tsx";
 import { plain, type Seg } from "../../src/tui/seg.ts";
 import {
   fixtureIngestRun,

@@ -10,7 +10,8 @@ import assert from "node:assert/strict";
 import { type ActRequest, runAction } from "../../src/tui/actions.ts";
 import { readView } from "../../src/tui/data.ts";
 import { type Key, key, named } from "../../src/tui/keys.ts";
-import { IDLE_REFRESH_MS, nextRunState, reduce } from "../../src/tui/reduce.ts";
+import { IDLE_REFRESH_MS, reduce } from "../../src/tui/reduce.ts";
+import { nextRunState } from "../../src/tui/workflows/keys.ts";
 import {
   type DashboardEvent,
   type DashboardState,

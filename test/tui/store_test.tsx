@@ -15,7 +15,7 @@ import { occurrenceJob } from "../../src/schedule/plan.ts";
 import { storeActions } from "../../src/tui/actions.ts";
 import { App } from "../../src/tui/app.tsx";
 import { configFile, fixedStore, storeAt, storeData } from "../../src/tui/data.ts";
-import { SchedulesView } from "../../src/tui/schedules_view.tsx";
+import { SchedulesView } from "../../src/tui/schedules/view.tsx";
 import { syncSchedules } from "../../src/runtime/planner.ts";
 import { openFailure } from "../../src/cli/open_store.ts";
 import { openSqliteStore } from "../../src/store/sqlite/sqlite_store.ts";

@@ -5,9 +5,9 @@
  */
 
 import assert from "node:assert/strict";
-import { detailLines, jobsLines, type JobsListProps, pageText } from "../../src/tui/jobs_view.tsx";
-import { overviewLines } from "../../src/tui/overview.tsx";
-import { schedulesLines } from "../../src/tui/schedules_view.tsx";
+import { detailLines, jobsLines, type JobsListProps, pageText } from "../../src/tui/jobs/view.tsx";
+import { overviewLines } from "../../src/tui/overview/view.tsx";
+import { schedulesLines } from "../../src/tui/schedules/view.tsx";
 import { clip, plain, rule } from "../../src/tui/seg.ts";
 import { fitLocation } from "../../src/tui/text.ts";
 import { fixtureJob, fixtureState, NOW } from "./fixtures.ts";

@@ -18,7 +18,7 @@ import {
   workflowsLines,
   WorkflowsList,
   type WorkflowsListProps,
-} from "../../src/tui/workflows_view.tsx";
+} from "../../src/tui/workflows/view.tsx";
 import { fixtureRun, fixtureRuns, fixtureStep, NOW, summaryOf } from "./fixtures.ts";
 
 /** The frame of `tree` on a terminal `columns` wide, as lines. */

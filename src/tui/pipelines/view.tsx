@@ -12,12 +12,12 @@
  */
 
 import type { ReactNode } from "react";
-import { type FreshnessView, type PipelineView, totalDropped } from "../admin/pipelines.ts";
-import type { IngestRun } from "../ingest/types.ts";
-import { redact } from "../kernel/redact.ts";
-import { ago, span } from "../text/durations.ts";
-import { Lines, type Seg, seg } from "./line.tsx";
-import { clean, compact, firstLine, fit, INGEST_RUN_STATE_COLOR, iso } from "./text.ts";
+import { type FreshnessView, type PipelineView, totalDropped } from "../../admin/pipelines.ts";
+import type { IngestRun } from "../../ingest/types.ts";
+import { redact } from "../../kernel/redact.ts";
+import { ago, span } from "../../text/durations.ts";
+import { Lines, type Seg, seg } from "../line.tsx";
+import { clean, compact, firstLine, fit, INGEST_RUN_STATE_COLOR, iso } from "../text.ts";
 
 /** Lines above the rows of the pipelines list (the counts line and the column header). */
 const PIPELINES_HEADER_LINES = 2;

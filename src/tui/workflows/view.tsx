@@ -19,15 +19,15 @@ import {
   type WorkflowRunSummary,
   type WorkflowRunView,
   type WorkflowStepView,
-} from "../admin/workflows.ts";
-import { redact } from "../kernel/redact.ts";
-import { when } from "../schedule/describe.ts";
-import { span } from "../text/durations.ts";
-import { nextAttemptText } from "../text/next_attempt.ts";
-import { errorSummary } from "../text/stored_error.ts";
-import { RUN_STATES, type RunState, type StepState } from "../workflow/types.ts";
-import { Lines, type Seg, seg } from "./line.tsx";
-import { clean, firstLine, fit, iso, RUN_STATE_COLOR, STEP_STATE_COLOR } from "./text.ts";
+} from "../../admin/workflows.ts";
+import { redact } from "../../kernel/redact.ts";
+import { when } from "../../schedule/describe.ts";
+import { span } from "../../text/durations.ts";
+import { nextAttemptText } from "../../text/next_attempt.ts";
+import { errorSummary } from "../../text/stored_error.ts";
+import { RUN_STATES, type RunState, type StepState } from "../../workflow/types.ts";
+import { Lines, type Seg, seg } from "../line.tsx";
+import { clean, firstLine, fit, iso, RUN_STATE_COLOR, STEP_STATE_COLOR } from "../text.ts";
 
 /** Props of {@linkcode WorkflowsList}. */
 export interface WorkflowsListProps {

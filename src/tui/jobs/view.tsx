@@ -7,18 +7,18 @@
  */
 
 import type { ReactNode } from "react";
-import type { JobDetail } from "../admin/views.ts";
-import { redact } from "../kernel/redact.ts";
-import { FINAL_STATES, type Job } from "../kernel/types.ts";
-import { commandRunSchema, commandText } from "../runners/command.ts";
-import { COMMAND_WORKER, type CommandRun } from "../kernel/runs.ts";
-import { when } from "../schedule/describe.ts";
-import { ago } from "../text/durations.ts";
-import { nextAttemptText } from "../text/next_attempt.ts";
-import { shellQuote } from "../text/shell.ts";
-import { Lines, type Seg, seg } from "./line.tsx";
-import { filterText, type JobsFilter, type JobsTotal, newestText, totalText } from "./search.ts";
-import { clean, firstLine, fit, STATE_COLOR } from "./text.ts";
+import type { JobDetail } from "../../admin/views.ts";
+import { redact } from "../../kernel/redact.ts";
+import { FINAL_STATES, type Job } from "../../kernel/types.ts";
+import { commandRunSchema, commandText } from "../../runners/command.ts";
+import { COMMAND_WORKER, type CommandRun } from "../../kernel/runs.ts";
+import { when } from "../../schedule/describe.ts";
+import { ago } from "../../text/durations.ts";
+import { nextAttemptText } from "../../text/next_attempt.ts";
+import { shellQuote } from "../../text/shell.ts";
+import { Lines, type Seg, seg } from "../line.tsx";
+import { filterText, type JobsFilter, type JobsTotal, newestText, totalText } from "../search.ts";
+import { clean, firstLine, fit, STATE_COLOR } from "../text.ts";
 
 /** Props of {@linkcode JobsList}. */
 export interface JobsListProps {

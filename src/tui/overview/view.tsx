@@ -8,13 +8,14 @@
  */
 
 import type { ReactNode } from "react";
-import type { NodeView, ScheduleStatus, StoreCheck } from "../admin/views.ts";
-import { JOB_STATES, type JobState } from "../kernel/types.ts";
-import { ago } from "../text/durations.ts";
-import type { Overview, QueueOverview } from "./data.ts";
-import { Lines, type Seg, seg } from "./line.tsx";
-import { pipelineAttentionLines } from "./pipelines_view.tsx";
-import { compact, firstLine, fit, plural, sparkline, STATE_COLOR, STATE_SHORT } from "./text.ts";
+import type { NodeView, ScheduleStatus, StoreCheck } from "../../admin/views.ts";
+import { JOB_STATES, type JobState } from "../../kernel/types.ts";
+import { ago } from "../../text/durations.ts";
+import type { Overview, QueueOverview } from "../data.ts";
+import { Lines, type Seg, seg } from "../line.tsx";
+import { windowOf } from "../seg.ts";
+import { pipelineAttentionLines } from "../pipelines/view.tsx";
+import { compact, firstLine, fit, plural, sparkline, STATE_COLOR, STATE_SHORT } from "../text.ts";
 
 /** Props of {@linkcode OverviewView}. */
 export interface OverviewProps {
@@ -218,11 +219,4 @@ export function fitList<T>(items: T[], rows: number): { shown: T[]; more: number
   if (items.length <= rows) return { shown: items, more: 0 };
   const shown = items.slice(0, Math.max(0, rows - 1));
   return { shown, more: items.length - shown.length };
-}
-
-/** The `[start, end)` of `rows` items out of `count` that keeps `cursor` in view. */
-export function windowOf(count: number, cursor: number, rows: number): [number, number] {
-  if (count <= rows) return [0, count];
-  const start = Math.min(Math.max(0, cursor - rows + 1), count - rows);
-  return [Math.max(0, start), Math.max(0, start) + rows];
 }
