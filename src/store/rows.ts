@@ -11,6 +11,7 @@
 import type { Attempt, InsertResult, Job, JobState } from "../kernel/types.ts";
 import type { LeaderRow, LeaderState, RescuedJob, ScheduleRow } from "./store.ts";
 import type { LoadedRun } from "../workflow/bookkeeping.ts";
+import type { LeasedJob } from "./lifecycle/jobs.ts";
 import {
   RUN_STATES,
   type RunState,
@@ -238,4 +239,18 @@ export function checkBounds(bounds: { after?: number; above?: number; atMost?: n
   if (atMost !== undefined && !(Number.isSafeInteger(atMost) && atMost >= 0)) {
     throw new RangeError(`atMost must be a whole number >= 0, got ${atMost}`);
   }
+}
+
+/** A job's row as the job lifecycle reads it (see `lifecycle/jobs.ts`). */
+export function toLeasedJob(row: Row): LeasedJob {
+  return {
+    id: Number(row.id),
+    queue: String(row.queue),
+    state: row.state as JobState,
+    attempt: Number(row.attempt),
+    maxAttempts: Number(row.max_attempts),
+    fence: Number(row.fence),
+    attemptedBy: (row.attempted_by as string | null) ?? null,
+    attemptedAt: row.attempted_at == null ? null : Number(row.attempted_at),
+  };
 }

@@ -55,7 +55,6 @@ import type {
   MigrationReport,
   NodeRow,
   QueueRow,
-  RescuedJob,
   ScheduleOutcome,
   ScheduleRow,
   Store,
@@ -103,20 +102,25 @@ import {
   toJob,
   toScheduleRow,
 } from "./rows.ts";
-import { checkBounds, rescuedJob, toLeaderRow, toLeaderState } from "../rows.ts";
+import { checkBounds, toLeaderRow, toLeaderState, toLeasedJob } from "../rows.ts";
+import {
+  isJobOp,
+  type JobOp,
+  type Lifecycle,
+  pruneJobs,
+  pruneScheduleJobs,
+  recordResults,
+  replayJob,
+  rescueJobs,
+  retryJobs,
+  stageJobs,
+  stopJobs,
+} from "../lifecycle/jobs.ts";
 import { appendError, clearUnique, type Fragment, runAgain, type Sql } from "./fragments.ts";
 import { addCounts, compactCounts, countRows, readCounts } from "./counts.ts";
 import { countsAnswer, CountTally, sumMatching } from "../job_counts.ts";
 import * as workflows from "./workflows.ts";
-import {
-  cancelRun,
-  jobsEnded,
-  type Ops,
-  retryRun,
-  startRun,
-  type StepEnd,
-  stepEndsOf,
-} from "../../workflow/bookkeeping.ts";
+import { cancelRun, type Ops, retryRun, startRun } from "../../workflow/bookkeeping.ts";
 import type { RunState, WorkflowRun, WorkflowRunDetail } from "../../workflow/types.ts";
 
 /** Options for {@linkcode openPostgresStore}. */
@@ -619,7 +623,11 @@ export class PostgresStore implements Store<PostgresTx> {
     const claimed = await this.#sql.begin(async (tx) => {
       const counts = new CountTally();
       const report = params.results?.length
-        ? await this.#record(tx, params.node, params.now, params.results, counts)
+        ? await this.#lifecycle(
+          tx,
+          recordResults({ node: params.node, now: params.now, results: params.results }),
+          counts,
+        )
         : { recorded: [], lost: [] };
       if (params.limit <= 0) {
         await addCounts(tx, counts);
@@ -771,116 +779,9 @@ export class PostgresStore implements Store<PostgresTx> {
       return report;
     }
     const report = await this.#sql.begin(async (tx) => {
-      const counts = new CountTally();
-      const report = await this.#record(tx, params.node, params.now, params.results, counts);
-      await addCounts(tx, counts);
-      return report;
+      return await this.#lifecycle(tx, recordResults(params));
     });
     await this.#countsWritten(params.now);
-    return report;
-  }
-
-  /** Records `results` in the transaction `q`, adding the moves of jobs to `counts`. */
-  async #record(
-    q: Sql,
-    node: string,
-    now: number,
-    results: JobResult[],
-    counts: CountTally,
-  ): Promise<RecordReport> {
-    const recorded: JobResult[] = [];
-    const steps = results.filter((r) => r.workflow !== undefined);
-    // Runs before jobs, in id order: batches that end steps of the same runs cannot deadlock.
-    if (steps.length > 0) await workflows.lockRuns(q, steps.map((r) => r.workflow!));
-    const done = results.filter((r) => r.outcome === "completed");
-    if (done.length > 0) {
-      // By id (in id order, as an operator's cancel or discard locks them), each
-      // fence looked up in one JSON object: a join with the results would be
-      // planned from estimates, and once planned as a hash join it compared
-      // every executing row with every result (see #claimAfterCompletions).
-      const { ids, leases } = leaseMap(done);
-      const rows = await q`UPDATE jobs SET state = 'completed', completed_at = ${now}::bigint,
-          lease_expires_at = NULL, ${clearUnique(q)}
-        FROM (SELECT ${leases}::text::jsonb AS m) AS input
-        WHERE jobs.id = ANY(${ids}::bigint[]) AND jobs.state = 'executing'
-          AND jobs.attempted_by = ${node}
-          AND jobs.fence = (input.m -> jobs.id::text ->> 0)::bigint
-        RETURNING jobs.id, jobs.queue`;
-      for (const row of rows) counts.move(String(row.queue), "executing", "completed");
-      const written = new Set(rows.map((row) => Number(row.id)));
-      for (const r of done) if (written.has(r.id)) recorded.push(r);
-    }
-    for (const r of results) {
-      if (r.outcome === "completed") continue;
-      const held = leaseHeld(q, { id: r.id, node, fence: r.fence });
-      let rows: Row[];
-      switch (r.outcome) {
-        case "snoozed":
-          rows = await q`UPDATE jobs SET
-              state = CASE WHEN ${r.until}::bigint > ${now}::bigint
-                THEN 'scheduled' ELSE 'available' END,
-              scheduled_at = ${r.until}::bigint, attempt = attempt - 1, lease_expires_at = NULL
-            WHERE ${held} RETURNING queue, state`;
-          break;
-        case "retryable":
-          rows = await q`UPDATE jobs SET state = 'retryable', scheduled_at = ${r.at}::bigint,
-              lease_expires_at = NULL, ${appendError(q, now, r.error)}
-            WHERE ${held} RETURNING queue, state`;
-          break;
-        case "cancelled":
-          rows = await q`UPDATE jobs SET state = 'cancelled', cancelled_at = ${now}::bigint,
-              lease_expires_at = NULL, ${clearUnique(q)}, ${appendError(q, now, r.error)}
-            WHERE ${held} RETURNING queue, state`;
-          break;
-        case "discarded":
-          rows = await q`UPDATE jobs SET state = 'discarded', discarded_at = ${now}::bigint,
-              lease_expires_at = NULL, ${clearUnique(q)}, ${appendError(q, now, r.error)}
-            WHERE ${held} RETURNING queue, state`;
-          break;
-      }
-      const [row] = rows;
-      if (!row) continue;
-      counts.move(String(row.queue), "executing", row.state as JobState);
-      recorded.push(r);
-    }
-    if (recorded.length > 0) {
-      const rows = JSON.stringify(recorded.map((r) => ({
-        id: r.id,
-        attempt: r.attempt,
-        fence: r.fence,
-        started_at: r.startedAt,
-        outcome: r.outcome,
-        error: "error" in r ? r.error : null,
-        output: r.output ?? null,
-        definition: r.definition ?? null,
-      })));
-      await q`INSERT INTO attempts (job_id, attempt, fence, node, kind, actor, reason,
-          started_at, finished_at, outcome, error, output, definition)
-        SELECT v.id, v.attempt, v.fence, ${node},
-          CASE WHEN p.job_id IS NOT NULL THEN 'replay' WHEN v.attempt > 1 THEN 'retry'
-            ELSE 'run' END,
-          p.actor, p.reason, v.started_at, ${now}::bigint, v.outcome, v.error, v.output,
-          v.definition
-        FROM jsonb_to_recordset(${rows}::text::jsonb) AS v(id bigint, attempt integer, fence bigint,
-            started_at bigint, outcome text, error text, output text, definition text)
-          LEFT JOIN replays AS p ON p.job_id = v.id AND p.after < v.fence`;
-    }
-    const completedOccurrences = recorded
-      .filter((r) => r.occurrence && r.workflow === undefined && r.outcome === "completed")
-      .map((r) => r.id);
-    if (completedOccurrences.length > 0) {
-      await q`UPDATE schedules
-        SET last_completed_at = greatest(coalesce(last_completed_at, 0), ${now}::bigint)
-        FROM ${schedulesOf(q, completedOccurrences)} WHERE schedules.id = s.id`;
-    }
-    const ends = stepEndsOf(recorded, node);
-    const queues = ends.length > 0 ? (await this.#ops(q, jobsEnded({ ends, now }))).queues : [];
-    const kept = new Set(recorded.map((r) => r.id));
-    const report: RecordReport = {
-      recorded: recorded.map((r) => r.id),
-      lost: results.filter((r) => !kept.has(r.id)).map((r) => r.id),
-    };
-    if (queues.length > 0) report.queues = queues;
     return report;
   }
 
@@ -930,76 +831,13 @@ export class PostgresStore implements Store<PostgresTx> {
   // ---------------------------------------------------------------- maintenance
 
   async jobsStage(params: { now: number; limit: number }) {
-    const staged = await this.#sql.begin(async (tx) => {
-      // The state each due job leaves is read as it is locked: the newest.
-      const rows = await tx`WITH due AS (
-          SELECT id, state FROM jobs
-          WHERE state IN ('scheduled', 'retryable') AND scheduled_at <= ${params.now}::bigint
-          ORDER BY scheduled_at LIMIT ${params.limit}::bigint
-          FOR UPDATE SKIP LOCKED),
-        staged AS (
-          UPDATE jobs SET state = 'available' FROM due WHERE jobs.id = due.id
-          RETURNING jobs.queue, due.state AS was, jobs.state),
-        counted AS (${countRows(tx, "staged")})
-        SELECT queue FROM staged`;
-      const [next] = await tx`SELECT min(scheduled_at) AS at FROM jobs
-        WHERE state IN ('scheduled', 'retryable')`;
-      const queues = [...new Set(rows.map((r) => String(r.queue)))];
-      await this.#notify(tx, queues);
-      return {
-        staged: rows.length,
-        queues,
-        nextAt: next?.at == null ? null : Number(next.at),
-      };
-    });
+    const staged = await this.#sql.begin((tx) => this.#lifecycle(tx, stageJobs(params)));
     await this.#countsWritten(params.now);
     return staged;
   }
 
   async jobsRescue(params: { now: number; limit: number }) {
-    return await this.#sql.begin(async (tx) => {
-      const expired = await tx`SELECT id, attempt, max_attempts, fence, attempted_by,
-          attempted_at, queue
-        FROM jobs WHERE state = 'executing' AND lease_expires_at < ${params.now}::bigint
-        ORDER BY lease_expires_at LIMIT ${params.limit}::bigint
-        FOR UPDATE SKIP LOCKED`;
-      let rescued = 0;
-      let discarded = 0;
-      const queues = new Set<string>();
-      const ends: StepEnd[] = [];
-      const jobs: RescuedJob[] = [];
-      const counts = new CountTally();
-      for (const row of expired) {
-        const node = String(row.attempted_by);
-        const error = `orphaned: lease of ${node} expired`;
-        const held = leaseHeld(tx, { id: Number(row.id), node, fence: Number(row.fence) });
-        const [result] = await tx`UPDATE jobs SET
-            state = CASE WHEN attempt < max_attempts THEN 'available' ELSE 'discarded' END,
-            discarded_at = CASE WHEN attempt < max_attempts THEN NULL
-              ELSE ${params.now}::bigint END,
-            unique_key = CASE WHEN attempt < max_attempts OR unique_states = 'all'
-              THEN unique_key END,
-            lease_expires_at = NULL, ${appendError(tx, params.now, error)}
-          WHERE ${held}
-          RETURNING state`;
-        if (!result) continue;
-        counts.move(String(row.queue), "executing", result.state as JobState);
-        await this.#endAttempt(tx, row, { now: params.now, outcome: "orphaned", error });
-        jobs.push(rescuedJob(row, node, result.state));
-        if (result.state === "available") {
-          rescued++;
-          queues.add(String(row.queue));
-        } else {
-          discarded++;
-          ends.push({ jobId: Number(row.id), state: "discarded", value: null, error });
-        }
-      }
-      const next = await this.#ops(tx, jobsEnded({ ends, now: params.now }));
-      for (const name of next.queues) queues.add(name);
-      await this.#notify(tx, queues);
-      await addCounts(tx, counts);
-      return { rescued, discarded, queues: [...queues], jobs };
-    });
+    return await this.#sql.begin((tx) => this.#lifecycle(tx, rescueJobs(params)));
   }
 
   async jobsPrune(params: {
@@ -1007,40 +845,13 @@ export class PostgresStore implements Store<PostgresTx> {
     limit: number;
     except?: string[];
   }): Promise<number> {
-    const except = params.except ?? [];
-    return await this.#sql.begin(async (tx) => {
-      let left = params.limit;
-      let deleted = 0;
-      for (const [state, before] of Object.entries(params.before)) {
-        if (left <= 0 || before === undefined) continue;
-        const at = finalAt(tx, state as FinalState);
-        const rows = await tx`DELETE FROM jobs WHERE id IN (
-            SELECT id FROM jobs WHERE state = ${state} AND ${at} < ${before}::bigint
-              AND (schedule_id IS NULL OR NOT (schedule_id = ANY(${except}::text[])))
-            ORDER BY ${at} LIMIT ${left}::bigint
-            FOR UPDATE SKIP LOCKED)
-          RETURNING id, queue, state`;
-        deleted += await this.#pruneAttempts(tx, rows);
-        left -= rows.length;
-      }
-      return deleted;
-    });
+    return await this.#sql.begin((tx) => this.#lifecycle(tx, pruneJobs(params)));
   }
 
   async jobsPruneSchedule(
     params: { scheduleId: string; before: number; limit: number },
   ): Promise<number> {
-    return await this.#sql.begin(async (tx) => {
-      const rows = await tx`DELETE FROM jobs WHERE id IN (
-          SELECT id FROM jobs
-          WHERE schedule_id = ${params.scheduleId}
-            AND state IN ('completed', 'cancelled', 'discarded')
-            AND coalesce(completed_at, cancelled_at, discarded_at) < ${params.before}::bigint
-          ORDER BY scheduled_for LIMIT ${params.limit}::bigint
-          FOR UPDATE SKIP LOCKED)
-        RETURNING id, queue, state`;
-      return await this.#pruneAttempts(tx, rows);
-    });
+    return await this.#sql.begin((tx) => this.#lifecycle(tx, pruneScheduleJobs(params)));
   }
 
   async jobsPrunable(params: {
@@ -1063,79 +874,12 @@ export class PostgresStore implements Store<PostgresTx> {
     return Number(row?.count ?? 0);
   }
 
-  /**
-   * Deletes the attempts and replays of jobs just deleted (each row their
-   * id, queue and state) and takes them off the counts; returns how many
-   * jobs that was.
-   */
-  async #pruneAttempts(q: Sql, deleted: readonly Row[]): Promise<number> {
-    const counts = new CountTally();
-    for (const r of deleted) counts.add(String(r.queue), r.state as JobState, -1);
-    await addCounts(q, counts);
-    if (deleted.length) {
-      const ids = deleted.map((r) => Number(r.id));
-      await q`DELETE FROM attempts WHERE job_id = ANY(${ids}::bigint[])`;
-      await q`DELETE FROM replays WHERE job_id = ANY(${ids}::bigint[])`;
-    }
-    return deleted.length;
-  }
-
   jobsCancel(params: JobsStopParams): Promise<number[]> {
-    return this.#stop("cancelled", params);
+    return this.#begin((tx) => this.#lifecycle(tx, stopJobs("cancelled", params)));
   }
 
   jobsDiscard(params: JobsStopParams): Promise<number[]> {
-    return this.#stop("discarded", params);
-  }
-
-  /**
-   * An operator's cancel or discard of the jobs that are not final; returns
-   * the ids changed. The rows are locked first, in id order (two operators
-   * stopping overlapping sets cannot deadlock), so the state read is the
-   * state changed.
-   */
-  async #stop(
-    outcome: "cancelled" | "discarded",
-    params: { ids: number[]; now: number; reason: string; actor?: string },
-  ): Promise<number[]> {
-    if (params.ids.length === 0) return [];
-    const { now, reason } = params;
-    return await this.#begin(async (tx) => {
-      // Runs before jobs, as the record path locks them.
-      await workflows.lockRuns(tx, await workflows.runsOfJobs(tx, params.ids));
-      const targets = await tx`SELECT id, state, queue, attempt, fence, attempted_by,
-          attempted_at
-        FROM jobs WHERE id = ANY(${params.ids}::bigint[]) ORDER BY id FOR UPDATE`;
-      const counts = new CountTally();
-      const byId = new Map(targets.map((r) => [Number(r.id), r]));
-      const stopped: number[] = [];
-      const ends: StepEnd[] = [];
-      for (const id of params.ids) {
-        const row = byId.get(id);
-        if (!row) continue;
-        const [changed] = outcome === "cancelled"
-          ? await tx`UPDATE jobs SET state = 'cancelled', cancelled_at = ${now}::bigint,
-              lease_expires_at = NULL, ${clearUnique(tx)}, ${appendError(tx, now, reason)}
-            WHERE id = ${id}::bigint AND state IN ${notFinal(tx)} RETURNING id`
-          : await tx`UPDATE jobs SET state = 'discarded', discarded_at = ${now}::bigint,
-              lease_expires_at = NULL, ${clearUnique(tx)}, ${appendError(tx, now, reason)}
-            WHERE id = ${id}::bigint AND state IN ${notFinal(tx)} RETURNING id`;
-        if (!changed) continue;
-        counts.move(String(row.queue), row.state as JobState, outcome);
-        stopped.push(id);
-        // The attempt in flight ends here: its node finds the lease gone and
-        // records nothing, so the operator's action writes the attempt row.
-        if (row.state === "executing") {
-          await this.#endAttempt(tx, row, { now, outcome, error: reason });
-          // A second id of the same job in the list finds it final now.
-          row.state = outcome;
-        }
-        ends.push({ jobId: id, state: outcome, value: null, error: reason, by: params.actor });
-      }
-      await this.#ops(tx, jobsEnded({ ends, now }));
-      await addCounts(tx, counts);
-      return stopped;
-    });
+    return this.#begin((tx) => this.#lifecycle(tx, stopJobs("discarded", params)));
   }
 
   async jobsRetry(params: {
@@ -1143,33 +887,7 @@ export class PostgresStore implements Store<PostgresTx> {
     now: number;
     definitions?: ReadonlyMap<number, JobDefinition>;
   }): Promise<number[]> {
-    if (params.ids.length === 0) return [];
-    return await this.#begin(async (tx) => {
-      const changed: number[] = [];
-      const queues: string[] = [];
-      // Locked in id order (as a cancel locks them), for the state each leaves.
-      const targets = await tx`SELECT id, state, queue FROM jobs
-        WHERE id = ANY(${params.ids}::bigint[]) ORDER BY id FOR UPDATE`;
-      const was = new Map(targets.map((r) => [Number(r.id), r]));
-      const counts = new CountTally();
-      for (const id of params.ids) {
-        const [row] = await tx`UPDATE jobs SET ${runAgain(tx, params.now)}
-          WHERE id = ${id}::bigint
-            AND state IN ('scheduled', 'retryable', 'completed', 'cancelled', 'discarded')
-          RETURNING id, queue`;
-        if (!row) continue;
-        changed.push(id);
-        const definition = params.definitions?.get(id);
-        if (definition) await this.#redefine(tx, id, definition);
-        const target = was.get(id)!;
-        counts.add(String(target.queue), target.state as JobState, -1);
-        counts.add(definition?.queue ?? String(row.queue), "available", 1);
-        queues.push(definition?.queue ?? String(row.queue));
-      }
-      await this.#notify(tx, queues);
-      await addCounts(tx, counts);
-      return changed;
-    });
+    return await this.#begin((tx) => this.#lifecycle(tx, retryJobs(params)));
   }
 
   async jobReplay(params: {
@@ -1180,74 +898,252 @@ export class PostgresStore implements Store<PostgresTx> {
     force: boolean;
     definition?: JobDefinition;
   }): Promise<{ replayed: boolean; was: JobState } | null> {
-    return await this.#begin(async (tx) => {
-      const [row] = await tx`SELECT id, state, queue, attempt, fence, attempted_by, attempted_at
-        FROM jobs WHERE id = ${params.id}::bigint FOR UPDATE`;
-      if (!row) return null;
-      const was = row.state as JobState;
-      if (was === "executing") {
-        if (!params.force) return { replayed: false, was };
-        // The running attempt ends here, as with a cancel: its node finds
-        // the lease gone (the job is no longer executing) and records nothing.
-        await this.#endAttempt(tx, row, {
-          now: params.now,
-          outcome: "cancelled",
-          error: `replayed by ${params.actor}: ${params.reason}`,
-        });
-      }
-      const [replayed] = await tx`UPDATE jobs SET ${runAgain(tx, params.now)}
-        WHERE id = ${params.id}::bigint RETURNING fence`;
-      if (!replayed) return { replayed: false, was };
-      if (params.definition) await this.#redefine(tx, params.id, params.definition);
-      const counts = new CountTally();
-      counts.add(String(row.queue), was, -1);
-      counts.add(params.definition?.queue ?? String(row.queue), "available", 1);
-      await addCounts(tx, counts);
-      // The pending replay records the fence of the job's latest claim, so the
-      // next claim's attempt row (fence above it) is the replay's.
-      await tx`INSERT INTO replays (job_id, after, actor, reason, at)
-        VALUES (${params.id}::bigint, ${replayed.fence}::bigint, ${params.actor},
-          ${params.reason}, ${params.now}::bigint)
-        ON CONFLICT (job_id) DO UPDATE SET after = excluded.after, actor = excluded.actor,
-          reason = excluded.reason, at = excluded.at`;
-      await this.#notify(tx, [params.definition?.queue ?? String(row.queue)]);
-      return { replayed: true, was };
-    });
-  }
-
-  /** After a retry or replay that runs another definition; keeps the extra attempt allowed. */
-  async #redefine(q: Sql, id: number, d: JobDefinition): Promise<void> {
-    await q`UPDATE jobs SET worker = ${d.worker}, args = ${d.args}, meta = ${d.meta},
-        tags = ${d.tags}, queue = ${d.queue}, priority = ${d.priority}::integer,
-        max_attempts = greatest(${d.maxAttempts}::integer, attempt + 1)
-      WHERE id = ${id}::bigint`;
+    return await this.#begin((tx) => this.#lifecycle(tx, replayJob(params)));
   }
 
   /**
-   * Writes the attempt row of an attempt ended by someone other than its
-   * node (an operator, the lifeline): `row` is the job as it was, with its
-   * id, attempt, fence, attempted_by and attempted_at.
+   * Runs the job lifecycle's ops in the open transaction `q`, pipelining
+   * those that answer nothing; the moves of jobs go to `counts`, or, when
+   * the caller gives none, to the counts before the call returns.
    */
-  async #endAttempt(
-    q: Sql,
-    row: Row,
-    end: { now: number; outcome: "orphaned" | "cancelled" | "discarded"; error: string },
-  ): Promise<void> {
-    const id = Number(row.id);
-    const attempt = Number(row.attempt);
-    const fence = Number(row.fence);
-    const started = row.attempted_at == null ? end.now : Number(row.attempted_at);
-    await q`INSERT INTO attempts (job_id, attempt, fence, node, kind, actor, reason,
-        started_at, finished_at, outcome, error, definition)
-      SELECT ${id}::bigint, ${attempt}::integer, ${fence}::bigint,
-        ${row.attempted_by as string | null}::text,
-        CASE WHEN p.job_id IS NOT NULL THEN 'replay' WHEN ${attempt}::integer > 1 THEN 'retry'
-          ELSE 'run' END,
-        p.actor, p.reason, ${started}::bigint, ${end.now}::bigint, ${end.outcome}::text,
-        ${end.error}::text,
-        (SELECT meta::jsonb ->> 'definition' FROM jobs WHERE id = ${id}::bigint)
-      FROM (SELECT 1) AS one
-        LEFT JOIN replays AS p ON p.job_id = ${id}::bigint AND p.after < ${fence}::bigint`;
+  async #lifecycle<R>(q: Sql, ops: Lifecycle<R>, counts?: CountTally): Promise<R> {
+    const tally = counts ?? new CountTally();
+    const parts: workflows.StoreParts = {
+      insert: (sql, jobs, now) => this.#insert(sql, jobs, now),
+      notify: (sql, queues) => this.#notify(sql, queues),
+    };
+    const result = await workflows.pipelined(
+      ops,
+      (op) => isJobOp(op) ? this.#answer(q, op, tally) : workflows.answerOp(q, op, parts),
+      (op) => isJobOp(op) ? JOB_WRITES.has(op.op) : workflows.isPipelinedWrite(op),
+    );
+    if (!counts) await addCounts(q, tally);
+    return result;
+  }
+
+  /** Answers one of the job lifecycle's ops (see lifecycle/jobs.ts), one statement each. */
+  async #answer(q: Sql, op: JobOp, counts: CountTally): Promise<unknown> {
+    switch (op.op) {
+      case "jobsExpired": {
+        const rows =
+          await q`SELECT id, state, queue, attempt, max_attempts, fence, attempted_by, attempted_at FROM jobs
+          WHERE state = 'executing' AND lease_expires_at < ${op.now}::bigint
+          ORDER BY lease_expires_at LIMIT ${op.limit}::bigint
+          FOR UPDATE SKIP LOCKED`;
+        return rows.map(toLeasedJob);
+      }
+      case "jobsLock": {
+        const rows =
+          await q`SELECT id, state, queue, attempt, max_attempts, fence, attempted_by, attempted_at FROM jobs
+          WHERE id = ANY(${op.ids}::bigint[]) ORDER BY id FOR UPDATE`;
+        return rows.map(toLeasedJob);
+      }
+      case "runsLockOfJobs":
+        // Runs before jobs, as the record path locks them.
+        await q`SELECT id FROM workflow_runs WHERE id IN (
+            SELECT run_id FROM workflow_steps WHERE job_id = ANY(${op.jobIds}::bigint[]))
+          ORDER BY id FOR UPDATE`;
+        return undefined;
+      case "runsLock":
+        await workflows.lockRuns(q, op.runIds);
+        return undefined;
+      case "jobLeaseEnd": {
+        const { lease, to, now, error } = op;
+        const [row] = await q`UPDATE jobs SET state = ${to}::text,
+            discarded_at = CASE WHEN ${to}::text = 'discarded' THEN ${now}::bigint END,
+            unique_key = CASE WHEN ${to}::text = 'available' OR unique_states = 'all'
+              THEN unique_key END,
+            lease_expires_at = NULL, ${appendError(q, now, error)}
+          WHERE ${leaseHeld(q, lease)}
+          RETURNING id`;
+        return row !== undefined;
+      }
+      case "jobsComplete": {
+        // By id (in id order, as an operator's cancel or discard locks them), each
+        // fence looked up in one JSON object: a join with the results would be
+        // planned from estimates, and once planned as a hash join it compared
+        // every executing row with every result (see #claimAfterCompletions).
+        const { ids, leases } = leaseMap(op.results);
+        const rows = await q`UPDATE jobs SET state = 'completed', completed_at = ${op.now}::bigint,
+            lease_expires_at = NULL, ${clearUnique(q)}
+          FROM (SELECT ${leases}::text::jsonb AS m) AS input
+          WHERE jobs.id = ANY(${ids}::bigint[]) AND jobs.state = 'executing'
+            AND jobs.attempted_by = ${op.node}
+            AND jobs.fence = (input.m -> jobs.id::text ->> 0)::bigint
+          RETURNING jobs.id, jobs.queue`;
+        return rows.map((row) => ({ id: Number(row.id), queue: String(row.queue) }));
+      }
+      case "jobRecord": {
+        const { result: r, now } = op;
+        const held = leaseHeld(q, { id: r.id, node: op.node, fence: r.fence });
+        let rows: Row[];
+        switch (r.outcome) {
+          case "snoozed":
+            rows = await q`UPDATE jobs SET
+                state = CASE WHEN ${r.until}::bigint > ${now}::bigint
+                  THEN 'scheduled' ELSE 'available' END,
+                scheduled_at = ${r.until}::bigint, attempt = attempt - 1, lease_expires_at = NULL
+              WHERE ${held} RETURNING queue, state`;
+            break;
+          case "retryable":
+            rows = await q`UPDATE jobs SET state = 'retryable', scheduled_at = ${r.at}::bigint,
+                lease_expires_at = NULL, ${appendError(q, now, r.error)}
+              WHERE ${held} RETURNING queue, state`;
+            break;
+          case "cancelled":
+            rows = await q`UPDATE jobs SET state = 'cancelled', cancelled_at = ${now}::bigint,
+                lease_expires_at = NULL, ${clearUnique(q)}, ${appendError(q, now, r.error)}
+              WHERE ${held} RETURNING queue, state`;
+            break;
+          case "discarded":
+            rows = await q`UPDATE jobs SET state = 'discarded', discarded_at = ${now}::bigint,
+                lease_expires_at = NULL, ${clearUnique(q)}, ${appendError(q, now, r.error)}
+              WHERE ${held} RETURNING queue, state`;
+            break;
+        }
+        const [row] = rows;
+        return row ? { queue: String(row.queue), state: row.state as JobState } : null;
+      }
+      case "attemptsInsert": {
+        const rows = JSON.stringify(op.results.map((r) => ({
+          id: r.id,
+          attempt: r.attempt,
+          fence: r.fence,
+          started_at: r.startedAt,
+          outcome: r.outcome,
+          error: "error" in r ? r.error : null,
+          output: r.output ?? null,
+          definition: r.definition ?? null,
+        })));
+        await q`INSERT INTO attempts (job_id, attempt, fence, node, kind, actor, reason,
+            started_at, finished_at, outcome, error, output, definition)
+          SELECT v.id, v.attempt, v.fence, ${op.node},
+            CASE WHEN p.job_id IS NOT NULL THEN 'replay' WHEN v.attempt > 1 THEN 'retry'
+              ELSE 'run' END,
+            p.actor, p.reason, v.started_at, ${op.now}::bigint, v.outcome, v.error, v.output,
+            v.definition
+          FROM jsonb_to_recordset(${rows}::text::jsonb) AS v(id bigint, attempt integer,
+              fence bigint, started_at bigint, outcome text, error text, output text,
+              definition text)
+            LEFT JOIN replays AS p ON p.job_id = v.id AND p.after < v.fence`;
+        return undefined;
+      }
+      case "attemptEnd": {
+        const { job, now } = op;
+        const started = job.attemptedAt ?? now;
+        await q`INSERT INTO attempts (job_id, attempt, fence, node, kind, actor, reason,
+            started_at, finished_at, outcome, error, definition)
+          SELECT ${job.id}::bigint, ${job.attempt}::integer, ${job.fence}::bigint,
+            ${job.attemptedBy}::text,
+            CASE WHEN p.job_id IS NOT NULL THEN 'replay'
+              WHEN ${job.attempt}::integer > 1 THEN 'retry' ELSE 'run' END,
+            p.actor, p.reason, ${started}::bigint, ${now}::bigint, ${op.outcome}::text,
+            ${op.error}::text,
+            (SELECT meta::jsonb ->> 'definition' FROM jobs WHERE id = ${job.id}::bigint)
+          FROM (SELECT 1) AS one
+            LEFT JOIN replays AS p ON p.job_id = ${job.id}::bigint
+              AND p.after < ${job.fence}::bigint`;
+        return undefined;
+      }
+      case "schedulesCompleted":
+        await q`UPDATE schedules
+          SET last_completed_at = greatest(coalesce(last_completed_at, 0), ${op.now}::bigint)
+          FROM ${schedulesOf(q, op.jobIds)} WHERE schedules.id = s.id`;
+        return undefined;
+      case "jobStop": {
+        const { id, now, error } = op;
+        const [changed] = op.to === "cancelled"
+          ? await q`UPDATE jobs SET state = 'cancelled', cancelled_at = ${now}::bigint,
+              lease_expires_at = NULL, ${clearUnique(q)}, ${appendError(q, now, error)}
+            WHERE id = ${id}::bigint AND state IN ${notFinal(q)} RETURNING id`
+          : await q`UPDATE jobs SET state = 'discarded', discarded_at = ${now}::bigint,
+              lease_expires_at = NULL, ${clearUnique(q)}, ${appendError(q, now, error)}
+            WHERE id = ${id}::bigint AND state IN ${notFinal(q)} RETURNING id`;
+        return changed !== undefined;
+      }
+      case "jobRunAgain": {
+        const [row] = await q`UPDATE jobs SET ${runAgain(q, op.now)}
+          WHERE id = ${op.id}::bigint AND state = ANY(${op.from as JobState[]}::text[])
+          RETURNING queue, fence`;
+        return row ? { queue: String(row.queue), fence: Number(row.fence) } : null;
+      }
+      case "jobRedefine": {
+        const d = op.definition;
+        // Keeps the extra attempt the retry or replay allowed.
+        await q`UPDATE jobs SET worker = ${d.worker}, args = ${d.args}, meta = ${d.meta},
+            tags = ${d.tags}, queue = ${d.queue}, priority = ${d.priority}::integer,
+            max_attempts = greatest(${d.maxAttempts}::integer, attempt + 1)
+          WHERE id = ${op.id}::bigint`;
+        return undefined;
+      }
+      case "replayPending":
+        await q`INSERT INTO replays (job_id, after, actor, reason, at)
+          VALUES (${op.id}::bigint, ${op.after}::bigint, ${op.actor}, ${op.reason},
+            ${op.now}::bigint)
+          ON CONFLICT (job_id) DO UPDATE SET after = excluded.after, actor = excluded.actor,
+            reason = excluded.reason, at = excluded.at`;
+        return undefined;
+      case "jobsStage": {
+        // The state each due job leaves is read as it is locked: the newest.
+        const rows = await q`WITH due AS (
+            SELECT id, state FROM jobs
+            WHERE state IN ('scheduled', 'retryable') AND scheduled_at <= ${op.now}::bigint
+            ORDER BY scheduled_at LIMIT ${op.limit}::bigint
+            FOR UPDATE SKIP LOCKED)
+          UPDATE jobs SET state = 'available' FROM due WHERE jobs.id = due.id
+          RETURNING jobs.id, jobs.queue, due.state AS was`;
+        return rows.map((r) => ({
+          id: Number(r.id),
+          queue: String(r.queue),
+          was: r.was as JobState,
+        }));
+      }
+      case "nextDue": {
+        const [next] = await q`SELECT min(scheduled_at) AS at FROM jobs
+          WHERE state IN ('scheduled', 'retryable')`;
+        return next?.at == null ? null : Number(next.at);
+      }
+      case "jobsDelete": {
+        const { target, limit } = op;
+        let rows: Row[];
+        if ("state" in target) {
+          const at = finalAt(q, target.state);
+          rows = await q`DELETE FROM jobs WHERE id IN (
+              SELECT id FROM jobs WHERE state = ${target.state} AND ${at} < ${target.before}::bigint
+                AND (schedule_id IS NULL OR NOT (schedule_id = ANY(${target.except}::text[])))
+              ORDER BY ${at} LIMIT ${limit}::bigint
+              FOR UPDATE SKIP LOCKED)
+            RETURNING id, queue, state`;
+        } else {
+          rows = await q`DELETE FROM jobs WHERE id IN (
+              SELECT id FROM jobs
+              WHERE schedule_id = ${target.scheduleId}
+                AND state IN ('completed', 'cancelled', 'discarded')
+                AND coalesce(completed_at, cancelled_at, discarded_at) < ${target.before}::bigint
+              ORDER BY scheduled_for LIMIT ${limit}::bigint
+              FOR UPDATE SKIP LOCKED)
+            RETURNING id, queue, state`;
+        }
+        return rows.map((r) => ({
+          id: Number(r.id),
+          queue: String(r.queue),
+          state: r.state as JobState,
+        }));
+      }
+      case "attemptsDelete":
+        await q`DELETE FROM attempts WHERE job_id = ANY(${op.jobIds}::bigint[])`;
+        await q`DELETE FROM replays WHERE job_id = ANY(${op.jobIds}::bigint[])`;
+        return undefined;
+      case "countsMove":
+        for (const m of op.moves) {
+          counts.add(m.queue, m.from, -1);
+          if (m.to !== null) counts.add(m.toQueue ?? m.queue, m.to, 1);
+        }
+        return undefined;
+      case "wake":
+        await this.#notify(q, op.queues);
+        return undefined;
+    }
   }
 
   // --------------------------------------------------------------------- reads
@@ -1894,6 +1790,20 @@ export class PostgresStore implements Store<PostgresTx> {
     };
   }
 }
+
+/** The job lifecycle's ops that answer nothing: they are pipelined. */
+const JOB_WRITES: ReadonlySet<JobOp["op"]> = new Set<JobOp["op"]>([
+  "runsLock",
+  "runsLockOfJobs",
+  "attemptsInsert",
+  "attemptEnd",
+  "schedulesCompleted",
+  "jobRedefine",
+  "replayPending",
+  "attemptsDelete",
+  "countsMove",
+  "wake",
+]);
 
 /**
  * How long postgres.js waits before connecting again after its connection

@@ -15,7 +15,7 @@
 
 import type { InsertResult, NewJob } from "../../kernel/types.ts";
 import type { SnapshotRow } from "../../workflow/advance.ts";
-import { type Op, type Ops, runOpsAsync, type StepFinish } from "../../workflow/bookkeeping.ts";
+import { type Op, type Ops, type StepFinish } from "../../workflow/bookkeeping.ts";
 import type { RunState, WorkflowRun, WorkflowRunDetail } from "../../workflow/types.ts";
 import {
   checkRunStates,
@@ -71,22 +71,39 @@ const WRITES: ReadonlySet<Op["op"]> = new Set([
  * later read sees them; the call resolves once every reply is in, and a
  * write that failed fails it (and the transaction with it).
  */
-export async function runPipelined<R>(q: Sql, ops: Ops<R>, parts: StoreParts): Promise<R> {
+export function runPipelined<R>(q: Sql, ops: Ops<R>, parts: StoreParts): Promise<R> {
+  return pipelined(ops, (op) => answerOp(q, op, parts), (op) => WRITES.has(op.op));
+}
+
+/**
+ * Drives a generator of ops, pipelining those `isWrite` says answer
+ * nothing (see {@linkcode runPipelined}); `answer` sends one op.
+ */
+export async function pipelined<O, R>(
+  ops: Generator<O, R, unknown>,
+  answer: (op: O) => Promise<unknown>,
+  isWrite: (op: O) => boolean,
+): Promise<R> {
   const pending: Promise<void>[] = [];
   let failed: { error: unknown } | null = null;
   let outcome: { result: R } | { error: unknown };
   try {
-    const result = await runOpsAsync(ops, (op) => {
-      if (failed) return Promise.reject(failed.error);
-      if (!WRITES.has(op.op)) return answerOp(q, op, parts);
-      pending.push(
-        answerOp(q, op, parts).then(() => {}, (error) => {
-          failed ??= { error };
-        }),
-      );
-      return Promise.resolve(undefined);
-    });
-    outcome = { result };
+    let next = ops.next();
+    while (!next.done) {
+      const op = next.value;
+      if (failed) throw (failed as { error: unknown }).error;
+      if (isWrite(op)) {
+        pending.push(
+          answer(op).then(() => {}, (error) => {
+            failed ??= { error };
+          }),
+        );
+        next = ops.next(undefined);
+      } else {
+        next = ops.next(await answer(op));
+      }
+    }
+    outcome = { result: next.value };
   } catch (error) {
     outcome = { error };
   }
@@ -95,6 +112,11 @@ export async function runPipelined<R>(q: Sql, ops: Ops<R>, parts: StoreParts): P
   if (failed) throw (failed as { error: unknown }).error;
   if ("error" in outcome) throw outcome.error;
   return outcome.result;
+}
+
+/** Whether the bookkeeping's `op` answers nothing (it may be pipelined). */
+export function isPipelinedWrite(op: Op): boolean {
+  return WRITES.has(op.op);
 }
 
 /** Answers one op of the bookkeeping on `q`, an open transaction. */

@@ -110,6 +110,9 @@ export const RUN_AGAIN = `state = 'available', scheduled_at = :now, lease_expire
       max_attempts = max(max_attempts, attempt + 1),
       completed_at = NULL, cancelled_at = NULL, discarded_at = NULL`;
 
+// The columns of a job as the lifecycle reads it (see toLeasedJob).
+const LEASED = `id, state, queue, attempt, max_attempts, fence, attempted_by, attempted_at`;
+
 const LEASE_HELD = `id = :id AND state = 'executing' AND attempted_by = :node AND fence = :fence`;
 
 export const SQL = {
@@ -189,17 +192,17 @@ export const SQL = {
     ORDER BY scheduled_at LIMIT :limit`,
   stage: `UPDATE jobs SET state = 'available' WHERE id IN (SELECT value FROM json_each(:ids))`,
   nextDue: `SELECT min(scheduled_at) AS at FROM jobs WHERE state IN ('scheduled', 'retryable')`,
-  expired: `SELECT id, attempt, max_attempts, fence, attempted_by, attempted_at, queue FROM jobs
+  expired: `SELECT ${LEASED} FROM jobs
     WHERE state = 'executing' AND lease_expires_at < :now
     ORDER BY lease_expires_at LIMIT :limit`,
-  rescue: `UPDATE jobs SET
-      state = CASE WHEN attempt < max_attempts THEN 'available' ELSE 'discarded' END,
-      discarded_at = CASE WHEN attempt < max_attempts THEN NULL ELSE :now END,
-      unique_key = CASE WHEN attempt < max_attempts OR unique_states = 'all'
-        THEN unique_key END,
+  // A lease ended by the lifeline: the job runs again (:to 'available') or is
+  // discarded, its error appended.
+  leaseEnd: `UPDATE jobs SET state = :to,
+      discarded_at = CASE WHEN :to = 'discarded' THEN :now END,
+      unique_key = CASE WHEN :to = 'available' OR unique_states = 'all' THEN unique_key END,
       lease_expires_at = NULL, ${APPEND_ERROR}
     WHERE ${LEASE_HELD}
-    RETURNING state`,
+    RETURNING id`,
   // One schedule's final occurrences, oldest first, for its own retention.
   pruneSchedule: `DELETE FROM jobs WHERE id IN (
       SELECT id FROM jobs
@@ -225,16 +228,16 @@ export const SQL = {
       ${CLEAR_UNIQUE}, ${APPEND_ERROR}
     WHERE id = :id AND state IN ${NOT_FINAL}
     RETURNING id`,
-  cancelTarget:
-    `SELECT id, state, queue, attempt, fence, attempted_by, attempted_at FROM jobs WHERE id = :id`,
+  // The jobs an operator acts on, as the lifecycle reads them.
+  jobsLock: `SELECT ${LEASED} FROM jobs
+    WHERE id IN (SELECT value FROM json_each(:ids)) ORDER BY id`,
   discard: `UPDATE jobs SET state = 'discarded', discarded_at = :now, lease_expires_at = NULL,
       ${CLEAR_UNIQUE}, ${APPEND_ERROR}
     WHERE id = :id AND state IN ${NOT_FINAL}
     RETURNING id`,
-  retry: `UPDATE jobs SET ${RUN_AGAIN}
-    WHERE id = :id AND state IN ('scheduled', 'retryable', 'completed', 'cancelled', 'discarded')
-    RETURNING id`,
-  replay: `UPDATE jobs SET ${RUN_AGAIN} WHERE id = :id AND state = :was RETURNING fence`,
+  runAgain: `UPDATE jobs SET ${RUN_AGAIN}
+    WHERE id = :id AND state IN (SELECT value FROM json_each(:from))
+    RETURNING queue, fence`,
   // After a retry or replay that runs another definition; keeps the extra
   // attempt RUN_AGAIN allowed.
   redefine: `UPDATE jobs SET worker = :worker, args = :args, meta = :meta, tags = :tags,

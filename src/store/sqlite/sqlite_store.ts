@@ -53,7 +53,6 @@ import type {
   MigrationReport,
   NodeRow,
   QueueRow,
-  RescuedJob,
   ScheduleOutcome,
   ScheduleRow,
   Store,
@@ -95,16 +94,21 @@ export { SchemaTooNewError };
 import { fileIdentity, notAFile, openProblem } from "./file_check.ts";
 import { ChangeWatch, type ChangeWatchOptions, CommitSignal } from "./change_watch.ts";
 import { SqliteWorkflows } from "./workflows.ts";
+import { cancelRun, type Ops, retryRun, runOps, startRun } from "../../workflow/bookkeeping.ts";
 import {
-  cancelRun,
-  jobsEnded,
-  type Ops,
-  retryRun,
-  runOps,
-  startRun,
-  type StepEnd,
-  stepEndsOf,
-} from "../../workflow/bookkeeping.ts";
+  isJobOp,
+  type JobOp,
+  type Lifecycle,
+  pruneJobs,
+  pruneScheduleJobs,
+  recordResults,
+  replayJob,
+  rescueJobs,
+  retryJobs,
+  runLifecycle,
+  stageJobs,
+  stopJobs,
+} from "../lifecycle/jobs.ts";
 import type { RunState, WorkflowRun, WorkflowRunDetail } from "../../workflow/types.ts";
 import { KNOWN_VERSION, pendingMigrations as pendingAfter } from "./migrations.ts";
 import {
@@ -118,9 +122,8 @@ import {
   toInsertResult,
   toJob,
   toScheduleRow,
-  unique,
 } from "./rows.ts";
-import { checkBounds, rescuedJob, toLeaderRow, toLeaderState } from "../rows.ts";
+import { checkBounds, toLeaderRow, toLeaderState, toLeasedJob } from "../rows.ts";
 import { countsAnswer, sumMatching } from "../job_counts.ts";
 import { type CountStatements, CountsWrite, UNCOUNTED_MAX } from "./counts.ts";
 import { Checkpointer, INLINE_CHECKPOINT_FRAMES } from "./checkpointer.ts";
@@ -893,7 +896,9 @@ export class SqliteStore implements Store<SqliteTx> {
     return this.#exclusive(() =>
       this.#write(() => {
         const report = params.results?.length
-          ? this.#record(params.node, params.now, params.results)
+          ? this.#lifecycle(
+            recordResults({ node: params.node, now: params.now, results: params.results }),
+          )
           : { recorded: [], lost: [] };
         if (params.limit <= 0) return { jobs: [], report };
         const rows = this.#s.claim.all({
@@ -920,65 +925,7 @@ export class SqliteStore implements Store<SqliteTx> {
 
   jobsRecord(params: { node: string; now: number; results: JobResult[] }): Promise<RecordReport> {
     if (params.results.length === 0) return Promise.resolve({ recorded: [], lost: [] });
-    return this.#exclusive(() =>
-      this.#write(() => this.#record(params.node, params.now, params.results))
-    );
-  }
-
-  #record(node: string, now: number, results: JobResult[]): RecordReport {
-    const s = this.#s;
-    const counts = this.#counts;
-    const recorded: JobResult[] = [];
-    const done = results.filter((r) => r.outcome === "completed");
-    if (done.length > 0) {
-      const ids = new Set<number>();
-      const rows = this.#inPieces(done, s.completions, completedSql, { now, node }, (r, out) => {
-        out.push(r.id, r.fence);
-      }) as [number, string][];
-      for (const [id, queue] of rows) {
-        ids.add(id);
-        counts.moved(id, queue, "executing", "completed");
-      }
-      for (const r of done) if (ids.has(r.id)) recorded.push(r);
-    }
-    for (const r of results) {
-      if (r.outcome === "completed") continue;
-      const lease = { id: r.id, node, fence: r.fence, now };
-      let row: Row | undefined;
-      switch (r.outcome) {
-        case "snoozed":
-          row = s.snoozed.get({ ...lease, until: r.until }) as Row | undefined;
-          break;
-        case "retryable":
-          row = s.retryable.get({ ...lease, at: r.at, error: r.error }) as Row | undefined;
-          break;
-        case "cancelled":
-          row = s.cancelled.get({ ...lease, error: r.error }) as Row | undefined;
-          break;
-        case "discarded":
-          row = s.discarded.get({ ...lease, error: r.error }) as Row | undefined;
-          break;
-      }
-      if (row === undefined) continue;
-      const to = r.outcome === "snoozed" ? row.state as JobState : r.outcome;
-      counts.moved(r.id, row.queue as string, "executing", to);
-      recorded.push(r);
-    }
-    if (recorded.length > 0) this.#attemptsInsert(node, now, recorded);
-    for (const r of recorded) {
-      if (r.occurrence && r.workflow === undefined && r.outcome === "completed") {
-        s.scheduleCompleted.run({ job: r.id, now });
-      }
-    }
-    const ends = stepEndsOf(recorded, node);
-    const queues = ends.length > 0 ? this.#ops(jobsEnded({ ends, now })).queues : [];
-    const kept = new Set(recorded.map((r) => r.id));
-    const report: RecordReport = {
-      recorded: recorded.map((r) => r.id),
-      lost: results.filter((r) => !kept.has(r.id)).map((r) => r.id),
-    };
-    if (queues.length > 0) report.queues = queues;
-    return report;
+    return this.#exclusive(() => this.#write(() => this.#lifecycle(recordResults(params))));
   }
 
   /**
@@ -1109,56 +1056,11 @@ export class SqliteStore implements Store<SqliteTx> {
   // ---------------------------------------------------------------- maintenance
 
   jobsStage(params: { now: number; limit: number }) {
-    return this.#exclusive(() =>
-      this.#write(() => {
-        const rows = this.#s.stageDue.all({ now: params.now, limit: params.limit }) as Row[];
-        if (rows.length > 0) this.#s.stage.run({ ids: JSON.stringify(rows.map((r) => r.id)) });
-        for (const r of rows) {
-          this.#counts.moved(r.id as number, r.queue as string, r.state as JobState, "available");
-        }
-        const next = this.#s.nextDue.get() as Row | undefined;
-        return {
-          staged: rows.length,
-          queues: unique(rows.map((r) => String(r.queue))),
-          nextAt: next?.at == null ? null : Number(next.at),
-        };
-      })
-    );
+    return this.#exclusive(() => this.#write(() => this.#lifecycle(stageJobs(params))));
   }
 
   jobsRescue(params: { now: number; limit: number }) {
-    return this.#exclusive(() =>
-      this.#write(() => {
-        const expired = this.#s.expired.all({ now: params.now, limit: params.limit }) as Row[];
-        let rescued = 0;
-        let discarded = 0;
-        const queues = new Set<string>();
-        const ends: StepEnd[] = [];
-        const jobs: RescuedJob[] = [];
-        for (const row of expired) {
-          const node = String(row.attempted_by);
-          const error = `orphaned: lease of ${node} expired`;
-          const lease = { id: row.id as number, fence: row.fence as number, node };
-          const result = this.#s.rescue.get({ ...lease, now: params.now, error }) as
-            | Row
-            | undefined;
-          if (!result) continue;
-          this.#counts.moved(lease.id, String(row.queue), "executing", result.state as JobState);
-          this.#endAttempt(row, { now: params.now, outcome: "orphaned", error });
-          jobs.push(rescuedJob(row, node, result.state));
-          if (result.state === "available") {
-            rescued++;
-            queues.add(String(row.queue));
-          } else {
-            discarded++;
-            ends.push({ jobId: lease.id, state: "discarded", value: null, error });
-          }
-        }
-        const next = this.#ops(jobsEnded({ ends, now: params.now }));
-        for (const q of next.queues) queues.add(q);
-        return { rescued, discarded, queues: [...queues], jobs };
-      })
-    );
+    return this.#exclusive(() => this.#write(() => this.#lifecycle(rescueJobs(params))));
   }
 
   jobsPrune(params: {
@@ -1166,35 +1068,13 @@ export class SqliteStore implements Store<SqliteTx> {
     limit: number;
     except?: string[];
   }): Promise<number> {
-    const except = JSON.stringify(params.except ?? []);
-    return this.#exclusive(() =>
-      this.#write(() => {
-        let left = params.limit;
-        let deleted = 0;
-        for (const [state, before] of Object.entries(params.before)) {
-          if (left <= 0 || before === undefined) continue;
-          const prune = this.#s.pruneState[state as FinalState];
-          const rows = prune.all({ before, limit: left, except }) as Row[];
-          deleted += this.#pruneAttempts(rows);
-          left -= rows.length;
-        }
-        return deleted;
-      })
-    );
+    return this.#exclusive(() => this.#write(() => this.#lifecycle(pruneJobs(params))));
   }
 
   jobsPruneSchedule(
     params: { scheduleId: string; before: number; limit: number },
   ): Promise<number> {
-    return this.#exclusive(() =>
-      this.#write(() =>
-        this.#pruneAttempts(this.#s.pruneSchedule.all({
-          schedule: params.scheduleId,
-          before: params.before,
-          limit: params.limit,
-        }) as Row[])
-      )
-    );
+    return this.#exclusive(() => this.#write(() => this.#lifecycle(pruneScheduleJobs(params))));
   }
 
   jobsPrunable(params: {
@@ -1212,63 +1092,12 @@ export class SqliteStore implements Store<SqliteTx> {
     });
   }
 
-  /**
-   * Deletes the attempts of jobs just deleted (each row their id, queue and
-   * state) and takes them off the counts; returns how many jobs that was.
-   */
-  #pruneAttempts(deleted: Row[]): number {
-    for (const r of deleted) {
-      this.#counts.moved(Number(r.id), r.queue as string, r.state as JobState, null);
-    }
-    if (deleted.length) {
-      const ids = JSON.stringify(deleted.map((r) => Number(r.id)));
-      this.#s.attemptsPrune.run({ ids });
-      this.#s.replaysPrune.run({ ids });
-    }
-    return deleted.length;
-  }
-
   jobsCancel(params: JobsStopParams): Promise<number[]> {
-    return this.#stop("cancelled", params);
+    return this.#exclusive(() => this.#write(() => this.#lifecycle(stopJobs("cancelled", params))));
   }
 
   jobsDiscard(params: JobsStopParams): Promise<number[]> {
-    return this.#stop("discarded", params);
-  }
-
-  /** An operator's cancel or discard of the jobs that are not final; returns the ids changed. */
-  #stop(
-    outcome: "cancelled" | "discarded",
-    params: { ids: number[]; now: number; reason: string; actor?: string },
-  ): Promise<number[]> {
-    return this.#exclusive(() =>
-      this.#write(() => {
-        const stop = outcome === "cancelled" ? this.#s.cancel : this.#s.discard;
-        const stopped: number[] = [];
-        const ends: StepEnd[] = [];
-        for (const id of params.ids) {
-          const row = this.#s.cancelTarget.get({ id }) as Row | undefined;
-          if (!stop.get({ id, now: params.now, error: params.reason })) continue;
-          // The job was not final, so it was read above, in this transaction.
-          this.#counts.moved(id, row!.queue as string, row!.state as JobState, outcome);
-          stopped.push(id);
-          // The attempt in flight ends here: its node finds the lease gone and
-          // records nothing, so the operator's action writes the attempt row.
-          if (row?.state === "executing") {
-            this.#endAttempt(row, { now: params.now, outcome, error: params.reason });
-          }
-          ends.push({
-            jobId: id,
-            state: outcome,
-            value: null,
-            error: params.reason,
-            by: params.actor,
-          });
-        }
-        this.#ops(jobsEnded({ ends, now: params.now }));
-        return stopped;
-      })
-    );
+    return this.#exclusive(() => this.#write(() => this.#lifecycle(stopJobs("discarded", params))));
   }
 
   jobsRetry(params: {
@@ -1276,19 +1105,7 @@ export class SqliteStore implements Store<SqliteTx> {
     now: number;
     definitions?: ReadonlyMap<number, JobDefinition>;
   }): Promise<number[]> {
-    return this.#exclusive(() =>
-      this.#write(() =>
-        params.ids.filter((id) => {
-          const row = this.#s.cancelTarget.get({ id }) as Row | undefined;
-          if (!row || !this.#s.retry.get({ id, now: params.now })) return false;
-          const definition = params.definitions?.get(id);
-          if (definition) this.#s.redefine.run({ id, ...definition });
-          const queue = row.queue as string;
-          this.#counts.moved(id, queue, row.state as JobState, "available", definition?.queue);
-          return true;
-        })
-      )
-    );
+    return this.#exclusive(() => this.#write(() => this.#lifecycle(retryJobs(params))));
   }
 
   jobReplay(params: {
@@ -1299,59 +1116,149 @@ export class SqliteStore implements Store<SqliteTx> {
     force: boolean;
     definition?: JobDefinition;
   }): Promise<{ replayed: boolean; was: JobState } | null> {
-    return this.#exclusive(() =>
-      this.#write(() => {
-        const row = this.#s.cancelTarget.get({ id: params.id }) as Row | undefined;
-        if (!row) return null;
-        const was = row.state as JobState;
-        if (was === "executing") {
-          if (!params.force) return { replayed: false, was };
-          // The running attempt ends here, as with a cancel: its node finds
-          // the lease gone (the job is no longer executing) and records nothing.
-          this.#endAttempt(row, {
-            now: params.now,
-            outcome: "cancelled",
-            error: `replayed by ${params.actor}: ${params.reason}`,
-          });
-        }
-        const replayed = this.#s.replay.get({ id: params.id, was, now: params.now }) as
-          | Row
-          | undefined;
-        if (!replayed) return { replayed: false, was };
-        if (params.definition) this.#s.redefine.run({ id: params.id, ...params.definition });
-        const queue = row.queue as string;
-        this.#counts.moved(params.id, queue, was, "available", params.definition?.queue);
-        this.#s.replayPending.run({
-          id: params.id,
-          after: Number(replayed.fence),
-          actor: params.actor,
-          reason: params.reason,
-          now: params.now,
-        });
-        return { replayed: true, was };
-      })
-    );
+    return this.#exclusive(() => this.#write(() => this.#lifecycle(replayJob(params))));
   }
 
-  /**
-   * Writes the attempt row of an attempt ended by someone other than its
-   * node (an operator, the lifeline): `row` is the job as it was, with its
-   * id, attempt, fence, attempted_by and attempted_at.
-   */
-  #endAttempt(
-    row: Row,
-    end: { now: number; outcome: "orphaned" | "cancelled" | "discarded"; error: string },
-  ): void {
-    this.#s.attemptInsert.run({
-      id: Number(row.id),
-      attempt: Number(row.attempt),
-      fence: Number(row.fence),
-      node: row.attempted_by as string | null,
-      started: (row.attempted_at as number | null) ?? end.now,
-      now: end.now,
-      outcome: end.outcome,
-      error: end.error,
-    });
+  /** Runs the job lifecycle's ops on this connection, inside the open write transaction. */
+  #lifecycle<R>(ops: Lifecycle<R>): R {
+    return runLifecycle(ops, (op) => isJobOp(op) ? this.#answer(op) : this.#wf.answer(op));
+  }
+
+  /** Answers one of the job lifecycle's ops (see lifecycle/jobs.ts), one statement each. */
+  #answer(op: JobOp): unknown {
+    const s = this.#s;
+    switch (op.op) {
+      case "jobsExpired":
+        return (s.expired.all({ now: op.now, limit: op.limit }) as Row[]).map(toLeasedJob);
+      case "jobsLock":
+        return (s.jobsLock.all({ ids: JSON.stringify(op.ids) }) as Row[]).map(toLeasedJob);
+      case "runsLock":
+      case "runsLockOfJobs":
+      case "wake":
+        // The write lock is the whole file's; commits wake the other processes.
+        return undefined;
+      case "jobLeaseEnd":
+        return s.leaseEnd.get({ ...op.lease, to: op.to, now: op.now, error: op.error }) !==
+          undefined;
+      case "jobsComplete": {
+        const rows = this.#inPieces(
+          op.results,
+          s.completions,
+          completedSql,
+          { now: op.now, node: op.node },
+          (r, out) => {
+            out.push(r.id, r.fence);
+          },
+        ) as [number, string][];
+        return rows.map(([id, queue]) => ({ id, queue }));
+      }
+      case "jobRecord": {
+        const r = op.result;
+        const lease = { id: r.id, node: op.node, fence: r.fence, now: op.now };
+        let row: Row | undefined;
+        switch (r.outcome) {
+          case "snoozed":
+            row = s.snoozed.get({ ...lease, until: r.until }) as Row | undefined;
+            break;
+          case "retryable":
+            row = s.retryable.get({ ...lease, at: r.at, error: r.error }) as Row | undefined;
+            break;
+          case "cancelled":
+            row = s.cancelled.get({ ...lease, error: r.error }) as Row | undefined;
+            break;
+          case "discarded":
+            row = s.discarded.get({ ...lease, error: r.error }) as Row | undefined;
+            break;
+        }
+        if (row === undefined) return null;
+        const state = r.outcome === "snoozed" ? row.state as JobState : r.outcome;
+        return { queue: row.queue as string, state };
+      }
+      case "attemptsInsert":
+        return this.#attemptsInsert(op.node, op.now, op.results);
+      case "attemptEnd": {
+        const { job } = op;
+        s.attemptInsert.run({
+          id: job.id,
+          attempt: job.attempt,
+          fence: job.fence,
+          node: job.attemptedBy,
+          started: job.attemptedAt ?? op.now,
+          now: op.now,
+          outcome: op.outcome,
+          error: op.error,
+        });
+        return undefined;
+      }
+      case "schedulesCompleted":
+        for (const job of op.jobIds) s.scheduleCompleted.run({ job, now: op.now });
+        return undefined;
+      case "jobStop": {
+        const stop = op.to === "cancelled" ? s.cancel : s.discard;
+        return stop.get({ id: op.id, now: op.now, error: op.error }) !== undefined;
+      }
+      case "jobRunAgain": {
+        const row = s.runAgain.get({ id: op.id, from: JSON.stringify(op.from), now: op.now }) as
+          | Row
+          | undefined;
+        return row ? { queue: String(row.queue), fence: Number(row.fence) } : null;
+      }
+      case "jobRedefine":
+        s.redefine.run({ id: op.id, ...op.definition });
+        return undefined;
+      case "replayPending":
+        s.replayPending.run({
+          id: op.id,
+          after: op.after,
+          actor: op.actor,
+          reason: op.reason,
+          now: op.now,
+        });
+        return undefined;
+      case "jobsStage": {
+        const rows = s.stageDue.all({ now: op.now, limit: op.limit }) as Row[];
+        if (rows.length > 0) s.stage.run({ ids: JSON.stringify(rows.map((r) => r.id)) });
+        return rows.map((r) => ({
+          id: Number(r.id),
+          queue: String(r.queue),
+          was: r.state as JobState,
+        }));
+      }
+      case "nextDue": {
+        const next = s.nextDue.get() as Row | undefined;
+        return next?.at == null ? null : Number(next.at);
+      }
+      case "jobsDelete": {
+        const { target, limit } = op;
+        const rows = "state" in target
+          ? s.pruneState[target.state].all({
+            before: target.before,
+            limit,
+            except: JSON.stringify(target.except),
+          }) as Row[]
+          : s.pruneSchedule.all({
+            schedule: target.scheduleId,
+            before: target.before,
+            limit,
+          }) as Row[];
+        return rows.map((r) => ({
+          id: Number(r.id),
+          queue: String(r.queue),
+          state: r.state as JobState,
+        }));
+      }
+      case "attemptsDelete": {
+        const ids = JSON.stringify(op.jobIds);
+        s.attemptsPrune.run({ ids });
+        s.replaysPrune.run({ ids });
+        return undefined;
+      }
+      case "countsMove": {
+        const counts = this.#counts;
+        for (const m of op.moves) counts.moved(m.id, m.queue, m.from, m.to, m.toQueue);
+        return undefined;
+      }
+    }
   }
 
   // --------------------------------------------------------------------- reads
