@@ -12,6 +12,7 @@ import type { Attempt, InsertResult, Job, JobState } from "../kernel/types.ts";
 import type { LeaderRow, LeaderState, RescuedJob, ScheduleRow } from "./store.ts";
 import type { LoadedRun } from "../workflow/bookkeeping.ts";
 import type { LeasedJob } from "./lifecycle/jobs.ts";
+import type { Holder } from "./lifecycle/leaders.ts";
 import {
   RUN_STATES,
   type RunState,
@@ -120,6 +121,15 @@ export function toScheduleRow(row: Row): ScheduleRow {
 export function toLeaderState(row: Row, held: boolean): LeaderState {
   return {
     held,
+    node: row.node == null ? null : String(row.node),
+    fence: Number(row.fence),
+    expiresAt: Number(row.expires_at),
+  };
+}
+
+/** A role's holder as the leadership lifecycle reads it. */
+export function toHolder(row: Row): Holder {
+  return {
     node: row.node == null ? null : String(row.node),
     fence: Number(row.fence),
     expiresAt: Number(row.expires_at),

@@ -13,8 +13,7 @@
  * batch into sized pieces is how it answers one op). A row lock is a no-op
  * where the store has none (SQLite holds the write lock for the whole
  * transaction). The store drives the generator inside one write transaction
- * with {@linkcode runLifecycle} (synchronously, SQLite) or
- * {@linkcode runLifecycleAsync} (PostgreSQL).
+ * (see `ops.ts`), synchronously on SQLite and with `await` on PostgreSQL.
  *
  * @module
  */
@@ -163,60 +162,12 @@ export interface JobOpAnswers {
   wake: void;
 }
 
-/** Any op a lifecycle generator yields: the jobs' own, or the workflow bookkeeping's. */
-export type LifecycleOp = JobOp | Op;
-
-/** A generator of {@linkcode LifecycleOp}s returning `R`. */
-export type Lifecycle<R> = Generator<LifecycleOp, R, unknown>;
+/** A generator of {@linkcode JobOp}s (and of the workflow bookkeeping's ops) returning `R`. */
+export type JobOps<R> = Generator<JobOp | Op, R, unknown>;
 
 /** Yields `op` and types the store's answer. */
-function* ask<O extends JobOp>(op: O): Generator<LifecycleOp, JobOpAnswers[O["op"]], unknown> {
+function* ask<O extends JobOp>(op: O): JobOps<JobOpAnswers[O["op"]]> {
   return (yield op) as JobOpAnswers[O["op"]];
-}
-
-const JOB_OPS: ReadonlySet<string> = new Set<JobOp["op"]>([
-  "jobsExpired",
-  "jobsLock",
-  "runsLockOfJobs",
-  "runsLock",
-  "jobLeaseEnd",
-  "jobsComplete",
-  "jobRecord",
-  "attemptsInsert",
-  "attemptEnd",
-  "schedulesCompleted",
-  "jobStop",
-  "jobRunAgain",
-  "jobRedefine",
-  "replayPending",
-  "jobsStage",
-  "nextDue",
-  "jobsDelete",
-  "attemptsDelete",
-  "countsMove",
-  "wake",
-]);
-
-/** Whether `op` is one of the jobs' own ops (else the workflow bookkeeping's). */
-export function isJobOp(op: LifecycleOp): op is JobOp {
-  return JOB_OPS.has(op.op);
-}
-
-/** Drives `ops` with a synchronous store (SQLite). */
-export function runLifecycle<R>(ops: Lifecycle<R>, answer: (op: LifecycleOp) => unknown): R {
-  let next = ops.next();
-  while (!next.done) next = ops.next(answer(next.value));
-  return next.value;
-}
-
-/** Drives `ops` with an asynchronous store (PostgreSQL). */
-export async function runLifecycleAsync<R>(
-  ops: Lifecycle<R>,
-  answer: (op: LifecycleOp) => Promise<unknown>,
-): Promise<R> {
-  let next = ops.next();
-  while (!next.done) next = ops.next(await answer(next.value));
-  return next.value;
 }
 
 /** The error a job's attempt ends with when its node's lease expired. */
@@ -242,7 +193,7 @@ const RETRYABLE_FROM: readonly JobState[] = [
  */
 export function* recordResults(
   params: { node: string; now: number; results: JobResult[] },
-): Lifecycle<RecordReport> {
+): JobOps<RecordReport> {
   const { node, now, results } = params;
   const recorded: JobResult[] = [];
   const runIds = results.filter((r) => r.workflow !== undefined).map((r) => r.workflow!);
@@ -296,7 +247,7 @@ export interface RescueReport {
  * the error `orphaned: lease of <node> expired` and an attempt row for the
  * attempt its node never recorded. A discarded step ends its run's step.
  */
-export function* rescueJobs(params: { now: number; limit: number }): Lifecycle<RescueReport> {
+export function* rescueJobs(params: { now: number; limit: number }): JobOps<RescueReport> {
   const { now } = params;
   const expired = yield* ask({ op: "jobsExpired", now, limit: params.limit });
   let rescued = 0;
@@ -347,7 +298,7 @@ export function* rescueJobs(params: { now: number; limit: number }): Lifecycle<R
 export function* stopJobs(
   to: "cancelled" | "discarded",
   params: JobsStopParams,
-): Lifecycle<number[]> {
+): JobOps<number[]> {
   if (params.ids.length === 0) return [];
   const { now, reason } = params;
   yield* ask({ op: "runsLockOfJobs", jobIds: params.ids });
@@ -383,7 +334,7 @@ export function* retryJobs(params: {
   ids: number[];
   now: number;
   definitions?: ReadonlyMap<number, JobDefinition>;
-}): Lifecycle<number[]> {
+}): JobOps<number[]> {
   if (params.ids.length === 0) return [];
   const targets = yield* ask({ op: "jobsLock", ids: params.ids });
   const byId = new Map(targets.map((job) => [job.id, job]));
@@ -421,7 +372,7 @@ export function* replayJob(params: {
   reason: string;
   force: boolean;
   definition?: JobDefinition;
-}): Lifecycle<{ replayed: boolean; was: JobState } | null> {
+}): JobOps<{ replayed: boolean; was: JobState } | null> {
   const { id, now } = params;
   const [job] = yield* ask({ op: "jobsLock", ids: [id] });
   if (!job) return null;
@@ -456,7 +407,7 @@ export function* replayJob(params: {
 /** Makes due jobs available; answers how many, their queues, and when the next is due. */
 export function* stageJobs(
   params: { now: number; limit: number },
-): Lifecycle<{ staged: number; queues: string[]; nextAt: number | null }> {
+): JobOps<{ staged: number; queues: string[]; nextAt: number | null }> {
   const rows = yield* ask({ op: "jobsStage", now: params.now, limit: params.limit });
   if (rows.length > 0) {
     const moves = rows.map((r): CountMove => ({
@@ -482,7 +433,7 @@ export function* pruneJobs(params: {
   before: Partial<Record<FinalState, number>>;
   limit: number;
   except?: string[];
-}): Lifecycle<number> {
+}): JobOps<number> {
   let left = params.limit;
   let deleted = 0;
   for (const [state, before] of Object.entries(params.before)) {
@@ -498,11 +449,11 @@ export function* pruneJobs(params: {
 /** Deletes up to `limit` of one schedule's final occurrences, oldest first; answers how many. */
 export function* pruneScheduleJobs(
   params: { scheduleId: string; before: number; limit: number },
-): Lifecycle<number> {
+): JobOps<number> {
   return yield* deleteJobs({ scheduleId: params.scheduleId, before: params.before }, params.limit);
 }
 
-function* deleteJobs(target: PruneTarget, limit: number): Lifecycle<number> {
+function* deleteJobs(target: PruneTarget, limit: number): JobOps<number> {
   const rows = yield* ask({ op: "jobsDelete", target, limit });
   if (rows.length === 0) return 0;
   const moves = rows.map((r): CountMove => ({ id: r.id, queue: r.queue, from: r.state, to: null }));

@@ -102,11 +102,8 @@ import {
   toJob,
   toScheduleRow,
 } from "./rows.ts";
-import { checkBounds, toLeaderRow, toLeaderState, toLeasedJob } from "../rows.ts";
+import { checkBounds, toHolder, toLeaderRow, toLeasedJob } from "../rows.ts";
 import {
-  isJobOp,
-  type JobOp,
-  type Lifecycle,
   pruneJobs,
   pruneScheduleJobs,
   recordResults,
@@ -116,11 +113,14 @@ import {
   stageJobs,
   stopJobs,
 } from "../lifecycle/jobs.ts";
+import { planSchedule, setScheduleEnabled } from "../lifecycle/schedules.ts";
+import { releaseLeadership, takeLeadership } from "../lifecycle/leaders.ts";
+import type { StoreOp, StoreOps } from "../lifecycle/ops.ts";
 import { appendError, clearUnique, type Fragment, runAgain, type Sql } from "./fragments.ts";
 import { addCounts, compactCounts, countRows, readCounts } from "./counts.ts";
 import { countsAnswer, CountTally, sumMatching } from "../job_counts.ts";
 import * as workflows from "./workflows.ts";
-import { cancelRun, type Ops, retryRun, startRun } from "../../workflow/bookkeeping.ts";
+import { cancelRun, retryRun, startRun } from "../../workflow/bookkeeping.ts";
 import type { RunState, WorkflowRun, WorkflowRunDetail } from "../../workflow/types.ts";
 
 /** Options for {@linkcode openPostgresStore}. */
@@ -902,11 +902,12 @@ export class PostgresStore implements Store<PostgresTx> {
   }
 
   /**
-   * Runs the job lifecycle's ops in the open transaction `q`, pipelining
-   * those that answer nothing; the moves of jobs go to `counts`, or, when
-   * the caller gives none, to the counts before the call returns.
+   * Runs the shared lifecycle's ops (src/store/lifecycle/) on `q` (an open
+   * transaction, or the pool for ops that need none), pipelining those
+   * that answer nothing; the moves of jobs go to `counts`, or, when the
+   * caller gives none, to the counts before the call returns.
    */
-  async #lifecycle<R>(q: Sql, ops: Lifecycle<R>, counts?: CountTally): Promise<R> {
+  async #lifecycle<R>(q: Sql, ops: StoreOps<R>, counts?: CountTally): Promise<R> {
     const tally = counts ?? new CountTally();
     const parts: workflows.StoreParts = {
       insert: (sql, jobs, now) => this.#insert(sql, jobs, now),
@@ -914,16 +915,86 @@ export class PostgresStore implements Store<PostgresTx> {
     };
     const result = await workflows.pipelined(
       ops,
-      (op) => isJobOp(op) ? this.#answer(q, op, tally) : workflows.answerOp(q, op, parts),
-      (op) => isJobOp(op) ? JOB_WRITES.has(op.op) : workflows.isPipelinedWrite(op),
+      (op) => this.#answer(q, op, tally, parts),
+      (op) => LIFECYCLE_WRITES.has(op.op) || workflows.isPipelinedWrite(op),
     );
     if (!counts) await addCounts(q, tally);
     return result;
   }
 
-  /** Answers one of the job lifecycle's ops (see lifecycle/jobs.ts), one statement each. */
-  async #answer(q: Sql, op: JobOp, counts: CountTally): Promise<unknown> {
+  /** Answers one of the shared lifecycle's ops, one statement each. */
+  async #answer(
+    q: Sql,
+    op: StoreOp,
+    counts: CountTally,
+    parts: workflows.StoreParts,
+  ): Promise<unknown> {
     switch (op.op) {
+      case "scheduleLock": {
+        // Planners of the same schedule on other connections wait here until
+        // this transaction ends, then read what it wrote.
+        const [row] = await q`SELECT enabled, last_planned_for FROM schedules
+          WHERE id = ${op.id} FOR UPDATE`;
+        if (!row) return null;
+        const plannedFor = row.last_planned_for;
+        return {
+          enabled: row.enabled === true,
+          lastPlannedFor: plannedFor == null ? null : Number(plannedFor),
+        };
+      }
+      case "scheduleActive": {
+        const [active] = await q`SELECT count(*) FILTER (WHERE state = 'executing') AS executing,
+            count(*) FILTER (WHERE state <> 'executing') AS waiting
+          FROM jobs WHERE schedule_id = ${op.id}
+            AND state IN ('scheduled', 'available', 'executing', 'retryable')`;
+        return {
+          executing: Number(active?.executing ?? 0),
+          waiting: Number(active?.waiting ?? 0),
+        };
+      }
+      case "occurrencesInsert":
+        return await this.#insertNewOccurrences(q, op.jobs, op.now);
+      case "scheduleAdvance":
+        await q`UPDATE schedules SET
+            last_planned_for = coalesce(${op.plannedFor}::bigint, last_planned_for),
+            misfires = misfires + ${op.misfires}::integer,
+            last_misfire_for = coalesce(${op.lastMisfireFor}::bigint, last_misfire_for),
+            updated_at = ${op.now}::bigint
+          WHERE id = ${op.id}`;
+        return undefined;
+      case "scheduleSet": {
+        const result = await q`UPDATE schedules SET enabled = ${op.enabled}::boolean,
+            disabled_reason = ${op.reason}::text, disabled_by = ${op.actor}::text,
+            disabled_at = ${op.at}::bigint, updated_at = ${op.now}::bigint
+          WHERE id = ${op.id}`;
+        return result.count !== 0;
+      }
+      case "leaderTake": {
+        const { name, node, now, expiresAt } = op;
+        const [taken] = await q`INSERT INTO leaders AS l
+            (name, node, fence, expires_at, acquired_at)
+          VALUES (${name}, ${node}, 1, ${expiresAt}::bigint, ${now}::bigint)
+          ON CONFLICT (name) DO UPDATE SET
+            fence = CASE WHEN l.node = excluded.node AND l.expires_at > ${now}::bigint
+              THEN l.fence ELSE l.fence + 1 END,
+            acquired_at = CASE WHEN l.node = excluded.node AND l.expires_at > ${now}::bigint
+              THEN l.acquired_at ELSE excluded.acquired_at END,
+            node = excluded.node,
+            expires_at = excluded.expires_at
+          WHERE l.node IS NULL OR l.node = excluded.node OR l.expires_at <= ${now}::bigint
+          RETURNING node, fence, expires_at`;
+        return taken ? toHolder(taken) : null;
+      }
+      case "leaderGet": {
+        const [holder] = await q`SELECT node, fence, expires_at FROM leaders
+          WHERE name = ${op.name}`;
+        return holder ? toHolder(holder) : null;
+      }
+      case "leaderRelease": {
+        const result = await q`UPDATE leaders SET node = NULL
+          WHERE name = ${op.name} AND node = ${op.node} AND fence = ${op.fence}::bigint`;
+        return result.count !== 0;
+      }
       case "jobsExpired": {
         const rows =
           await q`SELECT id, state, queue, attempt, max_attempts, fence, attempted_by, attempted_at FROM jobs
@@ -1143,6 +1214,8 @@ export class PostgresStore implements Store<PostgresTx> {
       case "wake":
         await this.#notify(q, op.queues);
         return undefined;
+      default:
+        return await workflows.answerOp(q, op, parts);
     }
   }
 
@@ -1482,46 +1555,7 @@ export class PostgresStore implements Store<PostgresTx> {
     now: number;
     plan: (ctx: PlanContext) => PlanDecision;
   }): Promise<{ inserted: InsertResult[]; cancelled: number; decision: PlanDecision | null }> {
-    const { id, now } = params;
-    return await this.#sql.begin(async (tx) => {
-      // Planners of the same schedule on other connections wait here until
-      // this transaction ends, then read what it wrote.
-      const [row] = await tx`SELECT enabled, last_planned_for FROM schedules
-        WHERE id = ${id} FOR UPDATE`;
-      if (!row) return { inserted: [], cancelled: 0, decision: null };
-      const [active] = await tx`SELECT count(*) FILTER (WHERE state = 'executing') AS executing,
-          count(*) FILTER (WHERE state <> 'executing') AS waiting
-        FROM jobs WHERE schedule_id = ${id}
-          AND state IN ('scheduled', 'available', 'executing', 'retryable')`;
-      const decision = params.plan({
-        enabled: row.enabled === true,
-        lastPlannedFor: row.last_planned_for == null ? null : Number(row.last_planned_for),
-        executing: Number(active?.executing ?? 0),
-        waiting: Number(active?.waiting ?? 0),
-      });
-      const inserted = await this.#insertNewOccurrences(tx, decision.jobs, now);
-      let cancelled = 0;
-      const counts = new CountTally();
-      for (const { job, reason } of decision.cancelled) {
-        const [result] = await this.#insertNewOccurrences(tx, [job], now);
-        if (!result || result.duplicate) continue;
-        const [changed] = await tx`UPDATE jobs SET state = 'cancelled',
-            cancelled_at = ${now}::bigint, lease_expires_at = NULL, ${clearUnique(tx)},
-            ${appendError(tx, now, reason)}
-          WHERE id = ${result.id}::bigint AND state IN ${notFinal(tx)} RETURNING id`;
-        if (!changed) continue;
-        counts.move(result.queue, result.state, "cancelled");
-        cancelled++;
-      }
-      await addCounts(tx, counts);
-      await tx`UPDATE schedules SET
-          last_planned_for = coalesce(${decision.plannedFor}::bigint, last_planned_for),
-          misfires = misfires + ${decision.misfires}::integer,
-          last_misfire_for = coalesce(${decision.lastMisfireFor}::bigint, last_misfire_for),
-          updated_at = ${now}::bigint
-        WHERE id = ${id}`;
-      return { inserted, cancelled, decision };
-    });
+    return await this.#sql.begin((tx) => this.#lifecycle(tx, planSchedule(params)));
   }
 
   async scheduleSetEnabled(params: {
@@ -1531,14 +1565,7 @@ export class PostgresStore implements Store<PostgresTx> {
     actor: string | null;
     now: number;
   }): Promise<boolean> {
-    const { enabled, now } = params;
-    const result = await this.#sql`UPDATE schedules SET enabled = ${enabled}::boolean,
-        disabled_reason = CASE WHEN ${enabled}::boolean THEN NULL ELSE ${params.reason}::text END,
-        disabled_by = CASE WHEN ${enabled}::boolean THEN NULL ELSE ${params.actor}::text END,
-        disabled_at = CASE WHEN ${enabled}::boolean THEN NULL ELSE ${now}::bigint END,
-        updated_at = ${now}::bigint
-      WHERE id = ${params.id}`;
-    return result.count !== 0;
+    return await this.#lifecycle(this.#sql, setScheduleEnabled(params));
   }
 
   // ---------------------------------------------------------------- leadership
@@ -1552,32 +1579,11 @@ export class PostgresStore implements Store<PostgresTx> {
    * the winner's commit.
    */
   async leaderTake(params: { name: string; node: string; now: number; ttlMs: number }) {
-    const { name, node, now } = params;
-    const expiresAt = now + params.ttlMs;
-    const [taken] = await this.#sql`INSERT INTO leaders AS l
-        (name, node, fence, expires_at, acquired_at)
-      VALUES (${name}, ${node}, 1, ${expiresAt}::bigint, ${now}::bigint)
-      ON CONFLICT (name) DO UPDATE SET
-        fence = CASE WHEN l.node = excluded.node AND l.expires_at > ${now}::bigint
-          THEN l.fence ELSE l.fence + 1 END,
-        acquired_at = CASE WHEN l.node = excluded.node AND l.expires_at > ${now}::bigint
-          THEN l.acquired_at ELSE excluded.acquired_at END,
-        node = excluded.node,
-        expires_at = excluded.expires_at
-      WHERE l.node IS NULL OR l.node = excluded.node OR l.expires_at <= ${now}::bigint
-      RETURNING node, fence, expires_at`;
-    if (taken) return toLeaderState(taken, true);
-    const [holder] = await this.#sql`SELECT node, fence, expires_at FROM leaders
-      WHERE name = ${name}`;
-    return holder
-      ? toLeaderState(holder, false)
-      : { held: false, node: null, fence: 0, expiresAt: now };
+    return await this.#lifecycle(this.#sql, takeLeadership(params));
   }
 
   async leaderRelease(params: { name: string; node: string; fence: number }): Promise<boolean> {
-    const result = await this.#sql`UPDATE leaders SET node = NULL
-      WHERE name = ${params.name} AND node = ${params.node} AND fence = ${params.fence}::bigint`;
-    return result.count !== 0;
+    return await this.#lifecycle(this.#sql, releaseLeadership(params));
   }
 
   async leadersList(): Promise<LeaderRow[]> {
@@ -1594,15 +1600,6 @@ export class PostgresStore implements Store<PostgresTx> {
    */
   // ------------------------------------------------------------------ workflows
 
-  /** Runs the bookkeeping's ops on `q`, an open transaction. */
-  #ops<R>(q: Sql, ops: Ops<R>): Promise<R> {
-    const parts: workflows.StoreParts = {
-      insert: (sql, jobs, now) => this.#insert(sql, jobs, now),
-      notify: (sql, queues) => this.#notify(sql, queues),
-    };
-    return workflows.runPipelined(q, ops, parts);
-  }
-
   async workflowStart(params: WorkflowStartParams): Promise<{
     id: number;
     duplicate: boolean;
@@ -1613,7 +1610,7 @@ export class PostgresStore implements Store<PostgresTx> {
         // Starts with one key wait for each other here, so the second finds the first's run.
         await tx`SELECT pg_advisory_xact_lock(hashtext('jobs.workflow_start'), hashtext(${params.key}))`;
       }
-      const started = await this.#ops(tx, startRun(params));
+      const started = await this.#lifecycle(tx, startRun(params));
       return { id: started.id, duplicate: started.duplicate, queues: started.queues };
     });
   }
@@ -1640,13 +1637,13 @@ export class PostgresStore implements Store<PostgresTx> {
     WorkflowActionResult | null
   > {
     return await this.#begin(async (tx) =>
-      actionResult(await this.#ops(tx, cancelRun(params.id, params.reason, params.now)))
+      actionResult(await this.#lifecycle(tx, cancelRun(params.id, params.reason, params.now)))
     );
   }
 
   async workflowRetry(params: { id: number; now: number }): Promise<WorkflowActionResult | null> {
     return await this.#begin(async (tx) =>
-      actionResult(await this.#ops(tx, retryRun(params.id, params.now)))
+      actionResult(await this.#lifecycle(tx, retryRun(params.id, params.now)))
     );
   }
 
@@ -1791,8 +1788,9 @@ export class PostgresStore implements Store<PostgresTx> {
   }
 }
 
-/** The job lifecycle's ops that answer nothing: they are pipelined. */
-const JOB_WRITES: ReadonlySet<JobOp["op"]> = new Set<JobOp["op"]>([
+/** The shared lifecycle's ops that answer nothing: they are pipelined. */
+const LIFECYCLE_WRITES: ReadonlySet<StoreOp["op"]> = new Set<StoreOp["op"]>([
+  "scheduleAdvance",
   "runsLock",
   "runsLockOfJobs",
   "attemptsInsert",

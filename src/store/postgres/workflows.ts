@@ -15,7 +15,7 @@
 
 import type { InsertResult, NewJob } from "../../kernel/types.ts";
 import type { SnapshotRow } from "../../workflow/advance.ts";
-import { type Op, type Ops, type StepFinish } from "../../workflow/bookkeeping.ts";
+import { type Op, type StepFinish } from "../../workflow/bookkeeping.ts";
 import type { RunState, WorkflowRun, WorkflowRunDetail } from "../../workflow/types.ts";
 import {
   checkRunStates,
@@ -64,20 +64,13 @@ const WRITES: ReadonlySet<Op["op"]> = new Set([
 ]);
 
 /**
- * Drives `ops` on `q`, an open transaction, pipelining the writes that
- * answer nothing: each is sent at once and the generator goes on, so a
+ * Drives a generator of ops on one open transaction, pipelining the writes
+ * that answer nothing (`isWrite`): each is sent at once (`answer` sends
+ * one op) and the generator goes on, so a
  * batch's row updates, row inserts and run states share round trips with
  * what follows. The connection runs statements in the order sent, so a
  * later read sees them; the call resolves once every reply is in, and a
  * write that failed fails it (and the transaction with it).
- */
-export function runPipelined<R>(q: Sql, ops: Ops<R>, parts: StoreParts): Promise<R> {
-  return pipelined(ops, (op) => answerOp(q, op, parts), (op) => WRITES.has(op.op));
-}
-
-/**
- * Drives a generator of ops, pipelining those `isWrite` says answer
- * nothing (see {@linkcode runPipelined}); `answer` sends one op.
  */
 export async function pipelined<O, R>(
   ops: Generator<O, R, unknown>,
@@ -114,9 +107,9 @@ export async function pipelined<O, R>(
   return outcome.result;
 }
 
-/** Whether the bookkeeping's `op` answers nothing (it may be pipelined). */
-export function isPipelinedWrite(op: Op): boolean {
-  return WRITES.has(op.op);
+/** Whether `op` is one of the bookkeeping's that answer nothing (it may be pipelined). */
+export function isPipelinedWrite(op: { op: string }): boolean {
+  return (WRITES as ReadonlySet<string>).has(op.op);
 }
 
 /** Answers one op of the bookkeeping on `q`, an open transaction. */

@@ -383,11 +383,8 @@ export const SQL = {
       last_misfire_for = coalesce(:lastMisfireFor, last_misfire_for),
       updated_at = :now
     WHERE id = :id`,
-  scheduleSetEnabled: `UPDATE schedules SET enabled = :enabled,
-      disabled_reason = CASE WHEN :enabled THEN NULL ELSE :reason END,
-      disabled_by = CASE WHEN :enabled THEN NULL ELSE :actor END,
-      disabled_at = CASE WHEN :enabled THEN NULL ELSE :now END,
-      updated_at = :now
+  scheduleSet: `UPDATE schedules SET enabled = :enabled, disabled_reason = :reason,
+      disabled_by = :actor, disabled_at = :at, updated_at = :now
     WHERE id = :id`,
   scheduleStarted: `UPDATE schedules SET last_started_at = max(coalesce(last_started_at, 0), :now)
     WHERE id = :schedule`,

@@ -94,21 +94,20 @@ export { SchemaTooNewError };
 import { fileIdentity, notAFile, openProblem } from "./file_check.ts";
 import { ChangeWatch, type ChangeWatchOptions, CommitSignal } from "./change_watch.ts";
 import { SqliteWorkflows } from "./workflows.ts";
-import { cancelRun, type Ops, retryRun, runOps, startRun } from "../../workflow/bookkeeping.ts";
+import { cancelRun, retryRun, startRun } from "../../workflow/bookkeeping.ts";
 import {
-  isJobOp,
-  type JobOp,
-  type Lifecycle,
   pruneJobs,
   pruneScheduleJobs,
   recordResults,
   replayJob,
   rescueJobs,
   retryJobs,
-  runLifecycle,
   stageJobs,
   stopJobs,
 } from "../lifecycle/jobs.ts";
+import { planSchedule, setScheduleEnabled } from "../lifecycle/schedules.ts";
+import { releaseLeadership, takeLeadership } from "../lifecycle/leaders.ts";
+import { runStoreOps, type StoreOp, type StoreOps } from "../lifecycle/ops.ts";
 import type { RunState, WorkflowRun, WorkflowRunDetail } from "../../workflow/types.ts";
 import { KNOWN_VERSION, pendingMigrations as pendingAfter } from "./migrations.ts";
 import {
@@ -123,7 +122,7 @@ import {
   toJob,
   toScheduleRow,
 } from "./rows.ts";
-import { checkBounds, toLeaderRow, toLeaderState, toLeasedJob } from "../rows.ts";
+import { checkBounds, toHolder, toLeaderRow, toLeasedJob } from "../rows.ts";
 import { countsAnswer, sumMatching } from "../job_counts.ts";
 import { type CountStatements, CountsWrite, UNCOUNTED_MAX } from "./counts.ts";
 import { Checkpointer, INLINE_CHECKPOINT_FRAMES } from "./checkpointer.ts";
@@ -1119,15 +1118,55 @@ export class SqliteStore implements Store<SqliteTx> {
     return this.#exclusive(() => this.#write(() => this.#lifecycle(replayJob(params))));
   }
 
-  /** Runs the job lifecycle's ops on this connection, inside the open write transaction. */
-  #lifecycle<R>(ops: Lifecycle<R>): R {
-    return runLifecycle(ops, (op) => isJobOp(op) ? this.#answer(op) : this.#wf.answer(op));
+  /**
+   * Runs the shared lifecycle's ops (src/store/lifecycle/) on this
+   * connection, inside the open write transaction.
+   */
+  #lifecycle<R>(ops: StoreOps<R>): R {
+    return runStoreOps(ops, (op) => this.#answer(op));
   }
 
-  /** Answers one of the job lifecycle's ops (see lifecycle/jobs.ts), one statement each. */
-  #answer(op: JobOp): unknown {
+  /** Answers one of the shared lifecycle's ops, one statement each. */
+  #answer(op: StoreOp): unknown {
     const s = this.#s;
     switch (op.op) {
+      case "scheduleLock": {
+        const row = s.scheduleGet.get({ id: op.id }) as Row | undefined;
+        if (!row) return null;
+        const plannedFor = row.last_planned_for;
+        return {
+          enabled: row.enabled === 1,
+          lastPlannedFor: plannedFor == null ? null : Number(plannedFor),
+        };
+      }
+      case "scheduleActive": {
+        const active = s.scheduleActive.get({ id: op.id }) as Row;
+        return { executing: Number(active.executing), waiting: Number(active.waiting) };
+      }
+      case "occurrencesInsert":
+        return this.#insert(op.jobs, op.now);
+      case "scheduleAdvance": {
+        const { op: _, ...values } = op;
+        s.scheduleAdvance.run(values);
+        return undefined;
+      }
+      case "scheduleSet": {
+        const { op: _, ...values } = op;
+        return s.scheduleSet.run({ ...values, enabled: op.enabled ? 1 : 0 }).changes !== 0;
+      }
+      case "leaderTake": {
+        const { op: _, ...values } = op;
+        const row = s.leaderTake.get(values) as Row | undefined;
+        return row ? toHolder(row) : null;
+      }
+      case "leaderGet": {
+        const row = s.leaderGet.get({ name: op.name }) as Row | undefined;
+        return row ? toHolder(row) : null;
+      }
+      case "leaderRelease": {
+        const { op: _, ...values } = op;
+        return s.leaderRelease.run(values).changes !== 0;
+      }
       case "jobsExpired":
         return (s.expired.all({ now: op.now, limit: op.limit }) as Row[]).map(toLeasedJob);
       case "jobsLock":
@@ -1258,6 +1297,8 @@ export class SqliteStore implements Store<SqliteTx> {
         for (const m of op.moves) counts.moved(m.id, m.queue, m.from, m.to, m.toQueue);
         return undefined;
       }
+      default:
+        return this.#wf.answer(op);
     }
   }
 
@@ -1504,30 +1545,11 @@ export class SqliteStore implements Store<SqliteTx> {
   leaderTake(params: { name: string; node: string; now: number; ttlMs: number }): Promise<
     LeaderState
   > {
-    const { name, node, now } = params;
-    return this.#exclusive(() =>
-      this.#write(() => {
-        const taken = this.#s.leaderTake.get({
-          name,
-          node,
-          now,
-          expiresAt: now + params.ttlMs,
-        }) as Row | undefined;
-        if (taken) return toLeaderState(taken, true);
-        const holder = this.#s.leaderGet.get({ name }) as Row | undefined;
-        return holder
-          ? toLeaderState(holder, false)
-          : { held: false, node: null, fence: 0, expiresAt: now };
-      })
-    );
+    return this.#exclusive(() => this.#write(() => this.#lifecycle(takeLeadership(params))));
   }
 
   leaderRelease(params: { name: string; node: string; fence: number }): Promise<boolean> {
-    return this.#exclusive(() => {
-      const { changes } = this.#s.leaderRelease.run(params);
-      this.#autocommitted(changes);
-      return changes !== 0;
-    });
+    return this.#exclusive(() => this.#write(() => this.#lifecycle(releaseLeadership(params))));
   }
 
   leadersList(): Promise<LeaderRow[]> {
@@ -1645,37 +1667,7 @@ export class SqliteStore implements Store<SqliteTx> {
     now: number;
     plan: (ctx: PlanContext) => PlanDecision;
   }): Promise<{ inserted: InsertResult[]; cancelled: number; decision: PlanDecision | null }> {
-    return this.#exclusive(() =>
-      this.#write(() => {
-        const row = this.#s.scheduleGet.get({ id: params.id }) as Row | undefined;
-        if (!row) return { inserted: [], cancelled: 0, decision: null };
-        const active = this.#s.scheduleActive.get({ id: params.id }) as Row;
-        const decision = params.plan({
-          enabled: row.enabled === 1,
-          lastPlannedFor: row.last_planned_for == null ? null : Number(row.last_planned_for),
-          executing: Number(active.executing),
-          waiting: Number(active.waiting),
-        });
-        const inserted = this.#insert(decision.jobs, params.now);
-        let cancelled = 0;
-        for (const { job, reason } of decision.cancelled) {
-          const [result] = this.#insert([job], params.now);
-          if (!result || result.duplicate) continue;
-          if (this.#s.cancel.get({ id: result.id, now: params.now, error: reason })) {
-            this.#counts.moved(result.id, result.queue, result.state, "cancelled");
-            cancelled++;
-          }
-        }
-        this.#s.scheduleAdvance.run({
-          id: params.id,
-          plannedFor: decision.plannedFor,
-          misfires: decision.misfires,
-          lastMisfireFor: decision.lastMisfireFor,
-          now: params.now,
-        });
-        return { inserted, cancelled, decision };
-      })
-    );
+    return this.#exclusive(() => this.#write(() => this.#lifecycle(planSchedule(params))));
   }
 
   scheduleSetEnabled(params: {
@@ -1685,27 +1677,12 @@ export class SqliteStore implements Store<SqliteTx> {
     actor: string | null;
     now: number;
   }): Promise<boolean> {
-    return this.#exclusive(() =>
-      this.#write(() =>
-        this.#s.scheduleSetEnabled.run({
-          id: params.id,
-          enabled: params.enabled ? 1 : 0,
-          reason: params.reason,
-          actor: params.actor,
-          now: params.now,
-        }).changes !== 0
-      )
-    );
+    return this.#exclusive(() => this.#write(() => this.#lifecycle(setScheduleEnabled(params))));
   }
 
   // ------------------------------------------------------------ change wake-ups
 
   // ------------------------------------------------------------------ workflows
-
-  /** Runs the bookkeeping's ops on this connection, inside the open write transaction. */
-  #ops<R>(ops: Ops<R>): R {
-    return runOps(ops, (op) => this.#wf.answer(op));
-  }
 
   workflowStart(params: WorkflowStartParams): Promise<{
     id: number;
@@ -1714,7 +1691,7 @@ export class SqliteStore implements Store<SqliteTx> {
   }> {
     return this.#exclusive(() =>
       this.#write(() => {
-        const started = this.#ops(startRun(params));
+        const started = this.#lifecycle(startRun(params));
         return { id: started.id, duplicate: started.duplicate, queues: started.queues };
       })
     );
@@ -1740,13 +1717,15 @@ export class SqliteStore implements Store<SqliteTx> {
     WorkflowActionResult | null
   > {
     return this.#exclusive(() =>
-      this.#write(() => actionResult(this.#ops(cancelRun(params.id, params.reason, params.now))))
+      this.#write(() =>
+        actionResult(this.#lifecycle(cancelRun(params.id, params.reason, params.now)))
+      )
     );
   }
 
   workflowRetry(params: { id: number; now: number }): Promise<WorkflowActionResult | null> {
     return this.#exclusive(() =>
-      this.#write(() => actionResult(this.#ops(retryRun(params.id, params.now))))
+      this.#write(() => actionResult(this.#lifecycle(retryRun(params.id, params.now))))
     );
   }
 
