@@ -431,7 +431,7 @@ export function quiet(command: Command, deps: CliDeps, name: string | undefined)
     .hook("preAction", (_, action) => {
       const { forceMoved, force, actor, reason } = action.opts();
       const moved = forceMoved === true || (force === true && forceMeansMoved.has(action));
-      // Read by openStore (open_store.ts), which every command opens its store through.
+      // Read by openStore (store/open.ts), which every command opens its store through.
       writeIntents.set(deps, moved ? { actor, reason } : null);
     })
     .exitOverride((error) => {

@@ -51,8 +51,8 @@ import {
   REF_CUT,
 } from "./common.ts";
 import { fileZones, loadConfig, type LoadedConfig } from "./config.ts";
-import { freshnessText } from "./ingest.ts";
-import { movedNotice, openStore, tryOpenStore } from "./open_store.ts";
+import { freshnessText } from "./pipelines.ts";
+import { movedNotice, openStore, tryOpenStore } from "./store/open.ts";
 import { block, cell, echo, firstLine, iso, safeJson, table, truncate } from "./text.ts";
 import { formatDuration } from "../text/durations.ts";
 import { nextAttemptWhen } from "../text/next_attempt.ts";

@@ -36,7 +36,7 @@ import { type CliDeps, CommandFailed, configPath, dbPath, globalOptions, quiet }
 import { configOrFail, loadConfig } from "./config.ts";
 import { notInForce, scheduleJson } from "./inspect.ts";
 import { describeLocation } from "../store/open.ts";
-import { movedNotice, tryOpenStore } from "./open_store.ts";
+import { movedNotice, tryOpenStore } from "./store/open.ts";
 import { cell, echo, iso, safeJson, shellQuote } from "./text.ts";
 import { formatDuration } from "../text/durations.ts";
 import { didYouMean } from "../text/suggest.ts";

@@ -29,7 +29,7 @@ import {
 } from "./common.ts";
 import { configIfAny, requireConfig } from "./config.ts";
 import { describeLocation } from "../store/open.ts";
-import { withStore } from "./open_store.ts";
+import { withStore } from "./store/open.ts";
 import { cell, echo } from "./text.ts";
 
 /** Registers `run`, `disable` and `enable` on the program. */

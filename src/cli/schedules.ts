@@ -32,7 +32,7 @@ import { hostPrograms } from "../runners/programs.ts";
 import { escapeControl } from "../text/escape.ts";
 import { configOrFail, loadConfig, requireConfig } from "./config.ts";
 import { notInForce } from "./inspect.ts";
-import { tryOpenStore } from "./open_store.ts";
+import { tryOpenStore } from "./store/open.ts";
 import { cell, echo, isoIn } from "./text.ts";
 
 const FILE_ONLY = "it reads the schedules file alone, not the store";

@@ -22,7 +22,7 @@ import {
   who,
   writeMoved,
 } from "./common.ts";
-import { openFailure, openStore, tryOpenStore } from "./open_store.ts";
+import { openFailure, openStore, tryOpenStore } from "./store/open.ts";
 import { storeOrigin } from "./project_file.ts";
 import { commandLine } from "./text.ts";
 import { escapeControl } from "../text/escape.ts";

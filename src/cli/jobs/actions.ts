@@ -16,13 +16,13 @@ import {
   planJobAction,
   replayJob,
   type Skipped,
-} from "../admin/actions.ts";
-import { type DefinitionChoice, definitionText } from "../admin/definitions.ts";
-import { JobNotFound, zonesOf } from "../admin/views.ts";
-import { escapeControl } from "../text/escape.ts";
-import type { Job } from "../kernel/types.ts";
-import { describeLocation } from "../store/open.ts";
-import type { JobFilter } from "../store/store.ts";
+} from "../../admin/actions.ts";
+import { type DefinitionChoice, definitionText } from "../../admin/definitions.ts";
+import { JobNotFound, zonesOf } from "../../admin/views.ts";
+import { escapeControl } from "../../text/escape.ts";
+import type { Job } from "../../kernel/types.ts";
+import { describeLocation } from "../../store/open.ts";
+import type { JobFilter } from "../../store/store.ts";
 import {
   type CliDeps,
   CommandFailed,
@@ -40,10 +40,10 @@ import {
   quiet,
   REF_CUT,
   who,
-} from "./common.ts";
-import { loadConfig } from "./config.ts";
-import { withStore } from "./open_store.ts";
-import { cell, commandLine, echo } from "./text.ts";
+} from "../common.ts";
+import { loadConfig } from "../config.ts";
+import { withStore } from "../store/open.ts";
+import { cell, commandLine, echo } from "../text.ts";
 
 /** Jobs a bulk command looks at when `--limit` is not given. */
 export const DEFAULT_BULK_LIMIT = 1000;

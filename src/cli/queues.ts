@@ -17,7 +17,7 @@ import { didYouMean } from "../text/suggest.ts";
 import { type CliDeps, CommandFailed, dbPath, globalOptions, quiet, who } from "./common.ts";
 import { configIfAny } from "./config.ts";
 import { describeLocation } from "../store/open.ts";
-import { withStore } from "./open_store.ts";
+import { withStore } from "./store/open.ts";
 import { cell, echo } from "./text.ts";
 
 interface QueueOptions {
