@@ -9,8 +9,9 @@
  */
 
 import type { Command } from "commander";
-import { setQueuePaused } from "../admin/actions.ts";
-import { nodesView, queuesView } from "../admin/views.ts";
+import { setQueuePaused } from "../admin/queues.ts";
+import { nodesView } from "../admin/nodes.ts";
+import { queuesView } from "../admin/queues.ts";
 import type { Store } from "../store/store.ts";
 import type { ScheduleConfig } from "../config/types.ts";
 import { didYouMean } from "../text/suggest.ts";

@@ -1,8 +1,8 @@
 /**
  * `jobs tui`: the interactive dashboard on the store the daemon uses. It
- * reads through `src/admin/views.ts` and acts only through
- * `src/admin/actions.ts`, so each action is audited as the runbook
- * commands' are; `--read-only` refuses every action.
+ * reads and acts only through `src/admin/` (the same views and actions the
+ * commands use), so each action is audited as the runbook commands' are;
+ * `--read-only` refuses every action.
  *
  * Its modules (the dashboard's data and actions, ink and react) are
  * imported only when it runs: every other command, `jobs daemon` first, is

@@ -16,9 +16,9 @@
  * @module
  */
 
-import { type JobAction, planJobAction } from "../admin/actions.ts";
+import { type JobAction, planJobAction } from "../admin/jobs.ts";
 import { definitionText } from "../admin/definitions.ts";
-import { placeholderMessage, placeholderReason, reasonPlaceholder } from "../admin/reasons.ts";
+import { placeholderMessage, placeholderReason, reasonPlaceholder } from "../admin/audit.ts";
 import { type Job, JOB_STATES } from "../kernel/types.ts";
 import { commandLine, shellQuote } from "../text/shell.ts";
 import { FINAL_RUN_STATES, RUN_STATES, type RunState } from "../workflow/types.ts";

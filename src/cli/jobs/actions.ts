@@ -2,7 +2,7 @@
  * The commands on jobs, each audited: `jobs replay` (a new attempt of the
  * same occurrence, whatever its state) and `jobs retry | cancel | discard`
  * (one job, a few, or a filtered bulk with a preview and a confirmation).
- * Each is a thin call into `src/admin/actions.ts` and says what it changed.
+ * Each is a thin call into `src/admin/jobs.ts` and says what it changed.
  *
  * @module
  */
@@ -16,9 +16,9 @@ import {
   planJobAction,
   replayJob,
   type Skipped,
-} from "../../admin/actions.ts";
+} from "../../admin/jobs.ts";
 import { type DefinitionChoice, definitionText } from "../../admin/definitions.ts";
-import { JobNotFound, zonesOf } from "../../admin/views.ts";
+import { JobNotFound, zonesOf } from "../../admin/jobs.ts";
 import { escapeControl } from "../../text/escape.ts";
 import type { Job } from "../../kernel/types.ts";
 import { describeLocation } from "../../store/open.ts";
@@ -104,7 +104,7 @@ function definitionLine(choice: DefinitionChoice | undefined, indent: string): s
 }
 
 /** Registers `replay`, `retry`, `cancel` and `discard` on the program. */
-export function registerJobCommands(program: Command, deps: CliDeps): void {
+export function registerJobActionCommands(program: Command, deps: CliDeps): void {
   replayCommand(program, deps);
   for (const action of ["retry", "cancel", "discard"] as const) {
     jobActionCommand(program, deps, action);

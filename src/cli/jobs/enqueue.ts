@@ -17,7 +17,7 @@
  */
 
 import type { Command } from "commander";
-import { enqueueJob } from "../../admin/actions.ts";
+import { enqueueJob } from "../../admin/jobs.ts";
 import {
   buildJob,
   EnqueueError,

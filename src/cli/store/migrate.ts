@@ -9,7 +9,7 @@
  */
 
 import type { Command } from "commander";
-import { audit } from "../../admin/actions.ts";
+import { audit } from "../../admin/audit.ts";
 import { type CliDeps, dbPath, globalOptions, quiet, who } from "../common.ts";
 import { describeLocation } from "../../store/open.ts";
 import { exists } from "../../text/files.ts";

@@ -7,7 +7,7 @@
  */
 
 import type { Command } from "commander";
-import { pruneNow, type Retention } from "../../admin/actions.ts";
+import { pruneNow, type Retention } from "../../admin/store.ts";
 import { formatDuration } from "../../text/durations.ts";
 import { DEFAULT_RETENTION } from "../../runtime/pruner.ts";
 import {
