@@ -12,7 +12,7 @@
 import type { CompiledPipeline, Freshness, IngestDrop, IngestRun } from "../ingest/types.ts";
 import { ingestJob } from "../runners/ingest.ts";
 import type { Store } from "../store/store.ts";
-import { type Actor, audit } from "./actions.ts";
+import { type Actor, audit } from "./audit.ts";
 
 /** The windows drops are counted over. */
 export const HOUR_MS = 3_600_000;

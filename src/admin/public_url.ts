@@ -22,7 +22,7 @@
  */
 
 import type { Store, StoreTx } from "../store/store.ts";
-import { audit } from "./actions.ts";
+import { audit } from "./audit.ts";
 import { settingTarget } from "./settings.ts";
 
 /** The setting that holds the public base URL (a {@linkcode StoredPublicUrl}). */

@@ -20,7 +20,7 @@ import { checkToken, type DownloadClaims, mintToken, newSecret } from "../report
 import type { ReportRun } from "../report/types.ts";
 import { reportJob } from "../runners/report.ts";
 import type { Store, StoreTx } from "../store/store.ts";
-import { audit } from "./actions.ts";
+import { audit } from "./audit.ts";
 
 export { ReportRequestError };
 

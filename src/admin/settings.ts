@@ -28,7 +28,7 @@ import {
 } from "../report/limits.ts";
 import type { AuditRow, Store, StoreTx } from "../store/store.ts";
 import { didYouMean, editDistance, nearest } from "../text/suggest.ts";
-import { type Actor, audit } from "./actions.ts";
+import { type Actor, audit } from "./audit.ts";
 
 /** The audit actions of settings. */
 export const SETTING_ACTIONS = ["setting.set", "setting.unset"] as const;

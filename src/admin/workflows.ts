@@ -35,8 +35,8 @@ import {
   type WorkflowRunDetail,
   type WorkflowStepRow,
 } from "../workflow/types.ts";
-import { type Actor, audit } from "./actions.ts";
-import { redactValue } from "./views.ts";
+import { type Actor, audit } from "./audit.ts";
+import { redactValue } from "../kernel/redact.ts";
 
 // ----------------------------------------------------------------- listing
 

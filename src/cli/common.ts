@@ -13,8 +13,8 @@
  */
 
 import { type Command, InvalidArgumentError } from "commander";
-import type { Actor } from "../admin/actions.ts";
-import { placeholderMessage, placeholderReason } from "../admin/reasons.ts";
+import type { Actor } from "../admin/audit.ts";
+import { placeholderMessage, placeholderReason } from "../admin/audit.ts";
 import type { Clock } from "../clock.ts";
 import { JOB_STATES, type JobState } from "../kernel/types.ts";
 import { tryParseDuration } from "../text/durations.ts";
@@ -152,7 +152,7 @@ export function parseInstant(value: string): number {
 /**
  * A `--reason` for the audit trail: refused when it is a placeholder
  * (`...`, `<why you are disabling it>` pasted from the runbook, `TODO`: see
- * `src/admin/reasons.ts`), asking for the why.
+ * `src/admin/audit.ts`), asking for the why.
  */
 export function parseReason(value: string): string {
   const why = placeholderReason(value);
@@ -431,7 +431,7 @@ export function quiet(command: Command, deps: CliDeps, name: string | undefined)
     .hook("preAction", (_, action) => {
       const { forceMoved, force, actor, reason } = action.opts();
       const moved = forceMoved === true || (force === true && forceMeansMoved.has(action));
-      // Read by openStore (open_store.ts), which every command opens its store through.
+      // Read by openStore (store/open.ts), which every command opens its store through.
       writeIntents.set(deps, moved ? { actor, reason } : null);
     })
     .exitOverride((error) => {

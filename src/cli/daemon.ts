@@ -79,7 +79,7 @@ import {
   quiet,
   writeMoved,
 } from "./common.ts";
-import { locationProblem, openFailure } from "./open_store.ts";
+import { locationProblem, openFailure } from "./store/open.ts";
 import { storeOrigin } from "./project_file.ts";
 import { escapeControl } from "../text/escape.ts";
 import { groupsDirFor } from "./state_dir.ts";

@@ -6,6 +6,16 @@
  * option. Exit codes: 0 done, 1 the command failed (an invalid file, a
  * failed run), 2 the command line itself is wrong.
  *
+ * The commands are cut by the noun an operator names, one file (or folder)
+ * each: `jobs/` (`ls`, `show`, `replay`, `retry`, `cancel`, `discard`,
+ * `enqueue`), `queues.ts` (`pause`, `resume`), `schedules.ts` (`next`,
+ * `schedules`, `run`, `disable`, `enable`), `workflows.ts`, `pipelines.ts`
+ * (`ingest`, `pipelines`, `drops`), `reports.ts`, `settings.ts`, `store/`
+ * (`status`, `prune`, `migrate`, `migrate-store`, and how every command
+ * opens the store) and `config.ts` (`check`, and how every command reads the
+ * schedules file); the rest have a file of their own (`daemon.ts`,
+ * `tui.ts`, `runbook.ts`, `demo.ts`, `version.ts`).
+ *
  * Every usage line and hint names the program as the person types it
  * (`CliDeps.program`, such as `jobsctl`), and every error and warning starts
  * with the same program's name (`CliDeps.name`: `jobsctl ls: ...`). The
@@ -18,25 +28,27 @@
 import { Command, CommanderError } from "commander";
 import { didYouMean, nearest } from "../text/suggest.ts";
 import { type CliDeps, CommandFailed, quiet } from "./common.ts";
-import { PROGRAM_NAME } from "./invocation.ts";
+import { registerCheckCommand } from "./config.ts";
 import { registerDaemonCommand } from "./daemon.ts";
 import { registerDemoCommand } from "./demo.ts";
-import { registerEnqueueCommand } from "./enqueue.ts";
-import { registerInspectCommands } from "./inspect.ts";
-import { registerJobCommands } from "./job_actions.ts";
-import { registerMigrateCommand } from "./migrate.ts";
-import { registerMigrateStoreCommand } from "./migrate_store.ts";
-import { registerPruneCommand } from "./prune.ts";
-import { registerQueueCommands } from "./queue_actions.ts";
+import { PROGRAM_NAME } from "./invocation.ts";
+import { registerJobActionCommands } from "./jobs/actions.ts";
+import { registerEnqueueCommand } from "./jobs/enqueue.ts";
+import { registerLsCommand } from "./jobs/ls.ts";
+import { registerShowCommand } from "./jobs/show.ts";
+import { registerPipelineCommands } from "./pipelines.ts";
+import { registerQueueCommands } from "./queues.ts";
+import { registerReportCommands } from "./reports.ts";
 import { registerRunbookCommand } from "./runbook.ts";
-import { registerScheduleCommands } from "./schedule_actions.ts";
+import { registerScheduleActionCommands, registerScheduleViewCommands } from "./schedules.ts";
 import { registerSettingsCommands } from "./settings.ts";
-import { registerReportCommands } from "./report.ts";
-import { registerSchedulesCommands } from "./schedules.ts";
+import { registerMigrateCommand } from "./store/migrate.ts";
+import { registerMigrateStoreCommand } from "./store/migrate_store.ts";
+import { registerPruneCommand } from "./store/prune.ts";
+import { registerStatusCommand } from "./store/status.ts";
 import { commandLine, echo, ECHO_MAX } from "./text.ts";
 import { registerTuiCommand } from "./tui.ts";
 import { registerVersionCommand, versionLine } from "./version.ts";
-import { registerIngestCommands } from "./ingest.ts";
 import { registerWorkflowCommands } from "./workflows.ts";
 
 export { type CliDeps, CommandFailed } from "./common.ts";
@@ -134,13 +146,17 @@ export function buildProgram(deps: CliDeps): Command {
     "help",
   );
 
+  // In the order `jobs help` lists the commands.
   registerDemoCommand(program, deps);
-  registerSchedulesCommands(program, deps);
+  registerCheckCommand(program, deps);
+  registerScheduleViewCommands(program, deps);
   registerDaemonCommand(program, deps);
-  registerInspectCommands(program, deps);
+  registerStatusCommand(program, deps);
+  registerLsCommand(program, deps);
+  registerShowCommand(program, deps);
   registerRunbookCommand(program, deps);
-  registerJobCommands(program, deps);
-  registerScheduleCommands(program, deps);
+  registerJobActionCommands(program, deps);
+  registerScheduleActionCommands(program, deps);
   registerQueueCommands(program, deps);
   registerEnqueueCommand(program, deps);
   registerPruneCommand(program, deps);
@@ -148,7 +164,7 @@ export function buildProgram(deps: CliDeps): Command {
   registerMigrateStoreCommand(program, deps);
   registerTuiCommand(program, deps);
   registerWorkflowCommands(program, deps);
-  registerIngestCommands(program, deps);
+  registerPipelineCommands(program, deps);
   registerSettingsCommands(program, deps);
   registerReportCommands(program, deps);
   return program;

@@ -8,7 +8,7 @@
  * @module
  */
 
-import { nodesView } from "../admin/views.ts";
+import { nodesView } from "../admin/nodes.ts";
 import { Jobs } from "../jobs.ts";
 import { FINAL_STATES, type Job } from "../kernel/types.ts";
 import type { Worker } from "../kernel/worker.ts";

@@ -13,13 +13,13 @@
  */
 
 import type { Command } from "commander";
-import { reasonPlaceholder } from "../admin/reasons.ts";
+import { reasonPlaceholder } from "../admin/audit.ts";
 import {
   latestOccurrence,
   type ScheduleStatus,
   scheduleStatus,
   storedConfig,
-} from "../admin/views.ts";
+} from "../admin/schedules.ts";
 import type { Job, JobState } from "../kernel/types.ts";
 import type { Schedule } from "../schedule/types.ts";
 import type { ScheduleConfig } from "../config/types.ts";
@@ -33,10 +33,10 @@ import {
 } from "../workflow/types.ts";
 import { misfireText, rhythmText, when } from "../schedule/describe.ts";
 import { type CliDeps, CommandFailed, configPath, dbPath, globalOptions, quiet } from "./common.ts";
-import { configOrFail, loadConfig } from "./config.ts";
-import { notInForce, scheduleJson } from "./inspect.ts";
+import { configOrFail, loadConfig, notInForce } from "./config.ts";
+import { scheduleJson } from "./schedules.ts";
 import { describeLocation } from "../store/open.ts";
-import { movedNotice, tryOpenStore } from "./open_store.ts";
+import { movedNotice, tryOpenStore } from "./store/open.ts";
 import { cell, echo, iso, safeJson, shellQuote } from "./text.ts";
 import { formatDuration } from "../text/durations.ts";
 import { didYouMean } from "../text/suggest.ts";
@@ -78,7 +78,7 @@ export interface Runbook {
 /**
  * Where a command to paste takes `--reason`, for the person to fill in:
  * printed as `--reason '<why you are disabling it>'`, plainly unfinished, and
- * refused if pasted unedited (see `src/admin/reasons.ts`).
+ * refused if pasted unedited (see `src/admin/audit.ts`).
  */
 interface Why {
   why: string;

@@ -1,22 +1,38 @@
 /**
- * The commands on the schedules file: `jobs check` and `jobs next` read
- * `schedules.yaml` alone; `jobs schedules` joins each schedule with its
- * stored state, reading the store (never creating or migrating it) when
- * there is one at the current schema.
+ * The commands on schedules: `jobs next <schedule-id>` (its next
+ * occurrences, from the schedules file alone) and `jobs schedules` (each
+ * schedule of the file joined with its stored state, reading the store,
+ * never creating or migrating it, when there is one at the current schema);
+ * and, each audited, `jobs run <schedule-id>` (one occurrence now, as the
+ * planner builds it) and `jobs disable | enable <schedule-id>` (stored, so
+ * it survives restarts and reloads). The actions are thin calls into
+ * `src/admin/schedules.ts`.
+ *
+ * A manual schedule guarded by `runs_where` runs only where the environment
+ * matches, and `jobs run` says which environments the live daemons serving
+ * its queue run in, warning when none is the one it needs: a daemon of
+ * another environment that claims the job discards it.
  *
  * @module
  */
 
 import type { Command } from "commander";
-import { formatDuration } from "../text/durations.ts";
 import { next } from "../schedule/occurrences.ts";
 import { misfireText, rhythmText } from "../schedule/describe.ts";
 import type { Schedule } from "../schedule/types.ts";
 import type { ScheduleConfig } from "../config/types.ts";
-import { storedConfig } from "../admin/views.ts";
-import type { ScheduleRow } from "../store/store.ts";
+import { nodesView, type NodeView } from "../admin/nodes.ts";
+import {
+  GuardRefused,
+  runScheduleNow,
+  type ScheduleStatus,
+  setScheduleEnabled,
+  storedConfig,
+} from "../admin/schedules.ts";
+import type { ScheduleRow, Store } from "../store/store.ts";
+import { describeLocation } from "../store/open.ts";
 import { didYouMean } from "../text/suggest.ts";
-import { type PrunerSettings, prunerSettings } from "../runtime/pruner.ts";
+import { definitionHash } from "../runtime/planner.ts";
 import {
   type CliDeps,
   CommandFailed,
@@ -25,37 +41,19 @@ import {
   globalOptions,
   parseCount,
   parseInstant,
-  plural,
   quiet,
+  who,
 } from "./common.ts";
-import { hostPrograms } from "../runners/programs.ts";
-import { escapeControl } from "../text/escape.ts";
-import { configOrFail, loadConfig, requireConfig } from "./config.ts";
-import { notInForce } from "./inspect.ts";
-import { tryOpenStore } from "./open_store.ts";
-import { cell, echo, isoIn } from "./text.ts";
+import { configIfAny, configOrFail, loadConfig, notInForce, requireConfig } from "./config.ts";
+import { tryOpenStore, withStore } from "./store/open.ts";
+import { cell, echo, iso, isoIn } from "./text.ts";
 
 const FILE_ONLY = "it reads the schedules file alone, not the store";
+
 const NO_AUDIT = "it only reads: nothing to audit";
 
-/** Registers `check`, `next` and `schedules` on the program. */
-export function registerSchedulesCommands(program: Command, deps: CliDeps): void {
-  quiet(
-    globalOptions(
-      program.command("check").description("validate schedules.yaml; exit 1 with every error"),
-      {
-        db: { not: FILE_ONLY },
-        config: { for: "to validate, with its workers: module" },
-        json: true,
-        audit: { not: NO_AUDIT },
-      },
-    ).action(async (options: { config?: string; json?: boolean }) => {
-      await checkCommand({ config: configPath(options.config, deps), json: !!options.json }, deps);
-    }),
-    deps,
-    "check",
-  );
-
+/** Registers `next` and `schedules` on the program. */
+export function registerScheduleViewCommands(program: Command, deps: CliDeps): void {
   quiet(
     globalOptions(
       program.command("next")
@@ -108,106 +106,6 @@ export function registerSchedulesCommands(program: Command, deps: CliDeps): void
     deps,
     "schedules",
   );
-}
-
-/**
- * `jobs check`: exit 0 when the file is valid, 1 with every error. A valid
- * file's warnings (a command's program missing or not executable where a
- * daemon started here would run it) are printed and leave the exit 0.
- */
-export async function checkCommand(
-  options: { config: string; json: boolean },
-  deps: CliDeps,
-): Promise<void> {
-  // Imports the `workers:` module, if any, to check each worker a schedule names.
-  const { config, warnings } = await requireConfig("check", options.config, deps, {
-    workers: true,
-    json: options.json,
-    programs: hostPrograms(deps.cwd?.() ?? Deno.cwd(), deps.env("PATH")),
-  });
-  const queues = Object.keys(config.queues).length;
-  // A `pruner:` section is shown as the pruner runs it, defaults filled in.
-  const pruner = config.pruner && prunerSettings(config.pruner);
-  // Workflows and use cases are counted only in a file that has them, so older output stays as it was.
-  const useCases = Object.keys(config.useCases).length;
-  const workflows = config.workflows.length;
-  const sagas = config.workflows.filter((w) => w.saga).length;
-  // Each pipeline with its steps in run order: the order decides what each step sees.
-  const pipelines = config.pipelines.map((p) => ({
-    id: p.id,
-    steps: p.steps.map((step) => ({ name: step.name, mark: step.mark, sources: step.sources })),
-    sink: p.sink.kind === "worker" ? p.sink.worker : p.sink.argv.join(" "),
-    dropReasons: p.dropReasons,
-  }));
-  // Each report with the bounds it is held to.
-  const reports = config.reports.map((r) => ({
-    id: r.id,
-    format: r.format?.type ?? null,
-    columns: r.format?.columns ?? [],
-    paging: r.paging ?? null,
-    params: Object.fromEntries(Object.entries(r.params ?? {}).map(([k, v]) => [k, v.type])),
-    tenancy: r.tenancy.mode,
-    audit: r.audit?.target ?? null,
-  }));
-  if (options.json) {
-    deps.out(JSON.stringify(
-      {
-        ok: true,
-        file: options.config,
-        schedules: config.schedules.length,
-        queues,
-        ...(workflows > 0 ? { workflows, sagas } : {}),
-        ...(useCases > 0 ? { useCases } : {}),
-        ...(pipelines.length > 0 ? { pipelines } : {}),
-        ...(reports.length > 0 ? { reports } : {}),
-        ...(pruner ? { pruner } : {}),
-        ...(warnings.length > 0 ? { warnings } : {}),
-      },
-      null,
-      2,
-    ));
-    return;
-  }
-  const flows = [
-    workflows > 0 ? `, ${plural(workflows, "workflow")} (${plural(sagas, "saga")})` : "",
-    useCases > 0 ? `, ${plural(useCases, "use case")}` : "",
-    pipelines.length > 0 ? `, ${plural(pipelines.length, "pipeline")}` : "",
-    reports.length > 0 ? `, ${plural(reports.length, "report")}` : "",
-  ].join("");
-  deps.out(
-    `${cell(options.config)}: valid, ${plural(config.schedules.length, "schedule")}, ` +
-      plural(queues, "queue") + flows + (pruner ? `; ${prunerText(pruner)}` : ""),
-  );
-  for (const r of reports) {
-    const paging = r.paging?.mode === "pages"
-      ? `pages of ${r.paging.size} by ${cell(r.paging.key)}`
-      : `no paging (${cell(r.paging?.reason ?? "")})`;
-    const params = Object.entries(r.params).map(([k, t]) => `${cell(k)}: ${t}`).join(", ");
-    deps.out(
-      `report ${cell(r.id)}: ${r.format} [${r.columns.map(cell).join(", ")}], ${paging}, ` +
-        `params ${params || "none"}, tenant ${r.tenancy}, audit to ${cell(r.audit ?? "")}`,
-    );
-  }
-  for (const p of pipelines) {
-    const steps = p.steps.map((step, i) =>
-      `${i + 1}. ${step.mark} ${cell(step.name)}` +
-      (step.sources.length > 0 ? ` (reads ${step.sources.map(cell).join(", ")})` : "")
-    );
-    deps.out(
-      `pipeline ${cell(p.id)}: ${[...steps, `sink ${cell(p.sink)}`].join(" -> ")}; ` +
-        `drop reasons ${p.dropReasons.map(cell).join(", ")}`,
-    );
-  }
-  for (const warning of warnings) {
-    deps.err(`jobs check: warning: ${escapeControl(warning.message)}`);
-  }
-}
-
-/** `pruner every 1m, batch 1000, retention completed 7d, cancelled 30d, discarded 30d`. */
-function prunerText({ everyMs, batch, retention }: PrunerSettings): string {
-  const kept = (["completed", "cancelled", "discarded"] as const)
-    .map((state) => `${state} ${formatDuration(retention[state])}`);
-  return `pruner every ${formatDuration(everyMs)}, batch ${batch}, retention ${kept.join(", ")}`;
 }
 
 /** `jobs next <id>`: the next occurrences of one schedule after `from`. */
@@ -380,4 +278,225 @@ function view(schedule: Schedule, row: ScheduleRow | undefined, now: number): Sc
     misfires: row?.misfires ?? 0,
     next: following ? iso(following.at) : null,
   };
+}
+
+/** A schedule's status as `--json` prints it: instants as ISO UTC. */
+export function scheduleJson(s: ScheduleStatus) {
+  return {
+    ...s,
+    disabledAt: iso(s.disabledAt),
+    next: iso(s.next),
+    lastPlannedFor: iso(s.lastPlannedFor),
+    lastStartedAt: iso(s.lastStartedAt),
+    lastCompletedAt: iso(s.lastCompletedAt),
+    lastMisfireFor: iso(s.lastMisfireFor),
+    lastOutcomeAt: iso(s.lastOutcomeAt),
+  };
+}
+
+/** Registers `run`, `disable` and `enable` on the program. */
+export function registerScheduleActionCommands(program: Command, deps: CliDeps): void {
+  runCommand(program, deps);
+  for (const enabled of [false, true]) toggleCommand(program, deps, enabled);
+}
+
+// ---------------------------------------------------------------------- run
+
+interface RunOptions {
+  environment?: string;
+  reason?: string;
+  actor?: string;
+  config?: string;
+  db?: string;
+  json?: boolean;
+}
+
+function runCommand(program: Command, deps: CliDeps): void {
+  quiet(
+    globalOptions(
+      program.command("run")
+        .description(
+          "run a schedule now: one manual occurrence, as the planner builds it (audited)",
+        )
+        .argument("<schedule-id>", "the schedule")
+        .option(
+          "--environment <name>",
+          "where this runs; a manual schedule's runs_where must match [env JOBS_ENVIRONMENT]",
+        ),
+      {
+        db: { mode: "write" },
+        config: { for: "which declares the schedule" },
+        json: true,
+        // Required for a manual schedule, checked once the schedule is known.
+        audit: { reason: "optional" },
+      },
+    ).action(async (id: string, options: RunOptions) => {
+      await runNow(id, options, deps);
+    }),
+    deps,
+    "run",
+  );
+}
+
+async function runNow(id: string, options: RunOptions, deps: CliDeps): Promise<void> {
+  const file = configPath(options.config, deps);
+  const { config } = await requireConfig("run", file, deps);
+  const schedule = config.schedules.find((s) => s.id === id);
+  if (!schedule) {
+    const ids = config.schedules.map((s) => s.id);
+    throw new CommandFailed(
+      `jobs run: no schedule "${echo(id)}" in ${echo(file)}${echo(didYouMean(id, ids))}`,
+    );
+  }
+  const manual = schedule.rhythm.kind === "manual";
+  // Notes go to stderr under --json, so that stdout stays one JSON value.
+  const note = options.json ? deps.err : deps.out;
+  if (manual) {
+    note(`guard: ${cell(schedule.guard ?? "(none)")}`);
+    if (!options.reason) {
+      throw new CommandFailed(
+        `jobs run: schedule "${echo(id)}" is manual: --reason is required`,
+        2,
+      );
+    }
+  }
+  const environment = options.environment ?? deps.env("JOBS_ENVIRONMENT") ?? null;
+  const db = dbPath(options.db, deps);
+  await withStore("run", db, "write", deps, async (store) => {
+    const serving = manual && schedule.runsWhere !== undefined
+      ? await servingNodes(store, schedule, deps.clock.now())
+      : null;
+    if (serving !== null) {
+      for (const line of environmentLines(schedule, serving)) note(line);
+    }
+    const result = await runScheduleNow(store, schedule, who(options, deps), environment)
+      .catch((error) => {
+        const refused = error instanceof GuardRefused ? "refused: " : "";
+        throw new CommandFailed(`jobs run: ${refused}${echo(error.message, 400)}`);
+      });
+    if (options.json) {
+      deps.out(JSON.stringify({
+        schedule: id,
+        ...result,
+        manual: true,
+        ...(serving === null ? {} : {
+          runsWhere: schedule.runsWhere,
+          daemons: serving.map((n) => ({ node: n.node, environment: n.environment })),
+        }),
+      }));
+    } else {
+      const where = cell(describeLocation(db));
+      deps.out(
+        `ran ${cell(id)} now: job ${result.id}, occurrence ${cell(result.occurrence)}, ` +
+          `${result.state} on queue ${cell(result.queue)}; a daemon on ${where} runs it`,
+      );
+      if (!schedule.enabled) {
+        deps.out(`note: ${cell(id)} is disabled in the file; this run goes ahead`);
+      }
+    }
+  });
+}
+
+/** The live (not stale) nodes that claim from the schedule's queue. */
+async function servingNodes(store: Store, schedule: Schedule, now: number): Promise<NodeView[]> {
+  return (await nodesView(store, now))
+    .filter((n) => !n.stale && n.queues[schedule.queue] !== undefined);
+}
+
+/** Which environments serve the schedule's queue, and a warning when none is its `runs_where`. */
+function environmentLines(schedule: Schedule, serving: NodeView[]): string[] {
+  const wanted = schedule.runsWhere!;
+  const queue = `"${cell(schedule.queue)}"`;
+  const lines = [
+    serving.length === 0
+      ? `daemons serving queue ${queue}: none live`
+      : `daemons serving queue ${queue}: ${
+        serving.map((n) =>
+          `${cell(n.node)} (${
+            n.environment === null ? "no environment" : `environment "${cell(n.environment)}"`
+          })`
+        ).join(", ")
+      }`,
+  ];
+  if (!serving.some((n) => n.environment === wanted)) {
+    lines.push(
+      `warning: no live daemon serving queue ${queue} runs with --environment ` +
+        `"${cell(wanted)}": the job waits for one` +
+        (serving.length > 0
+          ? `, and a daemon of another environment that claims it discards it`
+          : ""),
+    );
+  }
+  return lines;
+}
+
+// ----------------------------------------------------------- disable, enable
+
+interface ToggleOptions {
+  db?: string;
+  config?: string;
+  reason?: string;
+  actor?: string;
+  json?: boolean;
+}
+
+function toggleCommand(program: Command, deps: CliDeps, enabled: boolean): void {
+  const name = enabled ? "enable" : "disable";
+  quiet(
+    globalOptions(
+      program.command(name)
+        .description(`${name} a schedule; stored, it survives restarts and reloads (audited)`)
+        .argument("<schedule-id>", "the schedule"),
+      {
+        db: { mode: "write" },
+        config: { for: "which declares the schedule (read when it exists)" },
+        json: true,
+        audit: { reason: "required" },
+      },
+    ).action(async (id: string, options: ToggleOptions) => {
+      await toggle(name, id, enabled, options, deps);
+    }),
+    deps,
+    name,
+  );
+}
+
+async function toggle(
+  name: string,
+  id: string,
+  enabled: boolean,
+  options: ToggleOptions,
+  deps: CliDeps,
+): Promise<void> {
+  const loaded = await configIfAny(name, options.config, deps, { lenient: true });
+  const schedule = loaded.config?.schedules.find((s) => s.id === id);
+  await withStore(name, dbPath(options.db, deps), "write", deps, async (store) => {
+    const r = await setScheduleEnabled(
+      store,
+      id,
+      enabled,
+      who(options, deps),
+      schedule ? { hash: definitionHash(schedule), tenant: schedule.tenant ?? null } : null,
+    ).catch(async (error) => {
+      const known = [
+        ...(loaded.config?.schedules ?? []).map((s) => s.id),
+        ...(await store.schedulesList({})).map((s) => s.id),
+      ];
+      throw new CommandFailed(
+        `jobs ${name}: ${echo(error.message, 400)}${echo(didYouMean(id, known))}`,
+      );
+    });
+    if (options.json) {
+      deps.out(JSON.stringify({ schedule: r.id, enabled: r.enabled, was: r.was }));
+      return;
+    }
+    const text = cell(r.id);
+    deps.out(
+      r.was === r.enabled
+        ? `schedule ${text} was already ${r.enabled ? "enabled" : "disabled"}; recorded`
+        : r.enabled
+        ? `schedule ${text} enabled: the planner resumes it, applying its misfire policy to the gap`
+        : `schedule ${text} disabled: nothing new is planned; an occurrence already claimed finishes`,
+    );
+  });
 }

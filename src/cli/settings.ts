@@ -24,7 +24,7 @@ import { GLOBAL_SETTINGS, LIMIT_NAMES } from "../report/limits.ts";
 import type { ScheduleConfig } from "../config/types.ts";
 import { type CliDeps, CommandFailed, dbPath, globalOptions, quiet, who } from "./common.ts";
 import { configIfAny } from "./config.ts";
-import { withStore } from "./open_store.ts";
+import { withStore } from "./store/open.ts";
 import { cell, commandLine, echo, iso, safeJson, table } from "./text.ts";
 
 const KEYS_HELP = `

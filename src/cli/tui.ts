@@ -1,8 +1,8 @@
 /**
  * `jobs tui`: the interactive dashboard on the store the daemon uses. It
- * reads through `src/admin/views.ts` and acts only through
- * `src/admin/actions.ts`, so each action is audited as the runbook
- * commands' are; `--read-only` refuses every action.
+ * reads and acts only through `src/admin/` (the same views and actions the
+ * commands use), so each action is audited as the runbook commands' are;
+ * `--read-only` refuses every action.
  *
  * Its modules (the dashboard's data and actions, ink and react) are
  * imported only when it runs: every other command, `jobs daemon` first, is
@@ -22,7 +22,7 @@ import {
   who,
   writeMoved,
 } from "./common.ts";
-import { openFailure, openStore, tryOpenStore } from "./open_store.ts";
+import { openFailure, openStore, tryOpenStore } from "./store/open.ts";
 import { storeOrigin } from "./project_file.ts";
 import { commandLine } from "./text.ts";
 import { escapeControl } from "../text/escape.ts";

@@ -45,8 +45,8 @@ import {
   who,
 } from "./common.ts";
 import { requireConfig } from "./config.ts";
-import { type Listing, listingOptions, printListing, tableLines } from "./list.ts";
-import { withStore } from "./open_store.ts";
+import { type Listing, listingOptions, printListing, tableLines } from "./listing.ts";
+import { withStore } from "./store/open.ts";
 import { cell, echo, iso, safeJson } from "./text.ts";
 
 /** How many runs `jobs workflows` prints unless `--limit` says otherwise. */

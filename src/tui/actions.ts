@@ -14,11 +14,10 @@ import {
   type JobAction,
   replayJob,
   type ReplayResult,
-  runScheduleNow,
-  setQueuePaused,
-  setScheduleEnabled,
   type Skipped,
-} from "../admin/actions.ts";
+} from "../admin/jobs.ts";
+import { runScheduleNow, setScheduleEnabled } from "../admin/schedules.ts";
+import { setQueuePaused } from "../admin/queues.ts";
 import type { DefinitionChoice } from "../admin/definitions.ts";
 import {
   cancelWorkflowRun,

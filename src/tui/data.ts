@@ -16,21 +16,11 @@
  */
 
 import { pipelinesView, type PipelineView } from "../admin/pipelines.ts";
-import {
-  type JobDetail,
-  jobDetail,
-  jobsMatching,
-  type NodeView,
-  queuesView,
-  type QueueView,
-  redactJob,
-  type ScheduleStatus,
-  schedulesView,
-  statusView,
-  type StoreCheck,
-  storeCheck,
-  storedConfig,
-} from "../admin/views.ts";
+import { type JobDetail, jobDetail, jobsMatching, redactJob } from "../admin/jobs.ts";
+import type { NodeView } from "../admin/nodes.ts";
+import { queuesView, type QueueView } from "../admin/queues.ts";
+import { type ScheduleStatus, schedulesView, storedConfig } from "../admin/schedules.ts";
+import { statusView, type StoreCheck, storeCheck } from "../admin/store.ts";
 import {
   listWorkflowRuns,
   type WorkflowRunSummary,

@@ -8,9 +8,9 @@
  * @module
  */
 
-import type { JobAction } from "../admin/actions.ts";
+import type { JobAction } from "../admin/jobs.ts";
 import type { PipelineView } from "../admin/pipelines.ts";
-import type { JobDetail } from "../admin/views.ts";
+import type { JobDetail } from "../admin/jobs.ts";
 import type { WorkflowRunSummary, WorkflowRunView } from "../admin/workflows.ts";
 import { type Job, JOB_STATES, type JobState } from "../kernel/types.ts";
 import type { RunState } from "../workflow/types.ts";

@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { applyJobAction, replayJob } from "../../src/admin/actions.ts";
+import { applyJobAction, replayJob } from "../../src/admin/jobs.ts";
 import { definitionText } from "../../src/admin/definitions.ts";
 import { defineWorker } from "../../src/mod.ts";
 import { definitionHash, occurrenceJob } from "../../src/schedule/plan.ts";

@@ -6,15 +6,9 @@
 
 import assert from "node:assert/strict";
 import { FakeClock } from "../../src/clock.ts";
-import {
-  findJob,
-  jobDetail,
-  jobsMatching,
-  jobsView,
-  latestOccurrence,
-  statusView,
-  storeCheck,
-} from "../../src/admin/views.ts";
+import { findJob, jobDetail, jobsMatching, jobsView } from "../../src/admin/jobs.ts";
+import { latestOccurrence } from "../../src/admin/schedules.ts";
+import { statusView, storeCheck } from "../../src/admin/store.ts";
 import { parseSchedules } from "../../src/config/load.ts";
 import type { ScheduleConfig } from "../../src/config/types.ts";
 import type { Store } from "../../src/store/store.ts";

@@ -6,7 +6,7 @@
 
 import assert from "node:assert/strict";
 import type { Command } from "commander";
-import { placeholderReason } from "../../src/admin/reasons.ts";
+import { placeholderReason } from "../../src/admin/audit.ts";
 import { buildProgram } from "../../src/cli/program.ts";
 import { runJobs, seedJobs, withFiles } from "../support/cli.ts";
 import { withStore } from "../support/stores.ts";

@@ -1,12 +1,13 @@
 /**
  * The operator's commands on a PostgreSQL store (`--db postgres://...?schema=`):
  * `jobs status`, `ls`, `show`, `replay`, `pause` and `resume` print what
- * they print on SQLite (the shapes of test/cli/inspect_test.ts,
- * job_actions_test.ts and queue_actions_test.ts), change the store as asked,
- * audit it, and never show the password of the location. The store is
- * filled as a daemon would fill it (planner sync, claims, results), at
- * fixed instants, so each line can be compared; one command also runs as a
- * subprocess, as an operator types it.
+ * they print on SQLite (the shapes of test/cli/store/status_test.ts,
+ * jobs/ls_test.ts, jobs/show_test.ts, jobs/actions_test.ts and
+ * queues_test.ts), change the store as asked, audit it, and never show
+ * the password of the location. The store is filled as a daemon would fill
+ * it (planner sync, claims, results), at fixed instants, so each line can
+ * be compared; one command also runs as a subprocess, as an operator types
+ * it.
  */
 
 import assert from "node:assert/strict";

@@ -6,6 +6,7 @@
  * it and run the `jobs` command at NOW as the user ada.
  */
 
+import assert from "node:assert/strict";
 import type { NewJob } from "../../src/kernel/types.ts";
 import { loadSchedules } from "../../src/config/load.ts";
 import { occurrenceId } from "../../src/schedule/occurrences.ts";
@@ -13,6 +14,7 @@ import { occurrenceJob } from "../../src/schedule/plan.ts";
 import type { Schedule } from "../../src/schedule/types.ts";
 import { openSqliteStore, type SqliteStore } from "../../src/store/sqlite/sqlite_store.ts";
 import { syncSchedules } from "../../src/runtime/planner.ts";
+import { newJob } from "./backends.ts";
 import { runJobs } from "./cli.ts";
 import { tempDir } from "./stores.ts";
 
@@ -88,4 +90,43 @@ export async function insert(
 /** Runs `jobs <args>` at NOW as the user ada. */
 export function jobs(args: string[]) {
   return runJobs(args, { now: NOW, env: { USER: "ada" } });
+}
+
+/** A job of worker `mailer` with 3 attempts, due half an hour before NOW; `fields` override. */
+export function plainJob(fields: Partial<NewJob> = {}): NewJob {
+  return newJob({ worker: "mailer", maxAttempts: 3, scheduledAt: NOW - 30 * MINUTE, ...fields });
+}
+
+/**
+ * Claims the one available job of `queue` on node `n1` and ends its attempt:
+ * with `error` it becomes retryable, else it completes with `output`.
+ */
+export async function runOnce(
+  store: SqliteStore,
+  queue: string,
+  at: number,
+  end: { error?: string; output?: string },
+): Promise<number> {
+  const { jobs } = await store.jobsClaim({ queue, node: "n1", limit: 1, now: at, leaseMs: MINUTE });
+  const job = jobs[0];
+  assert.ok(job, `a job to claim in ${queue}`);
+  const base = {
+    id: job.id,
+    fence: job.fence,
+    attempt: job.attempt,
+    startedAt: at,
+    occurrence: job.occurrence,
+    ...(end.output === undefined ? {} : { output: end.output }),
+  };
+  const report = await store.jobsRecord({
+    node: "n1",
+    now: at + 1500,
+    results: [
+      end.error === undefined
+        ? { ...base, outcome: "completed" }
+        : { ...base, outcome: "retryable", error: end.error, at: NOW + 10 * MINUTE },
+    ],
+  });
+  assert.deepEqual(report.recorded, [job.id]);
+  return job.id;
 }

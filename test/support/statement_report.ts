@@ -3,7 +3,7 @@
  * daemon's report API, a run into a real bucket): its schedules file, its
  * query, a ledger, and the exact CSV a March run writes for each tenant.
  *
- * It is a copy of the fixture of test/cli/report_test.ts (same file, same
+ * It is a copy of the fixture of test/cli/reports_test.ts (same file, same
  * ledger) kept here because importing a `_test.ts` module registers its
  * tests too: every importer would run that file's tests again. That file
  * can import this one instead of keeping its own.

@@ -5,10 +5,12 @@
  * and a {@linkcode DashboardActions} that records every call.
  */
 
-import type { JobAction } from "../../src/admin/actions.ts";
-import { planJobAction } from "../../src/admin/actions.ts";
+import type { JobAction } from "../../src/admin/jobs.ts";
+import { planJobAction } from "../../src/admin/jobs.ts";
 import { freshnessOf, type PipelineView } from "../../src/admin/pipelines.ts";
-import type { JobDetail, ScheduleStatus, StoreCheck } from "../../src/admin/views.ts";
+import type { JobDetail } from "../../src/admin/jobs.ts";
+import type { ScheduleStatus } from "../../src/admin/schedules.ts";
+import type { StoreCheck } from "../../src/admin/store.ts";
 import type {
   StepCounts,
   WorkflowActionDone,

@@ -17,7 +17,7 @@ import { App } from "../../src/tui/app.tsx";
 import { configFile, fixedStore, storeAt, storeData } from "../../src/tui/data.ts";
 import { SchedulesView } from "../../src/tui/schedules/view.tsx";
 import { syncSchedules } from "../../src/runtime/planner.ts";
-import { openFailure } from "../../src/cli/open_store.ts";
+import { openFailure } from "../../src/cli/store/open.ts";
 import { openSqliteStore } from "../../src/store/sqlite/sqlite_store.ts";
 import { BACKENDS, newJob } from "../support/backends.ts";
 import { parseSearch } from "../../src/tui/search.ts";

@@ -2,7 +2,7 @@
  * The commands on jobs, each audited: `jobs replay` (a new attempt of the
  * same occurrence, whatever its state) and `jobs retry | cancel | discard`
  * (one job, a few, or a filtered bulk with a preview and a confirmation).
- * Each is a thin call into `src/admin/actions.ts` and says what it changed.
+ * Each is a thin call into `src/admin/jobs.ts` and says what it changed.
  *
  * @module
  */
@@ -16,13 +16,13 @@ import {
   planJobAction,
   replayJob,
   type Skipped,
-} from "../admin/actions.ts";
-import { type DefinitionChoice, definitionText } from "../admin/definitions.ts";
-import { JobNotFound, zonesOf } from "../admin/views.ts";
-import { escapeControl } from "../text/escape.ts";
-import type { Job } from "../kernel/types.ts";
-import { describeLocation } from "../store/open.ts";
-import type { JobFilter } from "../store/store.ts";
+} from "../../admin/jobs.ts";
+import { type DefinitionChoice, definitionText } from "../../admin/definitions.ts";
+import { JobNotFound, zonesOf } from "../../admin/jobs.ts";
+import { escapeControl } from "../../text/escape.ts";
+import type { Job } from "../../kernel/types.ts";
+import { describeLocation } from "../../store/open.ts";
+import type { JobFilter } from "../../store/store.ts";
 import {
   type CliDeps,
   CommandFailed,
@@ -40,10 +40,10 @@ import {
   quiet,
   REF_CUT,
   who,
-} from "./common.ts";
-import { loadConfig } from "./config.ts";
-import { withStore } from "./open_store.ts";
-import { cell, commandLine, echo } from "./text.ts";
+} from "../common.ts";
+import { loadConfig } from "../config.ts";
+import { withStore } from "../store/open.ts";
+import { cell, commandLine, echo } from "../text.ts";
 
 /** Jobs a bulk command looks at when `--limit` is not given. */
 export const DEFAULT_BULK_LIMIT = 1000;
@@ -104,7 +104,7 @@ function definitionLine(choice: DefinitionChoice | undefined, indent: string): s
 }
 
 /** Registers `replay`, `retry`, `cancel` and `discard` on the program. */
-export function registerJobCommands(program: Command, deps: CliDeps): void {
+export function registerJobActionCommands(program: Command, deps: CliDeps): void {
   replayCommand(program, deps);
   for (const action of ["retry", "cancel", "discard"] as const) {
     jobActionCommand(program, deps, action);

@@ -4,8 +4,8 @@
  */
 
 import assert from "node:assert/strict";
-import { runJobs, seedJobs, withFiles } from "../support/cli.ts";
-import { withStore } from "../support/stores.ts";
+import { runJobs, seedJobs, withFiles } from "../../support/cli.ts";
+import { withStore } from "../../support/stores.ts";
 
 const NOW = Date.UTC(2026, 5, 1, 9);
 const ENV = { USER: "ada" };

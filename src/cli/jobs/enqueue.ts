@@ -17,15 +17,20 @@
  */
 
 import type { Command } from "commander";
-import { enqueueJob } from "../admin/actions.ts";
-import { buildJob, EnqueueError, type EnqueueOptions, serializeArgs } from "../kernel/enqueue.ts";
-import type { UniqueOptions } from "../kernel/unique.ts";
-import { defineWorker } from "../kernel/worker.ts";
-import { COMMAND_WORKER } from "../kernel/runs.ts";
-import { HTTP_WORKER } from "../kernel/runs.ts";
-import { checkRunnerArgs, RunnerArgsError } from "../runners/builtin_args.ts";
-import { FANOUT_WORKER } from "../kernel/runs.ts";
-import { didYouMean } from "../text/suggest.ts";
+import { enqueueJob } from "../../admin/jobs.ts";
+import {
+  buildJob,
+  EnqueueError,
+  type EnqueueOptions,
+  serializeArgs,
+} from "../../kernel/enqueue.ts";
+import type { UniqueOptions } from "../../kernel/unique.ts";
+import { defineWorker } from "../../kernel/worker.ts";
+import { COMMAND_WORKER } from "../../kernel/runs.ts";
+import { HTTP_WORKER } from "../../kernel/runs.ts";
+import { checkRunnerArgs, RunnerArgsError } from "../../runners/builtin_args.ts";
+import { FANOUT_WORKER } from "../../kernel/runs.ts";
+import { didYouMean } from "../../text/suggest.ts";
 import {
   type CliDeps,
   collect,
@@ -39,11 +44,11 @@ import {
   tryParseJson,
   who,
   wholeNumber,
-} from "./common.ts";
-import { configIfAny } from "./config.ts";
-import { locationProblem, withStore } from "./open_store.ts";
-import { storeOrigin } from "./project_file.ts";
-import { cell, echo, firstLine } from "./text.ts";
+} from "../common.ts";
+import { configIfAny } from "../config.ts";
+import { locationProblem, withStore } from "../store/open.ts";
+import { storeOrigin } from "../project_file.ts";
+import { cell, echo, firstLine } from "../text.ts";
 
 /** The workers every daemon has, whatever its configuration. */
 export const RUNNER_WORKERS: readonly string[] = [COMMAND_WORKER, HTTP_WORKER, FANOUT_WORKER];

@@ -4,14 +4,14 @@
  */
 
 import assert from "node:assert/strict";
-import { DEFAULT_ARGS_LIMIT } from "../../src/kernel/enqueue.ts";
-import { runJobs, withFiles } from "../support/cli.ts";
-import { withStore } from "../support/stores.ts";
+import { DEFAULT_ARGS_LIMIT } from "../../../src/kernel/enqueue.ts";
+import { runJobs, withFiles } from "../../support/cli.ts";
+import { withStore } from "../../support/stores.ts";
 
 const NOW = Date.UTC(2026, 5, 1, 9);
-const MAIN = new URL("../../main.ts", import.meta.url).pathname;
+const MAIN = new URL("../../../main.ts", import.meta.url).pathname;
 const ENV = { USER: "ada" };
-const MOD = new URL("../../src/mod.ts", import.meta.url).href;
+const MOD = new URL("../../../src/mod.ts", import.meta.url).href;
 const SCHEDULES = `version: 1
 workers: ./workers.ts
 schedules:

@@ -10,7 +10,7 @@
 import type { Command } from "commander";
 import type { Store } from "../store/store.ts";
 import { type CliDeps, dbPath, globalOptions } from "./common.ts";
-import { withStore } from "./open_store.ts";
+import { withStore } from "./store/open.ts";
 import { safeJson, table } from "./text.ts";
 
 /** How a listing prints its items. */

@@ -49,7 +49,7 @@ import {
   quiet,
 } from "./common.ts";
 import { configIfAny, requireConfig } from "./config.ts";
-import { withStore } from "./open_store.ts";
+import { withStore } from "./store/open.ts";
 import { daemonsServing, untilEnded } from "./run_here.ts";
 import { cell, echo, iso, safeJson, table } from "./text.ts";
 

@@ -1,5 +1,5 @@
 /**
- * The ingest commands: `jobs ingest <pipeline> [--wait]` (a run now, of a
+ * The pipeline commands: `jobs ingest <pipeline> [--wait]` (a run now, of a
  * pipeline the schedules file declares, audited; with `--wait` it runs to
  * the end in this process, or, when a live daemon serves the pipeline's
  * queue, waits for the daemon's run), `jobs pipelines` (each pipeline's
@@ -43,8 +43,8 @@ import {
   who,
 } from "./common.ts";
 import { configIfAny, requireConfig } from "./config.ts";
-import { type Listing, listingOptions, printListing, tableLines } from "./list.ts";
-import { withStore } from "./open_store.ts";
+import { type Listing, listingOptions, printListing, tableLines } from "./listing.ts";
+import { withStore } from "./store/open.ts";
 import { daemonsServing, type RunHere, untilEnded } from "./run_here.ts";
 import { cell, echo, iso, safeJson, table } from "./text.ts";
 
@@ -54,7 +54,7 @@ export const DROPS_DEFAULT_LIMIT = 50;
 /** How often `jobs ingest --wait` looks at a daemon's run. */
 
 /** Registers `ingest`, `pipelines` and `drops [replay]` on the program. */
-export function registerIngestCommands(program: Command, deps: CliDeps): void {
+export function registerPipelineCommands(program: Command, deps: CliDeps): void {
   ingestCommand(program, deps);
   pipelinesCommand(program, deps);
   dropsCommand(program, deps);

@@ -9,12 +9,12 @@
  */
 
 import type { Command } from "commander";
-import { audit } from "../admin/actions.ts";
-import { type CliDeps, dbPath, globalOptions, quiet, who } from "./common.ts";
-import { describeLocation } from "../store/open.ts";
-import { exists } from "../text/files.ts";
-import { openStore, pendingFor } from "./open_store.ts";
-import { cell } from "./text.ts";
+import { audit } from "../../admin/audit.ts";
+import { type CliDeps, dbPath, globalOptions, quiet, who } from "../common.ts";
+import { describeLocation } from "../../store/open.ts";
+import { exists } from "../../text/files.ts";
+import { openStore, pendingFor } from "./open.ts";
+import { cell } from "../text.ts";
 
 interface MigrateOptions {
   dryRun?: boolean;

@@ -6,15 +6,10 @@
  */
 
 import assert from "node:assert/strict";
-import {
-  type Actor,
-  applyJobAction,
-  enqueueJob,
-  replayJob,
-  runScheduleNow,
-  setQueuePaused,
-  setScheduleEnabled,
-} from "../../src/admin/actions.ts";
+import type { Actor } from "../../src/admin/audit.ts";
+import { applyJobAction, enqueueJob, replayJob } from "../../src/admin/jobs.ts";
+import { runScheduleNow, setScheduleEnabled } from "../../src/admin/schedules.ts";
+import { setQueuePaused } from "../../src/admin/queues.ts";
 import type { Job } from "../../src/kernel/types.ts";
 import type { Store, StoreTx } from "../../src/store/store.ts";
 import { BACKENDS, harnessTest, newJob } from "../support/backends.ts";

@@ -7,9 +7,9 @@
  */
 
 import type { Command } from "commander";
-import { pruneNow, type Retention } from "../admin/actions.ts";
-import { formatDuration } from "../text/durations.ts";
-import { DEFAULT_RETENTION } from "../runtime/pruner.ts";
+import { pruneNow, type Retention } from "../../admin/store.ts";
+import { formatDuration } from "../../text/durations.ts";
+import { DEFAULT_RETENTION } from "../../runtime/pruner.ts";
 import {
   type CliDeps,
   dbPath,
@@ -18,9 +18,9 @@ import {
   plural,
   quiet,
   who,
-} from "./common.ts";
-import { configIfAny } from "./config.ts";
-import { withStore } from "./open_store.ts";
+} from "../common.ts";
+import { configIfAny } from "../config.ts";
+import { withStore } from "./open.ts";
 
 interface PruneOptions {
   completed?: number;

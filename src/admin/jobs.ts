@@ -1,16 +1,22 @@
 /**
- * Operator actions shared by the command line and the TUI: each changes
- * the store and records who did it and why in `audit`, both in one store
- * transaction (an action is never left without its audit row, nor an audit
- * row without its action), and says what it changed. Previews change
- * nothing and open no transaction.
+ * Jobs as the command line and the TUI show and act on them. The read
+ * side: jobs matching a filter, one job (by id, or by an occurrence in any
+ * spelling of its instant) with its attempts and audit trail, and why a
+ * reference found none. The actions, each audited in the store transaction
+ * that makes the change: retry, cancel or discard (with the preview of a
+ * bulk action, which changes nothing), replay, and enqueue. A retried or
+ * replayed schedule's job runs the definition `./definitions.ts` chooses.
+ *
+ * Job args and meta leave this module redacted: a view never hands out a
+ * secret an operator did not need to see.
  *
  * @module
  */
 
 import { buildJob, type EnqueueOptions } from "../kernel/enqueue.ts";
-import { redact } from "../kernel/redact.ts";
+import { redact, redactValue } from "../kernel/redact.ts";
 import {
+  type Attempt,
   FINAL_STATES,
   INCOMPLETE_STATES,
   type InsertResult,
@@ -19,72 +25,162 @@ import {
   type JobState,
 } from "../kernel/types.ts";
 import { checkRunnerArgs } from "../runners/builtin_args.ts";
-import { occurrenceId } from "../schedule/occurrences.ts";
-import { occurrenceJob } from "../schedule/plan.ts";
+import { readOccurrenceRef } from "../schedule/occurrence_ref.ts";
 import type { Schedule } from "../schedule/types.ts";
-import type { Store, StoreTx } from "../store/store.ts";
-import { DEFAULT_RETENTION, pruneJobs, type PrunerOptions } from "../runtime/pruner.ts";
+import type { AuditRow, JobFilter, JobMatch, Store } from "../store/store.ts";
+import { type Actor, audit } from "./audit.ts";
 import { chooseDefinition, type DefinitionChoice, type LiveSchedules } from "./definitions.ts";
-import { findJob, JobNotFound, occurrenceMiss, type ZoneOf, zonesOf } from "./views.ts";
 
-/** Who acts, why, and when (from the caller's clock). */
-export interface Actor {
-  actor: string;
-  reason: string | null;
-  now: number;
+// -------------------------------------------------------------------- views
+
+/** A job with its attempts and its audit trail. */
+export interface JobDetail {
+  job: Job;
+  attempts: Attempt[];
+  audit: AuditRow[];
 }
 
-/** Pauses or resumes a queue for every process on the store. */
-export async function setQueuePaused(
-  store: Store,
-  queue: string,
-  paused: boolean,
-  who: Actor,
-): Promise<{ queue: string; paused: boolean; was: boolean }> {
-  return await store.transaction(async (tx) => {
-    const was = (await tx.queuesList()).find((q) => q.name === queue)?.paused ?? false;
-    await tx.queuePause({ name: queue, paused, now: who.now });
-    await audit(tx, who, paused ? "queue.pause" : "queue.resume", `queue:${queue}`, { was });
-    return { queue, paused, was };
-  });
+/** Jobs matching `filter`, newest first, args and meta redacted. */
+export async function jobsView(store: Store, filter: JobFilter): Promise<Job[]> {
+  return (await store.jobsList({ ...filter, desc: true })).map(redactJob);
 }
 
 /**
- * Disables or enables a schedule. Stored, so it survives restarts and
- * reloads of `schedules.yaml`. An occurrence already claimed finishes;
- * nothing new is planned while disabled, and enabling applies the misfire
- * policy to the gap. `declared` says whether the current file declares it:
- * a schedule must be declared or already known to the store.
+ * How many jobs match `filter`: every page of a listing with it, together;
+ * with `atMost`, no more than that (counting stops there).
  */
-export async function setScheduleEnabled(
+export async function jobsMatching(
   store: Store,
-  id: string,
-  enabled: boolean,
-  who: Actor,
-  declared: { hash: string; tenant: string | null } | null,
-): Promise<{ id: string; enabled: boolean; was: boolean }> {
-  return await store.transaction(async (tx) => {
-    const [row] = await tx.schedulesList({ ids: [id] });
-    if (!row && !declared) throw new Error(`no schedule "${id}" in the file or the store`);
-    if (!row && declared) {
-      await tx.schedulesSync({ schedules: [{ id, ...declared }], now: who.now });
-    }
-    const was = row?.enabled ?? true;
-    await tx.scheduleSetEnabled({
-      id,
-      enabled,
-      reason: who.reason,
-      actor: who.actor,
-      now: who.now,
-    });
-    await audit(tx, who, enabled ? "schedule.enable" : "schedule.disable", `schedule:${id}`, {
-      was,
-    });
-    return { id, enabled, was };
-  });
+  filter: JobMatch,
+  options: { atMost?: number } = {},
+): Promise<number> {
+  return await store.jobsCountMatching(filter, options);
 }
 
-// ------------------------------------------------------------- job actions
+/**
+ * The IANA zone of a schedule the schedules file declares, to read a local
+ * time typed without offset; undefined when the file does not declare it.
+ */
+export type ZoneOf = (scheduleId: string) => string | undefined;
+
+/** The zones of `schedules` (the live file's), as {@linkcode findJob} takes them. */
+export function zonesOf(schedules: readonly Schedule[] | null | undefined): ZoneOf {
+  return (id) => schedules?.find((s) => s.id === id)?.timezone;
+}
+
+/**
+ * One job by id (all digits) or occurrence, or null when there is none. An
+ * occurrence may be spelled as its identity (`nightly@2026-03-08T07:00:00.000Z`)
+ * or as any spelling of the same instant (no milliseconds, an offset, a local
+ * time in the schedule's zone: see {@linkcode readOccurrenceRef}).
+ */
+export async function findJob(store: Store, ref: string, zoneOf?: ZoneOf): Promise<Job | null> {
+  if (/^\d+$/.test(ref)) {
+    const id = Number(ref);
+    return Number.isSafeInteger(id) ? await store.jobGet({ id }) : null;
+  }
+  const read = readOccurrenceRef(ref, zoneOf);
+  for (const identity of new Set([ref, ...(read?.ids ?? [])])) {
+    const found = await store.jobsList({ occurrence: identity, limit: 1 });
+    // The identity is unique; the comparison guards against a store that
+    // does not know the filter and would answer with any job.
+    const job = found.find((j) => j.occurrence === identity);
+    if (job) return job;
+  }
+  return null;
+}
+
+/**
+ * Raised when a job or occurrence reference finds no job: `hint` is
+ * {@linkcode occurrenceMiss}'s (why the instant cannot be read, the nearest
+ * stored occurrences), kept apart so a face can cut `ref` without cutting it.
+ */
+export class JobNotFound extends Error {
+  constructor(readonly ref: string, readonly hint: string) {
+    super(`no job or occurrence "${ref}"${hint}`);
+    this.name = "JobNotFound";
+  }
+}
+
+/** How many stored occurrences of a schedule a near miss looks through, newest first. */
+const NEAREST_SCAN = 5000;
+/** How many occurrences a near miss lists on each side of the instant asked for. */
+const NEAREST_EACH_SIDE = 3;
+
+/**
+ * Why `ref` found no job, for the error after `no job or occurrence "..."`:
+ * why its instant could not be read, and the stored occurrences of its
+ * schedule nearest the instant asked for (up to 3 before and 3 after; the
+ * latest ones when the instant cannot be read), as `did you mean ...`.
+ * Empty when `ref` is not shaped like an occurrence.
+ */
+export async function occurrenceMiss(
+  store: Store,
+  ref: string,
+  zoneOf?: ZoneOf,
+): Promise<string> {
+  const read = readOccurrenceRef(ref, zoneOf);
+  if (!read) return "";
+  const why = "why" in read ? `: ${read.why}` : "";
+  const prefix = `${read.scheduleId}@`;
+  const stored = new Map<string, number>();
+  let after: number | undefined;
+  while (stored.size < NEAREST_SCAN) {
+    const page = await store.jobsList({
+      scheduleId: read.scheduleId,
+      desc: true,
+      limit: 500,
+      ...(after === undefined ? {} : { after }),
+    });
+    for (const job of page) {
+      const occurrence = job.occurrence;
+      // Fan-out items (`<occurrence>#<key>`) are not occurrences of their own.
+      if (occurrence === null || !occurrence.startsWith(prefix) || occurrence.includes("#")) {
+        continue;
+      }
+      const instant = Date.parse(occurrence.slice(prefix.length));
+      if (Number.isFinite(instant)) stored.set(occurrence, instant);
+    }
+    if (page.length < 500) break;
+    after = page[page.length - 1]!.id;
+  }
+  if (stored.size === 0) {
+    return `${why}; schedule "${read.scheduleId}" has no occurrence in the store`;
+  }
+  const all = [...stored].sort((a, b) => a[1] - b[1]);
+  const target = read.instants[0];
+  const near = target === undefined ? all.slice(-NEAREST_EACH_SIDE) : [
+    ...all.filter(([, at]) => at < target).slice(-NEAREST_EACH_SIDE),
+    ...all.filter(([, at]) => at >= target).slice(0, NEAREST_EACH_SIDE),
+  ];
+  const names = near.map(([id]) => JSON.stringify(id));
+  const last = names.pop()!;
+  const list = names.length > 0 ? `${names.join(", ")} or ${last}` : last;
+  const which = target === undefined ? "latest" : "nearest";
+  return `${why}; did you mean ${list}? (the ${which} stored occurrences)`;
+}
+
+/** A job with its attempts (oldest first) and its audit trail, or null when there is none. */
+export async function jobDetail(
+  store: Store,
+  ref: string,
+  zoneOf?: ZoneOf,
+): Promise<JobDetail | null> {
+  const job = await findJob(store, ref, zoneOf);
+  if (!job) return null;
+  return {
+    job: redactJob(job),
+    attempts: await store.attemptsList({ jobId: job.id }),
+    audit: await store.auditList({ target: `job:${job.id}` }),
+  };
+}
+
+/** A copy of `job` whose args and meta carry no secret (see {@linkcode redactValue}). */
+export function redactJob(job: Job): Job {
+  return { ...job, args: redactValue(job.args), meta: redactValue(job.meta) as Job["meta"] };
+}
+
+// ------------------------------------------------------------------ actions
 
 /** What an operator may do to jobs in bulk or one by one. */
 export type JobAction = "retry" | "cancel" | "discard";
@@ -283,73 +379,6 @@ export async function previewReplay(
   return { job, definition: chooseDefinition(job, source.live, source.asPlanned).choice };
 }
 
-// ---------------------------------------------------------- schedules, enqueue
-
-/** Raised when a manual schedule's guard refuses a run; nothing was written. */
-export class GuardRefused extends Error {
-  constructor(message: string) {
-    super(message);
-    this.name = "GuardRefused";
-  }
-}
-
-/**
- * Runs a schedule now: one occurrence built as the planner builds them, with
- * the identity `<id>@<now>` and `meta.manual = true`. A `manual: true`
- * schedule runs only where `environment` equals its `runs_where`, and only
- * with a reason. Audited as `schedule.run` on `schedule:<id>`.
- */
-export async function runScheduleNow(
-  store: Store,
-  schedule: Schedule,
-  who: Actor,
-  environment: string | null,
-): Promise<InsertResult & { occurrence: string }> {
-  if (schedule.rhythm.kind === "manual") {
-    if (environment !== schedule.runsWhere) {
-      throw new GuardRefused(
-        `schedule "${schedule.id}" runs only where the environment is ` +
-          `"${schedule.runsWhere}", and this is ${
-            environment === null ? "not set" : `"${environment}"`
-          }`,
-      );
-    }
-    if (!who.reason) {
-      throw new GuardRefused(`schedule "${schedule.id}" is manual: a reason is required`);
-    }
-  }
-  const occurrence = occurrenceId(schedule.id, who.now);
-  const planned = occurrenceJob(schedule, {
-    at: who.now,
-    occurrence,
-    local: new Date(who.now).toISOString(),
-    note: "manual",
-  });
-  // The daemon that claims it checks runsWhere against its --environment.
-  const meta = {
-    ...JSON.parse(planned.meta),
-    manual: true,
-    ...(schedule.runsWhere === undefined ? {} : { runsWhere: schedule.runsWhere }),
-  };
-  return await store.transaction(async (tx) => {
-    const [result] = await tx.jobsInsert({
-      jobs: [{ ...planned, meta: JSON.stringify(meta) }],
-      now: who.now,
-    });
-    if (!result) throw new Error(`schedule "${schedule.id}": the insert returned nothing`);
-    if (result.duplicate) {
-      throw new Error(`occurrence "${occurrence}" already exists as job ${result.id}`);
-    }
-    await audit(tx, who, "schedule.run", `schedule:${schedule.id}`, {
-      job: result.id,
-      occurrence,
-      trigger: schedule.rhythm.kind === "manual" ? "manual-schedule" : "run-now",
-      environment,
-    });
-    return { ...result, occurrence };
-  });
-}
-
 /**
  * Enqueues one job of `worker` (a name: it may run in another process),
  * validated as the library's enqueue validates (`EnqueueError`), and audits
@@ -373,64 +402,5 @@ export async function enqueueJob(
       duplicate: result.duplicate,
     });
     return result;
-  });
-}
-
-/** Retention by final state, in ms; missing states keep the pruner's default. */
-export type Retention = Partial<Record<"completed" | "cancelled" | "discarded", number>>;
-
-/**
- * Deletes final jobs older than their retention now, as the daemon's pruner
- * does (schedules with a retention of their own keep to it), or with `dryRun`
- * only counts them. Returns how many. The one action whose audit row has a
- * transaction of its own, after the prune's: the pruner commits batch by
- * batch, so that a large prune never holds the write lock for long.
- */
-export async function pruneNow(
-  store: Store,
-  who: Actor,
-  options: { retention: Retention; schedules: PrunerOptions["schedules"]; dryRun: boolean },
-): Promise<{ deleted: number; dryRun: boolean }> {
-  const now = who.now;
-  const retention = { ...DEFAULT_RETENTION, ...options.retention };
-  const schedules = options.schedules ?? [];
-  if (options.dryRun) {
-    const count = await store.jobsPrunable({
-      before: {
-        completed: now - retention.completed,
-        cancelled: now - retention.cancelled,
-        discarded: now - retention.discarded,
-      },
-      schedules: schedules.map((s) => ({ scheduleId: s.id, before: now - s.retentionMs })),
-    });
-    return { deleted: count, dryRun: true };
-  }
-  const { deleted } = await pruneJobs(store, now, {
-    retention,
-    schedules,
-    maxBatches: Number.MAX_SAFE_INTEGER,
-  });
-  await audit(store, who, "store.prune", "store", { deleted, retentionMs: retention });
-  return { deleted, dryRun: false };
-}
-
-/**
- * One `audit` row for an action `who` took on `target`; the reason is stored
- * redacted. Written by `store`, or inside a transaction by its `tx`.
- */
-export function audit(
-  store: Pick<StoreTx, "auditRecord">,
-  who: Actor,
-  action: string,
-  target: string,
-  details: Record<string, unknown>,
-): Promise<void> {
-  return store.auditRecord({
-    at: who.now,
-    actor: who.actor,
-    action,
-    target,
-    reason: who.reason === null ? null : redact(who.reason),
-    details,
   });
 }

@@ -22,14 +22,14 @@ import {
   type StoreMove,
   StoreMovedError,
   storeSchema,
-} from "../store/open.ts";
-import { SchemaTooOldError, StoreMissingError, StoreOpenError } from "../store/errors.ts";
-import type { Store } from "../store/store.ts";
-import { escapeControl } from "../text/escape.ts";
-import { nearest } from "../text/suggest.ts";
-import { type CliDeps, CommandFailed, writeMoved } from "./common.ts";
-import { storeOrigin } from "./project_file.ts";
-import { commandLine, firstLine } from "./text.ts";
+} from "../../store/open.ts";
+import { SchemaTooOldError, StoreMissingError, StoreOpenError } from "../../store/errors.ts";
+import type { Store } from "../../store/store.ts";
+import { escapeControl } from "../../text/escape.ts";
+import { nearest } from "../../text/suggest.ts";
+import { type CliDeps, CommandFailed, writeMoved } from "../common.ts";
+import { storeOrigin } from "../project_file.ts";
+import { commandLine, firstLine } from "../text.ts";
 
 export type { OpenedStore, StoreMode };
 

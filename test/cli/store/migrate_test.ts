@@ -4,9 +4,9 @@
 
 import assert from "node:assert/strict";
 import { DatabaseSync } from "node:sqlite";
-import { MIGRATIONS } from "../../src/store/sqlite/migrations.ts";
-import { runJobs, withFiles } from "../support/cli.ts";
-import { withStore } from "../support/stores.ts";
+import { MIGRATIONS } from "../../../src/store/sqlite/migrations.ts";
+import { runJobs, withFiles } from "../../support/cli.ts";
+import { withStore } from "../../support/stores.ts";
 
 const NOW = Date.UTC(2026, 5, 1, 9);
 

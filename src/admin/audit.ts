@@ -1,4 +1,9 @@
 /**
+ * What every operator action shares: who acts, why and when
+ * ({@linkcode Actor}), and the `audit` row it writes ({@linkcode audit}), in
+ * the same store transaction as its change, so an action is never left
+ * without its audit row nor an audit row without its action.
+ *
  * The reason an operator gives for an audited action, and what is not one.
  * A reason is read months later by someone who was not there; a line pasted
  * from the runbook as printed, or a reflexive `...` or `TODO`, says nothing
@@ -18,6 +23,37 @@
  *
  * @module
  */
+
+import { redact } from "../kernel/redact.ts";
+import type { StoreTx } from "../store/store.ts";
+
+/** Who acts, why, and when (from the caller's clock). */
+export interface Actor {
+  actor: string;
+  reason: string | null;
+  now: number;
+}
+
+/**
+ * One `audit` row for an action `who` took on `target`; the reason is stored
+ * redacted. Written by `store`, or inside a transaction by its `tx`.
+ */
+export function audit(
+  store: Pick<StoreTx, "auditRecord">,
+  who: Actor,
+  action: string,
+  target: string,
+  details: Record<string, unknown>,
+): Promise<void> {
+  return store.auditRecord({
+    at: who.now,
+    actor: who.actor,
+    action,
+    target,
+    reason: who.reason === null ? null : redact(who.reason),
+    details,
+  });
+}
 
 /**
  * Words that are placeholders, not reasons (compared in lower case, with

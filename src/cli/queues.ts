@@ -9,15 +9,16 @@
  */
 
 import type { Command } from "commander";
-import { setQueuePaused } from "../admin/actions.ts";
-import { nodesView, queuesView } from "../admin/views.ts";
+import { setQueuePaused } from "../admin/queues.ts";
+import { nodesView } from "../admin/nodes.ts";
+import { queuesView } from "../admin/queues.ts";
 import type { Store } from "../store/store.ts";
 import type { ScheduleConfig } from "../config/types.ts";
 import { didYouMean } from "../text/suggest.ts";
 import { type CliDeps, CommandFailed, dbPath, globalOptions, quiet, who } from "./common.ts";
 import { configIfAny } from "./config.ts";
 import { describeLocation } from "../store/open.ts";
-import { withStore } from "./open_store.ts";
+import { withStore } from "./store/open.ts";
 import { cell, echo } from "./text.ts";
 
 interface QueueOptions {

@@ -29,8 +29,8 @@ import {
   type OpenedStore,
   parseLocation,
   storeSchema,
-} from "../store/open.ts";
-import type { Store } from "../store/store.ts";
+} from "../../store/open.ts";
+import type { Store } from "../../store/store.ts";
 import {
   storeTransfer,
   TransferMismatchError,
@@ -38,12 +38,12 @@ import {
   TransferRefusedError,
   type TransferReport,
   TransferRetireError,
-} from "../store/transfer.ts";
-import { escapeControl } from "../text/escape.ts";
-import { type CliDeps, CommandFailed, globalOptions, plural, quiet, who } from "./common.ts";
-import { openFailure, openStore } from "./open_store.ts";
-import { storeStateName } from "./state_dir.ts";
-import { cell, commandLine, firstLine, table } from "./text.ts";
+} from "../../store/transfer.ts";
+import { escapeControl } from "../../text/escape.ts";
+import { type CliDeps, CommandFailed, globalOptions, plural, quiet, who } from "../common.ts";
+import { openFailure, openStore } from "./open.ts";
+import { storeStateName } from "../state_dir.ts";
+import { cell, commandLine, firstLine, table } from "../text.ts";
 
 interface MigrateStoreOptions {
   from?: string;

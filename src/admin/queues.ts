@@ -1,0 +1,109 @@
+/**
+ * Queues as the command line and the TUI show and act on them: every queue
+ * anyone knows of (jobs, a stored pause, the schedules file, a schedule, a
+ * node) with its jobs by state, whether it is paused and by whom, and who
+ * runs it how wide; and pausing or resuming one for every process on the
+ * store, audited in the same transaction.
+ *
+ * @module
+ */
+
+import { JOB_STATES, type JobState } from "../kernel/types.ts";
+import type { ScheduleConfig } from "../config/types.ts";
+import type { Store } from "../store/store.ts";
+import { type Actor, audit } from "./audit.ts";
+import type { NodeView } from "./nodes.ts";
+
+/** One queue: its jobs by state, whether it is paused, and who runs it how wide. */
+export interface QueueView {
+  name: string;
+  /** Jobs per state (every state present, zero when none). */
+  counts: Record<JobState, number>;
+  /** Paused in the store (every process honours it). */
+  paused: boolean;
+  /** `paused: true` in the file; a daemon applies it when it starts or reloads. */
+  pausedInFile: boolean;
+  /** The concurrency the file declares, or null. */
+  declaredConcurrency: number | null;
+  /** Node -> concurrency, for the live nodes that run this queue. */
+  nodes: Record<string, number>;
+  /** Who paused it, when and why, while it is paused in the store; else null. */
+  pause: QueuePause | null;
+}
+
+/**
+ * Who paused a queue, from the audit trail: the latest `queue.pause` when it
+ * is the latest pause or resume recorded; otherwise `actor` and `reason` are
+ * null (paused by a schedules file's `paused: true`, or by a library call)
+ * and `at` is when the stored row last changed.
+ */
+export interface QueuePause {
+  at: number;
+  actor: string | null;
+  reason: string | null;
+}
+
+/** Pauses or resumes a queue for every process on the store. */
+export async function setQueuePaused(
+  store: Store,
+  queue: string,
+  paused: boolean,
+  who: Actor,
+): Promise<{ queue: string; paused: boolean; was: boolean }> {
+  return await store.transaction(async (tx) => {
+    const was = (await tx.queuesList()).find((q) => q.name === queue)?.paused ?? false;
+    await tx.queuePause({ name: queue, paused, now: who.now });
+    await audit(tx, who, paused ? "queue.pause" : "queue.resume", `queue:${queue}`, { was });
+    return { queue, paused, was };
+  });
+}
+
+/**
+ * Every queue anyone knows of (jobs, a stored pause, the file, a schedule,
+ * a node), by name.
+ */
+export async function queuesView(
+  store: Store | null,
+  config: ScheduleConfig | null,
+  nodes: NodeView[],
+): Promise<QueueView[]> {
+  const counts = store ? await store.jobsCount({}) : [];
+  const stored = store ? await store.queuesList() : [];
+  const names = new Set<string>([
+    ...counts.map((c) => c.queue),
+    ...stored.map((q) => q.name),
+    ...Object.keys(config?.queues ?? {}),
+    ...(config?.schedules ?? []).map((s) => s.queue),
+    ...nodes.flatMap((n) => Object.keys(n.queues)),
+  ]);
+  const pauses = new Map<string, QueuePause>();
+  for (const row of stored) {
+    if (store && row.paused) pauses.set(row.name, await queuePause(store, row.name, row.updatedAt));
+  }
+  return [...names].sort().map((name) => {
+    const byState = Object.fromEntries(JOB_STATES.map((s) => [s, 0])) as Record<JobState, number>;
+    for (const c of counts) if (c.queue === name) byState[c.state] += c.count;
+    const declared = config?.queues[name];
+    return {
+      name,
+      counts: byState,
+      paused: stored.find((q) => q.name === name)?.paused ?? false,
+      pause: pauses.get(name) ?? null,
+      pausedInFile: declared?.paused ?? false,
+      declaredConcurrency: declared?.concurrency ?? null,
+      nodes: Object.fromEntries(
+        nodes.filter((n) => !n.stale && n.queues[name] !== undefined)
+          .map((n) => [n.node, n.queues[name]!]),
+      ),
+    };
+  });
+}
+
+/** Who paused the (paused) queue `name`, from its audit trail; see {@linkcode QueuePause}. */
+async function queuePause(store: Store, name: string, updatedAt: number): Promise<QueuePause> {
+  const trail = await store.auditList({ target: `queue:${name}` });
+  const last = trail.findLast((a) => a.action === "queue.pause" || a.action === "queue.resume");
+  return last?.action === "queue.pause"
+    ? { at: last.at, actor: last.actor, reason: last.reason }
+    : { at: updatedAt, actor: null, reason: null };
+}
