@@ -173,7 +173,8 @@ Deno.test({
   sanitizeResources: false,
   sanitizeOps: false,
   fn: async () => {
-    // schedules.yaml beside jobs.db, as in the README: the daemon watches the
+    // schedules.yaml beside jobs.db, as in the README's first command (and
+    // docs/operating.md's daemon): the daemon watches the
     // config file while SQLite holds process-wide POSIX locks on the db.
     await using dir = await daemonDir();
     const { db, config } = dir;

@@ -2,7 +2,8 @@
  * The library imported from another project, as a user would: a folder
  * outside the repository with its own deno.json and no import map, a
  * program importing `src/mod.ts` (and each sub-path's file) by absolute
- * path, run with only the permissions the README documents.
+ * path, run with only the permissions docs/library.md documents (and
+ * docs/postgresql.md, for PostgreSQL).
  */
 
 import assert from "node:assert/strict";
@@ -55,7 +56,7 @@ const schedules = parseSchedules("version: 1\\nschedules: []\\n", "schedules.yam
 console.log(JSON.stringify({ completed, run, stored, pipeline, report, schedules }));
 `;
 
-// The README's transaction example, with the worker and table it needs.
+// The transaction example of docs/library.md, with the worker and table it needs.
 const PROGRAM = `
 import { defineWorker, openJobs } from ${JSON.stringify(MOD)};
 
@@ -95,7 +96,7 @@ db.close();
 console.log(JSON.stringify({ signupId, ran, signups, queued }));
 `;
 
-/** The README's PostgreSQL transaction example at `url`: `tx.sql` where SQLite has `tx.db`. */
+/** The transaction example of docs/postgresql.md at `url`: `tx.sql` where SQLite has `tx.db`. */
 function postgresProgram(url: string): string {
   return `
 import { defineWorker, openJobs } from ${JSON.stringify(MOD)};
@@ -139,7 +140,7 @@ console.log(JSON.stringify({ signupId, ran, ...counts }));
 
 /**
  * Writes `program` as main.ts of a folder with an empty deno.json,
- * type-checks it, runs it with `permissions` (the README's, given the
+ * type-checks it, runs it with `permissions` (the guides', given the
  * folder) and returns what its last line printed.
  */
 async function runProgram(
@@ -172,7 +173,7 @@ async function runProgram(
 }
 
 Deno.test("the library imports by path from a project with no import map, and enqueues in the caller's transaction", async () => {
-  // The permissions the README documents: read and write the database's folder.
+  // The permissions docs/library.md documents: read and write the database's folder.
   const printed = await runProgram(
     PROGRAM,
     (dir) => [`--allow-read=${dir}`, `--allow-write=${dir}`],
@@ -181,8 +182,8 @@ Deno.test("the library imports by path from a project with no import map, and en
 });
 
 Deno.test("each sub-path imports by path from a project with no import map", async () => {
-  // The permissions the README documents, with the two variables npm:yaml
-  // reads, which the README lists for reading a schedules file.
+  // The permissions docs/library.md documents, with the two variables npm:yaml
+  // reads, which it lists for reading a schedules file.
   const printed = await runProgram(
     SUBPATH_PROGRAM,
     (dir) => [`--allow-read=${dir}`, `--allow-write=${dir}`, "--allow-env=LOG_TOKENS,LOG_STREAM"],
@@ -200,7 +201,7 @@ Deno.test("each sub-path imports by path from a project with no import map", asy
 Deno.test("the library on PostgreSQL imports from a project with no import map, and enqueues in the caller's transaction", async () => {
   await using pg = postgresLocation();
   const { hostname, port } = new URL(pg.url);
-  // The permissions the README documents: the server's address and the PG* variables
+  // The permissions docs/postgresql.md documents: the server's address and the PG* variables
   // postgres.js reads for what the URL leaves out; nothing on disk.
   const printed = await runProgram(postgresProgram(pg.url), () => [
     `--allow-net=${hostname}:${port || 5432}`,

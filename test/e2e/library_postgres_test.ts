@@ -52,7 +52,7 @@ async function setup() {
     },
   });
   const clock = new FakeClock(T0);
-  // The options-object form, as the README shows it; `openJobs(pg.url, { ... })` is the same.
+  // The options-object form, as docs/postgresql.md shows it; `openJobs(pg.url, { ... })` is the same.
   const jobs = await openJobs({ db: pg.url, workers: [welcome], clock, logger: silentLogger })
     .catch(async (error) => {
       await pg[Symbol.asyncDispose]();

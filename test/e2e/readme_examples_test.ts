@@ -1,19 +1,20 @@
 /**
- * The README's worked examples, run as printed: the opening (the daemon on
- * the example schedules, `status`, `runbook`), the install of `jobsctl`,
- * and every `### The worked example...` section, command by command, in a
- * copy of this checkout whose path has spaces, with a clean HOME and no
- * Deno on PATH (what a fresh machine with only Node.js has). Each command
- * must exit 0 and print what the README prints under it; a daemon is
- * started in the background, waited for, and stopped with Ctrl-C (SIGINT
- * to its process group) at the end of its section.
+ * The worked examples of the README and of the guides in `docs/`, run as
+ * printed: the README's opening (the daemon on the example schedules,
+ * `status`, `runbook`) and its install of `jobsctl`, then every guide's
+ * `## The worked example...` section (the guides in name order), command by
+ * command, in a copy of this checkout whose path has spaces, with a clean
+ * HOME and no Deno on PATH (what a fresh machine with only Node.js has).
+ * Each command must exit 0 and print what its page prints under it; a
+ * daemon is started in the background, waited for, and stopped with Ctrl-C
+ * (SIGINT to its process group) at the end of its section.
  *
- * What is changed from the README, and nothing else:
+ * What is changed from the pages, and nothing else:
  * - `npx --yes deno@2.9.6` is the Deno running this test (`Deno.execPath()`),
  *   which the test machine has: npx would fetch the same Deno from npm;
  * - PATH holds the install's bin folder beside /usr/bin and /bin (the
  *   install prints the line that puts it there);
- * - USER is `ada`, the person of the README's output, and `JOBS_LISTEN`
+ * - USER is `ada`, the person of the pages' output, and `JOBS_LISTEN`
  *   is `127.0.0.1:0`, since another test may hold the default port 9464;
  * - `bash .ci/run` (this test suite) and `task tui` (interactive; see
  *   test/e2e/tui_e2e_test.ts) are not run.
@@ -27,16 +28,28 @@ import { waitUntil } from "../../src/testing.ts";
 import { BARE_PATH, CHECKOUT, cleanHome, copyCheckout } from "../support/install.ts";
 import { lines } from "../support/processes.ts";
 import {
-  type Example,
+  examplePages,
+  type PageExample,
+  pageExamples,
   printsAsShown,
   type Step,
-  workedExamples,
   wrappedCodeSpans,
 } from "../support/readme.ts";
 
-const README = `${CHECKOUT}/README.md`;
+/**
+ * Every worked example, by page and title, in the order they run: the
+ * README's two, and one per guide that has one (moved from the README, which
+ * held all five). A page or heading that loses one fails here.
+ */
+const WORKED_EXAMPLES: Array<[file: string, title: string]> = [
+  ["README.md", "jobs"],
+  ["README.md", "Installing the `jobs` command"],
+  ["docs/ingest.md", "The worked example: `examples/catalog/`"],
+  ["docs/reports.md", "The worked example: a monthly statement (`examples/statement/`)"],
+  ["docs/workflows.md", "The worked example: `examples/lending/`"],
+];
 
-/** The launcher the README's fresh-machine commands use, and what the test runs instead. */
+/** The launcher the pages' fresh-machine commands use, and what the test runs instead. */
 const NPX_DENO = "npx --yes deno@2.9.6";
 
 /** Commands the test does not run, with why. */
@@ -48,7 +61,7 @@ const NOT_RUN: Array<[RegExp, string]> = [
 /** A command that runs until Ctrl-C: `... task daemon`, `jobsctl daemon ...`. */
 const DAEMON = /^\S+(?: [^#]*?)? (?:task )?daemon(?: |$)/;
 
-/** How long a daemon gets to start, and a command to print what the README shows. */
+/** How long a daemon gets to start, and a command to print what its page shows. */
 const DEADLINE_MS = 90_000;
 
 /** A daemon started by a section, with what it logged. */
@@ -61,21 +74,30 @@ interface Background {
   reading: Promise<void>;
 }
 
-/** Where a person is while following the README. */
+/** Where a person is while following a page. */
 interface Session {
   cwd: string;
   env: Record<string, string>;
   daemons: Background[];
 }
 
-Deno.test("the README's code spans are whole: none runs over a line break", async () => {
-  for (const file of [README, ...await exampleReadmes()]) {
+Deno.test("the code spans of the README and the guides are whole: none runs over a line break", async () => {
+  const pages = (await examplePages(CHECKOUT)).map((file) => `${CHECKOUT}/${file}`);
+  for (const file of [...pages, ...await exampleReadmes()]) {
     assert.deepEqual(wrappedCodeSpans(await Deno.readTextFile(file)), [], file);
   }
 });
 
+Deno.test("the README and the guides hold every worked example, each with commands to run", async () => {
+  const examples = await pageExamples(CHECKOUT);
+  assert.deepEqual(examples.map((e) => [e.file, e.title]), WORKED_EXAMPLES);
+  for (const example of examples) {
+    assert.ok(example.steps.length > 0, `${example.file}: "${example.title}" has no command`);
+  }
+});
+
 Deno.test("each example's schedules file names only commands its worked example runs", async () => {
-  const examples = workedExamples(await Deno.readTextFile(README));
+  const examples = await pageExamples(CHECKOUT);
   const commands = new Set(examples.flatMap((e) => e.steps.map((s) => oneLine(s.command))));
   for (const folder of ["catalog", "lending", "statement"]) {
     const text = await Deno.readTextFile(`${CHECKOUT}/examples/${folder}/schedules.yaml`);
@@ -100,19 +122,13 @@ Deno.test("each example's schedules file names only commands its worked example 
 });
 
 Deno.test({
-  name: "every command of the README's worked examples runs as printed in a fresh copy with no " +
-    "Deno on PATH, and prints what the README shows",
+  name: "every command of the worked examples of the README and the guides runs as printed in a " +
+    "fresh copy with no Deno on PATH, and prints what its page shows",
   sanitizeResources: false,
   sanitizeOps: false,
   fn: async () => {
-    const examples = workedExamples(await Deno.readTextFile(README));
-    assert.deepEqual(examples.map((e) => e.title), [
-      "jobs",
-      "Installing the `jobs` command",
-      "The worked example: `examples/lending/`",
-      "The worked example: `examples/catalog/`",
-      "The worked example: a monthly statement (`examples/statement/`)",
-    ]);
+    const examples = await pageExamples(CHECKOUT);
+    assert.deepEqual(examples.map((e) => [e.file, e.title]), WORKED_EXAMPLES);
     await using home = await cleanHome();
     const checkout = `${home.root}/jobs checkout`;
     await copyCheckout(checkout);
@@ -136,7 +152,8 @@ Deno.test({
 
 /** What each example is said to produce beyond its printed output. */
 const FACTS: Record<string, (session: Session, checkout: string) => Promise<void>> = {
-  // "the example schedules print `hello from jobs` every 15 seconds ... (look for `job.stop` lines)"
+  // README.md: "the example schedules print `hello from jobs` every 15 seconds ..."
+  // "(look for `job.stop` lines)"
   jobs: async (session) => {
     const [daemon] = session.daemons;
     assert.ok(daemon, "the opening starts a daemon");
@@ -156,8 +173,8 @@ const FACTS: Record<string, (session: Session, checkout: string) => Promise<void
 };
 
 /** Runs one step of `example` as a person would. */
-async function run(session: Session, example: Example, step: Step): Promise<void> {
-  const where = `README.md:${step.line} (${example.title}): ${step.command}`;
+async function run(session: Session, example: PageExample, step: Step): Promise<void> {
+  const where = `${example.file}:${step.line} (${example.title}): ${step.command}`;
   if (NOT_RUN.some(([pattern]) => pattern.test(step.command))) return;
   const command = step.command.replaceAll(NPX_DENO, `'${Deno.execPath()}'`);
   const cd = /^cd (\S+)$/.exec(command.trim());

@@ -3,7 +3,7 @@
  * `make_app_db.ts` makes its ledger, the schedules file passes `jobs
  * check`, and `jobs report statement --wait --json` exports acme's March
  * (1,240 rows, masked for a finance actor, readable for a finance-lead,
- * no globex row), as the README shows.
+ * no globex row), as the worked example of docs/reports.md shows.
  */
 
 import assert from "node:assert/strict";
@@ -14,7 +14,7 @@ import { tempDir } from "../support/stores.ts";
 const EXAMPLE = fileURLToPath(new URL("../../examples/statement/", import.meta.url));
 const NOW = Date.UTC(2026, 3, 2, 9);
 
-Deno.test("the statement example checks and exports acme's March, as the README shows", async () => {
+Deno.test("the statement example checks and exports acme's March, as docs/reports.md shows", async () => {
   const dir = await tempDir();
   try {
     for (const name of ["schedules.yaml", "statement.sql", "make_app_db.ts"]) {

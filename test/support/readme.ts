@@ -1,25 +1,27 @@
 /**
- * Test support for running the README's worked examples as a person copies
- * them: the commands of each worked example's `sh` and `console` blocks, in
- * order, with the output the README prints under each `$` command, and a
- * matcher that reads that output the way a person compares it.
+ * Test support for running the worked examples of the README and of the
+ * guides in `docs/` as a person copies them: the commands of each worked
+ * example's `sh` and `console` blocks, in order, with the output the page
+ * prints under each `$` command, and a matcher that reads that output the
+ * way a person compares it.
  *
- * A worked example is a section of the README whose heading is one of
- * {@linkcode WORKED_EXAMPLE}: the opening (`# jobs`), the install, and
- * every `### The worked example...`. A section ends at the next heading.
+ * A worked example is a section of a page whose heading is one of
+ * {@linkcode WORKED_EXAMPLE}: the README's opening (`# jobs`) and install,
+ * and every `## The worked example...` of a guide (at any heading level).
+ * A section ends at the next heading.
  * In an `sh` block every line but comments is a command; in a `console`
  * block a line starting with `$ ` is one (continued on the next line while
  * it ends with `\`), and the lines after it are its output. A block whose
  * first line is `#!` is a script's text, not commands.
  */
 
-/** One command to type, and what the README says it prints on stdout. */
+/** One command to type, and what the page says it prints on stdout. */
 export interface Step {
   /** The command as a person pastes it (continuation lines included). */
   command: string;
-  /** The printed output lines; empty when the README prints none. */
+  /** The printed output lines; empty when the page prints none. */
   expected: string[];
-  /** The README line the command is on (1-based), for messages. */
+  /** The line of its page the command is on (1-based), for messages. */
   line: number;
 }
 
@@ -32,7 +34,7 @@ export interface Example {
 /** The headings of the worked examples. */
 export const WORKED_EXAMPLE = /^(jobs|Installing the `jobs` command|The worked example\b.*)$/;
 
-/** The worked examples of `markdown`, in the order the README gives them. */
+/** The worked examples of `markdown`, in the order the page gives them. */
 export function workedExamples(markdown: string): Example[] {
   const examples: Example[] = [];
   let current: Example | null = null;
@@ -59,7 +61,35 @@ export function workedExamples(markdown: string): Example[] {
   return examples;
 }
 
-/** The steps of one fenced block of kind `kind` whose first line is README line `first`. */
+/** A worked example and the page it is on. */
+export interface PageExample extends Example {
+  /** The page, relative to the checkout: `README.md`, `docs/workflows.md`. */
+  file: string;
+}
+
+/**
+ * The pages whose worked examples are run, relative to `checkout`: the
+ * README, then every Markdown page of `docs/` in name order.
+ */
+export async function examplePages(checkout: string): Promise<string[]> {
+  const guides: string[] = [];
+  for await (const entry of Deno.readDir(`${checkout}/docs`)) {
+    if (entry.isFile && entry.name.endsWith(".md")) guides.push(`docs/${entry.name}`);
+  }
+  return ["README.md", ...guides.sort()];
+}
+
+/** The worked examples of every page of {@linkcode examplePages}, page by page. */
+export async function pageExamples(checkout: string): Promise<PageExample[]> {
+  const found: PageExample[] = [];
+  for (const file of await examplePages(checkout)) {
+    const markdown = await Deno.readTextFile(`${checkout}/${file}`);
+    found.push(...workedExamples(markdown).map((example) => ({ ...example, file })));
+  }
+  return found;
+}
+
+/** The steps of one fenced block of kind `kind` whose first line is the page's line `first`. */
 function stepsOf(kind: string, lines: string[], first: number): Step[] {
   if (lines[0]?.startsWith("#!")) return [];
   const steps: Step[] = [];
@@ -87,8 +117,8 @@ function stepsOf(kind: string, lines: string[], first: number): Step[] {
 }
 
 /**
- * What varies from run to run, and stands for anything of its kind in the
- * README's output: `...` (left out), an ISO instant, an age such as
+ * What varies from run to run, and stands for anything of its kind in a
+ * page's printed output: `...` (left out), an ISO instant, an age such as
  * `(now)` or `(3m9s ago)`.
  */
 const VARYING: Array<[RegExp, string]> = [
