@@ -7,7 +7,7 @@
  * @module
  */
 
-import { placeholderMessage, placeholderReason } from "../admin/reasons.ts";
+import { placeholderMessage, placeholderReason } from "../admin/audit.ts";
 import type { ActRequest } from "./actions.ts";
 import { failed } from "./ask.ts";
 import { pickerKey, submitReplay, submitSearch } from "./jobs/keys.ts";

@@ -8,9 +8,9 @@
  * @module
  */
 
-import { type JobAction, planJobAction } from "../../admin/actions.ts";
+import { type JobAction, planJobAction } from "../../admin/jobs.ts";
 import { definitionText } from "../../admin/definitions.ts";
-import { reasonPlaceholder } from "../../admin/reasons.ts";
+import { reasonPlaceholder } from "../../admin/audit.ts";
 import { type Job, JOB_STATES } from "../../kernel/types.ts";
 import { commandLine, shellQuote } from "../../text/shell.ts";
 import type { ActRequest, ActResults } from "../actions.ts";

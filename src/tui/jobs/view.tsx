@@ -7,7 +7,7 @@
  */
 
 import type { ReactNode } from "react";
-import type { JobDetail } from "../../admin/views.ts";
+import type { JobDetail } from "../../admin/jobs.ts";
 import { redact } from "../../kernel/redact.ts";
 import { FINAL_STATES, type Job } from "../../kernel/types.ts";
 import { commandRunSchema, commandText } from "../../runners/command.ts";

@@ -8,7 +8,9 @@
  */
 
 import type { ReactNode } from "react";
-import type { NodeView, ScheduleStatus, StoreCheck } from "../../admin/views.ts";
+import type { NodeView } from "../../admin/nodes.ts";
+import type { ScheduleStatus } from "../../admin/schedules.ts";
+import type { StoreCheck } from "../../admin/store.ts";
 import { JOB_STATES, type JobState } from "../../kernel/types.ts";
 import { ago } from "../../text/durations.ts";
 import type { Overview, QueueOverview } from "../data.ts";

@@ -7,7 +7,7 @@
  */
 
 import type { ReactNode } from "react";
-import { failuresText } from "../../admin/views.ts";
+import { failuresText } from "../../admin/schedules.ts";
 import { shortHash } from "../../admin/definitions.ts";
 import { rhythmText, when } from "../../schedule/describe.ts";
 import { ago, formatDuration } from "../../text/durations.ts";
