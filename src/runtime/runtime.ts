@@ -382,7 +382,7 @@ export class Runtime {
     this.#unsubscribe?.();
     if (this.health.lost) return; // the node's row went with the file
     try {
-      await store.nodeRemove({ node: this.node });
+      await store.nodeDelete({ node: this.node });
     } catch (error) {
       logger("node.deregister_failed", { node: this.node, error: String(error) });
     }

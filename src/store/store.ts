@@ -426,14 +426,25 @@ export interface Lease {
  * also exposes its native connection so callers can write their own rows in
  * the same transaction.
  */
-export interface Store<Tx extends StoreTx = StoreTx> {
+export interface Store<Tx extends StoreTx = StoreTx>
+  extends
+    StoreJobs,
+    StoreCounts,
+    StoreSettings,
+    StoreNodes,
+    StoreSchedules,
+    StoreWorkflows,
+    StoreIngest,
+    StoreReports {
   /** `sqlite` or `postgres`: for messages and metrics, never for branching in the kernel. */
   readonly kind: string;
+
   /** Where the store lives, credentials removed: for messages. */
   readonly location: string;
 
   /** Applies pending migrations; refuses a database newer than this program. */
   migrate(params: { now: number }): Promise<MigrationReport>;
+
   /**
    * Readies a store already at this program's schema without writing to it
    * (connection settings, prepared statements): what opening for reading
@@ -441,17 +452,20 @@ export interface Store<Tx extends StoreTx = StoreTx> {
    * `SchemaTooOldError` or `SchemaTooNewError`, and nothing is changed.
    */
   prepare(): Promise<void>;
+
   /**
    * The schema version the database is at (0 when it was never migrated);
    * reads only, so it works on a store opened without migrating.
    */
   schemaVersion(): Promise<number>;
+
   /**
    * The migrations this program knows that the database has not applied,
    * in order; reads only. A database newer than this program is a
    * `SchemaTooNewError`.
    */
   pendingMigrations(): Promise<MigrationInfo[]>;
+
   /** Releases the connection. Further calls fail. */
   close(): Promise<void>;
 
@@ -470,9 +484,13 @@ export interface Store<Tx extends StoreTx = StoreTx> {
    */
   transaction<T>(fn: (tx: Tx) => Promise<T>): Promise<T>;
 
+  onExternalChange(listener: () => void): () => void;
+}
+
+/** Jobs: insert, claim, record, leases, the lifecycle's maintenance and operator actions, and reads of jobs and attempts. */
+export interface StoreJobs {
   /** Inserts jobs in one statement; unique conflicts return the existing id. */
   jobsInsert(params: { jobs: NewJob[]; now: number }): Promise<InsertResult[]>;
-
   /**
    * Records `results` (when given), then claims up to `limit` runnable jobs of
    * `queue` for `node`, all in one write transaction. The claim is one
@@ -489,21 +507,18 @@ export interface Store<Tx extends StoreTx = StoreTx> {
     /** Claim jobs due by this instant instead of `now` (test drains of scheduled jobs). */
     dueBy?: number;
   }): Promise<{ jobs: ClaimedJob[]; report: RecordReport }>;
-
   /**
    * Writes the end of attempts, each only if its lease (id, executing, node,
    * fence) still holds; a result whose lease is gone is reported as lost and
    * writes nothing, not even its attempt row.
    */
   jobsRecord(params: { node: string; now: number; results: JobResult[] }): Promise<RecordReport>;
-
   /**
    * Gives back jobs `node` claimed but never started (shutdown with a
    * prefetched buffer): `available` again, the attempt not used up. Returns
    * the leases released.
    */
   jobsRelease(params: { node: string; leases: Lease[] }): Promise<Lease[]>;
-
   /**
    * Extends the leases `node` holds; returns those it no longer holds (the
    * job was cancelled by an operator, rescued, or claimed again).
@@ -514,10 +529,8 @@ export interface Store<Tx extends StoreTx = StoreTx> {
     now: number;
     leaseMs: number;
   }): Promise<{ lost: Lease[] }>;
-
   /** Which of `leases` `node` no longer holds; reads only. */
   jobsLeasesLost(params: { node: string; leases: Lease[] }): Promise<Lease[]>;
-
   /**
    * Moves due `scheduled` and `retryable` jobs to `available`. Returns how
    * many moved per queue and the earliest instant a remaining one is due.
@@ -527,7 +540,6 @@ export interface Store<Tx extends StoreTx = StoreTx> {
     queues: string[];
     nextAt: number | null;
   }>;
-
   /**
    * Rescues jobs whose lease expired: back to `available` while attempts
    * remain, else `discarded`, each with an `orphaned` attempt row.
@@ -539,7 +551,6 @@ export interface Store<Tx extends StoreTx = StoreTx> {
     /** Each job rescued or discarded, with the node whose lease expired: for the log. */
     jobs: RescuedJob[];
   }>;
-
   /**
    * Deletes up to `limit` final jobs (and their attempts) that became final
    * before the cutoffs, except occurrences of the schedules in `except`
@@ -560,7 +571,6 @@ export interface Store<Tx extends StoreTx = StoreTx> {
   }): Promise<number>;
   /** Deletes up to `limit` final occurrences of one schedule (and their attempts) that became final before `before`. */
   jobsPruneSchedule(params: { scheduleId: string; before: number; limit: number }): Promise<number>;
-
   /**
    * Cancels jobs that are not final (an operator action). An executing job's
    * lease is broken: its node aborts it on the next heartbeat. `actor`, who
@@ -568,7 +578,6 @@ export interface Store<Tx extends StoreTx = StoreTx> {
    * this fails.
    */
   jobsCancel(params: JobsStopParams): Promise<number[]>;
-
   /**
    * Makes final or waiting jobs run again now (an operator's retry):
    * `retryable`, `scheduled`, `discarded`, `cancelled` and `completed` jobs
@@ -583,14 +592,12 @@ export interface Store<Tx extends StoreTx = StoreTx> {
     now: number;
     definitions?: ReadonlyMap<number, JobDefinition>;
   }): Promise<number[]>;
-
   /**
    * Discards jobs that are not final (an operator action), recording
    * `reason` in their errors. An executing job's lease is broken as with
    * cancel; `actor` is named as with cancel. Returns the ids changed.
    */
   jobsDiscard(params: JobsStopParams): Promise<number[]>;
-
   /**
    * Replays one job (usually an occurrence): whatever its state, it becomes
    * `available` now with one more attempt allowed, keeping its id and
@@ -609,7 +616,6 @@ export interface Store<Tx extends StoreTx = StoreTx> {
     force: boolean;
     definition?: JobDefinition;
   }): Promise<{ replayed: boolean; was: JobState } | null>;
-
   /** One job by id, or null. */
   jobGet(params: { id: number }): Promise<Job | null>;
   /**
@@ -619,6 +625,29 @@ export interface Store<Tx extends StoreTx = StoreTx> {
    * RangeError naming it.
    */
   jobsList(params: JobFilter): Promise<Job[]>;
+  /**
+   * How many jobs match `params`: what every page of {@linkcode jobsList}
+   * with the same filters holds together. Filters of a queue and states
+   * only are answered from the counts {@linkcode jobsCount} reads; a single
+   * state of its own index with other filters counts that index; a search
+   * reads every row its other filters leave (bound it with `above`). With
+   * `atMost`, counting stops there: the answer is the lesser of the count
+   * and `atMost`. An unknown state, or an `above` or `atMost` that is not a
+   * whole number, is a RangeError naming it.
+   */
+  jobsCountMatching(params: JobMatch, options?: { atMost?: number }): Promise<number>;
+  /**
+   * The distinct workers of the jobs in the store, by name. It reads every
+   * row (no index has the worker first): for a refusal's suggestions, not
+   * for a hot path.
+   */
+  workersList(): Promise<string[]>;
+  /** The attempts of one job, oldest first. */
+  attemptsList(params: { jobId: number }): Promise<Attempt[]>;
+}
+
+/** The job counts and the figures made from them. */
+export interface StoreCounts {
   /**
    * Counts by queue and state, above zero; with `state`, only that state.
    * Cheap at any size: the store keeps these counts as it writes (see
@@ -637,17 +666,6 @@ export interface Store<Tx extends StoreTx = StoreTx> {
     { queue: string; scheduledAt: number }[]
   >;
   /**
-   * How many jobs match `params`: what every page of {@linkcode jobsList}
-   * with the same filters holds together. Filters of a queue and states
-   * only are answered from the counts {@linkcode jobsCount} reads; a single
-   * state of its own index with other filters counts that index; a search
-   * reads every row its other filters leave (bound it with `above`). With
-   * `atMost`, counting stops there: the answer is the lesser of the count
-   * and `atMost`. An unknown state, or an `above` or `atMost` that is not a
-   * whole number, is a RangeError naming it.
-   */
-  jobsCountMatching(params: JobMatch, options?: { atMost?: number }): Promise<number>;
-  /**
    * Per queue and per `bucketMs` bucket of [since, until): jobs completed in
    * it, and attempts that failed in it (outcome retryable or discarded).
    * Buckets with neither are left out. Reads indexes only.
@@ -661,7 +679,6 @@ export interface Store<Tx extends StoreTx = StoreTx> {
   jobsThroughput(params: { since: number; until: number; bucketMs: number }): Promise<
     { queue: string; bucket: number; completed: number; failed: number }[]
   >;
-
   /**
    * Discarded jobs grouped by worker, schedule and the first line of their
    * last error (for triage), largest groups first, at most `limit` groups.
@@ -679,17 +696,20 @@ export interface Store<Tx extends StoreTx = StoreTx> {
       latestAt: number;
     }[]
   >;
+}
 
-  /**
-   * The distinct workers of the jobs in the store, by name. It reads every
-   * row (no index has the worker first): for a refusal's suggestions, not
-   * for a hot path.
-   */
-  workersList(): Promise<string[]>;
-
-  /** The attempts of one job, oldest first. */
-  attemptsList(params: { jobId: number }): Promise<Attempt[]>;
-
+/** Operator settings, queue switches and the audit trail. */
+export interface StoreSettings {
+  /** Reads a setting, or null. */
+  settingGet(params: { key: string }): Promise<unknown>;
+  /** Deletes a setting (no error when it is absent). */
+  settingDelete(params: { key: string }): Promise<void>;
+  /** Writes a setting. */
+  settingSet(params: { key: string; value: unknown; now: number }): Promise<void>;
+  /** Pauses or resumes a queue for every process that shares the store. */
+  queuePause(params: { name: string; paused: boolean; now: number }): Promise<void>;
+  /** All queues with a stored row. */
+  queuesList(): Promise<QueueRow[]>;
   /** Records an operator's action in `audit`. */
   auditRecord(params: {
     at: number;
@@ -701,12 +721,10 @@ export interface Store<Tx extends StoreTx = StoreTx> {
   }): Promise<void>;
   /** The audit trail of one target (a queue, `schedule:<id>`, `job:<id>`), oldest first. */
   auditList(params: { target: string }): Promise<AuditRow[]>;
+}
 
-  /** Pauses or resumes a queue for every process that shares the store. */
-  queuePause(params: { name: string; paused: boolean; now: number }): Promise<void>;
-  /** All queues with a stored row. */
-  queuesList(): Promise<QueueRow[]>;
-
+/** Nodes (heartbeats) and leadership. */
+export interface StoreNodes {
   /** Registers or refreshes a node's heartbeat, with where it runs (null: not stated). */
   nodeBeat(params: {
     node: string;
@@ -715,12 +733,11 @@ export interface Store<Tx extends StoreTx = StoreTx> {
     now: number;
   }): Promise<void>;
   /** Removes a node's row (clean shutdown). */
-  nodeRemove(params: { node: string }): Promise<void>;
+  nodeDelete(params: { node: string }): Promise<void>;
   /** Removes nodes whose heartbeat is older than `before`. */
   nodesExpire(params: { before: number }): Promise<number>;
   /** All registered nodes. */
   nodesList(): Promise<NodeRow[]>;
-
   /**
    * Takes or renews the role `name` for `node` until `now + ttlMs`, in one
    * conditional write: it succeeds when the row is missing, released,
@@ -737,17 +754,12 @@ export interface Store<Tx extends StoreTx = StoreTx> {
    * stop), so another node takes it at once; returns whether it did.
    */
   leaderRelease(params: { name: string; node: string; fence: number }): Promise<boolean>;
-
   /** Every role's row (`maintenance`: who runs the maintenance passes), by name; reads only. */
   leadersList(): Promise<LeaderRow[]>;
+}
 
-  /** Reads a setting, or null. */
-  settingGet(params: { key: string }): Promise<unknown>;
-  /** Deletes a setting (no error when it is absent). */
-  settingDelete(params: { key: string }): Promise<void>;
-  /** Writes a setting. */
-  settingSet(params: { key: string; value: unknown; now: number }): Promise<void>;
-
+/** Schedules: their rows, their planning and their switch. */
+export interface StoreSchedules {
   /**
    * Makes sure a row exists for each schedule id (new ids start enabled,
    * with no recovery point) and records each definition's hash, and the
@@ -790,7 +802,10 @@ export interface Store<Tx extends StoreTx = StoreTx> {
     actor: string | null;
     now: number;
   }): Promise<boolean>;
+}
 
+/** Workflow runs, their steps and actions. */
+export interface StoreWorkflows {
   /**
    * Starts a run of `definition`: its row and the jobs of its first steps
    * (those with no dependencies), in one transaction. With a `key` already
@@ -847,7 +862,10 @@ export interface Store<Tx extends StoreTx = StoreTx> {
   workflowCursorSet(params: { jobId: number; fence: number; value: string; now: number }): Promise<
     boolean
   >;
+}
 
+/** Ingest runs of pipelines, their drops and failures. */
+export interface StoreIngest {
   /**
    * Calls `listener` soon after another connection or process commits a
    * change, so idle producers wake without waiting for their timer. Returns
@@ -886,7 +904,10 @@ export interface Store<Tx extends StoreTx = StoreTx> {
   ingestDropReplayed(params: { id: number; jobId: number; now: number }): Promise<boolean>;
   /** Deletes up to `limit` drops older than each pipeline's `before` (and `otherwise` for pipelines not listed). */
   ingestDropsPrune(params: IngestDropsPruneParams): Promise<number>;
+}
 
+/** Report runs. */
+export interface StoreReports {
   /**
    * Makes a `queued` run for the `jobs.report` job `jobId` (call it in the
    * transaction that inserts the job), unless `maxConcurrent` runs of the
@@ -923,6 +944,4 @@ export interface Store<Tx extends StoreTx = StoreTx> {
   reportRunsEndedBefore(params: { before: number; limit: number }): Promise<ReportRun[]>;
   /** Deletes a run's row (after its output is removed); false when there is none. */
   reportRunDelete(params: { id: number }): Promise<boolean>;
-
-  onExternalChange(listener: () => void): () => void;
 }

@@ -1413,7 +1413,7 @@ export class PostgresStore implements Store<PostgresTx> {
         environment = excluded.environment, heartbeat_at = excluded.heartbeat_at`;
   }
 
-  async nodeRemove(params: { node: string }): Promise<void> {
+  async nodeDelete(params: { node: string }): Promise<void> {
     await this.#sql`DELETE FROM nodes WHERE node = ${params.node}`;
   }
 

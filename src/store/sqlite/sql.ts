@@ -316,7 +316,7 @@ export const SQL = {
     VALUES (:node, :queues, :environment, :now, :now)
     ON CONFLICT (node) DO UPDATE SET queues = excluded.queues,
       environment = excluded.environment, heartbeat_at = excluded.heartbeat_at`,
-  nodeRemove: `DELETE FROM nodes WHERE node = :node`,
+  nodeDelete: `DELETE FROM nodes WHERE node = :node`,
   nodesExpire: `DELETE FROM nodes WHERE heartbeat_at < :before`,
   nodesList: `SELECT * FROM nodes ORDER BY node`,
   // Takes or renews a role in one conditional write (see Store.leaderTake).

@@ -1512,9 +1512,9 @@ export class SqliteStore implements Store<SqliteTx> {
     });
   }
 
-  nodeRemove(params: { node: string }): Promise<void> {
+  nodeDelete(params: { node: string }): Promise<void> {
     return this.#exclusive(() => {
-      this.#autocommitted(this.#s.nodeRemove.run({ node: params.node }).changes);
+      this.#autocommitted(this.#s.nodeDelete.run({ node: params.node }).changes);
     });
   }
 

@@ -21,7 +21,7 @@ for (const backend of BACKENDS) {
     assert.deepEqual((await store.leadersList()).map((l) => l.node), [null]);
   });
 
-  test("nodeBeat() registers and refreshes, nodesExpire() and nodeRemove() delete", async ({ store }) => {
+  test("nodeBeat() registers and refreshes, nodesExpire() and nodeDelete() delete", async ({ store }) => {
     await store.nodeBeat({ node: "n1", queues: { default: 2 }, now: T0 });
     await store.nodeBeat({ node: "n2", queues: { mail: 1 }, now: T0 + 1000 });
     await store.nodeBeat({ node: "n1", queues: { default: 3 }, now: T0 + 5000 });
@@ -43,8 +43,8 @@ for (const backend of BACKENDS) {
     ]);
     assert.equal(await store.nodesExpire({ before: T0 + 3000 }), 1);
     assert.deepEqual((await store.nodesList()).map((n) => n.node), ["n1"]);
-    await store.nodeRemove({ node: "n1" });
-    await store.nodeRemove({ node: "never-registered" });
+    await store.nodeDelete({ node: "n1" });
+    await store.nodeDelete({ node: "never-registered" });
     assert.deepEqual(await store.nodesList(), []);
   });
 
