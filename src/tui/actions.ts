@@ -1,8 +1,9 @@
 /**
  * What the dashboard can do, as one interface ({@linkcode DashboardActions})
- * whose store-backed implementation calls only `src/admin/actions.ts` and
- * `src/admin/workflows.ts`: the same functions the runbook commands call, so every action is audited the
- * same way, with the operator's name and the clock's now.
+ * whose store-backed implementation calls only the doors of `src/admin/`
+ * (`jobs.ts`, `queues.ts`, `schedules.ts`, `workflows.ts`): the same functions
+ * the runbook commands call, so every action is audited the same way, with
+ * the operator's name and the clock's now.
  *
  * @module
  */

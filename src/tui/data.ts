@@ -1,7 +1,7 @@
 /**
  * What the dashboard reads, as one interface ({@linkcode DashboardData})
- * with a store-backed implementation: the views of `src/admin/views.ts`
- * assembled for each screen, a page of jobs at a time (keyset paging, so a
+ * with a store-backed implementation: the views of `src/admin/` (`jobs.ts`,
+ * `queues.ts`, `schedules.ts`, `nodes.ts`, `store.ts`) assembled for each screen, a page of jobs at a time (keyset paging, so a
  * page costs the same at any depth of a large table), workflow runs through
  * `src/admin/workflows.ts` (a page of runs with their step counts, one run
  * as its view), pipelines through `src/admin/pipelines.ts` (the schedules
