@@ -16,6 +16,11 @@
  *   install prints the line that puts it there);
  * - USER is `ada`, the person of the pages' output, and `JOBS_LISTEN`
  *   is `127.0.0.1:0`, since another test may hold the default port 9464;
+ * - the PostgreSQL store the pages name,
+ *   `postgres://postgres@127.0.0.1:5432/test?schema=rates`, is a schema of
+ *   the test database of this test's own (dropped at the end), in the
+ *   commands and in the output they print;
+ * - the copy holds `bench/` too, which `deno task bench` runs;
  * - `bash .ci/run` (this test suite) and `task tui` (interactive; see
  *   test/e2e/tui_e2e_test.ts) are not run.
  *
@@ -26,6 +31,7 @@
 import assert from "node:assert/strict";
 import { waitUntil } from "../../src/testing.ts";
 import { BARE_PATH, CHECKOUT, cleanHome, copyCheckout } from "../support/install.ts";
+import { postgresLocation } from "../support/pg_schema.ts";
 import { lines } from "../support/processes.ts";
 import {
   examplePages,
@@ -38,19 +44,26 @@ import {
 
 /**
  * Every worked example, by page and title, in the order they run: the
- * README's two, and one per guide that has one (moved from the README, which
- * held all five). A page or heading that loses one fails here.
+ * README's two, and one per guide. A page or heading that loses one fails
+ * here.
  */
 const WORKED_EXAMPLES: Array<[file: string, title: string]> = [
   ["README.md", "jobs"],
   ["README.md", "Installing the `jobs` command"],
+  ["docs/benchmarks.md", "The worked example: a short run"],
   ["docs/ingest.md", "The worked example: `examples/catalog/`"],
+  ["docs/library.md", "The worked example: `examples/signups/`"],
+  ["docs/operating.md", "The worked example: `examples/rates/`"],
+  ["docs/postgresql.md", "The worked example: `examples/rates/` moves to PostgreSQL"],
   ["docs/reports.md", "The worked example: a monthly statement (`examples/statement/`)"],
   ["docs/workflows.md", "The worked example: `examples/lending/`"],
 ];
 
 /** The launcher the pages' fresh-machine commands use, and what the test runs instead. */
 const NPX_DENO = "npx --yes deno@2.9.6";
+
+/** The PostgreSQL store the pages name; the test uses a schema of its own instead. */
+const PAGE_POSTGRES = "postgres://postgres@127.0.0.1:5432/test?schema=rates";
 
 /** Commands the test does not run, with why. */
 const NOT_RUN: Array<[RegExp, string]> = [
@@ -79,6 +92,8 @@ interface Session {
   cwd: string;
   env: Record<string, string>;
   daemons: Background[];
+  /** The PostgreSQL store that stands for {@linkcode PAGE_POSTGRES}. */
+  postgres: string;
 }
 
 Deno.test("the code spans of the README and the guides are whole: none runs over a line break", async () => {
@@ -99,7 +114,7 @@ Deno.test("the README and the guides hold every worked example, each with comman
 Deno.test("each example's schedules file names only commands its worked example runs", async () => {
   const examples = await pageExamples(CHECKOUT);
   const commands = new Set(examples.flatMap((e) => e.steps.map((s) => oneLine(s.command))));
-  for (const folder of ["catalog", "lending", "statement"]) {
+  for (const folder of ["catalog", "lending", "rates", "statement"]) {
     const text = await Deno.readTextFile(`${CHECKOUT}/examples/${folder}/schedules.yaml`);
     // The header's commands: `#   jobsctl ...`, continued while a line ends with `\`.
     const header = text.slice(0, text.indexOf("\nversion:")).split("\n")
@@ -130,15 +145,20 @@ Deno.test({
     const examples = await pageExamples(CHECKOUT);
     assert.deepEqual(examples.map((e) => [e.file, e.title]), WORKED_EXAMPLES);
     await using home = await cleanHome();
+    await using postgres = postgresLocation();
     const checkout = `${home.root}/jobs checkout`;
     await copyCheckout(checkout);
+    const bench = await new Deno.Command("cp", {
+      args: ["-R", `${CHECKOUT}/bench`, `${checkout}/bench`],
+    }).output();
+    assert.ok(bench.success, "cp bench/");
     const env = {
       ...home.env(`${home.bin}:${BARE_PATH}`),
       USER: "ada",
       JOBS_LISTEN: "127.0.0.1:0",
     };
     for (const example of examples) {
-      const session: Session = { cwd: checkout, env, daemons: [] };
+      const session: Session = { cwd: checkout, env, daemons: [], postgres: postgres.url };
       try {
         for (const step of example.steps) await run(session, example, step);
         await FACTS[example.title]?.(session, checkout);
@@ -176,7 +196,9 @@ const FACTS: Record<string, (session: Session, checkout: string) => Promise<void
 async function run(session: Session, example: PageExample, step: Step): Promise<void> {
   const where = `${example.file}:${step.line} (${example.title}): ${step.command}`;
   if (NOT_RUN.some(([pattern]) => pattern.test(step.command))) return;
-  const command = step.command.replaceAll(NPX_DENO, `'${Deno.execPath()}'`);
+  const command = step.command.replaceAll(NPX_DENO, `'${Deno.execPath()}'`)
+    .replaceAll(PAGE_POSTGRES, session.postgres);
+  const expected = step.expected.map((line) => line.replaceAll(PAGE_POSTGRES, session.postgres));
   const cd = /^cd (\S+)$/.exec(command.trim());
   if (cd) {
     session.cwd = `${session.cwd}/${cd[1]}`;
@@ -188,9 +210,9 @@ async function run(session: Session, example: PageExample, step: Step): Promise<
     return;
   }
   let last = await bash(session, command);
-  const prints = () => last.code === 0 && printsAsShown(step.expected, last.stdout);
+  const prints = () => last.code === 0 && printsAsShown(expected, last.stdout);
   const report = () =>
-    `${where}\nexited ${last.code}, expected 0 and these lines:\n${step.expected.join("\n")}` +
+    `${where}\nexited ${last.code}, expected 0 and these lines:\n${expected.join("\n")}` +
     `\n--- stdout\n${last.stdout}\n--- stderr\n${last.stderr}`;
   if (prints()) return;
   if (session.daemons.length === 0) assert.fail(report());
