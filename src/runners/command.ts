@@ -104,7 +104,7 @@ import {
   type StepContext,
   type Worker,
 } from "../kernel/worker.ts";
-import { occurrenceInstant } from "../schedule/occurrences.ts";
+import { occurrenceInstant, parentOccurrence } from "../schedule/occurrences.ts";
 import { expandVariables, MissingVariableError, referencedVariables } from "../process/env.ts";
 import { ProcessGroup } from "../process/process_group.ts";
 import { stepDocument } from "./step_document.ts";
@@ -365,7 +365,7 @@ function scheduledFor(ctx: JobContext): number {
   const occurrence = ctx.job.occurrence;
   // A step's identity (`12/3`) is no occurrence, though Date.parse may read it as a date.
   if (occurrence === null || ctx.workflow !== null) return ctx.job.scheduledAt;
-  const instant = occurrenceInstant(occurrence.replace(/#[^#@]*$/, ""));
+  const instant = occurrenceInstant(parentOccurrence(occurrence));
   return Number.isFinite(instant) ? instant : ctx.job.scheduledAt;
 }
 

@@ -56,7 +56,7 @@ import {
   type Worker,
   type WorkerOptions,
 } from "../kernel/worker.ts";
-import { occurrenceInstant } from "../schedule/occurrences.ts";
+import { itemOccurrenceId, occurrenceInstant } from "../schedule/occurrences.ts";
 import { FANOUT_WORKER } from "../kernel/runs.ts";
 import { type FanOutRun, ITEM_PLACEHOLDER } from "../schedule/types.ts";
 import { type RunSpec } from "../kernel/runs.ts";
@@ -373,7 +373,7 @@ export function itemJob(
     scheduledAt: at.now,
     uniqueKey: null,
     uniqueStates: null,
-    occurrence: `${at.parent}#${item.key}`,
+    occurrence: itemOccurrenceId(at.parent, item.key),
     scheduleId: null,
     scheduledFor: at.scheduledFor,
   };

@@ -122,6 +122,19 @@ export function occurrenceInstant(occurrence: string): number {
   return Date.parse(occurrence.slice(occurrence.lastIndexOf("@") + 1));
 }
 
+/**
+ * The identity of a fan-out item of occurrence `parent`: `<parent>#<key>`
+ * (`nightly@2026-03-08T07:00:00.000Z#eu-west`).
+ */
+export function itemOccurrenceId(parent: string, key: string): string {
+  return `${parent}#${key}`;
+}
+
+/** The occurrence a fan-out item's identity belongs to (an occurrence's own identity is itself). */
+export function parentOccurrence(occurrence: string): string {
+  return occurrence.replace(/#[^#@]*$/, "");
+}
+
 /** The identity of the occurrence of schedule `id` at `instant`: `nightly@2026-03-08T07:00:00.000Z`. */
 export function occurrenceId(id: string, instant: number): string {
   return `${id}@${new Date(instant).toISOString()}`;

@@ -7,11 +7,13 @@
 import assert from "node:assert/strict";
 import {
   between,
+  itemOccurrenceId,
   jitterFor,
   neverFires,
   next,
   occurrenceId,
   occurrenceInstant,
+  parentOccurrence,
   validateCron,
 } from "../../src/schedule/occurrences.ts";
 import type { Timing } from "../../src/schedule/types.ts";
@@ -292,4 +294,13 @@ Deno.test("neverFires() is true for a time that is always in the gap, when skipp
 
 Deno.test("next() rejects an unknown time zone", () => {
   assert.throws(() => next(cron("* * * * *", { timezone: "Europe/Berln" }), 0, 1), RangeError);
+});
+
+Deno.test("a fan-out item's identity is its occurrence's and its key's, and reads back to its occurrence", () => {
+  const parent = occurrenceId("nightly", Date.UTC(2026, 2, 8, 7));
+  const item = itemOccurrenceId(parent, "eu-west");
+  assert.equal(item, "nightly@2026-03-08T07:00:00.000Z#eu-west");
+  assert.equal(parentOccurrence(item), parent);
+  assert.equal(parentOccurrence(parent), parent);
+  assert.equal(occurrenceInstant(parentOccurrence(item)), Date.UTC(2026, 2, 8, 7));
 });
