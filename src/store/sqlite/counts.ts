@@ -61,6 +61,7 @@ export function countsAddSql(n: number): string {
  */
 export const DEAD_LETTER_SCAN = 10_000;
 
+/** The statements of the counts and their figures (exported for test/store/query_plans_test.ts). */
 export const SQL = {
   // The job counts: one write's changes as [queue, state, delta]
   // rows (more than COUNTS_ADD_VALUES of them; fewer go as values, see

@@ -145,6 +145,7 @@ const LEASED = `id, state, queue, attempt, max_attempts, fence, attempted_by, at
 
 const LEASE_HELD = `id = :id AND state = 'executing' AND attempted_by = :node AND fence = :fence`;
 
+/** The statements on jobs, attempts and replays (exported for test/store/query_plans_test.ts). */
 export const SQL = {
   insertPlain: INSERT_JOB,
   insertAlike: INSERT_ALIKE,
