@@ -112,8 +112,6 @@ const UPWARD_ALLOWED: ReadonlyMap<string, string> = new Map([
   ["store/report_rows.ts -> report/types.ts", ROW_TYPES],
   ["store/sqlite/ingest.ts -> ingest/types.ts", ROW_TYPES],
   ["store/sqlite/reports.ts -> report/types.ts", ROW_TYPES],
-  ["store/sqlite/sqlite_store.ts -> ingest/types.ts", ROW_TYPES],
-  ["store/sqlite/sqlite_store.ts -> report/types.ts", ROW_TYPES],
   ["store/store.ts -> ingest/types.ts", ROW_TYPES],
   ["store/store.ts -> report/types.ts", ROW_TYPES],
 ]);

@@ -6,8 +6,13 @@
 
 import assert from "node:assert/strict";
 import type { DatabaseSync } from "node:sqlite";
-import { jobsListSql, type ListShape, SQL } from "../../src/store/sqlite/sql.ts";
+import { SQL as COUNTS_SQL } from "../../src/store/sqlite/counts.ts";
+import { SQL as JOBS_SQL } from "../../src/store/sqlite/jobs.ts";
+import { jobsListSql, type ListShape } from "../../src/store/sqlite/jobs_list.ts";
 import { tempStore } from "../support/stores.ts";
+
+/** The statements of the concern files these plans are read for. */
+const SQL = { ...JOBS_SQL, ...COUNTS_SQL };
 
 /** The plan's lines, e.g. `SEARCH jobs USING INTEGER PRIMARY KEY (rowid<?)`. */
 function plan(db: DatabaseSync, sql: string): string[] {

@@ -1,6 +1,10 @@
 /**
- * The SQLite side of ingest runs: the statements behind the store's
- * `ingest*` methods, run synchronously inside the store's transactions.
+ * The SQLite side of ingest runs ({@linkcode StoreIngest}): the statements
+ * behind the store's `ingest*` methods and those methods, each run
+ * synchronously inside the store's transactions; no op of the shared
+ * lifecycle is answered here. The statements are prepared at their first
+ * use (see `SqliteCore.onDemand`).
+ *
  * Every write of a run is fenced by its job: it happens only while the job
  * is `executing` with the attempt's fence, checked by the same statement
  * that writes (or, for a chunk, by the first statement of its transaction,
@@ -9,8 +13,6 @@
  * @module
  */
 
-import type { DatabaseSync } from "node:sqlite";
-import { Prepared } from "./prepared.ts";
 import type { IngestDrop, IngestRun, PipelineSummary } from "../../ingest/types.ts";
 import {
   failureCounts,
@@ -28,7 +30,9 @@ import type {
   IngestRunFilter,
   IngestRunFinishParams,
   IngestRunOpenParams,
+  StoreIngest,
 } from "../store.ts";
+import type { SqliteCore } from "./core.ts";
 
 type Row = Record<string, unknown>;
 
@@ -93,175 +97,201 @@ const SQL = {
       WHERE d.at < coalesce(b.value ->> 1, :otherwise) LIMIT :limit)`,
 } as const;
 
-/** The ingest statements of one connection. */
-export class SqliteIngest extends Prepared<keyof typeof SQL> {
-  /** `connection` is a function: the store opens it after building this. */
-  constructor(connection: () => DatabaseSync) {
-    super(connection, SQL);
-  }
-
-  #held(jobId: number, fence: number): boolean {
-    return this.q.leaseHeld.get({ job: jobId, fence }) !== undefined;
-  }
-
-  /** Call inside a write transaction. */
-  runOpen(params: IngestRunOpenParams): IngestRun | null {
-    if (!this.#held(params.jobId, params.fence)) return null;
-    const q = this.q;
-    const existing = q.runByJob.get({ job: params.jobId }) as Row | undefined;
-    if (existing) {
-      q.runTouch.run({ job: params.jobId, now: params.now });
-      return toIngestRun({ ...existing, updated_at: params.now });
-    }
-    q.runInsert.run({
-      pipeline: params.pipeline,
-      hash: params.hash,
-      job: params.jobId,
-      trigger: params.trigger,
-      now: params.now,
-    });
-    return toIngestRun(q.runByJob.get({ job: params.jobId }) as Row);
-  }
-
-  failuresGet(params: { pipeline: string; records: string[] }): Map<string, number> {
-    if (params.records.length === 0) return new Map();
-    const rows = this.q.failuresGet.all({
-      pipeline: params.pipeline,
-      records: JSON.stringify(params.records.map((r) => storedText(r))),
-    }) as Row[];
-    return failureCounts(params.records, rows);
-  }
-
-  /** Call inside a write transaction. */
-  chunkCommit(chunk: IngestChunkCommitParams): boolean {
-    const params = storedChunk(chunk);
-    const { lease, pipeline, delta, now } = params;
-    if (!this.#held(lease.jobId, lease.fence)) return false;
-    const q = this.q;
-    const changed = q.runAdd.run({
-      run: lease.runId,
-      job: lease.jobId,
-      received: delta.received,
-      kept: delta.kept,
-      sunk: delta.sunk,
-      failed: delta.failed,
-      pending: params.pending,
-      cursor: params.cursor,
-      dropped: JSON.stringify(delta.dropped),
-      now,
-    }).changes;
-    if (changed === 0) return false;
-    for (const d of params.drops) {
-      q.dropInsert.run(
-        pipeline,
-        lease.runId,
-        d.recordKey,
-        d.reason,
-        d.step,
-        now,
-        d.excerpt,
-        d.record,
+/** The {@linkcode StoreIngest} of the store over `core`. */
+export function sqliteIngest(core: SqliteCore): StoreIngest {
+  const q = () => core.onDemand(SQL);
+  const held = (jobId: number, fence: number): boolean =>
+    q().leaseHeld.get({ job: jobId, fence }) !== undefined;
+  return {
+    ingestRunOpen(params: IngestRunOpenParams): Promise<IngestRun | null> {
+      return core.exclusive(() =>
+        core.write(() => {
+          if (!held(params.jobId, params.fence)) return null;
+          const s = q();
+          const existing = s.runByJob.get({ job: params.jobId }) as Row | undefined;
+          if (existing) {
+            s.runTouch.run({ job: params.jobId, now: params.now });
+            return toIngestRun({ ...existing, updated_at: params.now });
+          }
+          s.runInsert.run({
+            pipeline: params.pipeline,
+            hash: params.hash,
+            job: params.jobId,
+            trigger: params.trigger,
+            now: params.now,
+          });
+          return toIngestRun(s.runByJob.get({ job: params.jobId }) as Row);
+        })
       );
-    }
-    // One bump per record: the same record twice in one chunk counts once, as on PostgreSQL.
-    const failures = new Map(params.failures.map((f) => [f.record, f]));
-    for (const f of failures.values()) {
-      q.failureBump.run(pipeline, f.record, f.error, f.excerpt, now);
-    }
-    for (const record of params.cleared) q.failureClear.run(pipeline, record);
-    return true;
-  }
+    },
 
-  /** Call inside a write transaction. */
-  runFinish(params: IngestRunFinishParams): boolean {
-    return this.q.runFinish.run({
-      run: params.lease.runId,
-      job: params.lease.jobId,
-      fence: params.lease.fence,
-      state: params.state,
-      error: storedText(params.error),
-      pending: params.pending,
-      now: params.now,
-    }).changes !== 0;
-  }
+    ingestFailuresGet(params: { pipeline: string; records: string[] }): Promise<
+      Map<string, number>
+    > {
+      return core.exclusive(() => {
+        if (params.records.length === 0) return new Map();
+        const rows = q().failuresGet.all({
+          pipeline: params.pipeline,
+          records: JSON.stringify(params.records.map((r) => storedText(r))),
+        }) as Row[];
+        return failureCounts(params.records, rows);
+      });
+    },
 
-  runGet(id: number): IngestRun | null {
-    const row = this.q.runGet.get({ id }) as Row | undefined;
-    return row ? toIngestRun(row) : null;
-  }
+    ingestChunkCommit(chunk: IngestChunkCommitParams): Promise<boolean> {
+      return core.exclusive(() =>
+        core.write(() => {
+          const params = storedChunk(chunk);
+          const { lease, pipeline, delta, now } = params;
+          if (!held(lease.jobId, lease.fence)) return false;
+          const s = q();
+          const changed = s.runAdd.run({
+            run: lease.runId,
+            job: lease.jobId,
+            received: delta.received,
+            kept: delta.kept,
+            sunk: delta.sunk,
+            failed: delta.failed,
+            pending: params.pending,
+            cursor: params.cursor,
+            dropped: JSON.stringify(delta.dropped),
+            now,
+          }).changes;
+          if (changed === 0) return false;
+          for (const d of params.drops) {
+            s.dropInsert.run(
+              pipeline,
+              lease.runId,
+              d.recordKey,
+              d.reason,
+              d.step,
+              now,
+              d.excerpt,
+              d.record,
+            );
+          }
+          // One bump per record: the same record twice in one chunk counts once, as on PostgreSQL.
+          const failures = new Map(params.failures.map((f) => [f.record, f]));
+          for (const f of failures.values()) {
+            s.failureBump.run(pipeline, f.record, f.error, f.excerpt, now);
+          }
+          for (const record of params.cleared) s.failureClear.run(pipeline, record);
+          return true;
+        })
+      );
+    },
 
-  runByJob(jobId: number): IngestRun | null {
-    const row = this.q.runByJob.get({ job: jobId }) as Row | undefined;
-    return row ? toIngestRun(row) : null;
-  }
+    ingestRunFinish(params: IngestRunFinishParams): Promise<boolean> {
+      return core.exclusive(() =>
+        core.write(() =>
+          q().runFinish.run({
+            run: params.lease.runId,
+            job: params.lease.jobId,
+            fence: params.lease.fence,
+            state: params.state,
+            error: storedText(params.error),
+            pending: params.pending,
+            now: params.now,
+          }).changes !== 0
+        )
+      );
+    },
 
-  runsList(filter: IngestRunFilter): IngestRun[] {
-    const limit = filter.limit ?? 50;
-    const out: IngestRun[] = [];
-    let before = filter.before ?? null;
-    // A state filter applies to the derived state: read pages until enough match.
-    for (;;) {
-      const rows = this.q.runsList.all({
-        pipeline: filter.pipeline ?? null,
-        before,
-        limit: filter.state ? Math.max(limit, 200) : limit,
-      }) as Row[];
-      for (const row of rows) {
-        const run = toIngestRun(row);
-        if (!filter.state || run.state === filter.state) out.push(run);
-        if (out.length === limit) return out;
-      }
-      if (!filter.state || rows.length === 0) return out;
-      before = Number(rows.at(-1)!.id);
-    }
-  }
+    ingestRunGet(params: { id: number }): Promise<IngestRun | null> {
+      return core.exclusive(() => {
+        const row = q().runGet.get({ id: params.id }) as Row | undefined;
+        return row ? toIngestRun(row) : null;
+      });
+    },
 
-  summaries(since: number): PipelineSummary[] {
-    const q = this.q;
-    const heads = q.heads.all() as Row[];
-    const ids = heads.map((h) => Number(h.last_id));
-    const runs = new Map(
-      (q.runsByIds.all({ ids: JSON.stringify(ids) }) as Row[]).map((r) => {
-        const run = toIngestRun(r);
-        return [run.id, run];
-      }),
-    );
-    // One indexed range per pipeline: (pipeline, at, reason).
-    const drops = heads.flatMap((h) =>
-      q.dropsSince.all({ pipeline: h.pipeline as string, since }) as Row[]
-    );
-    return toSummaries(heads, runs, drops);
-  }
+    ingestRunByJob(params: { jobId: number }): Promise<IngestRun | null> {
+      return core.exclusive(() => {
+        const row = q().runByJob.get({ job: params.jobId }) as Row | undefined;
+        return row ? toIngestRun(row) : null;
+      });
+    },
 
-  dropsList(filter: IngestDropFilter): IngestDrop[] {
-    return (this.q.dropsList.all({
-      pipeline: filter.pipeline,
-      reason: filter.reason ?? null,
-      run: filter.runId ?? null,
-      before: filter.before ?? null,
-      limit: filter.limit ?? 50,
-    }) as Row[]).map(toIngestDrop);
-  }
+    ingestRunsList(filter: IngestRunFilter): Promise<IngestRun[]> {
+      return core.exclusive(() => {
+        const limit = filter.limit ?? 50;
+        const out: IngestRun[] = [];
+        let before = filter.before ?? null;
+        // A state filter applies to the derived state: read pages until enough match.
+        for (;;) {
+          const rows = q().runsList.all({
+            pipeline: filter.pipeline ?? null,
+            before,
+            limit: filter.state ? Math.max(limit, 200) : limit,
+          }) as Row[];
+          for (const row of rows) {
+            const run = toIngestRun(row);
+            if (!filter.state || run.state === filter.state) out.push(run);
+            if (out.length === limit) return out;
+          }
+          if (!filter.state || rows.length === 0) return out;
+          before = Number(rows.at(-1)!.id);
+        }
+      });
+    },
 
-  dropGet(id: number): IngestDropWithRecord | null {
-    const row = this.q.dropGet.get({ id }) as Row | undefined;
-    return row ? { ...toIngestDrop(row), record: (row.record as string | null) ?? null } : null;
-  }
+    ingestSummaries(params: { since: number }): Promise<PipelineSummary[]> {
+      return core.exclusive(() => {
+        const s = q();
+        const heads = s.heads.all() as Row[];
+        const ids = heads.map((h) => Number(h.last_id));
+        const runs = new Map(
+          (s.runsByIds.all({ ids: JSON.stringify(ids) }) as Row[]).map((r) => {
+            const run = toIngestRun(r);
+            return [run.id, run];
+          }),
+        );
+        // One indexed range per pipeline: (pipeline, at, reason).
+        const drops = heads.flatMap((h) =>
+          s.dropsSince.all({ pipeline: h.pipeline as string, since: params.since }) as Row[]
+        );
+        return toSummaries(heads, runs, drops);
+      });
+    },
 
-  /** Call inside a write transaction. */
-  dropReplayed(params: { id: number; jobId: number; now: number }): boolean {
-    return this.q.dropReplayed.run({ id: params.id, job: params.jobId, now: params.now })
-      .changes !== 0;
-  }
+    ingestDropsList(filter: IngestDropFilter): Promise<IngestDrop[]> {
+      return core.exclusive(() =>
+        (q().dropsList.all({
+          pipeline: filter.pipeline,
+          reason: filter.reason ?? null,
+          run: filter.runId ?? null,
+          before: filter.before ?? null,
+          limit: filter.limit ?? 50,
+        }) as Row[]).map(toIngestDrop)
+      );
+    },
 
-  /** Call inside a write transaction. */
-  dropsPrune(params: IngestDropsPruneParams): number {
-    return Number(
-      this.q.dropsPrune.run({
-        before: JSON.stringify(params.before.map((b) => [b.pipeline, b.before])),
-        otherwise: params.otherwise,
-        limit: params.limit,
-      }).changes,
-    );
-  }
+    ingestDropGet(params: { id: number }): Promise<IngestDropWithRecord | null> {
+      return core.exclusive(() => {
+        const row = q().dropGet.get({ id: params.id }) as Row | undefined;
+        return row ? { ...toIngestDrop(row), record: (row.record as string | null) ?? null } : null;
+      });
+    },
+
+    ingestDropReplayed(params: { id: number; jobId: number; now: number }): Promise<boolean> {
+      return core.exclusive(() =>
+        core.write(() =>
+          q().dropReplayed.run({ id: params.id, job: params.jobId, now: params.now }).changes !== 0
+        )
+      );
+    },
+
+    ingestDropsPrune(params: IngestDropsPruneParams): Promise<number> {
+      return core.exclusive(() =>
+        core.write(() =>
+          Number(
+            q().dropsPrune.run({
+              before: JSON.stringify(params.before.map((b) => [b.pipeline, b.before])),
+              otherwise: params.otherwise,
+              limit: params.limit,
+            }).changes,
+          )
+        )
+      );
+    },
+  };
 }

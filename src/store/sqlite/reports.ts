@@ -1,6 +1,10 @@
 /**
- * The SQLite side of report runs: the statements behind the store's
- * `reportRun*` methods, run synchronously inside the store's transactions.
+ * The SQLite side of report runs ({@linkcode StoreReports}): the statements
+ * behind the store's `reportRun*` methods and those methods, each run
+ * synchronously inside the store's transactions; no op of the shared
+ * lifecycle is answered here. The statements are prepared at their first
+ * use (see `SqliteCore.onDemand`).
+ *
  * A run's writes after its creation are fenced by its job: they happen
  * only while the job is `executing` with the attempt's fence, checked by
  * the statement that writes. The concurrency check and the insert of a new
@@ -9,8 +13,6 @@
  * @module
  */
 
-import type { DatabaseSync } from "node:sqlite";
-import { Prepared } from "./prepared.ts";
 import type { ReportRun } from "../../report/types.ts";
 import { toReportRun } from "../report_rows.ts";
 import type {
@@ -18,7 +20,9 @@ import type {
   ReportRunCreateParams,
   ReportRunFilter,
   ReportRunFinishParams,
+  StoreReports,
 } from "../store.ts";
+import type { SqliteCore } from "./core.ts";
 
 type Row = Record<string, unknown>;
 
@@ -61,102 +65,127 @@ const SQL = {
   delete: `DELETE FROM report_runs WHERE id = :id`,
 } as const;
 
-/** The report statements of one connection. */
-export class SqliteReports extends Prepared<keyof typeof SQL> {
-  /** `connection` is a function: the store opens it after building this. */
-  constructor(connection: () => DatabaseSync) {
-    super(connection, SQL);
-  }
-
-  /** Call inside a write transaction. */
-  create(params: ReportRunCreateParams): { run: ReportRun } | { active: number[] } {
-    const q = this.q;
-    const active = (q.active.all({ report: params.report }) as Row[])
-      // A run whose job ended without it no longer holds a place.
-      .filter((row) =>
-        row.job_state === "available" || row.job_state === "scheduled" ||
-        row.job_state === "executing" || row.job_state === "retryable"
-      )
-      .map((row) => Number(row.id));
-    if (active.length >= params.maxConcurrent) return { active };
-    const result = q.insert.run({
-      report: params.report,
-      job: params.jobId,
-      tenant: params.tenant,
-      actor: params.actor,
-      roles: JSON.stringify(params.roles),
-      params: JSON.stringify(params.params),
-      sort: params.sort,
-      format: params.format,
-      now: params.now,
-    });
-    return { run: this.get(Number(result.lastInsertRowid))! };
-  }
-
-  /** Call inside a write transaction. */
-  start(params: { jobId: number; fence: number; now: number }): ReportRun | null {
-    const q = this.q;
-    const changed =
-      q.start.run({ job: params.jobId, fence: params.fence, now: params.now }).changes;
-    if (changed === 0) return null;
-    return toReportRun(q.byJob.get({ job: params.jobId }) as Row);
-  }
-
-  progress(params: { lease: IngestLease; rows: number; bytes: number; now: number }): boolean {
-    return this.q.progress.run({
-      run: params.lease.runId,
-      job: params.lease.jobId,
-      fence: params.lease.fence,
-      rows: params.rows,
-      bytes: params.bytes,
-      now: params.now,
-    }).changes > 0;
-  }
-
-  finish(params: ReportRunFinishParams): boolean {
-    return this.q.finish.run({
-      run: params.lease.runId,
-      job: params.lease.jobId,
-      fence: params.lease.fence,
-      state: params.state,
-      rows: params.rows,
-      bytes: params.bytes,
-      output: params.output,
-      key: params.storageKey,
-      error: params.error,
-      limit: params.limit,
-      expires: params.expiresAt,
-      now: params.now,
-    }).changes > 0;
-  }
-
-  get(id: number): ReportRun | null {
-    const row = this.q.get.get({ id }) as Row | undefined;
+/** The {@linkcode StoreReports} of the store over `core`. */
+export function sqliteReports(core: SqliteCore): StoreReports {
+  const q = () => core.onDemand(SQL);
+  const get = (id: number): ReportRun | null => {
+    const row = q().get.get({ id }) as Row | undefined;
     return row ? toReportRun(row) : null;
-  }
+  };
+  return {
+    reportRunCreate(
+      params: ReportRunCreateParams,
+    ): Promise<{ run: ReportRun } | { active: number[] }> {
+      return core.exclusive(() =>
+        core.write(() => {
+          const s = q();
+          const active = (s.active.all({ report: params.report }) as Row[])
+            // A run whose job ended without it no longer holds a place.
+            .filter((row) =>
+              row.job_state === "available" || row.job_state === "scheduled" ||
+              row.job_state === "executing" || row.job_state === "retryable"
+            )
+            .map((row) => Number(row.id));
+          if (active.length >= params.maxConcurrent) return { active };
+          const result = s.insert.run({
+            report: params.report,
+            job: params.jobId,
+            tenant: params.tenant,
+            actor: params.actor,
+            roles: JSON.stringify(params.roles),
+            params: JSON.stringify(params.params),
+            sort: params.sort,
+            format: params.format,
+            now: params.now,
+          });
+          return { run: get(Number(result.lastInsertRowid))! };
+        })
+      );
+    },
 
-  list(filter: ReportRunFilter): ReportRun[] {
-    const rows = this.q.list.all({
-      report: filter.report ?? null,
-      tenant: filter.tenant ?? null,
-      before: filter.before ?? null,
-      // The state filter reads the state as shown (a run whose job ended reads as its end).
-      limit: filter.state ? -1 : filter.limit ?? 50,
-    }) as Row[];
-    const runs = rows.map(toReportRun);
-    if (!filter.state) return runs;
-    return runs.filter((r) => r.state === filter.state).slice(0, filter.limit ?? 50);
-  }
+    reportRunStart(params: { jobId: number; fence: number; now: number }): Promise<
+      ReportRun | null
+    > {
+      return core.exclusive(() =>
+        core.write(() => {
+          const s = q();
+          const changed =
+            s.start.run({ job: params.jobId, fence: params.fence, now: params.now }).changes;
+          if (changed === 0) return null;
+          return toReportRun(s.byJob.get({ job: params.jobId }) as Row);
+        })
+      );
+    },
 
-  expired(params: { now: number; limit: number }): ReportRun[] {
-    return (this.q.expired.all(params) as Row[]).map(toReportRun);
-  }
+    reportRunProgress(
+      params: { lease: IngestLease; rows: number; bytes: number; now: number },
+    ): Promise<
+      boolean
+    > {
+      return core.exclusive(() =>
+        core.write(() =>
+          q().progress.run({
+            run: params.lease.runId,
+            job: params.lease.jobId,
+            fence: params.lease.fence,
+            rows: params.rows,
+            bytes: params.bytes,
+            now: params.now,
+          }).changes > 0
+        )
+      );
+    },
 
-  endedBefore(params: { before: number; limit: number }): ReportRun[] {
-    return (this.q.endedBefore.all(params) as Row[]).map(toReportRun);
-  }
+    reportRunFinish(params: ReportRunFinishParams): Promise<boolean> {
+      return core.exclusive(() =>
+        core.write(() =>
+          q().finish.run({
+            run: params.lease.runId,
+            job: params.lease.jobId,
+            fence: params.lease.fence,
+            state: params.state,
+            rows: params.rows,
+            bytes: params.bytes,
+            output: params.output,
+            key: params.storageKey,
+            error: params.error,
+            limit: params.limit,
+            expires: params.expiresAt,
+            now: params.now,
+          }).changes > 0
+        )
+      );
+    },
 
-  delete(id: number): boolean {
-    return this.q.delete.run({ id }).changes > 0;
-  }
+    reportRunGet(params: { id: number }): Promise<ReportRun | null> {
+      return core.exclusive(() => get(params.id));
+    },
+
+    reportRunsList(filter: ReportRunFilter): Promise<ReportRun[]> {
+      return core.exclusive(() => {
+        const rows = q().list.all({
+          report: filter.report ?? null,
+          tenant: filter.tenant ?? null,
+          before: filter.before ?? null,
+          // The state filter reads the state as shown (a run whose job ended reads as its end).
+          limit: filter.state ? -1 : filter.limit ?? 50,
+        }) as Row[];
+        const runs = rows.map(toReportRun);
+        if (!filter.state) return runs;
+        return runs.filter((r) => r.state === filter.state).slice(0, filter.limit ?? 50);
+      });
+    },
+
+    reportRunsExpired(params: { now: number; limit: number }): Promise<ReportRun[]> {
+      return core.exclusive(() => (q().expired.all(params) as Row[]).map(toReportRun));
+    },
+
+    reportRunsEndedBefore(params: { before: number; limit: number }): Promise<ReportRun[]> {
+      return core.exclusive(() => (q().endedBefore.all(params) as Row[]).map(toReportRun));
+    },
+
+    reportRunDelete(params: { id: number }): Promise<boolean> {
+      return core.exclusive(() => core.write(() => q().delete.run({ id: params.id }).changes > 0));
+    },
+  };
 }

@@ -1,21 +1,27 @@
 /**
- * The SQLite side of workflow runs: the statements that answer the
- * bookkeeping's {@linkcode Op}s (`src/workflow/bookkeeping.ts`), run
- * synchronously inside the store's write transaction, and the reads of the
- * views. The order of reads and writes is the bookkeeping's, shared with
- * PostgreSQL; only the SQL is here.
+ * The SQLite side of workflow runs ({@linkcode StoreWorkflows}): the
+ * statements that answer the bookkeeping's {@linkcode Op}s
+ * (`src/workflow/bookkeeping.ts`) in {@linkcode answerWorkflowOp}, run
+ * synchronously inside the store's write transaction, the reads of the
+ * views, and the store's methods over them. The order of reads and writes
+ * is the bookkeeping's, shared with PostgreSQL; only the SQL is here. The
+ * statements are prepared at their first use (see `SqliteCore.onDemand`).
  *
  * @module
  */
 
-import type { DatabaseSync } from "node:sqlite";
-import { Prepared } from "./prepared.ts";
-import type { InsertResult, JobState, NewJob } from "../../kernel/types.ts";
+import type { JobState } from "../../kernel/types.ts";
 import type { SnapshotRow } from "../../workflow/advance.ts";
-import type { Op } from "../../workflow/bookkeeping.ts";
-import type { WorkflowRun, WorkflowRunDetail } from "../../workflow/types.ts";
-import type { WorkflowFilter } from "../store.ts";
-import type { CountsWrite } from "./counts.ts";
+import { cancelRun, type Op, retryRun, startRun } from "../../workflow/bookkeeping.ts";
+import type { RunState, WorkflowRun, WorkflowRunDetail } from "../../workflow/types.ts";
+import type {
+  StoreWorkflows,
+  WorkflowActionResult,
+  WorkflowFilter,
+  WorkflowStartParams,
+} from "../store.ts";
+import type { SqliteCore } from "./core.ts";
+import { insertFresh } from "./jobs.ts";
 import {
   checkRunStates,
   type Row,
@@ -109,271 +115,324 @@ const SQL = {
       SELECT 1 FROM jobs WHERE id = :job AND state = 'executing' AND fence = :fence)`,
 } as const;
 
-/** The workflow statements of one connection, and the answers to the bookkeeping's ops. */
-export class SqliteWorkflows extends Prepared<keyof typeof SQL> {
-  constructor(
-    /** The connection (a function: the store opens it after building this). */
-    connection: () => DatabaseSync,
-    /** The store's own insert (ids, uniqueness, wake-ups), inside the open transaction. */
-    readonly insert: (jobs: NewJob[], now: number) => InsertResult[],
-    /** The job counts' changes of the open write transaction. */
-    readonly counts: () => CountsWrite,
-  ) {
-    super(connection, SQL);
-  }
+/** The {@linkcode StoreWorkflows} of the store over `core`. */
+export function sqliteWorkflows(core: SqliteCore): StoreWorkflows {
+  const q = () => core.onDemand(SQL);
+  return {
+    workflowStart(params: WorkflowStartParams): Promise<{
+      id: number;
+      duplicate: boolean;
+      queues: string[];
+    }> {
+      return core.exclusive(() =>
+        core.write(() => {
+          const started = core.lifecycle(startRun(params));
+          return { id: started.id, duplicate: started.duplicate, queues: started.queues };
+        })
+      );
+    },
 
-  /** Cancels the job `id` if it waits (not executing, not final), counting the move. */
-  #cancel(id: number, now: number, error: string): boolean {
-    const q = this.q;
-    const was = q.jobState.get({ id }) as Row | undefined;
-    if (!was || q.jobCancel.get({ id, now, error }) === undefined) return false;
-    this.counts().moved(id, was.queue as string, was.state as JobState, "cancelled");
-    return true;
-  }
+    workflowGet(params: { id: number }): Promise<WorkflowRunDetail | null> {
+      return core.exclusive(() => {
+        const id = params.id;
+        const row = q().runRow.get({ run: id }) as Row | undefined;
+        if (!row) return null;
+        const steps = (q().rows.all({ run: id }) as Row[]).map(toWorkflowStepRow);
+        return { run: toWorkflowRun(row), definition: JSON.parse(String(row.definition)), steps };
+      });
+    },
 
-  /** Answers one op of the bookkeeping; call only inside a write transaction. */
-  answer(op: Op): unknown {
-    const q = this.q;
-    switch (op.op) {
-      case "all":
-        return op.ops.map((o) => this.answer(o));
-      case "stepsByJobs":
-        return (q.stepsByJobs.all({ jobs: JSON.stringify(op.jobIds) }) as Row[]).map((row) => ({
-          runId: Number(row.run_id),
-          kind: row.kind,
-          step: row.step,
-          item: Number(row.item),
-          state: row.state,
-          jobId: Number(row.job_id),
-        }));
-      case "stepsFinish": {
-        const rows = op.rows.map((r) => [
-          r.key.runId,
-          r.key.kind,
-          r.key.step,
-          r.key.item,
-          r.state,
-          r.result,
-          r.error,
-          r.seq,
-        ]);
-        q.stepsFinish.run({ rows: JSON.stringify(rows), now: op.now });
-        return undefined;
-      }
-      case "itemsEnded":
-        return op.groups.map((g) => {
-          const row = q.itemsEnded.get({ run: g.runId, step: g.step, count: g.count }) as Row;
-          return {
-            runId: g.runId,
-            step: g.step,
-            remaining: Number(row.remaining),
-            state: row.state,
-          };
-        });
-      case "itemResults":
-        return (q.itemResults.all({ run: op.runId, step: op.step }) as Row[]).map((r) => ({
-          item: Number(r.item),
-          result: r.result as string | null,
-        }));
-      case "runsGet":
-        return (q.runsGet.all({ runs: JSON.stringify(op.runIds) }) as Row[]).map(toLoadedRun);
-      case "runByKey": {
-        const row = q.runByKey.get({ key: op.key }) as Row | undefined;
-        return row ? Number(row.id) : null;
-      }
-      case "runInsert": {
-        const row = q.runInsert.get({
-          workflow: op.definition.id,
-          hash: op.definition.hash,
-          definition: JSON.stringify(op.definition),
-          input: op.input,
-          tenant: op.tenant,
-          key: op.key,
-          now: op.now,
-        }) as Row;
-        return Number(row.id);
-      }
-      case "snapshots":
-        return (q.snapshots.all({ runs: JSON.stringify(op.runIds) }) as Row[]).map((r) => ({
-          runId: Number(r.run_id),
-          kind: r.kind as SnapshotRow["kind"],
-          step: String(r.step),
-          jobId: r.job_id == null ? null : Number(r.job_id),
-          state: r.state as SnapshotRow["state"],
-          result: (r.result as string | null) ?? null,
-          seq: r.seq == null ? null : Number(r.seq),
-          error: (r.error as string | null) ?? null,
-          jobState: (r.job_state as SnapshotRow["jobState"]) ?? null,
-        }));
-      case "rows":
-        return (q.rows.all({ run: op.runId }) as Row[]).map(toWorkflowStepRow);
-      case "jobsInsert":
-        return this.insert(op.jobs, op.now);
-      case "jobsCancel":
-        return op.ids.filter((id) => this.#cancel(id, op.now, op.error));
-      case "itemsCancel": {
-        const waiting = q.itemsWaiting.all({ run: op.runId, step: op.step }) as Row[];
-        const cancelled: number[] = [];
-        for (const w of waiting) {
-          const id = Number(w.job_id);
-          if (!this.#cancel(id, op.now, op.error)) continue;
-          cancelled.push(id);
-          const end = [
-            op.runId,
-            "step",
-            op.step,
-            Number(w.item),
-            "cancelled",
-            null,
-            op.error,
-            null,
-          ];
-          q.stepsFinish.run({ rows: JSON.stringify([end]), now: op.now });
+    workflowsList(params: WorkflowFilter): Promise<WorkflowRun[]> {
+      return core.exclusive(() => {
+        const states = checkRunStates(params.state);
+        const desc = params.desc ?? true;
+        const limit = params.limit ?? 100;
+        if (!Number.isInteger(limit) || limit < 1) {
+          throw new RangeError(`limit must be a whole number >= 1, got ${params.limit}`);
         }
-        return cancelled;
-      }
-      case "jobsRetry":
-        return op.ids.filter((id) => {
-          const was = q.jobState.get({ id }) as Row | undefined;
-          if (!was || q.jobRetry.get({ id, now: op.now }) === undefined) return false;
-          this.counts().moved(id, was.queue as string, was.state as JobState, "available");
-          return true;
-        });
-      case "stepsInsert": {
-        const rows = op.rows.map((r) => [
-          r.runId,
-          r.kind,
-          r.step,
-          r.item,
-          r.jobId,
-          r.state,
-          r.result,
-          r.error,
-          r.seq,
-          r.items,
-          r.now,
-        ]);
-        q.stepsInsert.run({ rows: JSON.stringify(rows) });
-        return undefined;
-      }
-      case "stepsReopen":
-        for (const k of op.keys) {
-          q.stepReopen.run({
-            run: k.runId,
-            kind: k.kind,
-            step: k.step,
-            item: k.item,
-            remaining: k.remaining,
-          });
+        const where: string[] = [];
+        const values: Record<string, string | number> = { limit };
+        if (states) {
+          where.push(`state IN (SELECT value FROM json_each(:states))`);
+          values.states = JSON.stringify(states);
         }
-        return undefined;
-      case "stepsDelete":
-        for (const k of op.keys) {
-          q.stepDelete.run({ run: k.runId, kind: k.kind, step: k.step, item: k.item });
+        if (params.workflow !== undefined) {
+          where.push(`workflow = :workflow`);
+          values.workflow = params.workflow;
         }
-        return undefined;
-      case "runsSet": {
-        const runs = op.runs.map((r) => [
-          r.runId,
-          r.state,
-          r.error,
-          r.finished ? 1 : 0,
-          r.cancelReason,
-        ]);
-        q.runsSet.run({ runs: JSON.stringify(runs), now: op.now });
-        return undefined;
-      }
-      case "auditRecord": {
-        const rows = op.rows.map((r) => [
-          r.at,
-          r.actor,
-          r.action,
-          r.target,
-          r.reason,
-          JSON.stringify(r.details),
-        ]);
-        q.auditRecord.run({ rows: JSON.stringify(rows) });
-        return undefined;
-      }
-    }
-  }
-
-  get(id: number): WorkflowRunDetail | null {
-    const row = this.q.runRow.get({ run: id }) as Row | undefined;
-    if (!row) return null;
-    const steps = (this.q.rows.all({ run: id }) as Row[]).map(toWorkflowStepRow);
-    return { run: toWorkflowRun(row), definition: JSON.parse(String(row.definition)), steps };
-  }
-
-  list(params: WorkflowFilter): WorkflowRun[] {
-    const states = checkRunStates(params.state);
-    const desc = params.desc ?? true;
-    const limit = params.limit ?? 100;
-    if (!Number.isInteger(limit) || limit < 1) {
-      throw new RangeError(`limit must be a whole number >= 1, got ${params.limit}`);
-    }
-    const where: string[] = [];
-    const values: Record<string, string | number> = { limit };
-    if (states) {
-      where.push(`state IN (SELECT value FROM json_each(:states))`);
-      values.states = JSON.stringify(states);
-    }
-    if (params.workflow !== undefined) {
-      where.push(`workflow = :workflow`);
-      values.workflow = params.workflow;
-    }
-    if (params.after !== undefined) {
-      if (!Number.isInteger(params.after)) {
-        throw new RangeError(`after must be a run id (a whole number), got ${params.after}`);
-      }
-      where.push(desc ? `id < :after` : `id > :after`);
-      values.after = params.after;
-    }
-    // The clauses are fixed texts chosen above; every value is bound.
-    const sql = `SELECT * FROM workflow_runs ${where.length ? `WHERE ${where.join(" AND ")}` : ""}
+        if (params.after !== undefined) {
+          if (!Number.isInteger(params.after)) {
+            throw new RangeError(`after must be a run id (a whole number), got ${params.after}`);
+          }
+          where.push(desc ? `id < :after` : `id > :after`);
+          values.after = params.after;
+        }
+        // The clauses are fixed texts chosen above; every value is bound.
+        const sql = `SELECT * FROM workflow_runs ${
+          where.length ? `WHERE ${where.join(" AND ")}` : ""
+        }
       ORDER BY id ${desc ? "DESC" : "ASC"} LIMIT :limit`;
-    return (this.connection().prepare(sql).all(values) as Row[]).map(toWorkflowRun);
-  }
+        return (core.db.prepare(sql).all(values) as Row[]).map(toWorkflowRun);
+      });
+    },
 
-  count(): { workflow: string; state: WorkflowRun["state"]; count: number }[] {
-    return (this.q.count.all() as Row[]).map((r) => ({
-      workflow: String(r.workflow),
-      state: r.state as WorkflowRun["state"],
-      count: Number(r.count),
-    }));
-  }
+    workflowsCount(): Promise<{ workflow: string; state: RunState; count: number }[]> {
+      return core.exclusive(() =>
+        (q().count.all() as Row[]).map((r) => ({
+          workflow: String(r.workflow),
+          state: r.state as WorkflowRun["state"],
+          count: Number(r.count),
+        }))
+      );
+    },
 
-  compensations(): { workflow: string; state: string; count: number }[] {
-    return (this.q.compensations.all() as Row[]).map((r) => ({
-      workflow: String(r.workflow),
-      state: String(r.state),
-      count: Number(r.count),
-    }));
-  }
+    workflowCompensationsCount(): Promise<{ workflow: string; state: string; count: number }[]> {
+      return core.exclusive(() =>
+        (q().compensations.all() as Row[]).map((r) => ({
+          workflow: String(r.workflow),
+          state: String(r.state),
+          count: Number(r.count),
+        }))
+      );
+    },
 
-  /** See `Store.workflowsPrune`; inside a write transaction. */
-  prune(params: {
-    before: Partial<Record<"completed" | "cancelled" | "discarded", number>>;
-    limit: number;
-  }): number {
-    const { completed = null, cancelled = null, discarded = null } = params.before;
-    const ids =
-      (this.q.prune.all({ completed, cancelled, discarded, limit: params.limit }) as Row[])
-        .map((r) => Number(r.id));
-    if (ids.length > 0) this.q.pruneSteps.run({ ids: JSON.stringify(ids) });
-    return ids.length;
-  }
+    workflowCancel(params: { id: number; now: number; reason: string }): Promise<
+      WorkflowActionResult | null
+    > {
+      return core.exclusive(() =>
+        core.write(() =>
+          actionResult(core.lifecycle(cancelRun(params.id, params.reason, params.now)))
+        )
+      );
+    },
 
-  cursorGet(jobId: number): string | null {
-    const row = this.q.cursorGet.get({ job: jobId }) as Row | undefined;
-    return (row?.cursor as string | null | undefined) ?? null;
-  }
+    workflowRetry(params: { id: number; now: number }): Promise<WorkflowActionResult | null> {
+      return core.exclusive(() =>
+        core.write(() => actionResult(core.lifecycle(retryRun(params.id, params.now))))
+      );
+    },
 
-  cursorSet(params: { jobId: number; fence: number; value: string }): boolean {
-    return this.q.cursorSet.run({
-      job: params.jobId,
-      fence: params.fence,
-      value: params.value,
-    }).changes !== 0;
+    workflowsPrune(params: {
+      before: Partial<Record<"completed" | "cancelled" | "discarded", number>>;
+      limit: number;
+    }): Promise<number> {
+      return core.exclusive(() =>
+        core.write(() => {
+          const { completed = null, cancelled = null, discarded = null } = params.before;
+          const ids =
+            (q().prune.all({ completed, cancelled, discarded, limit: params.limit }) as Row[])
+              .map((r) => Number(r.id));
+          if (ids.length > 0) q().pruneSteps.run({ ids: JSON.stringify(ids) });
+          return ids.length;
+        })
+      );
+    },
+
+    workflowCursorGet(params: { jobId: number }): Promise<string | null> {
+      return core.exclusive(() => {
+        const row = q().cursorGet.get({ job: params.jobId }) as Row | undefined;
+        return (row?.cursor as string | null | undefined) ?? null;
+      });
+    },
+
+    workflowCursorSet(
+      params: { jobId: number; fence: number; value: string; now: number },
+    ): Promise<
+      boolean
+    > {
+      return core.exclusive(() =>
+        core.write(() =>
+          q().cursorSet.run({
+            job: params.jobId,
+            fence: params.fence,
+            value: params.value,
+          }).changes !== 0
+        )
+      );
+    },
+  };
+}
+
+/** What a workflow action tells its caller: null when there is no such run. */
+function actionResult(
+  outcome: { was: RunState | null; state: RunState | null; jobs: number[] },
+): WorkflowActionResult | null {
+  if (outcome.was === null || outcome.state === null) return null;
+  return { was: outcome.was, state: outcome.state, jobs: outcome.jobs };
+}
+
+/** Cancels the job `id` if it waits (not executing, not final), counting the move. */
+function cancelWaiting(core: SqliteCore, id: number, now: number, error: string): boolean {
+  const q = core.onDemand(SQL);
+  const was = q.jobState.get({ id }) as Row | undefined;
+  if (!was || q.jobCancel.get({ id, now, error }) === undefined) return false;
+  core.counts.moved(id, was.queue as string, was.state as JobState, "cancelled");
+  return true;
+}
+
+/** Answers one op of the bookkeeping; call only inside a write transaction. */
+export function answerWorkflowOp(core: SqliteCore, op: Op): unknown {
+  const q = core.onDemand(SQL);
+  switch (op.op) {
+    case "all":
+      return op.ops.map((o) => answerWorkflowOp(core, o));
+    case "stepsByJobs":
+      return (q.stepsByJobs.all({ jobs: JSON.stringify(op.jobIds) }) as Row[]).map((row) => ({
+        runId: Number(row.run_id),
+        kind: row.kind,
+        step: row.step,
+        item: Number(row.item),
+        state: row.state,
+        jobId: Number(row.job_id),
+      }));
+    case "stepsFinish": {
+      const rows = op.rows.map((r) => [
+        r.key.runId,
+        r.key.kind,
+        r.key.step,
+        r.key.item,
+        r.state,
+        r.result,
+        r.error,
+        r.seq,
+      ]);
+      q.stepsFinish.run({ rows: JSON.stringify(rows), now: op.now });
+      return undefined;
+    }
+    case "itemsEnded":
+      return op.groups.map((g) => {
+        const row = q.itemsEnded.get({ run: g.runId, step: g.step, count: g.count }) as Row;
+        return {
+          runId: g.runId,
+          step: g.step,
+          remaining: Number(row.remaining),
+          state: row.state,
+        };
+      });
+    case "itemResults":
+      return (q.itemResults.all({ run: op.runId, step: op.step }) as Row[]).map((r) => ({
+        item: Number(r.item),
+        result: r.result as string | null,
+      }));
+    case "runsGet":
+      return (q.runsGet.all({ runs: JSON.stringify(op.runIds) }) as Row[]).map(toLoadedRun);
+    case "runByKey": {
+      const row = q.runByKey.get({ key: op.key }) as Row | undefined;
+      return row ? Number(row.id) : null;
+    }
+    case "runInsert": {
+      const row = q.runInsert.get({
+        workflow: op.definition.id,
+        hash: op.definition.hash,
+        definition: JSON.stringify(op.definition),
+        input: op.input,
+        tenant: op.tenant,
+        key: op.key,
+        now: op.now,
+      }) as Row;
+      return Number(row.id);
+    }
+    case "snapshots":
+      return (q.snapshots.all({ runs: JSON.stringify(op.runIds) }) as Row[]).map((r) => ({
+        runId: Number(r.run_id),
+        kind: r.kind as SnapshotRow["kind"],
+        step: String(r.step),
+        jobId: r.job_id == null ? null : Number(r.job_id),
+        state: r.state as SnapshotRow["state"],
+        result: (r.result as string | null) ?? null,
+        seq: r.seq == null ? null : Number(r.seq),
+        error: (r.error as string | null) ?? null,
+        jobState: (r.job_state as SnapshotRow["jobState"]) ?? null,
+      }));
+    case "rows":
+      return (q.rows.all({ run: op.runId }) as Row[]).map(toWorkflowStepRow);
+    case "jobsInsert":
+      return insertFresh(core, op.jobs, op.now);
+    case "jobsCancel":
+      return op.ids.filter((id) => cancelWaiting(core, id, op.now, op.error));
+    case "itemsCancel": {
+      const waiting = q.itemsWaiting.all({ run: op.runId, step: op.step }) as Row[];
+      const cancelled: number[] = [];
+      for (const w of waiting) {
+        const id = Number(w.job_id);
+        if (!cancelWaiting(core, id, op.now, op.error)) continue;
+        cancelled.push(id);
+        const end = [
+          op.runId,
+          "step",
+          op.step,
+          Number(w.item),
+          "cancelled",
+          null,
+          op.error,
+          null,
+        ];
+        q.stepsFinish.run({ rows: JSON.stringify([end]), now: op.now });
+      }
+      return cancelled;
+    }
+    case "jobsRetry":
+      return op.ids.filter((id) => {
+        const was = q.jobState.get({ id }) as Row | undefined;
+        if (!was || q.jobRetry.get({ id, now: op.now }) === undefined) return false;
+        core.counts.moved(id, was.queue as string, was.state as JobState, "available");
+        return true;
+      });
+    case "stepsInsert": {
+      const rows = op.rows.map((r) => [
+        r.runId,
+        r.kind,
+        r.step,
+        r.item,
+        r.jobId,
+        r.state,
+        r.result,
+        r.error,
+        r.seq,
+        r.items,
+        r.now,
+      ]);
+      q.stepsInsert.run({ rows: JSON.stringify(rows) });
+      return undefined;
+    }
+    case "stepsReopen":
+      for (const k of op.keys) {
+        q.stepReopen.run({
+          run: k.runId,
+          kind: k.kind,
+          step: k.step,
+          item: k.item,
+          remaining: k.remaining,
+        });
+      }
+      return undefined;
+    case "stepsDelete":
+      for (const k of op.keys) {
+        q.stepDelete.run({ run: k.runId, kind: k.kind, step: k.step, item: k.item });
+      }
+      return undefined;
+    case "runsSet": {
+      const runs = op.runs.map((r) => [
+        r.runId,
+        r.state,
+        r.error,
+        r.finished ? 1 : 0,
+        r.cancelReason,
+      ]);
+      q.runsSet.run({ runs: JSON.stringify(runs), now: op.now });
+      return undefined;
+    }
+    case "auditRecord": {
+      const rows = op.rows.map((r) => [
+        r.at,
+        r.actor,
+        r.action,
+        r.target,
+        r.reason,
+        JSON.stringify(r.details),
+      ]);
+      q.auditRecord.run({ rows: JSON.stringify(rows) });
+      return undefined;
+    }
   }
 }
