@@ -106,8 +106,6 @@ const ROW_TYPES =
 const UPWARD_ALLOWED: ReadonlyMap<string, string> = new Map([
   ["store/ingest_rows.ts -> ingest/types.ts", ROW_TYPES],
   ["store/postgres/ingest.ts -> ingest/types.ts", ROW_TYPES],
-  ["store/postgres/postgres_store.ts -> ingest/types.ts", ROW_TYPES],
-  ["store/postgres/postgres_store.ts -> report/types.ts", ROW_TYPES],
   ["store/postgres/reports.ts -> report/types.ts", ROW_TYPES],
   ["store/report_rows.ts -> report/types.ts", ROW_TYPES],
   ["store/sqlite/ingest.ts -> ingest/types.ts", ROW_TYPES],

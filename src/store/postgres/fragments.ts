@@ -1,10 +1,13 @@
 /**
- * Pieces of statements the PostgreSQL store's files share: each a fixed
- * text with its values bound.
+ * What the PostgreSQL store's files share: pieces of statements, each a
+ * fixed text with its values bound, and the checks and orders of the values
+ * they bind.
  *
  * @module
  */
 
+import type { JobState } from "../../kernel/types.ts";
+import { JOB_STATES } from "../../kernel/types.ts";
 import type postgres from "./driver.ts";
 
 /** A postgres.js connection or transaction: anything that runs a tagged query. */
@@ -29,4 +32,18 @@ export function runAgain(q: Sql, now: number): Fragment {
   return q`state = 'available', scheduled_at = ${now}::bigint, lease_expires_at = NULL,
     max_attempts = greatest(max_attempts, attempt + 1),
     completed_at = NULL, cancelled_at = NULL, discarded_at = NULL`;
+}
+
+/** Throws a RangeError naming `state` unless it is one of JOB_STATES. */
+export function checkState(state: string): asserts state is JobState {
+  if (!(JOB_STATES as readonly string[]).includes(state)) {
+    throw new RangeError(
+      `state must be one of ${JOB_STATES.join(", ")}, got ${JSON.stringify(state)}`,
+    );
+  }
+}
+
+/** Orders two strings by their code units. */
+export function compare(a: string, b: string): number {
+  return a < b ? -1 : a > b ? 1 : 0;
 }

@@ -1,21 +1,28 @@
 /**
- * The PostgreSQL side of workflow runs: the statements that answer the
- * bookkeeping's {@linkcode Op}s (`src/workflow/bookkeeping.ts`), awaited
- * one by one inside the store's transaction, and the reads of the views.
+ * The PostgreSQL side of workflow runs ({@linkcode StoreWorkflows}): the
+ * statements that answer the bookkeeping's {@linkcode Op}s
+ * (`src/workflow/bookkeeping.ts`), awaited one by one inside the store's
+ * transaction ({@linkcode answerWorkflowOp}), the actions that run the
+ * bookkeeping, and the reads of the views ({@linkcode postgresWorkflows}).
  * The order of reads and writes is the bookkeeping's, shared with SQLite.
  *
  * Locking: the run's row is locked (`FOR UPDATE`) before any of its step
  * rows change, so two steps of one run ending at once on two nodes advance
  * it one after the other, each seeing what the other committed; the record
- * path locks the runs of a batch in id order before its jobs, so batches
- * cannot deadlock on each other.
+ * path locks the runs of a batch in id order before its jobs (`jobs.ts`,
+ * `lockRuns`), so batches cannot deadlock on each other.
  *
  * @module
  */
 
-import type { InsertResult, NewJob } from "../../kernel/types.ts";
 import type { SnapshotRow } from "../../workflow/advance.ts";
-import { type Op, type StepFinish } from "../../workflow/bookkeeping.ts";
+import {
+  cancelRun,
+  type Op,
+  retryRun,
+  startRun,
+  type StepFinish,
+} from "../../workflow/bookkeeping.ts";
 import type { RunState, WorkflowRun, WorkflowRunDetail } from "../../workflow/types.ts";
 import {
   checkRunStates,
@@ -24,99 +31,155 @@ import {
   toWorkflowRun,
   toWorkflowStepRow,
 } from "../rows.ts";
-import type { WorkflowFilter } from "../store.ts";
+import type {
+  StoreWorkflows,
+  WorkflowActionResult,
+  WorkflowFilter,
+  WorkflowStartParams,
+} from "../store.ts";
+import type { PostgresCore } from "./core.ts";
 import { appendError, clearUnique, type Fragment, runAgain, type Sql } from "./fragments.ts";
 import { countRows } from "./counts.ts";
-
-/** What the store lends the ops: its own insert (ids, uniqueness, NOTIFY) and its NOTIFY. */
-export interface StoreParts {
-  insert(q: Sql, jobs: NewJob[], now: number): Promise<InsertResult[]>;
-  notify(q: Sql, queues: string[]): Promise<void>;
-}
-
-function waiting(q: Sql): Fragment {
-  return q`('scheduled', 'available', 'retryable')`;
-}
-
-/** Locks the runs in id order, for this transaction. */
-export async function lockRuns(q: Sql, runs: number[]): Promise<void> {
-  if (runs.length === 0) return;
-  const ids = [...new Set(runs)].sort((a, b) => a - b);
-  await q`SELECT id FROM workflow_runs WHERE id = ANY(${ids}::bigint[]) ORDER BY id FOR UPDATE`;
-}
-
-/** The runs whose steps these jobs are, for {@linkcode lockRuns}. */
-export async function runsOfJobs(q: Sql, jobs: number[]): Promise<number[]> {
-  if (jobs.length === 0) return [];
-  const rows = await q`SELECT DISTINCT run_id FROM workflow_steps
-    WHERE job_id = ANY(${jobs}::bigint[])`;
-  return rows.map((r) => Number(r.run_id));
-}
-
-/** The ops whose answer is nothing: they are sent without waiting for their reply. */
-const WRITES: ReadonlySet<Op["op"]> = new Set([
-  "stepsFinish",
-  "stepsInsert",
-  "stepsReopen",
-  "stepsDelete",
-  "runsSet",
-  "auditRecord",
-]);
+import { insertJobs } from "./jobs.ts";
 
 /**
- * Drives a generator of ops on one open transaction, pipelining the writes
- * that answer nothing (`isWrite`): each is sent at once (`answer` sends
- * one op) and the generator goes on, so a
- * batch's row updates, row inserts and run states share round trips with
- * what follows. The connection runs statements in the order sent, so a
- * later read sees them; the call resolves once every reply is in, and a
- * write that failed fails it (and the transaction with it).
+ * The {@linkcode StoreWorkflows} methods of the PostgreSQL store, over
+ * `core` (workflow runs: starts, actions, reads and the prune), each with
+ * its transaction policy: its own transaction where it needs one
+ * (`core.begin` joins a transaction's view).
  */
-export async function pipelined<O, R>(
-  ops: Generator<O, R, unknown>,
-  answer: (op: O) => Promise<unknown>,
-  isWrite: (op: O) => boolean,
-): Promise<R> {
-  const pending: Promise<void>[] = [];
-  let failed: { error: unknown } | null = null;
-  let outcome: { result: R } | { error: unknown };
-  try {
-    let next = ops.next();
-    while (!next.done) {
-      const op = next.value;
-      if (failed) throw (failed as { error: unknown }).error;
-      if (isWrite(op)) {
-        pending.push(
-          answer(op).then(() => {}, (error) => {
-            failed ??= { error };
-          }),
-        );
-        next = ops.next(undefined);
-      } else {
-        next = ops.next(await answer(op));
+export function postgresWorkflows(core: PostgresCore): StoreWorkflows {
+  return core.guard({
+    async workflowStart(params: WorkflowStartParams): Promise<{
+      id: number;
+      duplicate: boolean;
+      queues: string[];
+    }> {
+      return await core.begin(async (tx) => {
+        if (params.key !== null) {
+          // Starts with one key wait for each other here, so the second finds the first's run.
+          await tx`SELECT pg_advisory_xact_lock(hashtext('jobs.workflow_start'), hashtext(${params.key}))`;
+        }
+        const started = await core.lifecycle(tx, startRun(params));
+        return { id: started.id, duplicate: started.duplicate, queues: started.queues };
+      });
+    },
+
+    async workflowGet({ id }: { id: number }): Promise<WorkflowRunDetail | null> {
+      const q = core.tx ?? core.sql;
+      const [row] = await q`SELECT * FROM workflow_runs WHERE id = ${id}::bigint`;
+      if (!row) return null;
+      const steps = (await stepRows(q, id)).map(toWorkflowStepRow);
+      return { run: toWorkflowRun(row), definition: JSON.parse(String(row.definition)), steps };
+    },
+
+    async workflowsList(params: WorkflowFilter): Promise<WorkflowRun[]> {
+      const q = core.tx ?? core.sql;
+      const states = checkRunStates(params.state);
+      const desc = params.desc ?? true;
+      const limit = params.limit ?? 100;
+      if (!Number.isInteger(limit) || limit < 1) {
+        throw new RangeError(`limit must be a whole number >= 1, got ${params.limit}`);
       }
-    }
-    outcome = { result: next.value };
-  } catch (error) {
-    outcome = { error };
-  }
-  await Promise.all(pending);
-  // A read after a failed write fails as "transaction aborted": the write's error says why.
-  if (failed) throw (failed as { error: unknown }).error;
-  if ("error" in outcome) throw outcome.error;
-  return outcome.result;
+      if (params.after !== undefined && !Number.isInteger(params.after)) {
+        throw new RangeError(`after must be a run id (a whole number), got ${params.after}`);
+      }
+      const where: Fragment[] = [q`true`];
+      if (states) where.push(q`state = ANY(${states}::text[])`);
+      if (params.workflow !== undefined) where.push(q`workflow = ${params.workflow}`);
+      if (params.after !== undefined) {
+        where.push(desc ? q`id < ${params.after}::bigint` : q`id > ${params.after}::bigint`);
+      }
+      const condition = where.reduce((a, b) => q`${a} AND ${b}`);
+      const rows = desc
+        ? await q`SELECT * FROM workflow_runs WHERE ${condition} ORDER BY id DESC
+          LIMIT ${limit}::bigint`
+        : await q`SELECT * FROM workflow_runs WHERE ${condition} ORDER BY id LIMIT ${limit}::bigint`;
+      return rows.map((r) => toWorkflowRun(r as Row));
+    },
+
+    async workflowsCount(): Promise<{ workflow: string; state: RunState; count: number }[]> {
+      const q = core.sql;
+      const rows = await q`SELECT workflow, state, count(*) AS count FROM workflow_runs
+        GROUP BY workflow, state ORDER BY workflow, state`;
+      return rows.map((r) => ({
+        workflow: String(r.workflow),
+        state: r.state as RunState,
+        count: Number(r.count),
+      }));
+    },
+
+    async workflowCompensationsCount(): Promise<
+      { workflow: string; state: string; count: number }[]
+    > {
+      const q = core.sql;
+      const rows = await q`SELECT r.workflow, s.state, count(*) AS count
+        FROM workflow_steps AS s JOIN workflow_runs AS r ON r.id = s.run_id
+        WHERE s.kind = 'compensation' GROUP BY r.workflow, s.state ORDER BY 1, 2`;
+      return rows.map((r) => ({
+        workflow: String(r.workflow),
+        state: String(r.state),
+        count: Number(r.count),
+      }));
+    },
+
+    async workflowCancel(params: { id: number; now: number; reason: string }): Promise<
+      WorkflowActionResult | null
+    > {
+      return await core.begin(async (tx) =>
+        actionResult(await core.lifecycle(tx, cancelRun(params.id, params.reason, params.now)))
+      );
+    },
+
+    async workflowRetry(params: { id: number; now: number }): Promise<WorkflowActionResult | null> {
+      return await core.begin(async (tx) =>
+        actionResult(await core.lifecycle(tx, retryRun(params.id, params.now)))
+      );
+    },
+
+    async workflowsPrune(params: {
+      before: Partial<Record<"completed" | "cancelled" | "discarded", number>>;
+      limit: number;
+    }): Promise<number> {
+      return await core.sql.begin(async (q) => {
+        const { completed = null, cancelled = null, discarded = null } = params.before;
+        const rows = await q`DELETE FROM workflow_runs WHERE id IN (
+            SELECT id FROM workflow_runs WHERE finished_at IS NOT NULL AND (
+              (state = 'completed' AND finished_at < ${completed}::bigint)
+              OR (state IN ('compensated', 'cancelled') AND finished_at < ${cancelled}::bigint)
+              OR (state = 'failed' AND finished_at < ${discarded}::bigint))
+            ORDER BY id LIMIT ${params.limit}::bigint
+            FOR UPDATE SKIP LOCKED)
+          RETURNING id`;
+        // The step rows go with their run (ON DELETE CASCADE).
+        return rows.length;
+      });
+    },
+
+    async workflowCursorGet({ jobId }: { jobId: number }): Promise<string | null> {
+      const q = core.tx ?? core.sql;
+      const [row] = await q`SELECT cursor FROM workflow_steps WHERE job_id = ${jobId}::bigint`;
+      return row?.cursor ?? null;
+    },
+
+    async workflowCursorSet(
+      params: { jobId: number; fence: number; value: string; now: number },
+    ): Promise<boolean> {
+      const q = core.tx ?? core.sql;
+      const result = await q`UPDATE workflow_steps SET cursor = ${params.value}
+        WHERE job_id = ${params.jobId}::bigint AND EXISTS (
+          SELECT 1 FROM jobs WHERE id = ${params.jobId}::bigint AND state = 'executing'
+            AND fence = ${params.fence}::bigint)`;
+      return result.count !== 0;
+    },
+  });
 }
 
-/** Whether `op` is one of the bookkeeping's that answer nothing (it may be pipelined). */
-export function isPipelinedWrite(op: { op: string }): boolean {
-  return (WRITES as ReadonlySet<string>).has(op.op);
-}
-
-/** Answers one op of the bookkeeping on `q`, an open transaction. */
-export async function answerOp(q: Sql, op: Op, parts: StoreParts): Promise<unknown> {
+/** Answers one op of the workflow bookkeeping on `q`, an open transaction. */
+export async function answerWorkflowOp(core: PostgresCore, op: Op, q: Sql): Promise<unknown> {
   switch (op.op) {
     case "all":
-      return await Promise.all(op.ops.map((o) => answerOp(q, o, parts)));
+      return await Promise.all(op.ops.map((o) => answerWorkflowOp(core, o, q)));
     case "stepsByJobs": {
       const rows = await q`SELECT run_id, kind, step, item, state, job_id FROM workflow_steps
         WHERE job_id = ANY(${op.jobIds}::bigint[])`;
@@ -198,7 +261,7 @@ export async function answerOp(q: Sql, op: Op, parts: StoreParts): Promise<unkno
     case "rows":
       return (await stepRows(q, op.runId)).map(toWorkflowStepRow);
     case "jobsInsert":
-      return await parts.insert(q, op.jobs, op.now);
+      return await insertJobs(core, q, op.jobs, op.now);
     case "jobsCancel":
       return await cancelWaiting(q, op.ids, op.error, op.now);
     case "itemsCancel": {
@@ -227,7 +290,7 @@ export async function answerOp(q: Sql, op: Op, parts: StoreParts): Promise<unkno
         counted AS (${countRows(q, "retried")})
         SELECT id, queue FROM retried`;
       const queues = [...new Set(rows.map((r) => String(r.queue)))];
-      if (queues.length > 0) await parts.notify(q, queues);
+      if (queues.length > 0) await core.notify(q, queues);
       return rows.map((r) => Number(r.id));
     }
     case "stepsInsert": {
@@ -305,6 +368,20 @@ export async function answerOp(q: Sql, op: Op, parts: StoreParts): Promise<unkno
   }
 }
 
+/** The ops whose answer is nothing: they are sent without waiting for their reply. */
+export const WORKFLOW_WRITES: ReadonlySet<Op["op"]> = new Set([
+  "stepsFinish",
+  "stepsInsert",
+  "stepsReopen",
+  "stepsDelete",
+  "runsSet",
+  "auditRecord",
+]);
+
+function waiting(q: Sql): Fragment {
+  return q`('scheduled', 'available', 'retryable')`;
+}
+
 /** Ends rows, one statement for all of them. */
 async function finishRows(q: Sql, rows: StepFinish[], now: number): Promise<void> {
   if (rows.length === 0) return;
@@ -349,95 +426,10 @@ function stepRows(q: Sql, runId: number) {
     ORDER BY kind DESC, created_at, step, item`;
 }
 
-/** One run with its definition and rows, or null. */
-export async function workflowGet(q: Sql, id: number): Promise<WorkflowRunDetail | null> {
-  const [row] = await q`SELECT * FROM workflow_runs WHERE id = ${id}::bigint`;
-  if (!row) return null;
-  const steps = (await stepRows(q, id)).map(toWorkflowStepRow);
-  return { run: toWorkflowRun(row), definition: JSON.parse(String(row.definition)), steps };
-}
-
-/** Runs matching `params`, newest first unless `desc: false`. */
-export async function workflowsList(q: Sql, params: WorkflowFilter): Promise<WorkflowRun[]> {
-  const states = checkRunStates(params.state);
-  const desc = params.desc ?? true;
-  const limit = params.limit ?? 100;
-  if (!Number.isInteger(limit) || limit < 1) {
-    throw new RangeError(`limit must be a whole number >= 1, got ${params.limit}`);
-  }
-  if (params.after !== undefined && !Number.isInteger(params.after)) {
-    throw new RangeError(`after must be a run id (a whole number), got ${params.after}`);
-  }
-  const where: Fragment[] = [q`true`];
-  if (states) where.push(q`state = ANY(${states}::text[])`);
-  if (params.workflow !== undefined) where.push(q`workflow = ${params.workflow}`);
-  if (params.after !== undefined) {
-    where.push(desc ? q`id < ${params.after}::bigint` : q`id > ${params.after}::bigint`);
-  }
-  const condition = where.reduce((a, b) => q`${a} AND ${b}`);
-  const rows = desc
-    ? await q`SELECT * FROM workflow_runs WHERE ${condition} ORDER BY id DESC
-      LIMIT ${limit}::bigint`
-    : await q`SELECT * FROM workflow_runs WHERE ${condition} ORDER BY id LIMIT ${limit}::bigint`;
-  return rows.map((r) => toWorkflowRun(r as Row));
-}
-
-/** Runs by definition and state. */
-export async function workflowsCount(q: Sql) {
-  const rows = await q`SELECT workflow, state, count(*) AS count FROM workflow_runs
-    GROUP BY workflow, state ORDER BY workflow, state`;
-  return rows.map((r) => ({
-    workflow: String(r.workflow),
-    state: r.state as RunState,
-    count: Number(r.count),
-  }));
-}
-
-/** Compensation rows by definition and state. */
-export async function workflowCompensationsCount(q: Sql) {
-  const rows = await q`SELECT r.workflow, s.state, count(*) AS count
-    FROM workflow_steps AS s JOIN workflow_runs AS r ON r.id = s.run_id
-    WHERE s.kind = 'compensation' GROUP BY r.workflow, s.state ORDER BY 1, 2`;
-  return rows.map((r) => ({
-    workflow: String(r.workflow),
-    state: String(r.state),
-    count: Number(r.count),
-  }));
-}
-
-/** See `Store.workflowsPrune`. */
-export async function workflowsPrune(
-  q: Sql,
-  params: {
-    before: Partial<Record<"completed" | "cancelled" | "discarded", number>>;
-    limit: number;
-  },
-): Promise<number> {
-  const { completed = null, cancelled = null, discarded = null } = params.before;
-  const rows = await q`DELETE FROM workflow_runs WHERE id IN (
-      SELECT id FROM workflow_runs WHERE finished_at IS NOT NULL AND (
-        (state = 'completed' AND finished_at < ${completed}::bigint)
-        OR (state IN ('compensated', 'cancelled') AND finished_at < ${cancelled}::bigint)
-        OR (state = 'failed' AND finished_at < ${discarded}::bigint))
-      ORDER BY id LIMIT ${params.limit}::bigint
-      FOR UPDATE SKIP LOCKED)
-    RETURNING id`;
-  // The step rows go with their run (ON DELETE CASCADE).
-  return rows.length;
-}
-
-export async function cursorGet(q: Sql, jobId: number): Promise<string | null> {
-  const [row] = await q`SELECT cursor FROM workflow_steps WHERE job_id = ${jobId}::bigint`;
-  return row?.cursor ?? null;
-}
-
-export async function cursorSet(
-  q: Sql,
-  params: { jobId: number; fence: number; value: string },
-): Promise<boolean> {
-  const result = await q`UPDATE workflow_steps SET cursor = ${params.value}
-    WHERE job_id = ${params.jobId}::bigint AND EXISTS (
-      SELECT 1 FROM jobs WHERE id = ${params.jobId}::bigint AND state = 'executing'
-        AND fence = ${params.fence}::bigint)`;
-  return result.count !== 0;
+/** What a workflow action tells its caller: null when there is no such run. */
+function actionResult(
+  outcome: { was: RunState | null; state: RunState | null; jobs: number[] },
+): WorkflowActionResult | null {
+  if (outcome.was === null || outcome.state === null) return null;
+  return { was: outcome.was, state: outcome.state, jobs: outcome.jobs };
 }
