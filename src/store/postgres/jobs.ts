@@ -570,14 +570,6 @@ export async function lockRuns(q: Sql, runs: number[]): Promise<void> {
   await q`SELECT id FROM workflow_runs WHERE id = ANY(${ids}::bigint[]) ORDER BY id FOR UPDATE`;
 }
 
-/** The runs whose steps these jobs are, for {@linkcode lockRuns}. */
-export async function runsOfJobs(q: Sql, jobs: number[]): Promise<number[]> {
-  if (jobs.length === 0) return [];
-  const rows = await q`SELECT DISTINCT run_id FROM workflow_steps
-    WHERE job_id = ANY(${jobs}::bigint[])`;
-  return rows.map((r) => Number(r.run_id));
-}
-
 /**
  * Inserts `jobs` in one statement, which also notifies the queues that got
  * a row. Each row takes its id from the
