@@ -16,15 +16,14 @@
  */
 
 import type { CompiledReport } from "./definition.ts";
+import type { ParamValue } from "../store/report_types.ts";
+
+// The rows the store keeps of report runs are words of the store (a lower
+// layer); reports use them under the same names.
+export type { ParamValue, ReportRun, ReportRunState } from "../store/report_types.ts";
 
 /** The queue report runs go to. */
 export const REPORT_QUEUE = "reports";
-
-/** A report run's state. */
-export type ReportRunState = "queued" | "running" | "completed" | "failed" | "cancelled";
-
-/** A parameter value as it is bound: already checked against its declared type. */
-export type ParamValue = string | number | boolean;
 
 /** Who asks for a run, and with what. */
 export interface ReportRequest {
@@ -45,36 +44,4 @@ export interface ReportJobArgs {
   kind: "report";
   report: CompiledReport;
   request: ReportRequest;
-}
-
-/** One row of `report_runs`. */
-export interface ReportRun {
-  id: number;
-  report: string;
-  /** The stored state, or what the run's job says when the job ended without the run. */
-  state: ReportRunState;
-  jobId: number;
-  tenant: string | null;
-  actor: string;
-  roles: string[];
-  params: Record<string, ParamValue>;
-  sort: string | null;
-  format: "csv" | "ndjson";
-  /** Rows and bytes written so far (the final counts once completed). */
-  rows: number;
-  bytes: number;
-  /** Where the output is: a file path (folder storage) or a bucket key; null until completed. */
-  output: string | null;
-  /** The storage key the output is kept under (`<prefix>/<tenant>/<report>/<run>.<ext>`). */
-  storageKey: string | null;
-  /** Why it failed or was cancelled. */
-  error: string | null;
-  /** The limit a failed run hit (`max_rows`, `max_runtime`, ...), null otherwise. */
-  limit: string | null;
-  requestedAt: number;
-  startedAt: number | null;
-  updatedAt: number;
-  finishedAt: number | null;
-  /** When the pruner removes the output (a completed run only). */
-  expiresAt: number | null;
 }

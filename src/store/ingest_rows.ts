@@ -7,7 +7,7 @@
  * @module
  */
 
-import type { IngestDrop, IngestRun, IngestRunState, PipelineSummary } from "../ingest/types.ts";
+import type { IngestDrop, IngestRun, IngestRunState, PipelineSummary } from "./ingest_types.ts";
 import type { IngestChunkCommitParams } from "./store.ts";
 import { storableText } from "../kernel/redact.ts";
 

@@ -6,7 +6,7 @@
  * @module
  */
 
-import type { ParamValue, ReportRun, ReportRunState } from "../report/types.ts";
+import type { ParamValue, ReportRun, ReportRunState } from "./report_types.ts";
 
 type Row = Record<string, unknown>;
 

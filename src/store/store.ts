@@ -36,8 +36,8 @@ import type {
   NewDrop,
   NewFailure,
   PipelineSummary,
-} from "../ingest/types.ts";
-import type { ReportRun, ReportRunState } from "../report/types.ts";
+} from "./ingest_types.ts";
+import type { ReportRun, ReportRunState } from "./report_types.ts";
 
 /** What `migrate()` did. */
 export interface MigrationReport {

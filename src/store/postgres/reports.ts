@@ -11,7 +11,7 @@
  * @module
  */
 
-import type { ReportRun } from "../../report/types.ts";
+import type { ReportRun } from "../report_types.ts";
 import { toReportRun } from "../report_rows.ts";
 import type {
   IngestLease,

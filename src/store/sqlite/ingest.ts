@@ -13,7 +13,7 @@
  * @module
  */
 
-import type { IngestDrop, IngestRun, PipelineSummary } from "../../ingest/types.ts";
+import type { IngestDrop, IngestRun, PipelineSummary } from "../ingest_types.ts";
 import {
   failureCounts,
   storedChunk,
