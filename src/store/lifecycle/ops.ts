@@ -23,6 +23,78 @@ export type StoreOp = JobOp | ScheduleOp | LeaderOp | Op;
 /** A generator of {@linkcode StoreOp}s returning `R`. */
 export type StoreOps<R> = Generator<StoreOp, R, unknown>;
 
+/** The concern whose file in each adapter answers an op. */
+export type OpConcern = "jobs" | "schedules" | "leaders" | "workflows";
+
+/**
+ * Which concern answers each op: one table for both adapters, exhaustive,
+ * so a new op cannot be added without naming the file that answers it.
+ */
+const CONCERN_OF: Readonly<Record<StoreOp["op"], OpConcern>> = {
+  jobsExpired: "jobs",
+  jobsLock: "jobs",
+  runsLockOfJobs: "jobs",
+  runsLock: "jobs",
+  jobLeaseEnd: "jobs",
+  jobsComplete: "jobs",
+  jobRecord: "jobs",
+  attemptsInsert: "jobs",
+  attemptEnd: "jobs",
+  schedulesCompleted: "jobs",
+  jobStop: "jobs",
+  jobRunAgain: "jobs",
+  jobRedefine: "jobs",
+  replayPending: "jobs",
+  jobsStage: "jobs",
+  nextDue: "jobs",
+  jobsDelete: "jobs",
+  attemptsDelete: "jobs",
+  countsMove: "jobs",
+  wake: "jobs",
+  scheduleLock: "schedules",
+  scheduleActive: "schedules",
+  occurrencesInsert: "schedules",
+  scheduleAdvance: "schedules",
+  scheduleSet: "schedules",
+  leaderTake: "leaders",
+  leaderGet: "leaders",
+  leaderRelease: "leaders",
+  all: "workflows",
+  stepsByJobs: "workflows",
+  stepsFinish: "workflows",
+  itemsEnded: "workflows",
+  itemResults: "workflows",
+  runsGet: "workflows",
+  runByKey: "workflows",
+  runInsert: "workflows",
+  snapshots: "workflows",
+  rows: "workflows",
+  jobsInsert: "workflows",
+  jobsCancel: "workflows",
+  itemsCancel: "workflows",
+  jobsRetry: "workflows",
+  stepsInsert: "workflows",
+  stepsReopen: "workflows",
+  stepsDelete: "workflows",
+  runsSet: "workflows",
+  auditRecord: "workflows",
+};
+
+/** Whether a schedules file answers `op`. */
+export function isScheduleOp(op: StoreOp): op is ScheduleOp {
+  return CONCERN_OF[op.op] === "schedules";
+}
+
+/** Whether a nodes-and-leaders file answers `op`. */
+export function isLeaderOp(op: StoreOp): op is LeaderOp {
+  return CONCERN_OF[op.op] === "leaders";
+}
+
+/** Whether a workflows file answers `op` (the workflow bookkeeping's). */
+export function isWorkflowOp(op: StoreOp): op is Op {
+  return CONCERN_OF[op.op] === "workflows";
+}
+
 /** Drives `ops` with a synchronous store (SQLite). */
 export function runStoreOps<R>(ops: StoreOps<R>, answer: (op: StoreOp) => unknown): R {
   let next = ops.next();

@@ -21,7 +21,13 @@ import { reconnectBackoff } from "../../kernel/backoff.ts";
 import { isStoreUnreachable, StoreLockedError, StoreOpenError } from "../errors.ts";
 import { describeLocation } from "../location.ts";
 import { CountTally } from "../job_counts.ts";
-import type { StoreOp, StoreOps } from "../lifecycle/ops.ts";
+import {
+  isLeaderOp,
+  isScheduleOp,
+  isWorkflowOp,
+  type StoreOp,
+  type StoreOps,
+} from "../lifecycle/ops.ts";
 import type { PostgresOptions } from "./postgres_store.ts";
 import type { Sql } from "./fragments.ts";
 import { addCounts, compactCounts } from "./counts.ts";
@@ -236,42 +242,12 @@ export class PostgresCore {
     return result;
   }
 
-  /** Sends one of the shared lifecycle's ops to the file that answers it. */
+  /** Sends one of the shared lifecycle's ops to the file of its concern that answers it. */
   #answer(q: Sql, op: StoreOp, counts: CountTally): Promise<unknown> {
-    switch (op.op) {
-      case "scheduleLock":
-      case "scheduleActive":
-      case "occurrencesInsert":
-      case "scheduleAdvance":
-      case "scheduleSet":
-        return answerScheduleOp(this, op, q);
-      case "leaderTake":
-      case "leaderGet":
-      case "leaderRelease":
-        return answerLeaderOp(this, op, q);
-      case "all":
-      case "stepsByJobs":
-      case "stepsFinish":
-      case "itemsEnded":
-      case "itemResults":
-      case "runsGet":
-      case "runByKey":
-      case "runInsert":
-      case "snapshots":
-      case "rows":
-      case "jobsInsert":
-      case "jobsCancel":
-      case "itemsCancel":
-      case "jobsRetry":
-      case "stepsInsert":
-      case "stepsReopen":
-      case "stepsDelete":
-      case "runsSet":
-      case "auditRecord":
-        return answerWorkflowOp(this, op, q);
-      default:
-        return answerJobOp(this, op, q, counts);
-    }
+    if (isScheduleOp(op)) return answerScheduleOp(this, op, q);
+    if (isLeaderOp(op)) return answerLeaderOp(this, op, q);
+    if (isWorkflowOp(op)) return answerWorkflowOp(this, op, q);
+    return answerJobOp(this, op, q, counts);
   }
 }
 

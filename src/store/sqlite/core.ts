@@ -22,7 +22,14 @@
 import { DatabaseSync, type StatementSync } from "node:sqlite";
 import { setImmediate } from "node:timers";
 import type { FileIdentity, StoreLostError } from "../errors.ts";
-import { runStoreOps, type StoreOp, type StoreOps } from "../lifecycle/ops.ts";
+import {
+  isLeaderOp,
+  isScheduleOp,
+  isWorkflowOp,
+  runStoreOps,
+  type StoreOp,
+  type StoreOps,
+} from "../lifecycle/ops.ts";
 import { fileIdentity, notAFile } from "./file_check.ts";
 import { CommitSignal } from "./change_watch.ts";
 import { Checkpointer, INLINE_CHECKPOINT_FRAMES } from "./checkpointer.ts";
@@ -523,39 +530,9 @@ export class SqliteCore {
 
   /** Answers one of the shared lifecycle's ops, one statement each, in the file of its concern. */
   answer(op: StoreOp): unknown {
-    switch (op.op) {
-      case "scheduleLock":
-      case "scheduleActive":
-      case "occurrencesInsert":
-      case "scheduleAdvance":
-      case "scheduleSet":
-        return answerScheduleOp(this, op);
-      case "leaderTake":
-      case "leaderGet":
-      case "leaderRelease":
-        return answerLeaderOp(this, op);
-      case "all":
-      case "stepsByJobs":
-      case "stepsFinish":
-      case "itemsEnded":
-      case "itemResults":
-      case "runsGet":
-      case "runByKey":
-      case "runInsert":
-      case "snapshots":
-      case "rows":
-      case "jobsInsert":
-      case "jobsCancel":
-      case "itemsCancel":
-      case "jobsRetry":
-      case "stepsInsert":
-      case "stepsReopen":
-      case "stepsDelete":
-      case "runsSet":
-      case "auditRecord":
-        return answerWorkflowOp(this, op);
-      default:
-        return answerJobOp(this, op);
-    }
+    if (isScheduleOp(op)) return answerScheduleOp(this, op);
+    if (isLeaderOp(op)) return answerLeaderOp(this, op);
+    if (isWorkflowOp(op)) return answerWorkflowOp(this, op);
+    return answerJobOp(this, op);
   }
 }
