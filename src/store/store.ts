@@ -94,13 +94,6 @@ export type StoreTxMethod = typeof STORE_TX_METHODS[number];
 /** The methods of {@linkcode STORE_TX_METHODS}, with their store signatures. */
 export type StoreTxMethods = Pick<Store, StoreTxMethod>;
 
-/**
- * A transaction opened by {@linkcode Store.transaction}: the methods of
- * {@linkcode STORE_TX_METHODS}, each doing what the store's method of the
- * same name does, inside this transaction. What they write commits or
- * rolls back with it; what they read includes what the transaction wrote.
- * Use it only while `fn` runs: afterwards every call fails.
- */
 /** What `jobsCancel` and `jobsDiscard` take: the jobs, when, why, and who (the audit's actor). */
 export interface JobsStopParams {
   ids: number[];
@@ -109,6 +102,13 @@ export interface JobsStopParams {
   actor?: string;
 }
 
+/**
+ * A transaction opened by {@linkcode Store.transaction}: the methods of
+ * {@linkcode STORE_TX_METHODS}, each doing what the store's method of the
+ * same name does, inside this transaction. What they write commits or
+ * rolls back with it; what they read includes what the transaction wrote.
+ * Use it only while `fn` runs: afterwards every call fails.
+ */
 export interface StoreTx extends StoreTxMethods {
   /** Inserts jobs inside this transaction: they commit or roll back with it. */
   jobsInsert(params: { jobs: NewJob[]; now: number }): Promise<InsertResult[]>;
@@ -307,7 +307,6 @@ export interface WorkflowActionResult {
   jobs: number[];
 }
 
-/** A lease a node holds on an executing job. */
 /** Which job attempt holds an ingest run: every write of a run is fenced by it. */
 export interface IngestLease {
   runId: number;
@@ -416,6 +415,7 @@ export interface IngestDropsPruneParams {
 /** A drop with the full record text when it was kept (null when it was too long). */
 export type IngestDropWithRecord = IngestDrop & { record: string | null };
 
+/** A lease a node holds on an executing job. */
 export interface Lease {
   id: number;
   fence: number;
@@ -484,6 +484,11 @@ export interface Store<Tx extends StoreTx = StoreTx>
    */
   transaction<T>(fn: (tx: Tx) => Promise<T>): Promise<T>;
 
+  /**
+   * Calls `listener` soon after another connection or process commits a
+   * change, so idle producers wake without waiting for their timer. Returns
+   * the unsubscribe function.
+   */
   onExternalChange(listener: () => void): () => void;
 }
 
@@ -866,11 +871,6 @@ export interface StoreWorkflows {
 
 /** Ingest runs of pipelines, their drops and failures. */
 export interface StoreIngest {
-  /**
-   * Calls `listener` soon after another connection or process commits a
-   * change, so idle producers wake without waiting for their timer. Returns
-   * the unsubscribe function.
-   */
   /**
    * The run of a `jobs.ingest` job: the row already made for this job (a
    * retry resumes it, with its counts and cursor), else a new `running`
