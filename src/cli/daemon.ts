@@ -711,12 +711,12 @@ async function applyPausedQueues(
   }
 }
 
-/** The file's queues, plus every queue a schedule names, at concurrency 10 unless declared. */
 /** How many pipeline runs a daemon runs at once on a queue the file gives no concurrency. */
 export const INGEST_CONCURRENCY = 2;
 /** Report runs at once on a node unless `queues:` says otherwise (each holds a connection and a thread). */
 export const REPORT_CONCURRENCY = 2;
 
+/** The file's queues, plus every queue a schedule names, at concurrency 10 unless declared. */
 function queuesOf(
   source: {
     config: {
