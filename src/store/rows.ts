@@ -9,7 +9,14 @@
  */
 
 import type { Attempt, InsertResult, Job, JobState } from "../kernel/types.ts";
-import type { LeaderRow, LeaderState, RescuedJob, ScheduleRow } from "./store.ts";
+import type {
+  LeaderRow,
+  LeaderState,
+  PrincipalKind,
+  PrincipalRow,
+  RescuedJob,
+  ScheduleRow,
+} from "./store.ts";
 import type { LoadedRun } from "../workflow/bookkeeping.ts";
 import type { LeasedJob } from "./lifecycle/jobs.ts";
 import type { Holder } from "./lifecycle/leaders.ts";
@@ -262,5 +269,22 @@ export function toLeasedJob(row: Row): LeasedJob {
     fence: Number(row.fence),
     attemptedBy: (row.attempted_by as string | null) ?? null,
     attemptedAt: row.attempted_at == null ? null : Number(row.attempted_at),
+  };
+}
+
+/** A row of `principals` without its secret's hash (the columns a principal's reads select). */
+export function toPrincipalRow(row: Row): PrincipalRow {
+  return {
+    kind: row.kind as PrincipalKind,
+    name: String(row.name),
+    displayName: row.display_name == null ? null : String(row.display_name),
+    roles: json(row.roles) as string[],
+    tenant: row.tenant == null ? null : String(row.tenant),
+    disabled: row.disabled === true || row.disabled === 1 || row.disabled === 1n,
+    expiresAt: num(row.expires_at),
+    createdBy: String(row.created_by),
+    createdAt: Number(row.created_at),
+    updatedAt: Number(row.updated_at),
+    lastUsedAt: num(row.last_used_at),
   };
 }

@@ -86,6 +86,11 @@ export const STORE_TX_METHODS = [
   "ingestDropReplayed",
   "reportRunCreate",
   "reportRunGet",
+  "principalInsert",
+  "principalGet",
+  "principalsList",
+  "principalUpdate",
+  "principalDelete",
 ] as const;
 
 /** The name of one method of {@linkcode STORE_TX_METHODS}. */
@@ -435,7 +440,8 @@ export interface Store<Tx extends StoreTx = StoreTx>
     StoreSchedules,
     StoreWorkflows,
     StoreIngest,
-    StoreReports {
+    StoreReports,
+    StorePrincipals {
   /** `sqlite` or `postgres`: for messages and metrics, never for branching in the kernel. */
   readonly kind: string;
 
@@ -944,4 +950,94 @@ export interface StoreReports {
   reportRunsEndedBefore(params: { before: number; limit: number }): Promise<ReportRun[]>;
   /** Deletes a run's row (after its output is removed); false when there is none. */
   reportRunDelete(params: { id: number }): Promise<boolean>;
+}
+
+/** The two kinds of principal: a person (signs in with a password) or a token (a program's secret). */
+export type PrincipalKind = "person" | "token";
+
+/**
+ * A row of `principals` as the store hands it out: everything but the
+ * secret's hash, which only {@linkcode StorePrincipals.principalSecretHash}
+ * returns (to the code that verifies a password).
+ */
+export interface PrincipalRow {
+  kind: PrincipalKind;
+  /** Unique per kind. */
+  name: string;
+  /** A person's name as shown (null: the name). */
+  displayName: string | null;
+  /** The roles held, in the order given. */
+  roles: string[];
+  /** The tenant the principal is scoped to, or null: installation-wide. */
+  tenant: string | null;
+  disabled: boolean;
+  /** When a token stops working (null: never; people have none). */
+  expiresAt: number | null;
+  /** Who created it (the audit's actor). */
+  createdBy: string;
+  createdAt: number;
+  updatedAt: number;
+  /** A person's last sign-in, a token's last use; null before the first. */
+  lastUsedAt: number | null;
+}
+
+/** A principal to insert: its row and its secret's hash (see src/admin/secrets.ts). */
+export interface NewPrincipal {
+  kind: PrincipalKind;
+  name: string;
+  displayName?: string | null;
+  roles: string[];
+  tenant?: string | null;
+  /** The hash of the password or token secret, in the self-describing form the secrets module writes. */
+  secretHash: string;
+  expiresAt?: number | null;
+  createdBy: string;
+}
+
+/** What `principalUpdate` changes: only the fields given. */
+export interface PrincipalChange {
+  kind: PrincipalKind;
+  name: string;
+  displayName?: string | null;
+  roles?: string[];
+  tenant?: string | null;
+  disabled?: boolean;
+  secretHash?: string;
+  now: number;
+}
+
+/**
+ * People and tokens. No method hands out a secret's hash but
+ * {@linkcode principalSecretHash}, named for it; a token is found by the
+ * hash of the secret presented ({@linkcode principalBySecretHash}).
+ */
+export interface StorePrincipals {
+  /** Inserts a principal; false, and nothing written, when one of its kind and name exists. */
+  principalInsert(params: { principal: NewPrincipal; now: number }): Promise<boolean>;
+  /** One principal by kind and name, or null. */
+  principalGet(params: { kind: PrincipalKind; name: string }): Promise<PrincipalRow | null>;
+  /** Every principal (of `kind` when given), by kind then name. */
+  principalsList(params: { kind?: PrincipalKind }): Promise<PrincipalRow[]>;
+  /** Changes the fields given and `updated_at`; the row after, or null when there is none. */
+  principalUpdate(params: PrincipalChange): Promise<PrincipalRow | null>;
+  /** Deletes a principal; false when there is none. */
+  principalDelete(params: { kind: PrincipalKind; name: string }): Promise<boolean>;
+  /** Records a sign-in or a use at `now` (`last_used_at`); false when there is no such principal. */
+  principalUsed(params: { kind: PrincipalKind; name: string; now: number }): Promise<boolean>;
+  /**
+   * The stored hash of a principal's secret, with its row, for the one
+   * caller that verifies a password against it; null when there is none.
+   */
+  principalSecretHash(params: { kind: PrincipalKind; name: string }): Promise<
+    { principal: PrincipalRow; secretHash: string } | null
+  >;
+  /**
+   * The principal of `kind` whose secret hashes to `secretHash`, or null. A
+   * token is found by an index on the hash of its secret: the comparison
+   * the database makes is on a SHA-256 of the secret, which tells a caller
+   * timing it nothing about the secret.
+   */
+  principalBySecretHash(params: { kind: PrincipalKind; secretHash: string }): Promise<
+    PrincipalRow | null
+  >;
 }

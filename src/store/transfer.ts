@@ -65,6 +65,7 @@ export const TRANSFER_TABLES = [
   "audit",
   "workflow_runs",
   "workflow_steps",
+  "principals",
 ] as const;
 
 /** A table {@linkcode storeTransfer} copies. */
@@ -227,6 +228,27 @@ const SPECS: readonly TableSpec[] = [
     ],
     // A key of numbers and texts: read whole, in key order.
     key: ["run_id", "kind", "step", "item"],
+    paged: false,
+    sequence: false,
+  },
+  {
+    // People and tokens with their secrets' hashes: the copy signs in as the source did.
+    name: "principals",
+    columns: [
+      ["kind", text],
+      ["name", text],
+      ["display_name", text],
+      ["roles", jsonb],
+      ["tenant", text],
+      ["secret_hash", text],
+      ["disabled", bool],
+      ["expires_at", int],
+      ["created_by", text],
+      ["created_at", int],
+      ["updated_at", int],
+      ["last_used_at", int],
+    ],
+    key: ["kind", "name"],
     paged: false,
     sequence: false,
   },

@@ -158,6 +158,32 @@ async function seed(store: SqliteStore): Promise<{ prunedId: number }> {
     steps: [{ id: "a", worker: "noop" }, { id: "b", worker: "noop", dependsOn: ["a"] }],
   });
   await store.workflowStart({ definition, input: '{"order":1}', tenant: "acme", key: "k1", now });
+  // A person and a token, with their secrets' hashes.
+  await store.principalInsert({
+    principal: {
+      kind: "person",
+      name: "ada",
+      displayName: "Ada",
+      roles: ["admin", "viewer"],
+      secretHash: "scrypt$ln=17,r=8,p=1$c2FsdA$aGFzaA",
+      createdBy: "root",
+    },
+    now,
+  });
+  await store.principalInsert({
+    principal: {
+      kind: "token",
+      name: "ci",
+      roles: ["operator"],
+      tenant: "acme",
+      secretHash: "sha256$00ff",
+      expiresAt: now + HOUR,
+      createdBy: "ada",
+    },
+    now,
+  });
+  await store.principalUpdate({ kind: "person", name: "ada", disabled: true, now: now + 1 });
+  await store.principalUsed({ kind: "token", name: "ci", now: now + 2 });
   // An old node (a daemon killed long ago): not live, and not copied.
   await store.nodeBeat({ node: "old-node", queues: { default: 2 }, now: T0 - 2 * HOUR });
   // The highest job, pruned: its id must never be handed out again.
@@ -187,6 +213,11 @@ async function snapshot(store: Store) {
     workflows: await Promise.all(
       (await store.workflowsList({})).map((r) => store.workflowGet({ id: r.id })),
     ),
+    principals: await store.principalsList({}),
+    secrets: [
+      await store.principalSecretHash({ kind: "person", name: "ada" }),
+      await store.principalSecretHash({ kind: "token", name: "ci" }),
+    ],
   };
 }
 

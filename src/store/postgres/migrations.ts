@@ -16,6 +16,7 @@ import reports from "../../../migrations/postgres/0006_reports.sql" with { type:
 import scheduleDefinition from "../../../migrations/postgres/0007_schedule_definition.sql" with {
   type: "text",
 };
+import principals from "../../../migrations/postgres/0008_principals.sql" with { type: "text" };
 
 /** One numbered migration. */
 export interface Migration {
@@ -33,6 +34,7 @@ export const MIGRATIONS: readonly Migration[] = [
   { version: 5, name: "0005_ingest.sql", sql: ingest },
   { version: 6, name: "0006_reports.sql", sql: reports },
   { version: 7, name: "0007_schedule_definition.sql", sql: scheduleDefinition },
+  { version: 8, name: "0008_principals.sql", sql: principals },
 ];
 
 /** The migrations a database at schema `version` has not applied yet, in order. */

@@ -42,6 +42,7 @@ import type {
   StoreIngest,
   StoreJobs,
   StoreNodes,
+  StorePrincipals,
   StoreReports,
   StoreSchedules,
   StoreSettings,
@@ -63,6 +64,7 @@ import { postgresSchedules } from "./schedules.ts";
 import { postgresWorkflows } from "./workflows.ts";
 import { postgresIngest } from "./ingest.ts";
 import { postgresReports } from "./reports.ts";
+import { postgresPrincipals } from "./principals.ts";
 
 export { isLostSessionStray, reconnectBackoffS } from "./core.ts";
 
@@ -171,7 +173,8 @@ export interface PostgresStore
     StoreSchedules,
     StoreWorkflows,
     StoreIngest,
-    StoreReports {}
+    StoreReports,
+    StorePrincipals {}
 
 /**
  * The PostgreSQL implementation of {@linkcode Store}: its own members here,
@@ -211,6 +214,7 @@ export class PostgresStore implements Store<PostgresTx> {
       postgresWorkflows(core),
       postgresIngest(core),
       postgresReports(core),
+      postgresPrincipals(core),
     );
   }
 
@@ -339,6 +343,7 @@ export class PostgresStore implements Store<PostgresTx> {
         ...postgresWorkflows(core),
         ...postgresIngest(core),
         ...postgresReports(core),
+        ...postgresPrincipals(core),
       };
       const ended = () =>
         Promise.reject(new Error(`${this.location}: the transaction has ended; use the store`));

@@ -30,6 +30,7 @@ import reports from "../../../migrations/sqlite/0013_reports.sql" with { type: "
 import scheduleDefinition from "../../../migrations/sqlite/0014_schedule_definition.sql" with {
   type: "text",
 };
+import principals from "../../../migrations/sqlite/0015_principals.sql" with { type: "text" };
 
 /** One numbered migration. */
 export interface Migration {
@@ -54,6 +55,7 @@ export const MIGRATIONS: readonly Migration[] = [
   { version: 12, name: "0012_ingest.sql", sql: ingest },
   { version: 13, name: "0013_reports.sql", sql: reports },
   { version: 14, name: "0014_schedule_definition.sql", sql: scheduleDefinition },
+  { version: 15, name: "0015_principals.sql", sql: principals },
 ];
 
 /** The migrations a database at schema `version` has not applied yet, in order. */

@@ -32,6 +32,7 @@ import type {
   StoreIngest,
   StoreJobs,
   StoreNodes,
+  StorePrincipals,
   StoreReports,
   StoreSchedules,
   StoreSettings,
@@ -57,6 +58,7 @@ import { sqliteSchedules } from "./schedules.ts";
 import { sqliteWorkflows } from "./workflows.ts";
 import { sqliteIngest } from "./ingest.ts";
 import { sqliteReports } from "./reports.ts";
+import { sqlitePrincipals } from "./principals.ts";
 
 /** Options for {@linkcode openSqliteStore}. */
 export interface SqliteOptions {
@@ -157,7 +159,8 @@ export interface SqliteStore
     StoreSchedules,
     StoreWorkflows,
     StoreIngest,
-    StoreReports {}
+    StoreReports,
+    StorePrincipals {}
 
 /** The SQLite implementation of {@linkcode Store}. */
 export class SqliteStore implements Store<SqliteTx> {
@@ -196,6 +199,7 @@ export class SqliteStore implements Store<SqliteTx> {
       sqliteWorkflows(core),
       sqliteIngest(core),
       sqliteReports(core),
+      sqlitePrincipals(core),
     );
   }
 
