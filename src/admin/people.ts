@@ -1,0 +1,200 @@
+/**
+ * People: adding, listing, changing, disabling, enabling and removing the
+ * people who sign in, each change and its `audit` row (`user.add`,
+ * `user.set`, `user.disable`, `user.enable`, `user.remove` on
+ * `user:<name>`) in one store transaction; and checking a person's
+ * password ({@linkcode authenticatePerson}). No hash or password is ever
+ * written to the audit trail or returned.
+ *
+ * @module
+ */
+
+import type { PrincipalRow, Store } from "../store/store.ts";
+import { type Actor, audit } from "./audit.ts";
+import {
+  checkPrincipalName,
+  checkRoles,
+  checkTenant,
+  PrincipalRefused,
+  type Role,
+} from "./roles.ts";
+import { hashPassword, verifyPassword } from "./secrets.ts";
+
+/** The longest password taken: scrypt reads all of it, and no person types more. */
+export const MAX_PASSWORD_LENGTH = 1024;
+
+/** A new person. */
+export interface NewPerson {
+  name: string;
+  roles: readonly string[];
+  tenant?: string | null;
+  displayName?: string | null;
+  password: string;
+}
+
+/** What {@linkcode setPerson} changes: only the fields given. */
+export interface PersonChange {
+  roles?: readonly string[];
+  /** A tenant, or null to make the person installation-wide. */
+  tenant?: string | null;
+  displayName?: string | null;
+  password?: string;
+}
+
+function checkPassword(password: string): string {
+  if (password === "") throw new PrincipalRefused("bad-password", "the password is empty");
+  if (password.length > MAX_PASSWORD_LENGTH) {
+    throw new PrincipalRefused(
+      "bad-password",
+      `the password is longer than ${MAX_PASSWORD_LENGTH} characters`,
+    );
+  }
+  return password;
+}
+
+function missing(name: string): PrincipalRefused {
+  return new PrincipalRefused("missing", `no person "${name}"`);
+}
+
+/** Adds a person (refused when the name is taken), audited `user.add`. */
+export async function addPerson(
+  store: Store,
+  person: NewPerson,
+  who: Actor,
+): Promise<PrincipalRow> {
+  const name = checkPrincipalName("person", person.name);
+  const roles: Role[] = checkRoles(person.roles);
+  const tenant = checkTenant(person.tenant);
+  // Hashed before the transaction: scrypt is slow on purpose, the write lock is not.
+  const secretHash = await hashPassword(checkPassword(person.password));
+  return await store.transaction(async (tx) => {
+    const added = await tx.principalInsert({
+      principal: {
+        kind: "person",
+        name,
+        displayName: person.displayName ?? null,
+        roles,
+        tenant,
+        secretHash,
+        createdBy: who.actor,
+      },
+      now: who.now,
+    });
+    if (!added) throw new PrincipalRefused("exists", `a person "${name}" exists already`);
+    await audit(tx, who, "user.add", `user:${name}`, {
+      roles,
+      tenant,
+      displayName: person.displayName ?? null,
+    });
+    return (await tx.principalGet({ kind: "person", name }))!;
+  });
+}
+
+/** Every person, by name. */
+export async function listPeople(store: Store): Promise<PrincipalRow[]> {
+  return await store.principalsList({ kind: "person" });
+}
+
+/**
+ * Changes a person's roles, tenant, display name or password (the fields
+ * given; at least one), audited `user.set` with the fields changed (a new
+ * password as `password: "changed"`).
+ */
+export async function setPerson(
+  store: Store,
+  name: string,
+  change: PersonChange,
+  who: Actor,
+): Promise<PrincipalRow> {
+  const roles = change.roles === undefined ? undefined : checkRoles(change.roles);
+  const tenant = change.tenant === undefined ? undefined : checkTenant(change.tenant);
+  const given = [roles, tenant, change.displayName, change.password].some((v) => v !== undefined);
+  if (!given) {
+    throw new PrincipalRefused(
+      "nothing-to-change",
+      "nothing to change: give a role, a tenant, a display name or a password",
+    );
+  }
+  const secretHash = change.password === undefined
+    ? undefined
+    : await hashPassword(checkPassword(change.password));
+  return await store.transaction(async (tx) => {
+    const row = await tx.principalUpdate({
+      kind: "person",
+      name,
+      now: who.now,
+      ...(roles === undefined ? {} : { roles }),
+      ...(tenant === undefined ? {} : { tenant }),
+      ...(change.displayName === undefined ? {} : { displayName: change.displayName }),
+      ...(secretHash === undefined ? {} : { secretHash }),
+    });
+    if (!row) throw missing(name);
+    await audit(tx, who, "user.set", `user:${name}`, {
+      ...(roles === undefined ? {} : { roles }),
+      ...(tenant === undefined ? {} : { tenant }),
+      ...(change.displayName === undefined ? {} : { displayName: change.displayName }),
+      ...(secretHash === undefined ? {} : { password: "changed" }),
+    });
+    return row;
+  });
+}
+
+/** Disables (or enables again) a person, audited `user.disable` or `user.enable` with what it was. */
+export async function setPersonDisabled(
+  store: Store,
+  name: string,
+  disabled: boolean,
+  who: Actor,
+): Promise<{ person: PrincipalRow; was: boolean }> {
+  return await store.transaction(async (tx) => {
+    const before = await tx.principalGet({ kind: "person", name });
+    if (!before) throw missing(name);
+    const person = (await tx.principalUpdate({ kind: "person", name, disabled, now: who.now }))!;
+    await audit(tx, who, disabled ? "user.disable" : "user.enable", `user:${name}`, {
+      was: before.disabled ? "disabled" : "enabled",
+    });
+    return { person, was: before.disabled };
+  });
+}
+
+/** Removes a person, audited `user.remove` with the roles and tenant they held. */
+export async function removePerson(store: Store, name: string, who: Actor): Promise<PrincipalRow> {
+  return await store.transaction(async (tx) => {
+    const before = await tx.principalGet({ kind: "person", name });
+    if (!before) throw missing(name);
+    await tx.principalDelete({ kind: "person", name });
+    await audit(tx, who, "user.remove", `user:${name}`, {
+      roles: before.roles,
+      tenant: before.tenant,
+    });
+    return before;
+  });
+}
+
+/**
+ * A hash of a password nobody has, verified when the name is unknown, so
+ * a wrong name takes as long as a wrong password (made once, on first use).
+ */
+let decoy: Promise<string> | null = null;
+
+/**
+ * The person `name` when `password` is theirs and they are not disabled
+ * (their last sign-in recorded at `now`), else null. An unknown name costs
+ * a password check too, so the time taken does not tell which it was.
+ */
+export async function authenticatePerson(
+  store: Store,
+  name: string,
+  password: string,
+  now: number,
+): Promise<PrincipalRow | null> {
+  const held = await store.principalSecretHash({ kind: "person", name });
+  if (!held) {
+    await verifyPassword(password, await (decoy ??= hashPassword("decoy password")));
+    return null;
+  }
+  const ok = await verifyPassword(password.slice(0, MAX_PASSWORD_LENGTH), held.secretHash);
+  if (!ok || held.principal.disabled) return null;
+  await store.principalUsed({ kind: "person", name, now });
+  return { ...held.principal, lastUsedAt: now };
+}

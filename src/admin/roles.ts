@@ -1,0 +1,88 @@
+/**
+ * The roles a principal may hold, and the checks every door applies to what
+ * names a principal: its roles, its name and its tenant. The refusal of
+ * either is a {@linkcode PrincipalRefused}, one sentence naming the value.
+ *
+ * - `viewer`: reads everything in its scope (args and errors redacted);
+ * - `operator`: acts on jobs, queues, schedules, workflows, pipelines and reports;
+ * - `approver`: confirms what needs a second person (never their own request);
+ * - `admin`: people, tokens and settings.
+ *
+ * @module
+ */
+
+import { NAME } from "../config/schema.ts";
+import { didYouMean } from "../text/suggest.ts";
+
+/** Every role, from the least to the most. */
+export const ROLES = ["viewer", "operator", "approver", "admin"] as const;
+
+/** One of {@linkcode ROLES}. */
+export type Role = typeof ROLES[number];
+
+/** Why a door refused a principal's change: `why` says which rule, the message names the value. */
+export class PrincipalRefused extends Error {
+  constructor(
+    readonly why:
+      | "bad-name"
+      | "bad-role"
+      | "no-role"
+      | "bad-tenant"
+      | "bad-password"
+      | "bad-expiry"
+      | "exists"
+      | "missing"
+      | "nothing-to-change",
+    message: string,
+  ) {
+    super(message);
+    this.name = "PrincipalRefused";
+  }
+}
+
+/** `roles` checked and without repeats, in the order given; at least one. */
+export function checkRoles(roles: readonly string[]): Role[] {
+  if (roles.length === 0) {
+    throw new PrincipalRefused("no-role", `at least one role is needed (${ROLES.join(", ")})`);
+  }
+  for (const role of roles) {
+    if (!(ROLES as readonly string[]).includes(role)) {
+      throw new PrincipalRefused(
+        "bad-role",
+        `"${role}" is not a role (${ROLES.join(", ")})${didYouMean(role, ROLES)}`,
+      );
+    }
+  }
+  return [...new Set(roles)] as Role[];
+}
+
+/** A person's name: the rule of queue and worker names, and `@` for an email address. */
+const PERSON_NAME = /^[A-Za-z0-9][\w.:/@-]{0,127}$/;
+
+/** `name` as a person's (`person`) or a token's name, or refused naming it. */
+export function checkPrincipalName(kind: "person" | "token", name: string): string {
+  const ok = kind === "person" ? PERSON_NAME.test(name) : NAME.test(name);
+  if (!ok) {
+    throw new PrincipalRefused(
+      "bad-name",
+      `${JSON.stringify(name)} is not a ${kind === "person" ? "person's" : "token's"} name ` +
+        `(a letter or digit, then up to 127 letters, digits or ${
+          kind === "person" ? "_ . : / @ -" : "_ . : / -"
+        })`,
+    );
+  }
+  return name;
+}
+
+/** A tenant's name, by the rule of queue and worker names; null stays null (installation-wide). */
+export function checkTenant(tenant: string | null | undefined): string | null {
+  if (tenant == null) return null;
+  if (!NAME.test(tenant)) {
+    throw new PrincipalRefused(
+      "bad-tenant",
+      `${JSON.stringify(tenant)} is not a tenant's name ` +
+        `(a letter or digit, then up to 127 letters, digits or _ . : / -)`,
+    );
+  }
+  return tenant;
+}
