@@ -12,6 +12,7 @@ import { invocation } from "./src/cli/invocation.ts";
 import { flushOnExit, lineSink } from "./src/cli/line_sink.ts";
 import { osUserName } from "./src/cli/os_user.ts";
 import { runCli } from "./src/cli/program.ts";
+import { promptSecret } from "./src/cli/secret_prompt.ts";
 import { SystemClock } from "./src/clock.ts";
 import { humanLogger, jsonLinesLogger } from "./src/kernel/logger.ts";
 
@@ -46,6 +47,7 @@ export function main(args: string[]): Promise<number> {
     exit: (code) => Deno.exit(code),
     confirm: (question) => Promise.resolve(Deno.stdin.isTerminal() && confirm(question)),
     readStdin: () => new Response(Deno.stdin.readable).text(),
+    readSecret: promptSecret,
     demo: async ({ db }) => {
       await runDemo({ db, clock, logger, write: (line) => console.log(line), color });
     },

@@ -73,6 +73,13 @@ export interface CliDeps {
    */
   readStdin: () => Promise<string>;
   /**
+   * Asks the person at the terminal for a secret (a password), showing
+   * `prompt` and not echoing what is typed; null when nobody can answer
+   * (stdin is not a terminal), so the secret is read from stdin instead.
+   * @default nobody at a terminal: always null
+   */
+  readSecret?: (prompt: string) => Promise<string | null>;
+  /**
    * The current folder, where the project file (`.jobs.yaml`) is looked
    * for, then in each folder above it.
    * @default Deno.cwd()

@@ -12,7 +12,8 @@
  * `schedules`, `run`, `disable`, `enable`), `workflows.ts`, `pipelines.ts`
  * (`ingest`, `pipelines`, `drops`), `reports.ts`, `settings.ts`, `store/`
  * (`status`, `prune`, `migrate`, `migrate-store`, and how every command
- * opens the store) and `config.ts` (`check`, and how every command reads the
+ * opens the store), `users.ts` and `tokens.ts` (people and tokens, sharing
+ * `principals.ts`) and `config.ts` (`check`, and how every command reads the
  * schedules file); the rest have a file of their own (`daemon.ts`,
  * `tui.ts`, `runbook.ts`, `demo.ts`, `version.ts`).
  *
@@ -47,7 +48,9 @@ import { registerMigrateStoreCommand } from "./store/migrate_store.ts";
 import { registerPruneCommand } from "./store/prune.ts";
 import { registerStatusCommand } from "./store/status.ts";
 import { commandLine, echo, ECHO_MAX } from "./text.ts";
+import { registerTokenCommands } from "./tokens.ts";
 import { registerTuiCommand } from "./tui.ts";
+import { registerUserCommands } from "./users.ts";
 import { registerVersionCommand, versionLine } from "./version.ts";
 import { registerWorkflowCommands } from "./workflows.ts";
 
@@ -167,6 +170,8 @@ export function buildProgram(deps: CliDeps): Command {
   registerPipelineCommands(program, deps);
   registerSettingsCommands(program, deps);
   registerReportCommands(program, deps);
+  registerUserCommands(program, deps);
+  registerTokenCommands(program, deps);
   return program;
 }
 

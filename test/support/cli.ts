@@ -19,6 +19,11 @@ export async function runJobs(
     osUser?: string;
     /** What standard input holds (default: nothing). */
     stdin?: string;
+    /**
+     * The answers typed at a terminal to each secret's prompt, in order
+     * (default: no terminal: the secret is read from stdin).
+     */
+    typed?: string[];
     /** The current folder, where the project file is looked for (default: the process's). */
     cwd?: string;
     /** The name errors start with, as main.ts finds it (default: `jobs`). */
@@ -28,6 +33,7 @@ export async function runJobs(
   const out: string[] = [];
   const err: string[] = [];
   const env = options.env ?? {};
+  const typed = options.typed ? [...options.typed] : null;
   const code = await runCli(args, {
     clock: new FakeClock(options.now),
     logger: silentLogger,
@@ -47,6 +53,11 @@ export async function runJobs(
       throw new Error(`exit ${code}`);
     },
     readStdin: () => Promise.resolve(options.stdin ?? ""),
+    readSecret: (prompt) => {
+      if (typed === null) return Promise.resolve(null);
+      err.push(prompt);
+      return Promise.resolve(typed.shift() ?? "");
+    },
     ...(options.cwd === undefined ? {} : { cwd: () => options.cwd! }),
     ...(options.name === undefined ? {} : { name: options.name }),
   });
