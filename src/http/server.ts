@@ -1,6 +1,8 @@
 /**
  * The daemon's HTTP endpoint: `/healthz` (the process is alive), `/readyz`
- * (the node can use the store) and `/metrics` (Prometheus text). It binds to loopback
+ * (the node can use the store), `/metrics` (Prometheus text) and `/api/v1`
+ * (`api.ts`: bearer tokens of the store, or this token as an installation-wide
+ * admin). It binds to loopback
  * unless given a token; with a token every route but `/healthz` requires
  * `Authorization: Bearer <token>`, compared in constant time.
  *
@@ -35,6 +37,8 @@ import { redact } from "../kernel/redact.ts";
 import type { Store } from "../store/store.ts";
 import type { Logger } from "../kernel/logger.ts";
 import { METRICS_CONTENT_TYPE, type MetricsSnapshot, renderMetrics } from "./metrics.ts";
+import { apiApp } from "./api.ts";
+import { tokenChecker } from "./bearer.ts";
 import { reportRoute, type ReportRoutes } from "./reports.ts";
 
 /** Options for {@linkcode startHttpServer}. */
@@ -136,8 +140,20 @@ export async function startHttpServer(options: HttpServerOptions): Promise<HttpS
   /** `http://host:port` once listening: the start of its download links unless told another. */
   let base = "";
 
-  const handler = async (request: Request): Promise<Response> => {
+  const api = await apiApp({
+    store,
+    clock,
+    logger,
+    ...(options.token ? { token: options.token } : {}),
+  });
+
+  const handler = async (request: Request, info: Deno.ServeHandlerInfo): Promise<Response> => {
     try {
+      const path = new URL(request.url).pathname;
+      if (path === "/api/v1" || path.startsWith("/api/v1/")) {
+        const remote = (info.remoteAddr as Deno.NetAddr).hostname ?? "unknown";
+        return await api.fetch(request, { remote });
+      }
       return await route(request);
     } catch (error) {
       // A malformed percent-encoding a route decoded: the caller's fault, so
@@ -245,33 +261,6 @@ export async function startHttpServer(options: HttpServerOptions): Promise<HttpS
   return {
     addr: { hostname: server.addr.hostname, port: server.addr.port },
     close: () => closed ??= server.shutdown(),
-  };
-}
-
-/**
- * Returns a check of an `Authorization` header against `token` that takes
- * the same time whatever the guess: both sides are HMAC'd under a random
- * per-process key and the digests (always 32 bytes) are XOR-compared, so
- * neither the length nor a prefix of the token leaks through timing.
- */
-async function tokenChecker(token: string): Promise<(header: string | null) => Promise<boolean>> {
-  const key = await crypto.subtle.importKey(
-    "raw",
-    crypto.getRandomValues(new Uint8Array(32)),
-    { name: "HMAC", hash: "SHA-256" },
-    false,
-    ["sign"],
-  );
-  const encoder = new TextEncoder();
-  const digest = async (value: string) =>
-    new Uint8Array(await crypto.subtle.sign("HMAC", key, encoder.encode(value)));
-  const expected = await digest(token);
-  return async (header) => {
-    const match = /^Bearer +(.+)$/i.exec(header ?? "");
-    const given = await digest(match?.[1] ?? "");
-    let diff = match ? 0 : 1;
-    for (let i = 0; i < expected.length; i++) diff |= expected[i]! ^ given[i]!;
-    return diff === 0;
   };
 }
 

@@ -1,0 +1,101 @@
+/**
+ * Who may use which route of `/api/v1`: the one table ({@linkcode API_ROUTES})
+ * that names every route (method and path pattern, as the router spells it)
+ * and the roles that may use it. A route the table does not name is refused
+ * to everyone (denied by default), and `test/http/api_access_test.ts` walks
+ * every route the router registers and fails on one the table lacks.
+ *
+ * A principal (who acts) comes only from the credential: a token of the
+ * store, or the daemon's old single `--token`, which acts as the
+ * installation-wide admin {@linkcode INSTALLATION_ADMIN}. Nothing a request
+ * says (a body, a query, a header) names its principal, roles or tenant.
+ *
+ * @module
+ */
+
+import type { Role } from "../admin/roles.ts";
+
+/** Who acts through the API, as the credential says. */
+export interface Principal {
+  /** The token's or person's name; `installation` for the daemon's `--token`. */
+  name: string;
+  kind: "token" | "person" | "installation";
+  roles: readonly Role[];
+  /** The tenant it is scoped to, or null: installation-wide. */
+  tenant: string | null;
+}
+
+/** The principal of the daemon's single `--token`: an installation-wide admin. */
+export const INSTALLATION_ADMIN: Principal = Object.freeze({
+  name: "installation",
+  kind: "installation",
+  roles: Object.freeze(["admin"]) as readonly Role[],
+  tenant: null,
+});
+
+/** How the audit trail names a principal: `token:<name>`, a person's own name. */
+export function actorOf(principal: Principal): string {
+  return principal.kind === "person" ? principal.name : `token:${principal.name}`;
+}
+
+/** Every role may read what is in its scope. */
+const READ: readonly Role[] = ["viewer", "operator", "approver", "admin"];
+
+/** One route of `/api/v1` and the roles that may use it. */
+export interface ApiRoute {
+  method: "GET" | "POST";
+  /** The path pattern as the router registers it (`/api/v1/jobs/:id`). */
+  path: string;
+  roles: readonly Role[];
+  /** Only installation-wide principals (no tenant scope) may use it. */
+  installationOnly?: boolean;
+  /** One line for the OpenAPI document. */
+  summary: string;
+}
+
+/** The role table: every route of `/api/v1`, denying by default whatever it does not name. */
+export const API_ROUTES: readonly ApiRoute[] = [
+  { method: "GET", path: "/api/v1/me", roles: READ, summary: "The principal of the credential" },
+];
+
+/** The key of a route in the table: `GET /api/v1/jobs/:id`. */
+export function routeKey(method: string, path: string): string {
+  return `${method.toUpperCase()} ${path}`;
+}
+
+const BY_KEY: ReadonlyMap<string, ApiRoute> = new Map(
+  API_ROUTES.map((r) => [routeKey(r.method, r.path), r]),
+);
+
+/** The table's entry of a route, or undefined: then nobody may use it. */
+export function routeOf(method: string, path: string): ApiRoute | undefined {
+  return BY_KEY.get(routeKey(method, path));
+}
+
+/** Why `principal` may not use `route`, or null when it may. */
+export function refusal(
+  principal: Principal,
+  route: ApiRoute | undefined,
+): { status: 403; code: string; message: string } | null {
+  if (route === undefined) {
+    return { status: 403, code: "forbidden", message: "no role may use this route" };
+  }
+  if (!route.roles.some((role) => principal.roles.includes(role))) {
+    const needed = route.roles.length === 1
+      ? `the role "${route.roles[0]}"`
+      : `one of the roles ${route.roles.map((r) => `"${r}"`).join(", ")}`;
+    return {
+      status: 403,
+      code: "role-required",
+      message: `${route.method} ${route.path} needs ${needed}`,
+    };
+  }
+  if (route.installationOnly && principal.tenant !== null) {
+    return {
+      status: 403,
+      code: "installation-only",
+      message: `${route.method} ${route.path} is for installation-wide principals only`,
+    };
+  }
+  return null;
+}

@@ -1,0 +1,247 @@
+/**
+ * `/api/v1`: the store's jobs over HTTP, with the identity of the principal
+ * the bearer credential names (see `access.ts`). Routed by Hono; each route
+ * is registered here and named, with its roles, in `API_ROUTES`.
+ *
+ * Every refusal is `{"error": {"code", "message"}}` with a status that says
+ * its class (400, 401, 403, 404, 409, 413, 429); an unexpected failure is a
+ * 500 whose body says nothing but `internal`, the detail going to the log
+ * (`http.error`, redacted). Bodies are read up to {@linkcode MAX_BODY_BYTES}
+ * and JSON nested deeper than {@linkcode MAX_JSON_DEPTH} is refused before a
+ * schema sees it. Failed bearer attempts are counted per source address
+ * (`failures.ts`): past the limit the address gets 429 until its window ends.
+ *
+ * A tenant-scoped principal reads and acts on its tenant's jobs only: the
+ * tenant goes into the store's statement (`JobFilter.tenant`), and a job of
+ * another tenant answers 404, as one that does not exist. A tenant named in
+ * a query or body is refused (400): the schemas are strict.
+ *
+ * @module
+ */
+
+import { Hono } from "hono";
+import type { Context } from "hono";
+import type { z } from "zod";
+import { type Role, ROLES } from "../admin/roles.ts";
+import { authenticateToken } from "../admin/tokens.ts";
+import type { Clock } from "../clock.ts";
+import type { Logger } from "../kernel/logger.ts";
+import { redact } from "../kernel/redact.ts";
+import type { Store } from "../store/store.ts";
+import {
+  actorOf,
+  INSTALLATION_ADMIN,
+  type Principal,
+  refusal,
+  routeKey,
+  routeOf,
+} from "./access.ts";
+import { tokenChecker } from "./bearer.ts";
+import { FailureLimiter, type FailureLimitOptions } from "./failures.ts";
+
+/** Request bodies are read up to this many bytes; a longer one is refused (413). */
+export const MAX_BODY_BYTES = 1024 * 1024;
+/** JSON nested deeper than this (arrays and objects) is refused (400). */
+export const MAX_JSON_DEPTH = 32;
+
+/** Options of {@linkcode apiApp}. */
+export interface ApiOptions {
+  store: Store;
+  clock: Clock;
+  logger: Logger;
+  /** The daemon's old single `--token`: an installation-wide admin. */
+  token?: string;
+  /** How failed bearer attempts are limited per source address. */
+  failures?: FailureLimitOptions;
+}
+
+/** What the server hands each request besides itself: where it comes from. */
+export interface ApiEnv {
+  /** The source address (no port), for the failure limit. */
+  remote: string;
+}
+
+type Env = { Bindings: ApiEnv; Variables: { principal: Principal } };
+type Ctx = Context<Env>;
+
+/** A refusal: its status, stable code and one-sentence message become the JSON answer. */
+export class ApiError extends Error {
+  constructor(
+    readonly status: 400 | 401 | 403 | 404 | 409 | 413 | 429,
+    readonly code: string,
+    message: string,
+  ) {
+    super(message);
+    this.name = "ApiError";
+  }
+}
+
+/** The refusal body every route answers. */
+function refuse(c: Ctx, error: ApiError, headers: Record<string, string> = {}): Response {
+  return c.json({ error: { code: error.code, message: error.message } }, error.status, headers);
+}
+
+/**
+ * The `/api/v1` application: `app.fetch(request, { remote })`. Routes the
+ * table does not name are refused to everyone.
+ */
+export async function apiApp(options: ApiOptions): Promise<Hono<Env>> {
+  const { store, clock, logger } = options;
+  const installation = options.token === undefined ? null : await tokenChecker(options.token);
+  const failures = new FailureLimiter(clock, options.failures);
+  const app = new Hono<Env>();
+
+  app.onError((error, c) => {
+    if (error instanceof ApiError) return refuse(c, error);
+    logger("http.error", { path: c.req.path, error: oneLine(error) });
+    return c.json({ error: { code: "internal", message: "internal error" } }, 500);
+  });
+  app.notFound((c) => refuse(c, new ApiError(404, "not-found", "no such route")));
+
+  /** Who the credential names, or the refusal (401, 429). */
+  const authenticate = async (c: Ctx): Promise<Principal | Response> => {
+    const remote = c.env?.remote ?? "unknown";
+    const wait = failures.blockedFor(remote);
+    if (wait > 0) {
+      return refuse(
+        c,
+        new ApiError(429, "too-many-failures", "too many failed credentials from this address"),
+        { "retry-after": String(Math.ceil(wait / 1000)) },
+      );
+    }
+    const header = c.req.header("authorization") ?? null;
+    const match = /^Bearer +(\S+)$/i.exec(header ?? "");
+    const bad = (message: string) =>
+      refuse(c, new ApiError(401, "unauthorized", message), { "www-authenticate": "Bearer" });
+    if (!match) return bad("a bearer token is required");
+    if (installation && (await installation(header))) return INSTALLATION_ADMIN;
+    const token = await authenticateToken(store, match[1]!, clock.now());
+    if (token) {
+      return {
+        name: token.name,
+        kind: "token",
+        roles: knownRoles(token.roles),
+        tenant: token.tenant,
+      };
+    }
+    failures.fail(remote);
+    return bad("the token is unknown, expired, revoked or disabled");
+  };
+
+  /** Registers one route behind the credential and the role table. */
+  const on = (
+    method: "GET" | "POST",
+    path: string,
+    handler: (c: Ctx, principal: Principal) => Promise<Response>,
+  ) => {
+    const route = routeOf(method, path);
+    app.on(method, path, async (c) => {
+      const principal = await authenticate(c);
+      if (principal instanceof Response) return principal;
+      const refused = refusal(principal, route);
+      if (refused) return refuse(c, new ApiError(refused.status, refused.code, refused.message));
+      return await handler(c, principal);
+    });
+  };
+
+  on("GET", "/api/v1/me", (c, p) =>
+    Promise.resolve(c.json({
+      name: p.name,
+      kind: p.kind,
+      roles: p.roles,
+      tenant: p.tenant,
+      actor: actorOf(p),
+    })));
+
+  return app;
+}
+
+/** The route keys `app` registers under `/api/v1` (middleware excluded). */
+export function registeredRoutes(app: Hono<Env>): string[] {
+  return [
+    ...new Set(
+      app.routes.filter((r) => r.method !== "ALL" && r.path.startsWith("/api/v1/"))
+        .map((r) => routeKey(r.method, r.path)),
+    ),
+  ];
+}
+
+/**
+ * The JSON body of `c`, read up to {@linkcode MAX_BODY_BYTES}, no deeper
+ * than {@linkcode MAX_JSON_DEPTH}, and checked by `schema`; refused (400,
+ * 413) naming the first field at fault.
+ */
+export async function readBody<S extends z.ZodType>(c: Ctx, schema: S): Promise<z.output<S>> {
+  const declared = Number(c.req.header("content-length") ?? "0");
+  if (declared > MAX_BODY_BYTES) throw tooLarge();
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  const body = c.req.raw.body;
+  if (body) {
+    for await (const chunk of body) {
+      size += chunk.length;
+      if (size > MAX_BODY_BYTES) throw tooLarge();
+      chunks.push(chunk);
+    }
+  }
+  const bytes = new Uint8Array(size);
+  let at = 0;
+  for (const chunk of chunks) {
+    bytes.set(chunk, at);
+    at += chunk.length;
+  }
+  let value: unknown;
+  try {
+    value = JSON.parse(new TextDecoder("utf-8", { fatal: true }).decode(bytes));
+  } catch {
+    throw new ApiError(400, "body-invalid", "the body is not JSON in UTF-8");
+  }
+  if (depthOver(value, MAX_JSON_DEPTH)) {
+    throw new ApiError(400, "body-too-deep", `the body nests deeper than ${MAX_JSON_DEPTH} levels`);
+  }
+  return checked(schema, value, "body");
+}
+
+/** `value` checked by `schema`, or a 400 naming the first field at fault in `where`. */
+export function checked<S extends z.ZodType>(
+  schema: S,
+  value: unknown,
+  where: string,
+): z.output<S> {
+  const result = schema.safeParse(value);
+  if (result.success) return result.data;
+  const issue = result.error.issues[0]!;
+  const field = issue.path.length > 0 ? issue.path.join(".") : null;
+  const unknownKeys = issue.code === "unrecognized_keys" ? issue.keys.join(", ") : null;
+  const message = unknownKeys !== null
+    ? `${where}: unknown field ${JSON.stringify(unknownKeys)}`
+    : `${where}${field === null ? "" : ` field ${JSON.stringify(field)}`}: ${issue.message}`;
+  throw new ApiError(400, `${where}-invalid`, redact(message));
+}
+
+function tooLarge(): ApiError {
+  return new ApiError(413, "body-too-large", `the body is over ${MAX_BODY_BYTES} bytes`);
+}
+
+/** Whether `value` nests arrays and objects deeper than `max`, without recursion. */
+function depthOver(value: unknown, max: number): boolean {
+  const stack: [unknown, number][] = [[value, 0]];
+  while (stack.length > 0) {
+    const [v, depth] = stack.pop()!;
+    if (v === null || typeof v !== "object") continue;
+    if (depth + 1 > max) return true;
+    for (const child of Array.isArray(v) ? v : Object.values(v)) stack.push([child, depth + 1]);
+  }
+  return false;
+}
+
+/** The roles of `roles` this code knows; a name it does not know grants nothing. */
+function knownRoles(roles: readonly string[]): Role[] {
+  return roles.filter((r): r is Role => (ROLES as readonly string[]).includes(r));
+}
+
+/** The first line of an error's message, redacted. */
+function oneLine(error: unknown): string {
+  const message = error instanceof Error ? error.message : String(error);
+  return redact(message.split("\n", 1)[0]!.trim());
+}

@@ -1,0 +1,80 @@
+/**
+ * What the `/api/v1` tests share: an app over one backend's fresh store on a
+ * FakeClock, tokens minted as the command line mints them, and a request
+ * helper that answers status and parsed JSON.
+ */
+
+import { createToken } from "../../src/admin/tokens.ts";
+import { FakeClock } from "../../src/clock.ts";
+import { apiApp, type ApiOptions } from "../../src/http/api.ts";
+import type { Store } from "../../src/store/store.ts";
+import type { Backend } from "../support/backends.ts";
+
+/** The daemon's old single `--token` in these tests. */
+export const INSTALL_TOKEN = "old-single-token-value";
+
+/** An app over a fresh store of `backend`, closed with `await using`. */
+export async function apiHarness(backend: Backend, extra: Partial<ApiOptions> = {}) {
+  const clock = new FakeClock();
+  const h = await backend.open(clock.now());
+  const events: { event: string; fields: Record<string, unknown> }[] = [];
+  const app = await apiApp({
+    store: h.store,
+    clock,
+    logger: (event, fields) => events.push({ event, fields }),
+    token: INSTALL_TOKEN,
+    ...extra,
+  });
+  /** A token's secret with these roles and tenant. */
+  const token = async (
+    name: string,
+    roles: string[],
+    tenant: string | null = null,
+    expiresInMs?: number,
+  ) =>
+    (await createToken(h.store, { name, roles, tenant, expiresInMs: expiresInMs ?? null }, {
+      actor: "root",
+      reason: null,
+      now: clock.now(),
+    })).secret;
+  /** One request: status, headers and the body parsed as JSON (null when it is not). */
+  const call = async (
+    method: string,
+    path: string,
+    secret: string | null,
+    body?: unknown,
+    init: { headers?: Record<string, string>; remote?: string; raw?: BodyInit } = {},
+  ) => {
+    const headers: Record<string, string> = { ...init.headers };
+    if (secret !== null) headers.authorization = `Bearer ${secret}`;
+    if (body !== undefined) headers["content-type"] = "application/json";
+    const response = await app.fetch(
+      new Request(`http://api.test${path}`, {
+        method,
+        headers,
+        ...(init.raw !== undefined
+          ? { body: init.raw }
+          : body === undefined
+          ? {}
+          : { body: JSON.stringify(body) }),
+      }),
+      { remote: init.remote ?? "192.0.2.1" },
+    );
+    const text = await response.text();
+    // deno-lint-ignore no-explicit-any -- the tests read whatever JSON came back
+    let json: any = null;
+    try {
+      json = JSON.parse(text);
+    } catch { /* not JSON */ }
+    return { status: response.status, json, text, headers: response.headers };
+  };
+  return {
+    app,
+    clock,
+    store: h.store as Store,
+    events,
+    token,
+    call,
+    [Symbol.asyncDispose]: () => h.close(),
+  };
+}
