@@ -175,6 +175,40 @@ export async function jobDetail(
   };
 }
 
+/**
+ * One job by id within a tenant's scope (null: installation-wide), or null
+ * when there is none in it: the scope is part of the store's statement, so
+ * another tenant's job is found exactly as a missing one is.
+ */
+export async function jobInScope(
+  store: Store,
+  id: number,
+  tenant: string | null,
+): Promise<Job | null> {
+  if (!Number.isSafeInteger(id)) return null;
+  const [job] = await store.jobsList({
+    ids: [id],
+    limit: 1,
+    ...(tenant === null ? {} : { tenant }),
+  });
+  return job ?? null;
+}
+
+/** {@linkcode jobDetail} of a job by id within a tenant's scope (see {@linkcode jobInScope}). */
+export async function jobDetailInScope(
+  store: Store,
+  id: number,
+  tenant: string | null,
+): Promise<JobDetail | null> {
+  const job = await jobInScope(store, id, tenant);
+  if (!job) return null;
+  return {
+    job: redactJob(job),
+    attempts: await store.attemptsList({ jobId: job.id }),
+    audit: await store.auditList({ target: `job:${job.id}` }),
+  };
+}
+
 /** A copy of `job` whose args and meta carry no secret (see {@linkcode redactValue}). */
 export function redactJob(job: Job): Job {
   return { ...job, args: redactValue(job.args), meta: redactValue(job.meta) as Job["meta"] };

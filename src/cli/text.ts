@@ -78,10 +78,7 @@ export function table(rows: string[][]): string[] {
   );
 }
 
-/** An instant as ISO-8601 UTC with ms, or null. */
-export function iso(ms: number | null): string | null {
-  return ms === null ? null : new Date(ms).toISOString();
-}
+export { iso } from "../admin/job_json.ts";
 
 /**
  * An instant as ISO-8601 UTC with ms and, for a `zone` other than UTC,

@@ -23,11 +23,15 @@ import { Hono } from "hono";
 import type { Context } from "hono";
 import type { z } from "zod";
 import { type Role, ROLES } from "../admin/roles.ts";
+import { attemptJson, auditJson, jobJson } from "../admin/job_json.ts";
+import { jobDetailInScope, jobsView } from "../admin/jobs.ts";
 import { authenticateToken } from "../admin/tokens.ts";
+import type { JobState } from "../kernel/types.ts";
 import type { Clock } from "../clock.ts";
 import type { Logger } from "../kernel/logger.ts";
 import { redact } from "../kernel/redact.ts";
-import type { Store } from "../store/store.ts";
+import type { JobFilter, Store } from "../store/store.ts";
+import { JobsQuery } from "./api_schemas.ts";
 import {
   actorOf,
   INSTALLATION_ADMIN,
@@ -153,7 +157,50 @@ export async function apiApp(options: ApiOptions): Promise<Hono<Env>> {
       actor: actorOf(p),
     })));
 
+  on("GET", "/api/v1/jobs", async (c, p) => {
+    const query = checked(JobsQuery, c.req.query(), "query");
+    const limit = query.limit === undefined ? 50 : Math.min(Number(query.limit), 500);
+    const filter: JobFilter = {
+      ...(query.state === undefined ? {} : { state: query.state.split(",") as JobState[] }),
+      ...(query.queue === undefined ? {} : { queue: query.queue }),
+      ...(query.worker === undefined ? {} : { worker: query.worker }),
+      ...(query.tag === undefined ? {} : { tag: query.tag }),
+      ...(query.schedule === undefined ? {} : { scheduleId: query.schedule }),
+      ...(query.search === undefined ? {} : { search: query.search }),
+      ...(query.after === undefined ? {} : { after: Number(query.after) }),
+      ...(p.tenant === null ? {} : { tenant: p.tenant }),
+      limit: limit + 1,
+    };
+    const jobs = await jobsView(store, filter);
+    const page = jobs.slice(0, limit);
+    return c.json({
+      jobs: page.map(jobJson),
+      next: jobs.length > limit ? page.at(-1)!.id : null,
+    });
+  });
+
+  on("GET", "/api/v1/jobs/:id", async (c, p) => {
+    const detail = await jobDetailInScope(store, jobId(c), p.tenant);
+    if (!detail) throw noJob(c);
+    return c.json({
+      job: jobJson(detail.job),
+      attempts: detail.attempts.map(attemptJson),
+      audit: detail.audit.map(auditJson),
+    });
+  });
+
   return app;
+}
+
+/** The job id of the path, or -1 when it is not one (found as no job). */
+function jobId(c: Ctx): number {
+  const text = c.req.param("id") ?? "";
+  return /^\d{1,15}$/.test(text) ? Number(text) : -1;
+}
+
+/** The 404 of a job not in the principal's scope (or nowhere): the same answer for both. */
+function noJob(c: Ctx): ApiError {
+  return new ApiError(404, "job-not-found", `no job ${JSON.stringify(c.req.param("id"))}`);
 }
 
 /** The route keys `app` registers under `/api/v1` (middleware excluded). */

@@ -131,6 +131,11 @@ export interface JobFilter {
   /** The job of one occurrence identity. */
   occurrence?: string;
   /**
+   * Only jobs of this tenant: the scope of a tenant's principal, applied in
+   * the statement itself (never a filter of rows already read).
+   */
+  tenant?: string;
+  /**
    * A case-insensitive substring (`%` and `_` match only themselves) of what
    * a reader is shown of the worker, the args (as JSON, redacted as the
    * views redact them), a tag, the occurrence or a stored error (redacted):

@@ -24,7 +24,8 @@ import {
   quiet,
 } from "../common.ts";
 import { openStore } from "../store/open.ts";
-import { cell, firstLine, iso, safeJson, table, truncate } from "../text.ts";
+import { cell, firstLine, safeJson, table, truncate } from "../text.ts";
+import { jobJson } from "../../admin/job_json.ts";
 
 /** How many jobs `jobs ls` prints unless `--limit` says otherwise. */
 export const LS_DEFAULT_LIMIT = 50;
@@ -122,20 +123,4 @@ function jobCells(job: Job, now: number): string[] {
 function finishedAt(job: Job): number | null {
   if (!FINAL_STATES.includes(job.state)) return null;
   return job.completedAt ?? job.cancelledAt ?? job.discardedAt;
-}
-
-/** A job as `--json` prints it: every field, instants as ISO UTC, args and meta redacted. */
-export function jobJson(job: Job) {
-  return {
-    ...job,
-    errors: job.errors.map((e) => ({ ...e, at: iso(e.at), error: redact(e.error) })),
-    scheduledFor: iso(job.scheduledFor),
-    leaseExpiresAt: iso(job.leaseExpiresAt),
-    insertedAt: iso(job.insertedAt),
-    scheduledAt: iso(job.scheduledAt),
-    attemptedAt: iso(job.attemptedAt),
-    completedAt: iso(job.completedAt),
-    cancelledAt: iso(job.cancelledAt),
-    discardedAt: iso(job.discardedAt),
-  };
 }

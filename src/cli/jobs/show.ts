@@ -15,7 +15,6 @@ import { redact } from "../../kernel/redact.ts";
 import type { Attempt, Job } from "../../kernel/types.ts";
 import { when } from "../../schedule/describe.ts";
 import { describeLocation } from "../../store/open.ts";
-import type { AuditRow } from "../../store/store.ts";
 import {
   type CliDeps,
   CommandFailed,
@@ -27,10 +26,10 @@ import {
 } from "../common.ts";
 import { fileZones } from "../config.ts";
 import { openStore } from "../store/open.ts";
-import { block, cell, echo, iso, safeJson } from "../text.ts";
+import { block, cell, echo, safeJson } from "../text.ts";
 import { formatDuration } from "../../text/durations.ts";
 import { nextAttemptWhen } from "../../text/next_attempt.ts";
-import { jobJson } from "./ls.ts";
+import { attemptJson, auditJson, jobJson } from "../../admin/job_json.ts";
 
 /** How many trailing lines of an attempt's output `jobs show` prints. */
 export const OUTPUT_TAIL_LINES = 20;
@@ -223,18 +222,4 @@ function attemptLines(a: Attempt, errors: string[], now: number): string[] {
     );
   }
   return lines;
-}
-
-function attemptJson(a: Attempt) {
-  return {
-    ...a,
-    startedAt: iso(a.startedAt),
-    finishedAt: iso(a.finishedAt),
-    error: a.error === null ? null : redact(a.error),
-    output: a.output === null ? null : redact(a.output),
-  };
-}
-
-function auditJson(row: AuditRow) {
-  return { ...row, at: iso(row.at) };
 }

@@ -886,6 +886,7 @@ function listConditions(q: Sql, params: JobMatch): Fragment[] {
   }
   if (params.scheduleId !== undefined) where.push(q`schedule_id = ${params.scheduleId}`);
   if (params.occurrence !== undefined) where.push(q`occurrence = ${params.occurrence}`);
+  if (params.tenant !== undefined) where.push(q`tenant = ${params.tenant}`);
   if (params.search !== undefined) {
     // This reads the stored text: a listing with a search narrows its rows
     // with it, then keeps those whose shown (redacted) text matches

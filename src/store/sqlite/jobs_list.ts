@@ -31,6 +31,7 @@ export function listValues(params: JobMatch): {
   given("tag", params.tag);
   given("schedule", params.scheduleId);
   given("occurrence", params.occurrence);
+  given("tenant", params.tenant);
   given("search", params.search === undefined ? undefined : `%${escapeLike(params.search)}%`);
   given("above", params.above);
   const filters = Object.keys(values) as ListFilter[];
@@ -54,6 +55,7 @@ const LIST_FILTERS = {
   // The IS NOT NULL lets the planner use the partial index jobs_schedule.
   schedule: `schedule_id = :schedule AND schedule_id IS NOT NULL`,
   occurrence: `occurrence = :occurrence`,
+  tenant: `tenant = :tenant`,
   // :search reads the stored text: a listing with a search narrows its rows
   // with it, then keeps those whose shown (redacted) text matches
   // (src/store/search.ts). It is a LIKE pattern whose escape character is a

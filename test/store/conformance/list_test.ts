@@ -207,6 +207,32 @@ for (const backend of BACKENDS) {
     );
   });
 
+  test("jobsList() and jobsCountMatching() keep to one tenant's jobs with tenant, by any other filter", async ({ store }) => {
+    const [acme1, globex, none, acme2] = await insert(store, [
+      newJob({ tenant: "acme", worker: "send" }),
+      newJob({ tenant: "globex", worker: "send" }),
+      newJob({ worker: "send" }),
+      newJob({ tenant: "acme", worker: "bill", tags: `["eu"]` }),
+    ]);
+    const ids = async (filter: JobFilter) => (await store.jobsList(filter)).map((j) => j.id);
+    assert.deepEqual(await ids({ tenant: "acme" }), [acme1, acme2]);
+    assert.deepEqual(await ids({ tenant: "globex" }), [globex]);
+    assert.deepEqual(await ids({}), [acme1, globex, none, acme2]);
+    assert.deepEqual(await ids({ tenant: "acme", ids: [globex!, acme1!] }), [acme1]);
+    assert.deepEqual(await ids({ tenant: "acme", ids: [globex!] }), []);
+    assert.deepEqual(await ids({ tenant: "acme", worker: "send" }), [acme1]);
+    assert.deepEqual(await ids({ tenant: "acme", state: "available", desc: true, limit: 1 }), [
+      acme2,
+    ]);
+    assert.deepEqual(await ids({ tenant: "acme", search: "SEND" }), [acme1]);
+    assert.deepEqual(await ids({ tenant: "acme", tag: "eu" }), [acme2]);
+    assert.deepEqual(await ids({ tenant: "umbrella" }), []);
+    assert.equal(await store.jobsCountMatching({ tenant: "acme" }), 2);
+    assert.equal(await store.jobsCountMatching({ tenant: "acme", state: "available" }), 2);
+    assert.equal(await store.jobsCountMatching({ tenant: "globex", search: "send" }), 1);
+    assert.equal(none! > 0, true);
+  });
+
   test("workersList() names each worker the jobs use once, by name", async ({ store }) => {
     assert.deepEqual(await store.workersList(), []);
     await store.jobsInsert({
