@@ -41,6 +41,9 @@ export function actorOf(principal: Principal): string {
 /** Every role may read what is in its scope. */
 const READ: readonly Role[] = ["viewer", "operator", "approver", "admin"];
 
+/** Acting on jobs (and, later, queues, schedules, workflows, pipelines and reports). */
+const ACT: readonly Role[] = ["operator", "admin"];
+
 /** One route of `/api/v1` and the roles that may use it. */
 export interface ApiRoute {
   method: "GET" | "POST";
@@ -57,7 +60,11 @@ export interface ApiRoute {
 export const API_ROUTES: readonly ApiRoute[] = [
   { method: "GET", path: "/api/v1/me", roles: READ, summary: "The principal of the credential" },
   { method: "GET", path: "/api/v1/jobs", roles: READ, summary: "Jobs matching filters" },
+  { method: "POST", path: "/api/v1/jobs", roles: ACT, summary: "Enqueue one job" },
   { method: "GET", path: "/api/v1/jobs/:id", roles: READ, summary: "One job with its attempts" },
+  { method: "POST", path: "/api/v1/jobs/:id/retry", roles: ACT, summary: "Retry one job" },
+  { method: "POST", path: "/api/v1/jobs/:id/cancel", roles: ACT, summary: "Cancel one job" },
+  { method: "POST", path: "/api/v1/jobs/:id/discard", roles: ACT, summary: "Discard one job" },
 ];
 
 /** The key of a route in the table: `GET /api/v1/jobs/:id`. */

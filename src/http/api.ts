@@ -24,14 +24,22 @@ import type { Context } from "hono";
 import type { z } from "zod";
 import { type Role, ROLES } from "../admin/roles.ts";
 import { attemptJson, auditJson, jobJson } from "../admin/job_json.ts";
-import { jobDetailInScope, jobsView } from "../admin/jobs.ts";
+import { type Actor, placeholderMessage, placeholderReason } from "../admin/audit.ts";
+import {
+  applyJobAction,
+  enqueueJob,
+  jobDetailInScope,
+  jobInScope,
+  jobsView,
+} from "../admin/jobs.ts";
+import { EnqueueError, type EnqueueOptions } from "../kernel/enqueue.ts";
 import { authenticateToken } from "../admin/tokens.ts";
 import type { JobState } from "../kernel/types.ts";
 import type { Clock } from "../clock.ts";
 import type { Logger } from "../kernel/logger.ts";
 import { redact } from "../kernel/redact.ts";
 import type { JobFilter, Store } from "../store/store.ts";
-import { JobsQuery } from "./api_schemas.ts";
+import { ActionBody, EnqueueBody, JobsQuery } from "./api_schemas.ts";
 import {
   actorOf,
   INSTALLATION_ADMIN,
@@ -187,6 +195,52 @@ export async function apiApp(options: ApiOptions): Promise<Hono<Env>> {
       attempts: detail.attempts.map(attemptJson),
       audit: detail.audit.map(auditJson),
     });
+  });
+
+  on("POST", "/api/v1/jobs", async (c, p) => {
+    const body = await readBody(c, EnqueueBody);
+    const options: EnqueueOptions = {
+      ...(body.queue === undefined ? {} : { queue: body.queue }),
+      ...(body.priority === undefined ? {} : { priority: body.priority }),
+      ...(body.maxAttempts === undefined ? {} : { maxAttempts: body.maxAttempts }),
+      ...(body.tags === undefined ? {} : { tags: body.tags }),
+      ...(body.inMs === undefined ? {} : { in: body.inMs }),
+      ...(p.tenant === null ? {} : { tenant: p.tenant }),
+    };
+    try {
+      const result = await enqueueJob(store, body.worker, body.args ?? {}, options, who(p, null));
+      return c.json({ id: result.id, duplicate: result.duplicate }, 201);
+    } catch (error) {
+      if (error instanceof EnqueueError) {
+        throw new ApiError(400, "enqueue-refused", redact(error.message));
+      }
+      throw error;
+    }
+  });
+
+  for (const action of ["retry", "cancel", "discard"] as const) {
+    on("POST", `/api/v1/jobs/:id/${action}`, async (c, p) => {
+      const { reason } = await readBody(c, ActionBody);
+      const placeholder = placeholderReason(reason);
+      if (placeholder !== null) {
+        throw new ApiError(400, "reason-invalid", placeholderMessage(reason, placeholder));
+      }
+      const job = await jobInScope(store, jobId(c), p.tenant);
+      if (!job) throw noJob(c);
+      const { changed, skipped } = await applyJobAction(store, action, [job], who(p, reason));
+      if (changed.length === 0) {
+        const why = skipped[0]?.why ?? "cannot be changed";
+        throw new ApiError(409, "not-applicable", `job ${job.id} ${why}: nothing to ${action}`);
+      }
+      return c.json({ id: job.id, action, was: job.state });
+    });
+  }
+
+  /** The actor of an action `p` takes now, with its reason. */
+  const who = (p: Principal, reason: string | null): Actor => ({
+    actor: actorOf(p),
+    reason,
+    now: clock.now(),
   });
 
   return app;

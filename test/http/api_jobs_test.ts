@@ -6,24 +6,8 @@
  */
 
 import assert from "node:assert/strict";
-import { enqueueJob } from "../../src/admin/jobs.ts";
-import type { Store } from "../../src/store/store.ts";
 import { BACKENDS } from "../support/backends.ts";
-import { apiHarness } from "./api_support.ts";
-
-/** One job each of acme, globex and no tenant, enqueued as the command line does. */
-export async function threeTenants(store: Store, now: number) {
-  const who = { actor: "root", reason: null, now };
-  const acme = await enqueueJob(store, "send", { to: "a@acme.test", password: "hunter2" }, {
-    tenant: "acme",
-    tags: ["mail"],
-  }, who);
-  const globex = await enqueueJob(store, "send", { to: "g@globex.test" }, {
-    tenant: "globex",
-  }, who);
-  const none = await enqueueJob(store, "bill", {}, { queue: "money" }, who);
-  return { acme: acme.id, globex: globex.id, none: none.id };
-}
+import { apiHarness, threeTenants } from "./api_support.ts";
 
 for (const backend of BACKENDS) {
   Deno.test(`${backend.name}: GET /api/v1/jobs lists with filters and keyset pages, args redacted`, async () => {

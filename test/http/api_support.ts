@@ -4,6 +4,7 @@
  * helper that answers status and parsed JSON.
  */
 
+import { enqueueJob } from "../../src/admin/jobs.ts";
 import { createToken } from "../../src/admin/tokens.ts";
 import { FakeClock } from "../../src/clock.ts";
 import { apiApp, type ApiOptions } from "../../src/http/api.ts";
@@ -77,4 +78,18 @@ export async function apiHarness(backend: Backend, extra: Partial<ApiOptions> = 
     call,
     [Symbol.asyncDispose]: () => h.close(),
   };
+}
+
+/** One job each of acme, globex and no tenant, enqueued as the command line does. */
+export async function threeTenants(store: Store, now: number) {
+  const who = { actor: "root", reason: null, now };
+  const acme = await enqueueJob(store, "send", { to: "a@acme.test", password: "hunter2" }, {
+    tenant: "acme",
+    tags: ["mail"],
+  }, who);
+  const globex = await enqueueJob(store, "send", { to: "g@globex.test" }, {
+    tenant: "globex",
+  }, who);
+  const none = await enqueueJob(store, "bill", {}, { queue: "money" }, who);
+  return { acme: acme.id, globex: globex.id, none: none.id };
 }
