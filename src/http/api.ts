@@ -39,7 +39,7 @@ import type { Clock } from "../clock.ts";
 import type { Logger } from "../kernel/logger.ts";
 import { redact } from "../kernel/redact.ts";
 import type { JobFilter, Store } from "../store/store.ts";
-import { ActionBody, EnqueueBody, JobsQuery } from "./api_schemas.ts";
+import { ActionBody, AuditQuery, EnqueueBody, JobsQuery } from "./api_schemas.ts";
 import {
   actorOf,
   INSTALLATION_ADMIN,
@@ -235,6 +235,22 @@ export async function apiApp(options: ApiOptions): Promise<Hono<Env>> {
       return c.json({ id: job.id, action, was: job.state });
     });
   }
+
+  on("GET", "/api/v1/audit", async (c, p) => {
+    const query = checked(AuditQuery, c.req.query(), "query");
+    const limit = query.limit === undefined ? 50 : Math.min(Number(query.limit), 500);
+    const rows = await store.auditPage({
+      ...(query.target === undefined ? {} : { target: query.target }),
+      ...(query.after === undefined ? {} : { after: Number(query.after) }),
+      ...(p.tenant === null ? {} : { tenant: p.tenant }),
+      limit: limit + 1,
+    });
+    const page = rows.slice(0, limit);
+    return c.json({
+      audit: page.map(auditJson),
+      next: rows.length > limit ? page.at(-1)!.id : null,
+    });
+  });
 
   /** The actor of an action `p` takes now, with its reason. */
   const who = (p: Principal, reason: string | null): Actor => ({

@@ -173,6 +173,16 @@ export interface AuditRow {
   details: Record<string, unknown>;
 }
 
+/** The parameters of `auditPage`. */
+export interface AuditPageParams {
+  target?: string;
+  /** Keyset paging: only rows whose id is below this one. */
+  after?: number;
+  /** Only rows about jobs of this tenant. */
+  tenant?: string;
+  limit: number;
+}
+
 /** A row of `queues`. */
 export interface QueueRow {
   name: string;
@@ -737,6 +747,13 @@ export interface StoreSettings {
   }): Promise<void>;
   /** The audit trail of one target (a queue, `schedule:<id>`, `job:<id>`), oldest first. */
   auditList(params: { target: string }): Promise<AuditRow[]>;
+  /**
+   * A page of the audit trail, newest first (by id): of one target when
+   * given; only rows past `after` (ids below it, keyset paging); with
+   * `tenant`, only rows whose target is a job (`job:<id>`) of that tenant,
+   * decided in the statement.
+   */
+  auditPage(params: AuditPageParams): Promise<AuditRow[]>;
 }
 
 /** Nodes (heartbeats) and leadership. */

@@ -5,7 +5,7 @@
  * @module
  */
 
-import type { AuditRow, QueueRow, StoreSettings } from "../store.ts";
+import type { AuditPageParams, AuditRow, QueueRow, StoreSettings } from "../store.ts";
 import type { PostgresCore } from "./core.ts";
 
 /**
@@ -67,15 +67,37 @@ export function postgresSettings(core: PostgresCore): StoreSettings {
     async auditList(params: { target: string }): Promise<AuditRow[]> {
       const rows = await core.sql`SELECT * FROM audit WHERE target = ${params.target}
         ORDER BY at, id`;
-      return rows.map((r) => ({
-        id: Number(r.id),
-        at: Number(r.at),
-        actor: String(r.actor),
-        action: String(r.action),
-        target: String(r.target),
-        reason: r.reason as string | null,
-        details: JSON.parse(String(r.details)),
-      }));
+      return rows.map(toAuditRow);
+    },
+
+    async auditPage(params: AuditPageParams): Promise<AuditRow[]> {
+      const q = core.sql;
+      const where = [q`true`];
+      if (params.target !== undefined) where.push(q`target = ${params.target}`);
+      if (params.after !== undefined) where.push(q`id < ${params.after}::bigint`);
+      if (params.tenant !== undefined) {
+        // A job's target is `job:<id>`: its id found by the primary key.
+        where.push(q`target ~ '^job:[0-9]{1,18}$' AND EXISTS (SELECT 1 FROM jobs
+          WHERE jobs.id = CASE WHEN audit.target ~ '^job:[0-9]{1,18}$'
+            THEN substr(audit.target, 5)::bigint END
+          AND jobs.tenant = ${params.tenant})`);
+      }
+      const rows = await q`SELECT * FROM audit
+        WHERE ${where.reduce((a, b) => q`${a} AND ${b}`)}
+        ORDER BY id DESC LIMIT ${params.limit}::bigint`;
+      return rows.map(toAuditRow);
     },
   });
+}
+
+function toAuditRow(r: Record<string, unknown>): AuditRow {
+  return {
+    id: Number(r.id),
+    at: Number(r.at),
+    actor: String(r.actor),
+    action: String(r.action),
+    target: String(r.target),
+    reason: r.reason as string | null,
+    details: JSON.parse(String(r.details)),
+  };
 }

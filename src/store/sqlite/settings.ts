@@ -7,7 +7,7 @@
  * @module
  */
 
-import type { AuditRow, QueueRow, StoreSettings } from "../store.ts";
+import type { AuditPageParams, AuditRow, QueueRow, StoreSettings } from "../store.ts";
 import type { SqliteCore } from "./core.ts";
 import type { Row } from "./rows.ts";
 
@@ -93,16 +93,44 @@ export function sqliteSettings(core: SqliteCore): StoreSettings {
 
     auditList(params: { target: string }): Promise<AuditRow[]> {
       return core.exclusive(() =>
-        (q().auditList.all({ target: params.target }) as Row[]).map((r) => ({
-          id: Number(r.id),
-          at: Number(r.at),
-          actor: String(r.actor),
-          action: String(r.action),
-          target: String(r.target),
-          reason: r.reason as string | null,
-          details: JSON.parse(String(r.details)),
-        }))
+        (q().auditList.all({ target: params.target }) as Row[]).map(toAuditRow)
       );
     },
+
+    auditPage(params: AuditPageParams): Promise<AuditRow[]> {
+      const where: string[] = [];
+      const values: Record<string, string | number> = { limit: params.limit };
+      if (params.target !== undefined) {
+        where.push("target = :target");
+        values.target = params.target;
+      }
+      if (params.after !== undefined) {
+        where.push("id < :after");
+        values.after = params.after;
+      }
+      if (params.tenant !== undefined) {
+        // A job's target is `job:<id>`: its id found by the primary key.
+        where.push(
+          `target GLOB 'job:[0-9]*' AND substr(target, 5) NOT GLOB '*[^0-9]*' AND EXISTS (SELECT 1 FROM jobs
+          WHERE jobs.id = CAST(substr(audit.target, 5) AS INTEGER) AND jobs.tenant = :tenant)`,
+        );
+        values.tenant = params.tenant;
+      }
+      const text = `SELECT * FROM audit${where.length ? ` WHERE ${where.join(" AND ")}` : ""}
+        ORDER BY id DESC LIMIT :limit`;
+      return core.exclusive(() => (core.shaped(text).all(values) as Row[]).map(toAuditRow));
+    },
+  };
+}
+
+function toAuditRow(r: Row): AuditRow {
+  return {
+    id: Number(r.id),
+    at: Number(r.at),
+    actor: String(r.actor),
+    action: String(r.action),
+    target: String(r.target),
+    reason: r.reason as string | null,
+    details: JSON.parse(String(r.details)),
   };
 }

@@ -6,7 +6,7 @@
 
 import assert from "node:assert/strict";
 import { BACKENDS, harnessTest } from "../../support/backends.ts";
-import { T0 } from "./helpers.ts";
+import { insert, newJob, T0 } from "./helpers.ts";
 
 for (const backend of BACKENDS) {
   const test = harnessTest(backend, T0);
@@ -29,5 +29,43 @@ for (const backend of BACKENDS) {
     await store.settingDelete({ key: "never" });
     assert.equal(await store.settingGet({ key: "fanout.cursor:a" }), null);
     assert.deepEqual(await store.settingGet({ key: "fanout.cursor:b" }), { cursor: 2 });
+  });
+
+  test("auditPage() pages newest first, by target, and keeps to one tenant's jobs in the statement", async ({ store }) => {
+    const [acme, globex] = await insert(store, [
+      newJob({ tenant: "acme" }),
+      newJob({ tenant: "globex" }),
+    ]);
+    const record = (target: string, at: number) =>
+      store.auditRecord({ at, actor: "root", action: "x", target, reason: null });
+    await record(`job:${acme}`, T0);
+    await record(`job:${globex}`, T0 + 1);
+    await record("queue:mail", T0 + 2);
+    await record(`job:${acme}`, T0 + 3);
+    await record(`job:${acme}x`, T0 + 4);
+    const targets = async (params: Parameters<typeof store.auditPage>[0]) =>
+      (await store.auditPage(params)).map((r) => `${r.target}@${r.at - T0}`);
+    assert.deepEqual(await targets({ limit: 10 }), [
+      `job:${acme}x@4`,
+      `job:${acme}@3`,
+      "queue:mail@2",
+      `job:${globex}@1`,
+      `job:${acme}@0`,
+    ]);
+    const first = await store.auditPage({ limit: 2 });
+    assert.deepEqual(await targets({ limit: 2, after: first.at(-1)!.id }), [
+      "queue:mail@2",
+      `job:${globex}@1`,
+    ]);
+    assert.deepEqual(await targets({ limit: 10, target: `job:${acme}` }), [
+      `job:${acme}@3`,
+      `job:${acme}@0`,
+    ]);
+    assert.deepEqual(await targets({ limit: 10, tenant: "acme" }), [
+      `job:${acme}@3`,
+      `job:${acme}@0`,
+    ]);
+    assert.deepEqual(await targets({ limit: 10, tenant: "globex", target: `job:${acme}` }), []);
+    assert.deepEqual(await targets({ limit: 10, tenant: "umbrella" }), []);
   });
 }
