@@ -57,6 +57,7 @@ export interface ApiRoute {
 /** The role table: every route of `/api/v1`, denying by default whatever it does not name. */
 export const API_ROUTES: readonly ApiRoute[] = [
   { method: "GET", path: "/api/v1/me", roles: READ, summary: "The principal of the credential" },
+  { method: "GET", path: "/api/v1/openapi.json", roles: READ, summary: "This API's description" },
   { method: "GET", path: "/api/v1/jobs", roles: READ, summary: "Jobs matching filters" },
   { method: "POST", path: "/api/v1/jobs", roles: ACT, summary: "Enqueue one job" },
   { method: "GET", path: "/api/v1/jobs/:id", roles: READ, summary: "One job with its attempts" },

@@ -49,6 +49,7 @@ import {
   routeOf,
 } from "./access.ts";
 import { tokenChecker } from "./bearer.ts";
+import { openApiDocument } from "./openapi.ts";
 import { FailureLimiter, type FailureLimitOptions } from "./failures.ts";
 
 /** Request bodies are read up to this many bytes; a longer one is refused (413). */
@@ -164,6 +165,9 @@ export async function apiApp(options: ApiOptions): Promise<Hono<Env>> {
       tenant: p.tenant,
       actor: actorOf(p),
     })));
+
+  const description = openApiDocument();
+  on("GET", "/api/v1/openapi.json", (c) => Promise.resolve(c.json(description)));
 
   on("GET", "/api/v1/jobs", async (c, p) => {
     const query = checked(JobsQuery, c.req.query(), "query");
