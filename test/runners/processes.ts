@@ -37,10 +37,12 @@ export async function driven<T>(
   let over = false;
   const settled = promise.finally(() => over = true);
   settled.catch(() => {}); // Rejections are the caller's, at the await below.
+  // A run of real processes on a loaded machine (load 10 on 2 cores seen)
+  // may take longer than the default 10 s of real time to end.
   await waitUntil("the run to end while the clock moves on", () => {
     onLook();
     if (!over) clock.advance(stepMs);
     return over;
-  });
+  }, { timeoutMs: 30_000 });
   return await settled;
 }
