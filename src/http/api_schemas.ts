@@ -58,6 +58,36 @@ export const ActionBody = z.strictObject({
   reason: z.string().min(1).max(1000).describe("why, for the audit trail"),
 });
 
+/** The body of `POST /api/v1/queues/{name}/pause|resume`: the reason is optional, as on the CLI. */
+export const QueueActionBody = z.strictObject({
+  reason: z.string().min(1).max(1000).describe("why, for the audit trail").optional(),
+});
+
+/** A queue as the API shows it (`jobs status --json`'s `queues`). */
+export const QueueAnswer = z.object({
+  name: z.string(),
+  counts: z.record(z.string(), z.int()),
+  paused: z.boolean(),
+  pausedInFile: z.boolean(),
+  declaredConcurrency: z.int().nullable(),
+  nodes: z.record(z.string(), z.int()),
+  pause: z.object({
+    at: z.string().nullable(),
+    actor: z.string().nullable(),
+    reason: z.string().nullable(),
+  }).nullable(),
+});
+
+/** The answer of `GET /api/v1/queues`. */
+export const QueuesAnswer = z.object({ queues: z.array(QueueAnswer) });
+
+/** The answer of `POST /api/v1/queues/{name}/pause|resume` (`jobs pause --json`). */
+export const QueueActionAnswer = z.object({
+  queue: z.string(),
+  paused: z.boolean(),
+  was: z.boolean(),
+});
+
 /** A job as the API shows it (`jobs show --json`'s `job`). */
 export const JobAnswer = z.looseObject({
   id: z.int(),
