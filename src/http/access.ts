@@ -88,6 +88,24 @@ export const API_ROUTES: readonly ApiRoute[] = [
     roles: ACT,
     summary: "Resume a queue for every process (installation-wide principals only)",
   },
+  {
+    method: "GET",
+    path: "/api/v1/schedules",
+    roles: READ,
+    summary: "Every schedule with its stored state (installation-wide principals only)",
+  },
+  {
+    method: "POST",
+    path: "/api/v1/schedules/:id/disable",
+    roles: ACT,
+    summary: "Disable a schedule, stored (installation-wide principals only)",
+  },
+  {
+    method: "POST",
+    path: "/api/v1/schedules/:id/enable",
+    roles: ACT,
+    summary: "Enable a schedule, stored (installation-wide principals only)",
+  },
 ];
 
 /** The key of a route in the table: `GET /api/v1/jobs/:id`. */

@@ -17,7 +17,9 @@
  * a query or body is refused (400): the schemas are strict.
  *
  * Queues are not tenant data: a queue holds every tenant's jobs, and a
- * pause stops them all. Their routes answer a tenant's principal 403
+ * pause stops them all; nor, yet, are schedules (the store reads them all
+ * at once, with no tenant in the statement). Their routes answer a
+ * tenant's principal 403
  * (`installation-scope-required`); only installation-wide principals use
  * them. The views read the schedules the store last synced (what the
  * daemon runs), as the API has no schedules file of its own.
@@ -42,7 +44,12 @@ import { EnqueueError, type EnqueueOptions } from "../kernel/enqueue.ts";
 import { authenticateToken } from "../admin/tokens.ts";
 import { nodesView } from "../admin/nodes.ts";
 import { queueJson, queuesView, setQueuePaused } from "../admin/queues.ts";
-import { storedConfig } from "../admin/schedules.ts";
+import {
+  scheduleJson,
+  schedulesView,
+  setScheduleEnabled,
+  storedConfig,
+} from "../admin/schedules.ts";
 import type { JobState } from "../kernel/types.ts";
 import type { Clock } from "../clock.ts";
 import type { Logger } from "../kernel/logger.ts";
@@ -299,6 +306,34 @@ export async function apiApp(options: ApiOptions): Promise<Hono<Env>> {
       }
       const r = await setQueuePaused(store, name, action === "pause", who(p, reason ?? null));
       return c.json({ queue: r.queue, paused: r.paused, was: r.was });
+    });
+  }
+
+  on("GET", "/api/v1/schedules", async (c, p) => {
+    installationWide(p);
+    const schedules = await schedulesView(store, await storedConfig(store), clock.now());
+    return c.json({ schedules: schedules.map(scheduleJson) });
+  });
+
+  for (const action of ["disable", "enable"] as const) {
+    on("POST", `/api/v1/schedules/:id/${action}`, async (c, p) => {
+      installationWide(p);
+      const { reason } = await readBody(c, ActionBody);
+      const placeholder = placeholderReason(reason);
+      if (placeholder !== null) {
+        throw new ApiError(400, "reason-invalid", placeholderMessage(reason, placeholder));
+      }
+      const id = c.req.param("id") ?? "";
+      const [row] = id.length > 200 ? [] : await store.schedulesList({ ids: [id] });
+      if (!row) {
+        throw new ApiError(
+          404,
+          "schedule-not-found",
+          redact(`no schedule ${JSON.stringify(id.slice(0, 200))} in the store`),
+        );
+      }
+      const r = await setScheduleEnabled(store, id, action === "enable", who(p, reason), null);
+      return c.json({ schedule: r.id, enabled: r.enabled, was: r.was });
     });
   }
 

@@ -88,6 +88,40 @@ export const QueueActionAnswer = z.object({
   was: z.boolean(),
 });
 
+/** A schedule as the API shows it (`jobs status --json`'s `schedules`): instants as ISO UTC. */
+export const ScheduleAnswer = z.object({
+  id: z.string(),
+  declared: z.boolean(),
+  manual: z.boolean(),
+  enabled: z.boolean(),
+  disabledIn: z.enum(["file", "store"]).nullable(),
+  disabledReason: z.string().nullable(),
+  disabledBy: z.string().nullable(),
+  disabledAt: z.string().nullable(),
+  next: z.string().nullable(),
+  nextOccurrence: z.string().nullable(),
+  lastPlannedFor: z.string().nullable(),
+  lastStartedAt: z.string().nullable(),
+  lastCompletedAt: z.string().nullable(),
+  misfires: z.int(),
+  lastMisfireFor: z.string().nullable(),
+  lastOutcome: z.enum(["completed", "cancelled", "discarded"]).nullable(),
+  lastOutcomeAt: z.string().nullable(),
+  failures: z.int(),
+  definitionHash: z.string().nullable(),
+  timezone: z.string().nullable(),
+});
+
+/** The answer of `GET /api/v1/schedules`. */
+export const SchedulesAnswer = z.object({ schedules: z.array(ScheduleAnswer) });
+
+/** The answer of `POST /api/v1/schedules/{id}/disable|enable` (`jobs disable --json`). */
+export const ScheduleActionAnswer = z.object({
+  schedule: z.string(),
+  enabled: z.boolean(),
+  was: z.boolean(),
+});
+
 /** A job as the API shows it (`jobs show --json`'s `job`). */
 export const JobAnswer = z.looseObject({
   id: z.int(),

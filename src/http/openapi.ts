@@ -25,6 +25,8 @@ import {
   QueueActionAnswer,
   QueueActionBody,
   QueuesAnswer,
+  ScheduleActionAnswer,
+  SchedulesAnswer,
 } from "./api_schemas.ts";
 
 /** What a route reads and answers: the schemas the document names. */
@@ -39,6 +41,12 @@ const ACTION: RouteSchemas = { body: ActionBody, answer: ActionAnswer, status: 2
 const QUEUE_ACTION: RouteSchemas = {
   body: QueueActionBody,
   answer: QueueActionAnswer,
+  status: 200,
+};
+
+const SCHEDULE_ACTION: RouteSchemas = {
+  body: ActionBody,
+  answer: ScheduleActionAnswer,
   status: 200,
 };
 
@@ -59,6 +67,9 @@ export const ROUTE_SCHEMAS: Readonly<Record<string, RouteSchemas>> = {
   [routeKey("GET", "/api/v1/queues")]: { answer: QueuesAnswer, status: 200 },
   [routeKey("POST", "/api/v1/queues/:name/pause")]: QUEUE_ACTION,
   [routeKey("POST", "/api/v1/queues/:name/resume")]: QUEUE_ACTION,
+  [routeKey("GET", "/api/v1/schedules")]: { answer: SchedulesAnswer, status: 200 },
+  [routeKey("POST", "/api/v1/schedules/:id/disable")]: SCHEDULE_ACTION,
+  [routeKey("POST", "/api/v1/schedules/:id/enable")]: SCHEDULE_ACTION,
 };
 
 /** `schema` as JSON Schema 2020-12 (OpenAPI 3.1's dialect), without its `$schema`. */
