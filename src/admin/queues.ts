@@ -12,6 +12,7 @@ import { JOB_STATES, type JobState } from "../kernel/types.ts";
 import type { ScheduleConfig } from "../config/types.ts";
 import type { Store } from "../store/store.ts";
 import { type Actor, audit } from "./audit.ts";
+import { iso } from "./job_json.ts";
 import type { NodeView } from "./nodes.ts";
 
 /** One queue: its jobs by state, whether it is paused, and who runs it how wide. */
@@ -106,4 +107,9 @@ async function queuePause(store: Store, name: string, updatedAt: number): Promis
   return last?.action === "queue.pause"
     ? { at: last.at, actor: last.actor, reason: last.reason }
     : { at: updatedAt, actor: null, reason: null };
+}
+
+/** A queue as `jobs status --json` and `GET /api/v1/queues` show it: instants as ISO UTC. */
+export function queueJson(q: QueueView) {
+  return { ...q, pause: q.pause === null ? null : { ...q.pause, at: iso(q.pause.at) } };
 }

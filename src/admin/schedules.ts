@@ -17,6 +17,7 @@ import type { Schedule } from "../schedule/types.ts";
 import type { ScheduleConfig } from "../config/types.ts";
 import type { ScheduleOutcome, ScheduleRow, Store } from "../store/store.ts";
 import { type Actor, audit } from "./audit.ts";
+import { iso } from "./job_json.ts";
 import { redactJob } from "./jobs.ts";
 
 /** One schedule: its declaration (when the file has it) joined with its stored state. */
@@ -55,6 +56,20 @@ export interface ScheduleStatus {
    * beside UTC.
    */
   timezone: string | null;
+}
+
+/** A schedule's status as `--json` and `GET /api/v1/schedules` show it: instants as ISO UTC. */
+export function scheduleJson(s: ScheduleStatus) {
+  return {
+    ...s,
+    disabledAt: iso(s.disabledAt),
+    next: iso(s.next),
+    lastPlannedFor: iso(s.lastPlannedFor),
+    lastStartedAt: iso(s.lastStartedAt),
+    lastCompletedAt: iso(s.lastCompletedAt),
+    lastMisfireFor: iso(s.lastMisfireFor),
+    lastOutcomeAt: iso(s.lastOutcomeAt),
+  };
 }
 
 /** A schedule's current run of failures in words (`5 failures in a row`), or null at 0. */

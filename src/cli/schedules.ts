@@ -25,7 +25,6 @@ import { nodesView, type NodeView } from "../admin/nodes.ts";
 import {
   GuardRefused,
   runScheduleNow,
-  type ScheduleStatus,
   setScheduleEnabled,
   storedConfig,
 } from "../admin/schedules.ts";
@@ -46,7 +45,7 @@ import {
 } from "./common.ts";
 import { configIfAny, configOrFail, loadConfig, notInForce, requireConfig } from "./config.ts";
 import { tryOpenStore, withStore } from "./store/open.ts";
-import { cell, echo, iso, isoIn } from "./text.ts";
+import { cell, echo, isoIn } from "./text.ts";
 
 const FILE_ONLY = "it reads the schedules file alone, not the store";
 
@@ -280,19 +279,8 @@ function view(schedule: Schedule, row: ScheduleRow | undefined, now: number): Sc
   };
 }
 
-/** A schedule's status as `--json` prints it: instants as ISO UTC. */
-export function scheduleJson(s: ScheduleStatus) {
-  return {
-    ...s,
-    disabledAt: iso(s.disabledAt),
-    next: iso(s.next),
-    lastPlannedFor: iso(s.lastPlannedFor),
-    lastStartedAt: iso(s.lastStartedAt),
-    lastCompletedAt: iso(s.lastCompletedAt),
-    lastMisfireFor: iso(s.lastMisfireFor),
-    lastOutcomeAt: iso(s.lastOutcomeAt),
-  };
-}
+/** A schedule's status as `--json` prints it (shared with `GET /api/v1/schedules`). */
+export { scheduleJson } from "../admin/schedules.ts";
 
 /** Registers `run`, `disable` and `enable` on the program. */
 export function registerScheduleActionCommands(program: Command, deps: CliDeps): void {

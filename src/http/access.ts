@@ -70,6 +70,42 @@ export const API_ROUTES: readonly ApiRoute[] = [
     roles: READ,
     summary: "The audit log, newest first (a tenant's principal: its jobs' rows only)",
   },
+  {
+    method: "GET",
+    path: "/api/v1/queues",
+    roles: READ,
+    summary: "Every queue with its jobs by state and pause (installation-wide principals only)",
+  },
+  {
+    method: "POST",
+    path: "/api/v1/queues/:name/pause",
+    roles: ACT,
+    summary: "Pause a queue for every process (installation-wide principals only)",
+  },
+  {
+    method: "POST",
+    path: "/api/v1/queues/:name/resume",
+    roles: ACT,
+    summary: "Resume a queue for every process (installation-wide principals only)",
+  },
+  {
+    method: "GET",
+    path: "/api/v1/schedules",
+    roles: READ,
+    summary: "Every schedule with its stored state (installation-wide principals only)",
+  },
+  {
+    method: "POST",
+    path: "/api/v1/schedules/:id/disable",
+    roles: ACT,
+    summary: "Disable a schedule, stored (installation-wide principals only)",
+  },
+  {
+    method: "POST",
+    path: "/api/v1/schedules/:id/enable",
+    roles: ACT,
+    summary: "Enable a schedule, stored (installation-wide principals only)",
+  },
 ];
 
 /** The key of a route in the table: `GET /api/v1/jobs/:id`. */

@@ -16,6 +16,14 @@
  * another tenant answers 404, as one that does not exist. A tenant named in
  * a query or body is refused (400): the schemas are strict.
  *
+ * Queues are not tenant data: a queue holds every tenant's jobs, and a
+ * pause stops them all; nor, yet, are schedules (the store reads them all
+ * at once, with no tenant in the statement). Their routes answer a
+ * tenant's principal 403
+ * (`installation-scope-required`); only installation-wide principals use
+ * them. The views read the schedules the store last synced (what the
+ * daemon runs), as the API has no schedules file of its own.
+ *
  * @module
  */
 
@@ -34,12 +42,20 @@ import {
 } from "../admin/jobs.ts";
 import { EnqueueError, type EnqueueOptions } from "../kernel/enqueue.ts";
 import { authenticateToken } from "../admin/tokens.ts";
+import { nodesView } from "../admin/nodes.ts";
+import { queueJson, queuesView, setQueuePaused } from "../admin/queues.ts";
+import {
+  scheduleJson,
+  schedulesView,
+  setScheduleEnabled,
+  storedConfig,
+} from "../admin/schedules.ts";
 import type { JobState } from "../kernel/types.ts";
 import type { Clock } from "../clock.ts";
 import type { Logger } from "../kernel/logger.ts";
 import { redact } from "../kernel/redact.ts";
 import type { JobFilter, Store } from "../store/store.ts";
-import { ActionBody, AuditQuery, EnqueueBody, JobsQuery } from "./api_schemas.ts";
+import { ActionBody, AuditQuery, EnqueueBody, JobsQuery, QueueActionBody } from "./api_schemas.ts";
 import {
   actorOf,
   INSTALLATION_ADMIN,
@@ -256,6 +272,71 @@ export async function apiApp(options: ApiOptions): Promise<Hono<Env>> {
     });
   });
 
+  on("GET", "/api/v1/queues", async (c, p) => {
+    installationWide(p);
+    const config = await storedConfig(store);
+    const queues = await queuesView(store, config, await nodesView(store, clock.now()));
+    return c.json({ queues: queues.map(queueJson) });
+  });
+
+  for (const action of ["pause", "resume"] as const) {
+    on("POST", `/api/v1/queues/:name/${action}`, async (c, p) => {
+      installationWide(p);
+      const { reason } = await readBody(c, QueueActionBody);
+      const placeholder = reason === undefined ? null : placeholderReason(reason);
+      if (placeholder !== null) {
+        throw new ApiError(400, "reason-invalid", placeholderMessage(reason!, placeholder));
+      }
+      const name = c.req.param("name") ?? "";
+      const known = await queuesView(
+        store,
+        await storedConfig(store),
+        await nodesView(store, clock.now()),
+      );
+      if (!known.some((q) => q.name === name)) {
+        throw new ApiError(
+          404,
+          "queue-not-found",
+          redact(
+            `no queue ${
+              JSON.stringify(name.slice(0, 200))
+            } is used by a job, stored or served by a node`,
+          ),
+        );
+      }
+      const r = await setQueuePaused(store, name, action === "pause", who(p, reason ?? null));
+      return c.json({ queue: r.queue, paused: r.paused, was: r.was });
+    });
+  }
+
+  on("GET", "/api/v1/schedules", async (c, p) => {
+    installationWide(p);
+    const schedules = await schedulesView(store, await storedConfig(store), clock.now());
+    return c.json({ schedules: schedules.map(scheduleJson) });
+  });
+
+  for (const action of ["disable", "enable"] as const) {
+    on("POST", `/api/v1/schedules/:id/${action}`, async (c, p) => {
+      installationWide(p);
+      const { reason } = await readBody(c, ActionBody);
+      const placeholder = placeholderReason(reason);
+      if (placeholder !== null) {
+        throw new ApiError(400, "reason-invalid", placeholderMessage(reason, placeholder));
+      }
+      const id = c.req.param("id") ?? "";
+      const [row] = id.length > 200 ? [] : await store.schedulesList({ ids: [id] });
+      if (!row) {
+        throw new ApiError(
+          404,
+          "schedule-not-found",
+          redact(`no schedule ${JSON.stringify(id.slice(0, 200))} in the store`),
+        );
+      }
+      const r = await setScheduleEnabled(store, id, action === "enable", who(p, reason), null);
+      return c.json({ schedule: r.id, enabled: r.enabled, was: r.was });
+    });
+  }
+
   /** The actor of an action `p` takes now, with its reason. */
   const who = (p: Principal, reason: string | null): Actor => ({
     actor: actorOf(p),
@@ -264,6 +345,22 @@ export async function apiApp(options: ApiOptions): Promise<Hono<Env>> {
   });
 
   return app;
+}
+
+/**
+ * Refuses a tenant's principal (403) a route over installation-wide data:
+ * queues and schedules are shared by every tenant.
+ */
+function installationWide(p: Principal): void {
+  if (p.tenant !== null) {
+    throw new ApiError(
+      403,
+      "installation-scope-required",
+      `this route acts on data every tenant shares; a principal scoped to tenant ${
+        JSON.stringify(p.tenant)
+      } may not use it`,
+    );
+  }
 }
 
 /** The job id of the path, or -1 when it is not one (found as no job). */

@@ -58,6 +58,70 @@ export const ActionBody = z.strictObject({
   reason: z.string().min(1).max(1000).describe("why, for the audit trail"),
 });
 
+/** The body of `POST /api/v1/queues/{name}/pause|resume`: the reason is optional, as on the CLI. */
+export const QueueActionBody = z.strictObject({
+  reason: z.string().min(1).max(1000).describe("why, for the audit trail").optional(),
+});
+
+/** A queue as the API shows it (`jobs status --json`'s `queues`). */
+export const QueueAnswer = z.object({
+  name: z.string(),
+  counts: z.record(z.string(), z.int()),
+  paused: z.boolean(),
+  pausedInFile: z.boolean(),
+  declaredConcurrency: z.int().nullable(),
+  nodes: z.record(z.string(), z.int()),
+  pause: z.object({
+    at: z.string().nullable(),
+    actor: z.string().nullable(),
+    reason: z.string().nullable(),
+  }).nullable(),
+});
+
+/** The answer of `GET /api/v1/queues`. */
+export const QueuesAnswer = z.object({ queues: z.array(QueueAnswer) });
+
+/** The answer of `POST /api/v1/queues/{name}/pause|resume` (`jobs pause --json`). */
+export const QueueActionAnswer = z.object({
+  queue: z.string(),
+  paused: z.boolean(),
+  was: z.boolean(),
+});
+
+/** A schedule as the API shows it (`jobs status --json`'s `schedules`): instants as ISO UTC. */
+export const ScheduleAnswer = z.object({
+  id: z.string(),
+  declared: z.boolean(),
+  manual: z.boolean(),
+  enabled: z.boolean(),
+  disabledIn: z.enum(["file", "store"]).nullable(),
+  disabledReason: z.string().nullable(),
+  disabledBy: z.string().nullable(),
+  disabledAt: z.string().nullable(),
+  next: z.string().nullable(),
+  nextOccurrence: z.string().nullable(),
+  lastPlannedFor: z.string().nullable(),
+  lastStartedAt: z.string().nullable(),
+  lastCompletedAt: z.string().nullable(),
+  misfires: z.int(),
+  lastMisfireFor: z.string().nullable(),
+  lastOutcome: z.enum(["completed", "cancelled", "discarded"]).nullable(),
+  lastOutcomeAt: z.string().nullable(),
+  failures: z.int(),
+  definitionHash: z.string().nullable(),
+  timezone: z.string().nullable(),
+});
+
+/** The answer of `GET /api/v1/schedules`. */
+export const SchedulesAnswer = z.object({ schedules: z.array(ScheduleAnswer) });
+
+/** The answer of `POST /api/v1/schedules/{id}/disable|enable` (`jobs disable --json`). */
+export const ScheduleActionAnswer = z.object({
+  schedule: z.string(),
+  enabled: z.boolean(),
+  was: z.boolean(),
+});
+
 /** A job as the API shows it (`jobs show --json`'s `job`). */
 export const JobAnswer = z.looseObject({
   id: z.int(),

@@ -22,6 +22,11 @@ import {
   JobsPage,
   JobsQuery,
   MeAnswer,
+  QueueActionAnswer,
+  QueueActionBody,
+  QueuesAnswer,
+  ScheduleActionAnswer,
+  SchedulesAnswer,
 } from "./api_schemas.ts";
 
 /** What a route reads and answers: the schemas the document names. */
@@ -33,6 +38,17 @@ interface RouteSchemas {
 }
 
 const ACTION: RouteSchemas = { body: ActionBody, answer: ActionAnswer, status: 200 };
+const QUEUE_ACTION: RouteSchemas = {
+  body: QueueActionBody,
+  answer: QueueActionAnswer,
+  status: 200,
+};
+
+const SCHEDULE_ACTION: RouteSchemas = {
+  body: ActionBody,
+  answer: ScheduleActionAnswer,
+  status: 200,
+};
 
 /** The schemas of each route of the table, by its key. */
 export const ROUTE_SCHEMAS: Readonly<Record<string, RouteSchemas>> = {
@@ -48,6 +64,12 @@ export const ROUTE_SCHEMAS: Readonly<Record<string, RouteSchemas>> = {
   [routeKey("POST", "/api/v1/jobs/:id/cancel")]: ACTION,
   [routeKey("POST", "/api/v1/jobs/:id/discard")]: ACTION,
   [routeKey("GET", "/api/v1/audit")]: { query: AuditQuery, answer: AuditPage, status: 200 },
+  [routeKey("GET", "/api/v1/queues")]: { answer: QueuesAnswer, status: 200 },
+  [routeKey("POST", "/api/v1/queues/:name/pause")]: QUEUE_ACTION,
+  [routeKey("POST", "/api/v1/queues/:name/resume")]: QUEUE_ACTION,
+  [routeKey("GET", "/api/v1/schedules")]: { answer: SchedulesAnswer, status: 200 },
+  [routeKey("POST", "/api/v1/schedules/:id/disable")]: SCHEDULE_ACTION,
+  [routeKey("POST", "/api/v1/schedules/:id/enable")]: SCHEDULE_ACTION,
 };
 
 /** `schema` as JSON Schema 2020-12 (OpenAPI 3.1's dialect), without its `$schema`. */
@@ -59,8 +81,9 @@ function jsonSchema(schema: z.ZodType, io: "input" | "output"): Record<string, u
 const REFUSALS: Record<string, string> = {
   "400": "The request is malformed (the message names the field)",
   "401": "No valid bearer token",
-  "403": "The principal's roles do not allow the route (the message names the role needed)",
-  "404": "Nothing of that id in the principal's scope",
+  "403":
+    "The principal's roles do not allow the route (the message names the role needed), or a tenant's principal asked for installation-wide data",
+  "404": "Nothing of that id or name in the principal's scope",
   "409": "The job's state does not allow the action",
   "413": "The body is over 1 MiB",
   "429": "Too many failed tokens from this address",
@@ -77,7 +100,9 @@ export function openApiDocument(): Record<string, unknown> {
       name: m[1],
       in: "path",
       required: true,
-      schema: { type: "string", pattern: "^\\d{1,15}$" },
+      schema: m[1] === "id" && !route.path.startsWith("/api/v1/schedules/")
+        ? { type: "string", pattern: "^\\d{1,15}$" }
+        : { type: "string", minLength: 1, maxLength: 200 },
     }));
     if (schemas.query) {
       const query = jsonSchema(schemas.query, "input");

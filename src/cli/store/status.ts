@@ -14,7 +14,7 @@ import { shortHash } from "../../admin/definitions.ts";
 import { pipelinesView, type PipelineView } from "../../admin/pipelines.ts";
 import { failuresText, type ScheduleStatus, storedConfig } from "../../admin/schedules.ts";
 import type { LeaderView, NodeView } from "../../admin/nodes.ts";
-import type { QueueView } from "../../admin/queues.ts";
+import { queueJson, type QueueView } from "../../admin/queues.ts";
 import { type StatusView, statusView, type StoreCheck, storeCheck } from "../../admin/store.ts";
 import { JOB_STATES } from "../../kernel/types.ts";
 import { rhythmText, when } from "../../schedule/describe.ts";
@@ -270,10 +270,6 @@ function scheduleLines(s: ScheduleStatus, now: number, stored: string | null = n
   const outcome = outcomeText(s, now);
   if (outcome !== null) lines.push(`  ${outcome}`);
   return lines;
-}
-
-function queueJson(q: QueueView) {
-  return { ...q, pause: q.pause === null ? null : { ...q.pause, at: iso(q.pause.at) } };
 }
 
 function nodeJson(n: NodeView) {
