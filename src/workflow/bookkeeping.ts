@@ -5,7 +5,7 @@
  * Each function is a generator that yields one {@linkcode Op} at a time
  * (a read or a write of the store) and receives its answer; the store
  * drives it inside its own write transaction, synchronously on SQLite and
- * with `await` on PostgreSQL (see `runOps` and `runOpsAsync`). The
+ * with `await` on PostgreSQL (see `src/store/lifecycle/ops.ts`). The
  * decisions are {@linkcode advance}'s; this module applies them.
  *
  * A step (or a compensation) whose job ends discarded or cancelled, and
@@ -175,24 +175,6 @@ export type Ops<R> = Generator<Op, R, unknown>;
 /** Yields `op` and types the store's answer. */
 function* ask<O extends Op>(op: O): Generator<Op, OpAnswers[O["op"]], unknown> {
   return (yield op) as OpAnswers[O["op"]];
-}
-
-/** Drives `ops` with a synchronous store (SQLite). */
-export function runOps<R>(ops: Ops<R>, answer: (op: Op) => unknown): R {
-  const reply = (op: Op): unknown => op.op === "all" ? op.ops.map(reply) : answer(op);
-  let next = ops.next();
-  while (!next.done) next = ops.next(reply(next.value));
-  return next.value;
-}
-
-/** Drives `ops` with an asynchronous store (PostgreSQL). */
-export async function runOpsAsync<R>(
-  ops: Ops<R>,
-  answer: (op: Op) => Promise<unknown>,
-): Promise<R> {
-  let next = ops.next();
-  while (!next.done) next = ops.next(await answer(next.value));
-  return next.value;
 }
 
 /** What a start, an end or an action did. */
