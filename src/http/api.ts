@@ -67,6 +67,7 @@ import {
 import { tokenChecker } from "./bearer.ts";
 import { openApiDocument } from "./openapi.ts";
 import { FailureLimiter, type FailureLimitOptions } from "./failures.ts";
+import { nestedDeeper } from "../text/nesting.ts";
 
 /** Request bodies are read up to this many bytes; a longer one is refused (413). */
 export const MAX_BODY_BYTES = 1024 * 1024;
@@ -414,7 +415,7 @@ export async function readBody<S extends z.ZodType>(c: Ctx, schema: S): Promise<
   } catch {
     throw new ApiError(400, "body-invalid", "the body is not JSON in UTF-8");
   }
-  if (depthOver(value, MAX_JSON_DEPTH)) {
+  if (nestedDeeper(value, MAX_JSON_DEPTH)) {
     throw new ApiError(400, "body-too-deep", `the body nests deeper than ${MAX_JSON_DEPTH} levels`);
   }
   return checked(schema, value, "body");
@@ -439,18 +440,6 @@ export function checked<S extends z.ZodType>(
 
 function tooLarge(): ApiError {
   return new ApiError(413, "body-too-large", `the body is over ${MAX_BODY_BYTES} bytes`);
-}
-
-/** Whether `value` nests arrays and objects deeper than `max`, without recursion. */
-function depthOver(value: unknown, max: number): boolean {
-  const stack: [unknown, number][] = [[value, 0]];
-  while (stack.length > 0) {
-    const [v, depth] = stack.pop()!;
-    if (v === null || typeof v !== "object") continue;
-    if (depth + 1 > max) return true;
-    for (const child of Array.isArray(v) ? v : Object.values(v)) stack.push([child, depth + 1]);
-  }
-  return false;
 }
 
 /** The roles of `roles` this code knows; a name it does not know grants nothing. */

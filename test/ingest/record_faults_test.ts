@@ -10,7 +10,7 @@
 
 import assert from "node:assert/strict";
 import { defineSink, defineStep } from "../../src/ingest/processors.ts";
-import { nestedDeeper } from "../../src/ingest/run.ts";
+import { nestedDeeper } from "../../src/text/nesting.ts";
 import type { CompiledPipeline, IngestRun } from "../../src/ingest/types.ts";
 import type { Worker } from "../../src/kernel/worker.ts";
 import type { SqliteStore } from "../../src/store/sqlite/sqlite_store.ts";
