@@ -41,12 +41,18 @@ export function actorOf(principal: Principal): string {
 /** Every role may read what is in its scope. */
 const READ: readonly Role[] = ["viewer", "operator", "approver", "admin"];
 
-/** Acting on jobs (and, later, queues, schedules, workflows, pipelines and reports). */
+/** Acting on jobs, queues, schedules, workflows, pipelines and reports. */
 const ACT: readonly Role[] = ["operator", "admin"];
+
+/** People, tokens and settings. */
+export const ADMIN: readonly Role[] = ["admin"];
+
+/** The methods `/api/v1` uses. */
+export type ApiMethod = "GET" | "POST" | "PUT" | "DELETE";
 
 /** One route of `/api/v1` and the roles that may use it. */
 export interface ApiRoute {
-  method: "GET" | "POST";
+  method: ApiMethod;
   /** The path pattern as the router registers it (`/api/v1/jobs/:id`). */
   path: string;
   roles: readonly Role[];
@@ -58,18 +64,21 @@ export interface ApiRoute {
 export const API_ROUTES: readonly ApiRoute[] = [
   { method: "GET", path: "/api/v1/me", roles: READ, summary: "The principal of the credential" },
   { method: "GET", path: "/api/v1/openapi.json", roles: READ, summary: "This API's description" },
+  // Jobs.
   { method: "GET", path: "/api/v1/jobs", roles: READ, summary: "Jobs matching filters" },
   { method: "POST", path: "/api/v1/jobs", roles: ACT, summary: "Enqueue one job" },
   { method: "GET", path: "/api/v1/jobs/:id", roles: READ, summary: "One job with its attempts" },
   { method: "POST", path: "/api/v1/jobs/:id/retry", roles: ACT, summary: "Retry one job" },
   { method: "POST", path: "/api/v1/jobs/:id/cancel", roles: ACT, summary: "Cancel one job" },
   { method: "POST", path: "/api/v1/jobs/:id/discard", roles: ACT, summary: "Discard one job" },
+  // The audit log.
   {
     method: "GET",
     path: "/api/v1/audit",
     roles: READ,
     summary: "The audit log, newest first (a tenant's principal: its jobs' rows only)",
   },
+  // Queues.
   {
     method: "GET",
     path: "/api/v1/queues",
@@ -88,6 +97,7 @@ export const API_ROUTES: readonly ApiRoute[] = [
     roles: ACT,
     summary: "Resume a queue for every process (installation-wide principals only)",
   },
+  // Schedules.
   {
     method: "GET",
     path: "/api/v1/schedules",
@@ -106,6 +116,15 @@ export const API_ROUTES: readonly ApiRoute[] = [
     roles: ACT,
     summary: "Enable a schedule, stored (installation-wide principals only)",
   },
+  // Workflows.
+
+  // Pipelines, ingest runs and drops.
+
+  // Reports.
+
+  // Settings, nodes and status.
+
+  // People and tokens.
 ];
 
 /** The key of a route in the table: `GET /api/v1/jobs/:id`. */

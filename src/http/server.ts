@@ -1,7 +1,7 @@
 /**
  * The daemon's HTTP endpoint: `/healthz` (the process is alive), `/readyz`
  * (the node can use the store), `/metrics` (Prometheus text) and `/api/v1`
- * (`api.ts`: bearer tokens of the store, or this token as an installation-wide
+ * (`api/app.ts`: bearer tokens of the store, or this token as an installation-wide
  * admin). It binds to loopback
  * unless given a token; with a token every route but `/healthz` requires
  * `Authorization: Bearer <token>`, compared in constant time.
@@ -37,7 +37,7 @@ import { redact } from "../kernel/redact.ts";
 import type { Store } from "../store/store.ts";
 import type { Logger } from "../kernel/logger.ts";
 import { METRICS_CONTENT_TYPE, type MetricsSnapshot, renderMetrics } from "./metrics.ts";
-import { apiApp } from "./api.ts";
+import { apiApp } from "./api/app.ts";
 import { tokenChecker } from "./bearer.ts";
 import { reportRoute, type ReportRoutes } from "./reports.ts";
 

@@ -8,7 +8,7 @@
 import assert from "node:assert/strict";
 import { revokeToken } from "../../src/admin/tokens.ts";
 import { API_ROUTES, refusal, routeKey, routeOf } from "../../src/http/access.ts";
-import { registeredRoutes } from "../../src/http/api.ts";
+import { registeredRoutes } from "../../src/http/api/app.ts";
 import { BACKENDS } from "../support/backends.ts";
 import { apiHarness, INSTALL_TOKEN } from "./api_support.ts";
 

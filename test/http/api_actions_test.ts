@@ -7,7 +7,7 @@
  */
 
 import assert from "node:assert/strict";
-import { MAX_BODY_BYTES } from "../../src/http/api.ts";
+import { MAX_BODY_BYTES } from "../../src/http/api/app.ts";
 import { BACKENDS } from "../support/backends.ts";
 import { apiHarness, INSTALL_TOKEN, threeTenants } from "./api_support.ts";
 

@@ -7,7 +7,7 @@
 import { enqueueJob } from "../../src/admin/jobs.ts";
 import { createToken } from "../../src/admin/tokens.ts";
 import { FakeClock } from "../../src/clock.ts";
-import { apiApp, type ApiOptions } from "../../src/http/api.ts";
+import { apiApp, type ApiOptions } from "../../src/http/api/app.ts";
 import type { Store } from "../../src/store/store.ts";
 import type { Backend } from "../support/backends.ts";
 

@@ -1,7 +1,7 @@
 /**
  * The OpenAPI 3.1 document of `/api/v1`, generated from the role table
  * (`access.ts`: every route, its roles) and the zod schemas that validate
- * the requests (`api_schemas.ts`), so the description cannot drift from
+ * the requests (each noun's file beside this one), so the description cannot drift from
  * what the routes check. `test/http/api_openapi_test.ts` checks it with a
  * real OpenAPI validator.
  *
@@ -9,67 +9,25 @@
  */
 
 import { z } from "zod";
-import { API_ROUTES, routeKey } from "./access.ts";
-import {
-  ActionAnswer,
-  ActionBody,
-  AuditPage,
-  AuditQuery,
-  EnqueueAnswer,
-  EnqueueBody,
-  ErrorAnswer,
-  JobDetailAnswer,
-  JobsPage,
-  JobsQuery,
-  MeAnswer,
-  QueueActionAnswer,
-  QueueActionBody,
-  QueuesAnswer,
-  ScheduleActionAnswer,
-  SchedulesAnswer,
-} from "./api_schemas.ts";
+import { API_ROUTES, routeKey } from "../access.ts";
+import { AUDIT_SCHEMAS } from "./audit.ts";
+import { ErrorAnswer, type RouteSchemas } from "./common.ts";
+import { JOBS_SCHEMAS } from "./jobs.ts";
+import { ME_SCHEMAS } from "./me.ts";
+import { QUEUES_SCHEMAS } from "./queues.ts";
+import { SCHEDULES_SCHEMAS } from "./schedules.ts";
 
-/** What a route reads and answers: the schemas the document names. */
-interface RouteSchemas {
-  query?: z.ZodType;
-  body?: z.ZodType;
-  answer: z.ZodType;
-  status: 200 | 201;
-}
-
-const ACTION: RouteSchemas = { body: ActionBody, answer: ActionAnswer, status: 200 };
-const QUEUE_ACTION: RouteSchemas = {
-  body: QueueActionBody,
-  answer: QueueActionAnswer,
-  status: 200,
-};
-
-const SCHEDULE_ACTION: RouteSchemas = {
-  body: ActionBody,
-  answer: ScheduleActionAnswer,
-  status: 200,
-};
-
-/** The schemas of each route of the table, by its key. */
+/** The schemas of each route of the table, by its key: each noun's, and this document's. */
 export const ROUTE_SCHEMAS: Readonly<Record<string, RouteSchemas>> = {
-  [routeKey("GET", "/api/v1/me")]: { answer: MeAnswer, status: 200 },
+  ...ME_SCHEMAS,
   [routeKey("GET", "/api/v1/openapi.json")]: {
     answer: z.record(z.string(), z.unknown()),
     status: 200,
   },
-  [routeKey("GET", "/api/v1/jobs")]: { query: JobsQuery, answer: JobsPage, status: 200 },
-  [routeKey("POST", "/api/v1/jobs")]: { body: EnqueueBody, answer: EnqueueAnswer, status: 201 },
-  [routeKey("GET", "/api/v1/jobs/:id")]: { answer: JobDetailAnswer, status: 200 },
-  [routeKey("POST", "/api/v1/jobs/:id/retry")]: ACTION,
-  [routeKey("POST", "/api/v1/jobs/:id/cancel")]: ACTION,
-  [routeKey("POST", "/api/v1/jobs/:id/discard")]: ACTION,
-  [routeKey("GET", "/api/v1/audit")]: { query: AuditQuery, answer: AuditPage, status: 200 },
-  [routeKey("GET", "/api/v1/queues")]: { answer: QueuesAnswer, status: 200 },
-  [routeKey("POST", "/api/v1/queues/:name/pause")]: QUEUE_ACTION,
-  [routeKey("POST", "/api/v1/queues/:name/resume")]: QUEUE_ACTION,
-  [routeKey("GET", "/api/v1/schedules")]: { answer: SchedulesAnswer, status: 200 },
-  [routeKey("POST", "/api/v1/schedules/:id/disable")]: SCHEDULE_ACTION,
-  [routeKey("POST", "/api/v1/schedules/:id/enable")]: SCHEDULE_ACTION,
+  ...JOBS_SCHEMAS,
+  ...AUDIT_SCHEMAS,
+  ...QUEUES_SCHEMAS,
+  ...SCHEDULES_SCHEMAS,
 };
 
 /** `schema` as JSON Schema 2020-12 (OpenAPI 3.1's dialect), without its `$schema`. */

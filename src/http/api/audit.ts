@@ -1,0 +1,66 @@
+/**
+ * `GET /api/v1/audit`: the audit log, newest first, paged by `?after=`. A
+ * tenant's principal reads only the rows about its tenant's jobs, the
+ * tenant in the store's statement (`Store.auditPage`).
+ *
+ * @module
+ */
+
+import { z } from "zod";
+import { auditJson } from "../../admin/job_json.ts";
+import { routeKey } from "../access.ts";
+import {
+  type ApiRouter,
+  ID_TEXT,
+  LIMIT_TEXT,
+  pageLimit,
+  readQuery,
+  type RouteSchemas,
+  TEXT,
+} from "./common.ts";
+
+/** The query of `GET /api/v1/audit`. */
+export const AuditQuery = z.strictObject({
+  target: TEXT.describe("one target: job:<id>, schedule:<id>, a queue, token:<name>")
+    .optional(),
+  after: ID_TEXT.describe("the `next` of the previous page").optional(),
+  limit: LIMIT_TEXT.describe("rows per page, 1 to 500, default 50").optional(),
+});
+
+/** An audit row as the API shows it. */
+export const AuditAnswer = z.object({
+  id: z.int(),
+  at: z.string().nullable(),
+  actor: z.string(),
+  action: z.string(),
+  target: z.string(),
+  reason: z.string().nullable(),
+  details: z.record(z.string(), z.unknown()),
+});
+
+/** The answer of `GET /api/v1/audit`. */
+export const AuditPage = z.object({ audit: z.array(AuditAnswer), next: z.int().nullable() });
+
+/** The schemas of the audit route, by route key. */
+export const AUDIT_SCHEMAS: Readonly<Record<string, RouteSchemas>> = {
+  [routeKey("GET", "/api/v1/audit")]: { query: AuditQuery, answer: AuditPage, status: 200 },
+};
+
+/** Registers the audit route. */
+export function registerAudit(api: ApiRouter): void {
+  api.on("GET", "/api/v1/audit", async (c, p) => {
+    const query = readQuery(c, AuditQuery);
+    const limit = pageLimit(query.limit);
+    const rows = await api.store.auditPage({
+      ...(query.target === undefined ? {} : { target: query.target }),
+      ...(query.after === undefined ? {} : { after: Number(query.after) }),
+      ...(p.tenant === null ? {} : { tenant: p.tenant }),
+      limit: limit + 1,
+    });
+    const page = rows.slice(0, limit);
+    return c.json({
+      audit: page.map(auditJson),
+      next: rows.length > limit ? page.at(-1)!.id : null,
+    });
+  });
+}
