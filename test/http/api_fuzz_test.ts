@@ -68,8 +68,11 @@ for (const backend of BACKENDS) {
     const pick = <T>(list: readonly T[]): T => list[Math.floor(next() * list.length)]!;
     for (let i = 0; i < 300; i++) {
       const route = pick(API_ROUTES);
-      const id = pick([String(ids.acme), String(ids.globex), ...ODD]);
-      let path = route.path.replace(":id", id);
+      // Every parameter of the path (`:id`, `:name`, `:key`, `:run`...) gets a value of its own.
+      let path = route.path.replace(
+        /:\w+/g,
+        () => pick([String(ids.acme), String(ids.globex), "mail", "acme", ...ODD]),
+      );
       if (next() < 0.3) {
         path += `?${pick(["state", "after", "limit", "tenant", "x", "search"])}=${pick(ODD)}`;
       }
