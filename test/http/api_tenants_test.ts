@@ -1,0 +1,142 @@
+/**
+ * The tenant walk: on every backend, a principal of tenant `acme` holding
+ * every role calls every route of the role table with the ids and names of
+ * tenant `globex` (and, for lists, with no id at all). No answer shows
+ * anything of globex's, no route acts on globex's rows, and a tenant named
+ * in a query is refused or ignored, never used. A route of `API_ROUTES` without an entry in
+ * {@linkcode WALK} fails the test, so a new route cannot skip the walk.
+ */
+
+import assert from "node:assert/strict";
+import { API_ROUTES, routeKey } from "../../src/http/access.ts";
+import type { Store } from "../../src/store/store.ts";
+import { BACKENDS } from "../support/backends.ts";
+import { apiHarness, threeTenants } from "./api_support.ts";
+
+/** Globex's rows of every kind, and the word only globex's rows contain. */
+interface Seeded {
+  /** Globex's job. */
+  job: number;
+  /** Globex's schedule. */
+  schedule: string;
+}
+
+/** What a route is called with: globex's ids in the path, a valid body, a query. */
+interface Step {
+  params?: (s: Seeded) => Record<string, string>;
+  body?: unknown;
+  query?: string;
+}
+
+const REASON = { reason: "the tenant walk" };
+
+/** Every route of the table, as the walk calls it. */
+const WALK: Record<string, Step> = {
+  [routeKey("GET", "/api/v1/me")]: {},
+  [routeKey("GET", "/api/v1/openapi.json")]: {},
+  [routeKey("GET", "/api/v1/jobs")]: { query: "limit=500" },
+  [routeKey("POST", "/api/v1/jobs")]: { body: { worker: "send", args: { to: "walk" } } },
+  [routeKey("GET", "/api/v1/jobs/:id")]: { params: (s) => ({ id: String(s.job) }) },
+  [routeKey("POST", "/api/v1/jobs/:id/retry")]: {
+    params: (s) => ({ id: String(s.job) }),
+    body: REASON,
+  },
+  [routeKey("POST", "/api/v1/jobs/:id/cancel")]: {
+    params: (s) => ({ id: String(s.job) }),
+    body: REASON,
+  },
+  [routeKey("POST", "/api/v1/jobs/:id/discard")]: {
+    params: (s) => ({ id: String(s.job) }),
+    body: REASON,
+  },
+  [routeKey("GET", "/api/v1/audit")]: { query: "limit=500" },
+  [routeKey("GET", "/api/v1/queues")]: {},
+  [routeKey("POST", "/api/v1/queues/:name/pause")]: { params: () => ({ name: "globex-mail" }) },
+  [routeKey("POST", "/api/v1/queues/:name/resume")]: { params: () => ({ name: "globex-mail" }) },
+  [routeKey("GET", "/api/v1/schedules")]: {},
+  [routeKey("POST", "/api/v1/schedules/:id/disable")]: {
+    params: (s) => ({ id: s.schedule }),
+    body: REASON,
+  },
+  [routeKey("POST", "/api/v1/schedules/:id/enable")]: {
+    params: (s) => ({ id: s.schedule }),
+    body: REASON,
+  },
+};
+
+/** Globex's rows: a job in its own queue, a schedule of its own. */
+async function seed(store: Store, now: number): Promise<Seeded> {
+  const ids = await threeTenants(store, now);
+  await store.schedulesSync({
+    schedules: [{ id: "globex-nightly", hash: "h1", tenant: "globex" }],
+    now,
+  });
+  return { job: ids.globex, schedule: "globex-nightly" };
+}
+
+/** What globex's rows look like, to compare before and after the walk. */
+async function globexState(store: Store, s: Seeded): Promise<unknown> {
+  const job = await store.jobGet({ id: s.job });
+  const [schedule] = await store.schedulesList({ ids: [s.schedule] });
+  return {
+    job: job && { state: job.state, attempt: job.attempt, scheduledAt: job.scheduledAt },
+    audit: (await store.auditList({ target: `job:${s.job}` })).length,
+    schedule: schedule && { enabled: schedule.enabled },
+    scheduleAudit: (await store.auditList({ target: `schedule:${s.schedule}` })).length,
+  };
+}
+
+Deno.test("the tenant walk names every route of the role table", () => {
+  for (const route of API_ROUTES) {
+    const key = routeKey(route.method, route.path);
+    assert.ok(WALK[key], `${key} has no step in the tenant walk`);
+  }
+});
+
+for (const backend of BACKENDS) {
+  Deno.test(`${backend.name}: acme's principal, with every role, sees and changes nothing of globex's through any route`, async () => {
+    await using api = await apiHarness(backend);
+    const s = await seed(api.store, api.clock.now());
+    const before = await globexState(api.store, s);
+    const acme = await api.token("acme-all", ["viewer", "operator", "approver", "admin"], "acme");
+    for (const route of API_ROUTES) {
+      const key = routeKey(route.method, route.path);
+      const step = WALK[key]!;
+      const params = step.params?.(s) ?? {};
+      const path = route.path.replace(/:(\w+)/g, (_, name: string) => {
+        assert.ok(params[name] !== undefined, `${key}: the walk gives no ${name}`);
+        return encodeURIComponent(params[name]!);
+      });
+      const answer = await api.call(
+        route.method,
+        path + (step.query ? `?${step.query}` : ""),
+        acme,
+        route.method === "GET" ? undefined : step.body ?? {},
+      );
+      assert.ok(answer.status < 500, `${key}: ${answer.status} ${answer.text}`);
+      if (route.path.includes(":")) {
+        assert.ok(
+          answer.status === 403 || answer.status === 404,
+          `${key} with globex's id: ${answer.status} ${answer.text.slice(0, 300)}`,
+        );
+      }
+      assert.ok(
+        !/globex/i.test(answer.text),
+        `${key} showed globex's: ${answer.text.slice(0, 300)}`,
+      );
+      if (route.method === "GET" && !route.path.includes(":") && answer.status === 200) {
+        const named = await api.call(
+          "GET",
+          `${route.path}?${step.query ? `${step.query}&` : ""}tenant=globex`,
+          acme,
+        );
+        // Refused, or ignored: the same answer as without it.
+        if (named.status !== 400) {
+          assert.equal(named.status, 200, `${key}?tenant=globex: ${named.text}`);
+          assert.equal(named.text, answer.text, `${key}?tenant=globex changed the answer`);
+        }
+      }
+    }
+    assert.deepEqual(await globexState(api.store, s), before, "globex's rows changed");
+  });
+}
