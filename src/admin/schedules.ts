@@ -7,6 +7,10 @@
  * survives restarts and reloads) and run one now, as the planner builds its
  * occurrences, guarded for a manual schedule.
  *
+ * Each takes an optional tenant: a tenant's principal reads and acts on
+ * that tenant's schedules only (the store filters in its statements), and
+ * null or none is installation-wide.
+ *
  * @module
  */
 
@@ -83,7 +87,8 @@ export function failuresText(failures: number): string | null {
  * reloads of `schedules.yaml`. An occurrence already claimed finishes;
  * nothing new is planned while disabled, and enabling applies the misfire
  * policy to the gap. `declared` says whether the current file declares it:
- * a schedule must be declared or already known to the store.
+ * a schedule must be declared or already known to the store. With
+ * `tenant`, only that tenant's schedule: another's is refused as unknown.
  */
 export async function setScheduleEnabled(
   store: Store,
@@ -91,12 +96,15 @@ export async function setScheduleEnabled(
   enabled: boolean,
   who: Actor,
   declared: { hash: string; tenant: string | null } | null,
+  tenant?: string | null,
 ): Promise<{ id: string; enabled: boolean; was: boolean }> {
+  // Another tenant's declaration is no declaration to this tenant.
+  const own = tenant == null || declared?.tenant === tenant ? declared : null;
   return await store.transaction(async (tx) => {
-    const [row] = await tx.schedulesList({ ids: [id] });
-    if (!row && !declared) throw new Error(`no schedule "${id}" in the file or the store`);
-    if (!row && declared) {
-      await tx.schedulesSync({ schedules: [{ id, ...declared }], now: who.now });
+    const [row] = await tx.schedulesList({ ids: [id], ...scope(tenant) });
+    if (!row && !own) throw new Error(`no schedule "${id}" in the file or the store`);
+    if (!row && own) {
+      await tx.schedulesSync({ schedules: [{ id, ...own }], now: who.now });
     }
     const was = row?.enabled ?? true;
     await tx.scheduleSetEnabled({
@@ -125,14 +133,19 @@ export class GuardRefused extends Error {
  * Runs a schedule now: one occurrence built as the planner builds them, with
  * the identity `<id>@<now>` and `meta.manual = true`. A `manual: true`
  * schedule runs only where `environment` equals its `runs_where`, and only
- * with a reason. Audited as `schedule.run` on `schedule:<id>`.
+ * with a reason. Audited as `schedule.run` on `schedule:<id>`. With
+ * `tenant`, only that tenant's schedule runs: another's is refused as unknown.
  */
 export async function runScheduleNow(
   store: Store,
   schedule: Schedule,
   who: Actor,
   environment: string | null,
+  tenant?: string | null,
 ): Promise<InsertResult & { occurrence: string }> {
+  if (tenant != null && (schedule.tenant ?? null) !== tenant) {
+    throw new Error(`no schedule "${schedule.id}" in the file or the store`);
+  }
   if (schedule.rhythm.kind === "manual") {
     if (environment !== schedule.runsWhere) {
       throw new GuardRefused(
@@ -178,17 +191,24 @@ export async function runScheduleNow(
   });
 }
 
-/** The file's schedules in file order, then those only the store remembers, by id. */
+/**
+ * The file's schedules in file order, then those only the store remembers,
+ * by id; with `tenant`, that tenant's only (the store's rows filtered in
+ * its statements, the file's by their `tenant`).
+ */
 export async function schedulesView(
   store: Store | null,
   config: ScheduleConfig | null,
   now: number,
+  tenant?: string | null,
 ): Promise<ScheduleStatus[]> {
-  const rows = new Map((store ? await store.schedulesList({}) : []).map((r) => [r.id, r]));
-  const outcomes = new Map(
-    (store ? await store.schedulesOutcomes({}) : []).map((o) => [o.scheduleId, o]),
+  const rows = new Map(
+    (store ? await store.schedulesList(scope(tenant)) : []).map((r) => [r.id, r]),
   );
-  const declared = (config?.schedules ?? []).map((s) =>
+  const outcomes = new Map(
+    (store ? await store.schedulesOutcomes(scope(tenant)) : []).map((o) => [o.scheduleId, o]),
+  );
+  const declared = ofTenant(config?.schedules ?? [], tenant).map((s) =>
     scheduleStatus(s, rows.get(s.id), now, outcomes.get(s.id))
   );
   const known = new Set(declared.map((s) => s.id));
@@ -255,14 +275,18 @@ export function storedSchedules(rows: readonly ScheduleRow[]): Schedule[] {
 /**
  * A configuration of only the schedules the store last synced (see
  * {@linkcode storedSchedules}), for the views to show what runs while the
- * file on disk has errors and is not in force. Null without a store.
+ * file on disk has errors and is not in force. Null without a store. With
+ * `tenant`, that tenant's schedules only.
  */
-export async function storedConfig(store: Store | null): Promise<ScheduleConfig | null> {
+export async function storedConfig(
+  store: Store | null,
+  tenant?: string | null,
+): Promise<ScheduleConfig | null> {
   if (store === null) return null;
   return {
     version: 1,
     queues: {},
-    schedules: storedSchedules(await store.schedulesList({})),
+    schedules: storedSchedules(await store.schedulesList(scope(tenant))),
     useCases: {},
     workflows: [],
     pipelines: [],
@@ -270,8 +294,25 @@ export async function storedConfig(store: Store | null): Promise<ScheduleConfig 
   };
 }
 
-/** The latest occurrence of a schedule in the store (the last one planned), or null. */
-export async function latestOccurrence(store: Store, scheduleId: string): Promise<Job | null> {
-  const [job] = await store.jobsList({ scheduleId, desc: true, limit: 1 });
+/**
+ * The latest occurrence of a schedule in the store (the last one planned),
+ * or null; with `tenant`, only a job of that tenant.
+ */
+export async function latestOccurrence(
+  store: Store,
+  scheduleId: string,
+  tenant?: string | null,
+): Promise<Job | null> {
+  const [job] = await store.jobsList({ scheduleId, desc: true, limit: 1, ...scope(tenant) });
   return job && job.scheduleId === scheduleId ? redactJob(job) : null;
+}
+
+/** The store's filter for `tenant`: none for null or none (installation-wide). */
+function scope(tenant: string | null | undefined): { tenant?: string } {
+  return tenant == null ? {} : { tenant };
+}
+
+/** The declared schedules of `tenant` (every one for null or none). */
+function ofTenant(schedules: readonly Schedule[], tenant: string | null | undefined): Schedule[] {
+  return tenant == null ? [...schedules] : schedules.filter((s) => s.tenant === tenant);
 }

@@ -5,6 +5,8 @@
  * value (see {@linkcode SCHEDULE_DEFAULTS}). A schedule's own value replaces
  * the default, lists such as `tags` included: they are not merged.
  * `pruner:` is kept as the file sets it: its defaults are the pruner's own.
+ * A schedule with `tenants:` becomes one schedule per tenant
+ * ({@linkcode perTenant}).
  *
  * Only a file that passed every check is built, so nothing here reports.
  *
@@ -112,8 +114,8 @@ export function build(raw: unknown, path: string): ScheduleConfig {
         paused: queue.paused ?? false,
       }]),
     ),
-    schedules: (file.schedules ?? []).map((schedule) =>
-      toSchedule(schedule, defaults, byId, pipelinesById)
+    schedules: (file.schedules ?? []).flatMap((schedule) =>
+      perTenant(schedule).map((one) => toSchedule(one, defaults, byId, pipelinesById))
     ),
     pruner: file.pruner && compact<PrunerConfig>({
       everyMs: file.pruner.every,
@@ -130,6 +132,28 @@ export function build(raw: unknown, path: string): ScheduleConfig {
     pipelines,
     reports,
   });
+}
+
+/**
+ * The schedules one entry of the file stands for: itself, or with
+ * `tenants:` one per tenant of the list, in its order, each with the id
+ * `<id>:<tenant>` (`nightly:acme`) and that `tenant`. Each is a schedule of
+ * its own: its occurrences (`nightly:acme@2026-12-05T02:00:00.000Z`), its
+ * row (recovery point, misfires, enabled) and their leases are never
+ * another tenant's. A declared id is a slug, which cannot hold `:`, so a
+ * derived id meets no declared one, and the first `:` splits it back into
+ * schedule and tenant; two entries' derived ids differ by their declared
+ * ids, and one entry's by its tenants, which the checks keep distinct.
+ */
+export function perTenant(s: RawSchedule): RawSchedule[] {
+  if (s.tenants === undefined) return [s];
+  const { tenants, ...rest } = s;
+  return tenants.map((tenant) => ({ ...rest, id: tenantScheduleId(s.id, tenant), tenant }));
+}
+
+/** The id of the schedule `<id>:<tenant>` a `tenants:` entry makes for one tenant. */
+export function tenantScheduleId(id: string, tenant: string): string {
+  return `${id}:${tenant}`;
 }
 
 /** When one schedule fires, with `defaults:` and the built-in defaults applied. */

@@ -263,6 +263,7 @@ function checkSchedule(
     report.add("schedule-invalid", path, "batch_size applies only with selection", "batch_size");
   }
   checkBackoff(report, path, schedule);
+  checkTenants(report, path, schedule);
 
   const start = instantOf(schedule.start_at);
   const end = instantOf(schedule.end_at);
@@ -271,6 +272,47 @@ function checkSchedule(
       "schedule-invalid",
       [...path, "end_at"],
       `end_at must be after start_at, got ${quote(String(schedule.end_at))}`,
+    );
+  }
+}
+
+/**
+ * A schedule's `tenants`: not beside `tenant`, not empty, each tenant once
+ * (each becomes the schedule `<id>:<tenant>`, see `build.ts`). Each name's
+ * rule is the schema's.
+ */
+function checkTenants(report: Reporter, path: Path, schedule: Fields): void {
+  const tenants = schedule.tenants;
+  if (tenants === undefined) return;
+  if (schedule.tenant !== undefined) {
+    report.add(
+      "schedule-invalid",
+      [...path, "tenants"],
+      "has both tenant and tenants, choose one: tenant runs it for one tenant, " +
+        "tenants once for each tenant of the list",
+    );
+  }
+  if (!Array.isArray(tenants)) return;
+  if (tenants.length === 0) {
+    report.add(
+      "schedule-invalid",
+      [...path, "tenants"],
+      "tenants must list at least one tenant, got []",
+    );
+  }
+  const first = new Map<string, number>();
+  for (const [i, tenant] of tenants.entries()) {
+    if (typeof tenant !== "string") continue;
+    const seen = first.get(tenant);
+    if (seen === undefined) {
+      first.set(tenant, i);
+      continue;
+    }
+    const line = report.at.of(report.offset([...path, "tenants", seen])).line;
+    report.add(
+      "schedule-invalid",
+      [...path, "tenants", i],
+      `tenants[${i}] ${render(tenant)} is listed twice, first as tenants[${seen}] on line ${line}`,
     );
   }
 }

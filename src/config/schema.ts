@@ -215,7 +215,8 @@ const defaultable = {
   backoff: backoff.optional(),
   timeout: duration.optional(),
   retention: duration.optional(),
-  tenant: nonEmpty.optional(),
+  /** The tenant its occurrences run for, by the rule of tenants' names (`checkTenant`). */
+  tenant: name.optional(),
   tags: z.array(nonEmpty).optional(),
   enabled: z.boolean().optional(),
 };
@@ -238,6 +239,12 @@ export const scheduleSchema = z.strictObject({
   guard: nonEmpty.optional(),
   runs_where: nonEmpty.optional(),
   ...defaultable,
+  /**
+   * Runs once per tenant of the list: the build makes one schedule per
+   * tenant, `<id>:<tenant>` (see `build.ts`). Not in `defaults:`. An empty
+   * list, a duplicate and `tenant` beside it are `checks.ts`'s.
+   */
+  tenants: z.array(name).optional(),
 });
 
 /**

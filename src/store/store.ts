@@ -807,14 +807,19 @@ export interface StoreSchedules {
     complete?: boolean;
     now: number;
   }): Promise<void>;
-  /** Schedule rows, all or those with the given ids, by id. */
-  schedulesList(params: { ids?: string[] }): Promise<ScheduleRow[]>;
+  /**
+   * Schedule rows, all or those with the given ids, by id; with `tenant`,
+   * only that tenant's (the statement's WHERE says so: a tenant's
+   * principal never reads another's rows).
+   */
+  schedulesList(params: { ids?: string[]; tenant?: string }): Promise<ScheduleRow[]>;
   /**
    * Each schedule's last outcome and its current run of failures, read from
    * its occurrence jobs (a schedule with no final occurrence is left out);
-   * reads only. See {@linkcode ScheduleOutcome}.
+   * with `tenant`, only that tenant's schedules (in the WHERE, as
+   * `schedulesList`); reads only. See {@linkcode ScheduleOutcome}.
    */
-  schedulesOutcomes(params: { ids?: string[] }): Promise<ScheduleOutcome[]>;
+  schedulesOutcomes(params: { ids?: string[]; tenant?: string }): Promise<ScheduleOutcome[]>;
   /**
    * Plans one schedule atomically: reads its row and its running and waiting
    * occurrences, calls `plan` (pure, synchronous) with them, and writes the

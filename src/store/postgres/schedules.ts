@@ -66,15 +66,20 @@ export function postgresSchedules(core: PostgresCore): StoreSchedules {
             excluded.definition_hash THEN schedules.updated_at ELSE excluded.updated_at END`;
     },
 
-    async schedulesList(params: { ids?: string[] }): Promise<ScheduleRow[]> {
+    async schedulesList(params: { ids?: string[]; tenant?: string }): Promise<ScheduleRow[]> {
       const ids = params.ids ?? null;
+      const tenant = params.tenant ?? null;
       const rows = await core.sql`SELECT * FROM schedules
-        WHERE (${ids}::text[] IS NULL OR id = ANY(${ids}::text[])) ORDER BY id COLLATE "C"`;
+        WHERE (${ids}::text[] IS NULL OR id = ANY(${ids}::text[]))
+          AND (${tenant}::text IS NULL OR tenant = ${tenant}::text) ORDER BY id COLLATE "C"`;
       return rows.map(toScheduleRow);
     },
 
-    async schedulesOutcomes(params: { ids?: string[] }): Promise<ScheduleOutcome[]> {
+    async schedulesOutcomes(
+      params: { ids?: string[]; tenant?: string },
+    ): Promise<ScheduleOutcome[]> {
       const ids = params.ids ?? null;
+      const tenant = params.tenant ?? null;
       // Each LATERAL walks the index on (schedule_id, scheduled_for) from the
       // newest occurrence; the count reads only the run after the last success.
       const rows = await core.sql`SELECT s.id, l.state, l.at,
@@ -89,7 +94,8 @@ export function postgresSchedules(core: PostgresCore): StoreSchedules {
         LEFT JOIN LATERAL (SELECT scheduled_for FROM jobs
           WHERE schedule_id = s.id AND occurrence IS NOT NULL AND state = 'completed'
           ORDER BY scheduled_for DESC LIMIT 1) AS c ON true
-        WHERE (${ids}::text[] IS NULL OR s.id = ANY(${ids}::text[])) ORDER BY s.id COLLATE "C"`;
+        WHERE (${ids}::text[] IS NULL OR s.id = ANY(${ids}::text[]))
+          AND (${tenant}::text IS NULL OR s.tenant = ${tenant}::text) ORDER BY s.id COLLATE "C"`;
       return rows.map((r) => ({
         scheduleId: String(r.id),
         lastOutcome: r.state as ScheduleOutcome["lastOutcome"],

@@ -30,7 +30,8 @@ const SQL = {
   schedulesForget: `UPDATE schedules SET definition = NULL
     WHERE definition IS NOT NULL AND id NOT IN (SELECT value FROM json_each(:ids))`,
   schedulesList: `SELECT * FROM schedules
-    WHERE (:ids IS NULL OR id IN (SELECT value FROM json_each(:ids))) ORDER BY id`,
+    WHERE (:ids IS NULL OR id IN (SELECT value FROM json_each(:ids)))
+      AND (:tenant IS NULL OR tenant = :tenant) ORDER BY id`,
   scheduleGet: `SELECT * FROM schedules WHERE id = :id`,
   // A schedule's outcomes walk the index on (schedule_id, scheduled_for)
   // from its newest occurrence: to the first final one, to the first
@@ -85,19 +86,17 @@ export function sqliteSchedules(core: SqliteCore): StoreSchedules {
       );
     },
 
-    schedulesList(params: { ids?: string[] }): Promise<ScheduleRow[]> {
+    schedulesList(params: { ids?: string[]; tenant?: string }): Promise<ScheduleRow[]> {
       return core.exclusive(() =>
-        (q().schedulesList.all({ ids: params.ids ? JSON.stringify(params.ids) : null }) as Row[])
-          .map(toScheduleRow)
+        (q().schedulesList.all(listParams(params)) as Row[]).map(toScheduleRow)
       );
     },
 
-    schedulesOutcomes(params: { ids?: string[] }): Promise<ScheduleOutcome[]> {
+    schedulesOutcomes(params: { ids?: string[]; tenant?: string }): Promise<ScheduleOutcome[]> {
       return core.exclusive(() => {
         const statements = q();
-        const ids = (statements.schedulesList.all({
-          ids: params.ids ? JSON.stringify(params.ids) : null,
-        }) as Row[]).map((r) => String(r.id));
+        const ids = (statements.schedulesList.all(listParams(params)) as Row[])
+          .map((r) => String(r.id));
         const outcomes: ScheduleOutcome[] = [];
         for (const id of ids) {
           const last = statements.scheduleLastFinal.get({ id }) as Row | undefined;
@@ -133,6 +132,14 @@ export function sqliteSchedules(core: SqliteCore): StoreSchedules {
     }): Promise<boolean> {
       return core.exclusive(() => core.write(() => core.lifecycle(setScheduleEnabled(params))));
     },
+  };
+}
+
+/** The bindings of `schedulesList`: the ids as JSON, the tenant; null for either not given. */
+function listParams(params: { ids?: string[]; tenant?: string }) {
+  return {
+    ids: params.ids ? JSON.stringify(params.ids) : null,
+    tenant: params.tenant ?? null,
   };
 }
 

@@ -219,6 +219,41 @@ for (const backend of BACKENDS) {
     assert.deepEqual(await store.schedulesList({ ids: [] }), []);
   });
 
+  test("schedulesList() and schedulesOutcomes() with a tenant give that tenant's schedules only", async ({ store }) => {
+    const tenants = { "nightly:acme": "acme", "nightly:globex": "globex", "shared": null };
+    await store.schedulesSync({
+      schedules: Object.entries(tenants).map(([id, tenant]) => ({ id, hash: "h", tenant })),
+      now: T0,
+    });
+    const ids = async (params: { ids?: string[]; tenant?: string }) =>
+      (await store.schedulesList(params)).map((r) => r.id);
+    assert.deepEqual(await ids({ tenant: "acme" }), ["nightly:acme"]);
+    assert.deepEqual(await ids({ tenant: "globex" }), ["nightly:globex"]);
+    assert.deepEqual(await ids({ tenant: "initech" }), []);
+    assert.deepEqual(await ids({ ids: ["nightly:globex", "shared"], tenant: "acme" }), []);
+    assert.deepEqual(await ids({ ids: ["nightly:acme", "shared"], tenant: "acme" }), [
+      "nightly:acme",
+    ]);
+    assert.deepEqual(await ids({}), ["nightly:acme", "nightly:globex", "shared"]);
+
+    // One completed occurrence each: the outcomes of the other tenant's are not read.
+    await insert(store, [
+      occurrenceJob("nightly:acme", T0, { tenant: "acme" }),
+      occurrenceJob("nightly:globex", T0, { tenant: "globex" }),
+      occurrenceJob("shared", T0),
+    ]);
+    for (let i = 0; i < 3; i++) {
+      const job = await claimOne(store, { now: T0 });
+      await store.jobsRecord({ node: "node-a", now: T0 + 1, results: [completed(job)] });
+    }
+    const outcomes = async (params: { ids?: string[]; tenant?: string }) =>
+      (await store.schedulesOutcomes(params)).map((o) => o.scheduleId);
+    assert.deepEqual(await outcomes({ tenant: "globex" }), ["nightly:globex"]);
+    assert.deepEqual(await outcomes({ ids: ["nightly:acme"], tenant: "globex" }), []);
+    assert.deepEqual(await outcomes({ tenant: "initech" }), []);
+    assert.deepEqual(await outcomes({}), ["nightly:acme", "nightly:globex", "shared"]);
+  });
+
   test("scheduleSetEnabled() records who and why on disable, clears them on enable, false for an unknown id", async ({ store }) => {
     await store.schedulesSync({ schedules: [{ id: "a", hash: "h", tenant: null }], now: T0 });
     assert.equal(
