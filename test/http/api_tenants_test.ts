@@ -68,10 +68,13 @@ const WALK: Record<string, Step> = {
 async function seed(store: Store, now: number): Promise<Seeded> {
   const ids = await threeTenants(store, now);
   await store.schedulesSync({
-    schedules: [{ id: "globex-nightly", hash: "h1", tenant: "globex" }],
+    schedules: [
+      { id: "nightly:acme", hash: "h1", tenant: "acme" },
+      { id: "nightly:globex", hash: "h1", tenant: "globex" },
+    ],
     now,
   });
-  return { job: ids.globex, schedule: "globex-nightly" };
+  return { job: ids.globex, schedule: "nightly:globex" };
 }
 
 /** What globex's rows look like, to compare before and after the walk. */
@@ -120,8 +123,13 @@ for (const backend of BACKENDS) {
           `${key} with globex's id: ${answer.status} ${answer.text.slice(0, 300)}`,
         );
       }
+      // A refusal may echo the id asked for; nothing else may name globex.
+      const shown = Object.values(params).reduce(
+        (text, value) => text.replaceAll(JSON.stringify(value).slice(1, -1), ""),
+        answer.text,
+      );
       assert.ok(
-        !/globex/i.test(answer.text),
+        !/globex/i.test(shown),
         `${key} showed globex's: ${answer.text.slice(0, 300)}`,
       );
       if (route.method === "GET" && !route.path.includes(":") && answer.status === 200) {

@@ -3,8 +3,10 @@
  * last synced them: what the daemon runs, as the API has no schedules file
  * of its own) and the doors of `jobs disable|enable`.
  *
- * Schedules are read installation-wide (no tenant in the statement yet), so
- * their routes answer a tenant's principal 403 (`installation-scope-required`).
+ * A tenant's principal sees and acts on its tenant's schedules only (a
+ * `tenant:` schedule, or its own `<id>:<tenant>` of a `tenants:` list): the
+ * tenant goes into the store's statement, and another tenant's schedule is
+ * 404, as one that does not exist.
  *
  * @module
  */
@@ -22,7 +24,6 @@ import {
   ApiError,
   type ApiRouter,
   checkedReason,
-  installationWide,
   param,
   quoted,
   readBody,
@@ -81,22 +82,35 @@ export function registerSchedules(api: ApiRouter): void {
   const { store, clock } = api;
 
   api.on("GET", "/api/v1/schedules", async (c, p) => {
-    installationWide(p);
-    const schedules = await schedulesView(store, await storedConfig(store), clock.now());
+    const schedules = await schedulesView(
+      store,
+      await storedConfig(store, p.tenant),
+      clock.now(),
+      p.tenant,
+    );
     return c.json({ schedules: schedules.map(scheduleJson) });
   });
 
   for (const action of ["disable", "enable"] as const) {
     api.on("POST", `/api/v1/schedules/:id/${action}`, async (c, p) => {
-      installationWide(p);
       const { reason } = await readBody(c, ActionBody);
       checkedReason(reason);
       const id = param(c, "id");
-      const [row] = id.length > 200 ? [] : await store.schedulesList({ ids: [id] });
+      const [row] = id.length > 200 ? [] : await store.schedulesList({
+        ids: [id],
+        ...(p.tenant === null ? {} : { tenant: p.tenant }),
+      });
       if (!row) {
         throw new ApiError(404, "schedule-not-found", `no schedule ${quoted(id)} in the store`);
       }
-      const r = await setScheduleEnabled(store, id, action === "enable", api.who(p, reason), null);
+      const r = await setScheduleEnabled(
+        store,
+        id,
+        action === "enable",
+        api.who(p, reason),
+        null,
+        p.tenant,
+      );
       return c.json({ schedule: r.id, enabled: r.enabled, was: r.was });
     });
   }
