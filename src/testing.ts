@@ -285,6 +285,8 @@ export interface PerformOptions {
   signal?: AbortSignal;
   /** @default "job:1" */
   occurrence?: string;
+  /** The tenant the job runs for. @default null */
+  tenant?: string | null;
 }
 
 /**
@@ -314,6 +316,7 @@ export async function performJob<A>(
     insertedAt: now,
     scheduledAt: now,
     attemptedAt: now,
+    tenant: options.tenant ?? null,
   };
   const control = new AbortController();
   options.signal?.addEventListener("abort", () => control.abort(options.signal?.reason), {

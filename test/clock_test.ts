@@ -23,6 +23,7 @@ function claimed(meta: Record<string, unknown>): ClaimedJob {
     insertedAt: 0,
     scheduledAt: 0,
     attemptedAt: 0,
+    tenant: null,
   };
 }
 

@@ -272,6 +272,9 @@ class JobView {
   get occurrence(): string | null {
     return this.claimed.occurrence;
   }
+  get tenant(): string | null {
+    return this.claimed.tenant;
+  }
   get meta(): Record<string, unknown> {
     return (this.#meta ??= JSON.parse(this.claimed.meta));
   }

@@ -158,6 +158,8 @@ export interface ClaimedJob {
   insertedAt: number;
   scheduledAt: number;
   attemptedAt: number;
+  /** The tenant the job (and so its lease) is scoped to, or null. */
+  tenant: string | null;
 }
 
 /**

@@ -57,6 +57,8 @@ export interface JobContext {
     readonly maxAttempts: number;
     readonly priority: number;
     readonly occurrence: string | null;
+    /** The tenant the job runs for (a `tenant:` schedule's, the enqueuer's), or null. */
+    readonly tenant: string | null;
     readonly meta: Record<string, unknown>;
     readonly tags: string[];
     readonly insertedAt: number;

@@ -71,6 +71,7 @@ export async function performStep<A>(
     insertedAt: now,
     scheduledAt: now,
     attemptedAt: now,
+    tenant: null,
   };
   const cursors = new Map<number, string>();
   if (fixture.cursor !== undefined) cursors.set(job.id, JSON.stringify(fixture.cursor));

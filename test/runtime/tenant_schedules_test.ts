@@ -39,7 +39,8 @@ const CONFIG = (() => {
 for (const backend of BACKENDS) {
   Deno.test(`[${backend.name}] two tenants' per-minute schedules for 3 minutes: each tenant's occurrences once each, no shared rows or leases; disabling one tenant's leaves the other's running`, async () => {
     /** Each run: the job and the occurrence the worker saw, and its attempt's fence (its lease). */
-    const ran: { occurrence: string | null; id: number; fence: number }[] = [];
+    const ran: { occurrence: string | null; id: number; fence: number; tenant: string | null }[] =
+      [];
     const tick = defineWorker({
       name: "tick",
       perform: (_args, ctx) =>
@@ -47,6 +48,7 @@ for (const backend of BACKENDS) {
           occurrence: ctx.job.occurrence,
           id: ctx.job.id,
           fence: ctx.fence,
+          tenant: ctx.job.tenant,
         }),
     });
     await using t = await backendJobs(backend, [tick]);
@@ -103,6 +105,8 @@ for (const backend of BACKENDS) {
       assert.equal(run.occurrence, job.occurrence);
       assert.equal(run.fence, 1);
       assert.ok(run.occurrence!.startsWith(`sched:${job.tenant}@`));
+      // The lease carries the tenant: the worker is told whose work it does.
+      assert.equal(run.tenant, job.tenant);
     }
     for (const job of jobs) {
       const attempts = await t.store.attemptsList({ jobId: job.id });

@@ -112,7 +112,7 @@ export function postgresJobs(core: PostgresCore): StoreJobs {
           UPDATE jobs SET ${takeLease(tx, { node, now, leaseMs: params.leaseMs })}
           WHERE jobs.id = ANY(ARRAY(SELECT id FROM picked))
           RETURNING jobs.id, queue, worker, args, meta, tags, occurrence, attempt, max_attempts,
-            priority, fence, inserted_at, scheduled_at, attempted_at, schedule_id`;
+            priority, fence, inserted_at, scheduled_at, attempted_at, schedule_id, tenant`;
         counts.move(params.queue, "available", "executing", rows.length);
         await addCounts(tx, counts);
         // RETURNING has no order of its own: hand them out in claim order.
@@ -722,7 +722,7 @@ async function claimAfterCompletions(
         UPDATE jobs SET ${takeLease(q, { node, now, leaseMs: params.leaseMs })}
         WHERE jobs.id = ANY(ARRAY(SELECT id FROM picked))
         RETURNING jobs.id, queue, worker, args, meta, tags, occurrence, attempt, max_attempts,
-          priority, fence, inserted_at, scheduled_at, attempted_at, schedule_id,
+          priority, fence, inserted_at, scheduled_at, attempted_at, schedule_id, tenant,
           'available'::text AS was, 'executing'::text AS state),
       claim_counted AS (${countRows(q, "claimed")}),
       started AS (
@@ -735,13 +735,13 @@ async function claimAfterCompletions(
     : null;
   const claimedRows = q`SELECT true AS claimed, id, queue, worker, args, meta, tags,
       occurrence, attempt, max_attempts, priority, fence, inserted_at, scheduled_at,
-      attempted_at
+      attempted_at, tenant
     FROM claimed`;
   const rows = finish && claim
     ? await q`WITH ${finish}, ${claim}
       ${claimedRows}
       UNION ALL SELECT false, id, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
-        NULL, NULL, NULL
+        NULL, NULL, NULL, NULL
       FROM done`
     : finish
     ? await q`WITH ${finish} SELECT false AS claimed, id FROM done`

@@ -36,5 +36,6 @@ export function toClaimed(row: Row): ClaimedJob {
     insertedAt: Number(row.inserted_at),
     scheduledAt: Number(row.scheduled_at),
     attemptedAt: Number(row.attempted_at),
+    tenant: (row.tenant as string | null) ?? null,
   };
 }

@@ -170,7 +170,7 @@ export const SQL = {
     -- claim and its rows mapped (see toClaimed), alternating in one process,
     -- median of 5 runs.
     RETURNING id, worker, args, nullif(meta, '{}'), nullif(tags, '[]'), occurrence, attempt,
-      max_attempts, priority, fence, inserted_at, scheduled_at, schedule_id`,
+      max_attempts, priority, fence, inserted_at, scheduled_at, schedule_id, tenant`,
   // Completions come in batches: see completedSql.
   snoozed: `UPDATE jobs SET
       state = CASE WHEN :until > :now THEN 'scheduled' ELSE 'available' END,

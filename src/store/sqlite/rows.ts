@@ -73,5 +73,6 @@ export function toClaimed(row: unknown[], queue: string, now: number): ClaimedJo
     insertedAt: row[10] as number,
     scheduledAt: row[11] as number,
     attemptedAt: now,
+    tenant: row[13] as string | null,
   };
 }
