@@ -13,7 +13,7 @@
  * @module
  */
 
-import { buildJob, type EnqueueOptions } from "../kernel/enqueue.ts";
+import { buildJob, EnqueueError, type EnqueueOptions } from "../kernel/enqueue.ts";
 import { redact, redactValue } from "../kernel/redact.ts";
 import {
   type Attempt,
@@ -436,5 +436,59 @@ export async function enqueueJob(
       duplicate: result.duplicate,
     });
     return result;
+  });
+}
+
+/** One job of {@linkcode enqueueJobs}: what {@linkcode enqueueJob} takes for one. */
+export interface EnqueueEntry {
+  worker: string;
+  args: unknown;
+  options: EnqueueOptions;
+}
+
+/** Raised when one job of a batch is refused: nothing of the batch was written. */
+export class EnqueueEntryError extends EnqueueError {
+  constructor(readonly index: number, readonly reason: string) {
+    super(`job ${index}: ${reason}`);
+    this.name = "EnqueueEntryError";
+  }
+}
+
+/**
+ * Enqueues `entries` in one transaction, results in their order, each
+ * validated as {@linkcode enqueueJob} validates one and audited as it is
+ * (`job.enqueue` on `job:<id>`). One job refused refuses them all
+ * ({@linkcode EnqueueEntryError}, naming its index) before anything is
+ * written: the batch is inserted whole or not at all.
+ */
+export async function enqueueJobs(
+  store: Store,
+  entries: readonly EnqueueEntry[],
+  who: Actor,
+): Promise<InsertResult[]> {
+  const jobs = entries.map((entry, index) => {
+    try {
+      const job = buildJob(entry.worker, entry.args, entry.options, who.now);
+      checkRunnerArgs(job.worker, job.args);
+      return job;
+    } catch (error) {
+      if (error instanceof EnqueueError) throw new EnqueueEntryError(index, error.message);
+      throw error;
+    }
+  });
+  if (jobs.length === 0) return [];
+  return await store.transaction(async (tx) => {
+    const results = await tx.jobsInsert({ jobs, now: who.now });
+    if (results.length !== jobs.length) {
+      throw new Error(`enqueue: ${jobs.length} jobs inserted, ${results.length} results`);
+    }
+    for (const [index, result] of results.entries()) {
+      await audit(tx, who, "job.enqueue", `job:${result.id}`, {
+        worker: jobs[index]!.worker,
+        queue: result.queue,
+        duplicate: result.duplicate,
+      });
+    }
+    return results;
   });
 }
