@@ -194,6 +194,33 @@ export async function jobInScope(
   return job ?? null;
 }
 
+/**
+ * One job by id or occurrence (in any spelling {@linkcode findJob} reads)
+ * within a tenant's scope (null: installation-wide), or null when there is
+ * none in it: as {@linkcode jobInScope}, the scope is part of the store's
+ * statement, so another tenant's job is found exactly as a missing one is.
+ */
+export async function findJobInScope(
+  store: Store,
+  ref: string,
+  tenant: string | null,
+  zoneOf?: ZoneOf,
+): Promise<Job | null> {
+  if (/^\d+$/.test(ref)) return await jobInScope(store, Number(ref), tenant);
+  const read = readOccurrenceRef(ref, zoneOf);
+  if (!read) return null;
+  for (const identity of new Set([ref, ...read.ids])) {
+    const found = await store.jobsList({
+      occurrence: identity,
+      limit: 1,
+      ...(tenant === null ? {} : { tenant }),
+    });
+    const job = found.find((j) => j.occurrence === identity);
+    if (job) return job;
+  }
+  return null;
+}
+
 /** {@linkcode jobDetail} of a job by id within a tenant's scope (see {@linkcode jobInScope}). */
 export async function jobDetailInScope(
   store: Store,

@@ -119,6 +119,21 @@ for (const backend of BACKENDS) {
         ["job.replay", "token:night-ops", "vendor fixed the feed"],
       ],
     );
+    // By occurrence, as `jobs replay <occurrence>`: its identity or another spelling of its instant.
+    const occurrence = (await api.store.jobGet({ id }))!.occurrence!;
+    assert.equal(occurrence, "nightly@2026-01-01T00:00:00.000Z");
+    for (const ref of [occurrence, "nightly@2026-01-01T00:00Z", "nightly@2026-01-01T01:00+01:00"]) {
+      const path = `/api/v1/jobs/${encodeURIComponent(ref)}/replay`;
+      const preview = await api.call("GET", path, ops);
+      assert.equal(preview.status, 200, ref);
+      assert.equal(preview.json.id, id);
+      const byOccurrence = await api.call("POST", path, ops, {
+        reason: "by its occurrence",
+        definition: "as-planned",
+      });
+      assert.equal(byOccurrence.status, 201, ref);
+      assert.equal(byOccurrence.json.replayOf, id);
+    }
     const old = await api.call("POST", `/api/v1/jobs/${id}/replay`, INSTALL_TOKEN, {
       reason: "from the old token",
     });
@@ -190,7 +205,10 @@ for (const backend of BACKENDS) {
     const acmeJob = await enqueueJob(api.store, "send", { to: "a" }, { tenant: "acme" }, who);
     const globexJob = await enqueueJob(api.store, "send", { to: "g" }, { tenant: "globex" }, who);
     const acme = await api.token("acme-ops", ["operator"], "acme");
-    for (const id of [globexJob.id, 999_999]) {
+    const gone = scheduleOf({ id: "globex-feed", cron: "0 3 * * *", tenant: "globex" });
+    const theirs = await runScheduleNow(api.store, gone, who, null);
+    assert.equal((await api.store.jobGet({ id: theirs.id }))?.tenant, "globex");
+    for (const id of [globexJob.id, 999_999, encodeURIComponent(theirs.occurrence)]) {
       const preview = await api.call("GET", `/api/v1/jobs/${id}/replay`, acme);
       assert.equal(preview.status, 404, String(id));
       assert.equal(preview.json.error.code, "job-not-found");
@@ -204,6 +222,7 @@ for (const backend of BACKENDS) {
       (await api.store.auditList({ target: `job:${globexJob.id}` })).map((r) => r.action),
       ["job.enqueue"],
     );
+    assert.deepEqual(await api.store.auditList({ target: `job:${theirs.id}` }), []);
     const preview = await api.call("GET", `/api/v1/jobs/${acmeJob.id}/replay`, acme);
     assert.equal(preview.status, 200);
     assert.equal(preview.json.definition.runs, "as-planned");

@@ -26,11 +26,13 @@ import {
   EnqueueEntryError,
   enqueueJob,
   enqueueJobs,
+  findJobInScope,
   jobDetailInScope,
   jobInScope,
   jobsView,
   previewReplay,
   replayJob,
+  zonesOf,
 } from "../../admin/jobs.ts";
 import { storedLiveSchedules } from "../../admin/schedules.ts";
 import { EnqueueError, type EnqueueOptions } from "../../kernel/enqueue.ts";
@@ -48,6 +50,7 @@ import {
   ID_TEXT,
   LIMIT_TEXT,
   pageLimit,
+  param,
   quoted,
   readBody,
   readQuery,
@@ -278,8 +281,7 @@ export function registerJobs(api: ApiRouter): void {
 
   api.on("GET", "/api/v1/jobs/:id/replay", async (c, p) => {
     const query = readQuery(c, ReplayQuery);
-    const job = await jobInScope(store, jobId(c), p.tenant);
-    if (!job) throw noJob(c);
+    const job = await replayTarget(api, param(c, "id"), p.tenant);
     const source = await replaySource(api, job, query.definition ?? "live");
     const preview = await previewReplay(store, String(job.id), source);
     if (!preview) throw noJob(c);
@@ -295,8 +297,7 @@ export function registerJobs(api: ApiRouter): void {
   api.on("POST", "/api/v1/jobs/:id/replay", async (c, p) => {
     const body = await readBody(c, ReplayBody);
     checkedReason(body.reason);
-    const job = await jobInScope(store, jobId(c), p.tenant);
-    if (!job) throw noJob(c);
+    const job = await replayTarget(api, param(c, "id"), p.tenant);
     const source = await replaySource(api, job, body.definition ?? "live");
     const who = { ...api.who(p, body.reason), reason: body.reason };
     const result = await replayJob(store, String(job.id), who, body.force === true, source);
@@ -345,6 +346,21 @@ function enqueueOptions(body: z.output<typeof EnqueueBody>, tenant: string | nul
     ...(body.inMs === undefined ? {} : { in: body.inMs }),
     ...(tenant === null ? {} : { tenant }),
   };
+}
+
+/**
+ * The job a replay names in its path, by id or occurrence (`jobs replay
+ * <job|occurrence>`: a local time without offset is read in the zone of the
+ * schedule's stored definition), within the principal's tenant; else 404.
+ */
+async function replayTarget(api: ApiRouter, ref: string, tenant: string | null): Promise<Job> {
+  const at = ref.indexOf("@");
+  const zones = at > 0 && ref.length <= 300
+    ? zonesOf((await storedLiveSchedules(api.store, [ref.slice(0, at)])).schedules)
+    : undefined;
+  const job = ref.length > 300 ? null : await findJobInScope(api.store, ref, tenant, zones);
+  if (!job) throw new ApiError(404, "job-not-found", `no job or occurrence ${quoted(ref)}`);
+  return job;
 }
 
 /**
