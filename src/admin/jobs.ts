@@ -13,7 +13,7 @@
  * @module
  */
 
-import { buildJob, type EnqueueOptions } from "../kernel/enqueue.ts";
+import { buildJob, EnqueueError, type EnqueueOptions } from "../kernel/enqueue.ts";
 import { redact, redactValue } from "../kernel/redact.ts";
 import {
   type Attempt,
@@ -192,6 +192,33 @@ export async function jobInScope(
     ...(tenant === null ? {} : { tenant }),
   });
   return job ?? null;
+}
+
+/**
+ * One job by id or occurrence (in any spelling {@linkcode findJob} reads)
+ * within a tenant's scope (null: installation-wide), or null when there is
+ * none in it: as {@linkcode jobInScope}, the scope is part of the store's
+ * statement, so another tenant's job is found exactly as a missing one is.
+ */
+export async function findJobInScope(
+  store: Store,
+  ref: string,
+  tenant: string | null,
+  zoneOf?: ZoneOf,
+): Promise<Job | null> {
+  if (/^\d+$/.test(ref)) return await jobInScope(store, Number(ref), tenant);
+  const read = readOccurrenceRef(ref, zoneOf);
+  if (!read) return null;
+  for (const identity of new Set([ref, ...read.ids])) {
+    const found = await store.jobsList({
+      occurrence: identity,
+      limit: 1,
+      ...(tenant === null ? {} : { tenant }),
+    });
+    const job = found.find((j) => j.occurrence === identity);
+    if (job) return job;
+  }
+  return null;
 }
 
 /** {@linkcode jobDetail} of a job by id within a tenant's scope (see {@linkcode jobInScope}). */
@@ -436,5 +463,59 @@ export async function enqueueJob(
       duplicate: result.duplicate,
     });
     return result;
+  });
+}
+
+/** One job of {@linkcode enqueueJobs}: what {@linkcode enqueueJob} takes for one. */
+export interface EnqueueEntry {
+  worker: string;
+  args: unknown;
+  options: EnqueueOptions;
+}
+
+/** Raised when one job of a batch is refused: nothing of the batch was written. */
+export class EnqueueEntryError extends EnqueueError {
+  constructor(readonly index: number, readonly reason: string) {
+    super(`job ${index}: ${reason}`);
+    this.name = "EnqueueEntryError";
+  }
+}
+
+/**
+ * Enqueues `entries` in one transaction, results in their order, each
+ * validated as {@linkcode enqueueJob} validates one and audited as it is
+ * (`job.enqueue` on `job:<id>`). One job refused refuses them all
+ * ({@linkcode EnqueueEntryError}, naming its index) before anything is
+ * written: the batch is inserted whole or not at all.
+ */
+export async function enqueueJobs(
+  store: Store,
+  entries: readonly EnqueueEntry[],
+  who: Actor,
+): Promise<InsertResult[]> {
+  const jobs = entries.map((entry, index) => {
+    try {
+      const job = buildJob(entry.worker, entry.args, entry.options, who.now);
+      checkRunnerArgs(job.worker, job.args);
+      return job;
+    } catch (error) {
+      if (error instanceof EnqueueError) throw new EnqueueEntryError(index, error.message);
+      throw error;
+    }
+  });
+  if (jobs.length === 0) return [];
+  return await store.transaction(async (tx) => {
+    const results = await tx.jobsInsert({ jobs, now: who.now });
+    if (results.length !== jobs.length) {
+      throw new Error(`enqueue: ${jobs.length} jobs inserted, ${results.length} results`);
+    }
+    for (const [index, result] of results.entries()) {
+      await audit(tx, who, "job.enqueue", `job:${result.id}`, {
+        worker: jobs[index]!.worker,
+        queue: result.queue,
+        duplicate: result.duplicate,
+      });
+    }
+    return results;
   });
 }

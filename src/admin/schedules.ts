@@ -21,6 +21,7 @@ import type { Schedule } from "../schedule/types.ts";
 import type { ScheduleConfig } from "../config/types.ts";
 import type { ScheduleOutcome, ScheduleRow, Store } from "../store/store.ts";
 import { type Actor, audit } from "./audit.ts";
+import type { LiveSchedules } from "./definitions.ts";
 import { iso } from "./job_json.ts";
 import { redactJob } from "./jobs.ts";
 
@@ -129,6 +130,14 @@ export class GuardRefused extends Error {
   }
 }
 
+/** Raised when a run now's occurrence (`<id>@<now>`) already exists; nothing was written. */
+export class OccurrenceExists extends Error {
+  constructor(readonly occurrence: string, readonly jobId: number) {
+    super(`occurrence "${occurrence}" already exists as job ${jobId}`);
+    this.name = "OccurrenceExists";
+  }
+}
+
 /**
  * Runs a schedule now: one occurrence built as the planner builds them, with
  * the identity `<id>@<now>` and `meta.manual = true`. A `manual: true`
@@ -179,7 +188,7 @@ export async function runScheduleNow(
     });
     if (!result) throw new Error(`schedule "${schedule.id}": the insert returned nothing`);
     if (result.duplicate) {
-      throw new Error(`occurrence "${occurrence}" already exists as job ${result.id}`);
+      throw new OccurrenceExists(occurrence, result.id);
     }
     await audit(tx, who, "schedule.run", `schedule:${schedule.id}`, {
       job: result.id,
@@ -292,6 +301,22 @@ export async function storedConfig(
     pipelines: [],
     reports: [],
   };
+}
+
+/** How a retry or replay names the store's synced definitions as the source of live ones. */
+export const STORED_DEFINITIONS = "the definitions the store last synced";
+
+/**
+ * The live definitions of `ids`' schedules as the store last synced them
+ * (see {@linkcode storedSchedules}), for a retry or replay that has no
+ * schedules file of its own to read (the HTTP API): what the daemon runs.
+ */
+export async function storedLiveSchedules(
+  store: Store,
+  ids: readonly string[],
+): Promise<LiveSchedules> {
+  const rows = ids.length === 0 ? [] : await store.schedulesList({ ids: [...ids] });
+  return { file: STORED_DEFINITIONS, schedules: storedSchedules(rows) };
 }
 
 /**

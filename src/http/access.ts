@@ -67,7 +67,25 @@ export const API_ROUTES: readonly ApiRoute[] = [
   // Jobs.
   { method: "GET", path: "/api/v1/jobs", roles: READ, summary: "Jobs matching filters" },
   { method: "POST", path: "/api/v1/jobs", roles: ACT, summary: "Enqueue one job" },
+  {
+    method: "POST",
+    path: "/api/v1/jobs/batch",
+    roles: ACT,
+    summary: "Enqueue 1 to 1000 jobs in one transaction, all or none",
+  },
   { method: "GET", path: "/api/v1/jobs/:id", roles: READ, summary: "One job with its attempts" },
+  {
+    method: "GET",
+    path: "/api/v1/jobs/:id/replay",
+    roles: READ,
+    summary: "Preview a replay: which definition it would run and what differs",
+  },
+  {
+    method: "POST",
+    path: "/api/v1/jobs/:id/replay",
+    roles: ACT,
+    summary: "Replay one job: a new attempt of the same occurrence",
+  },
   { method: "POST", path: "/api/v1/jobs/:id/retry", roles: ACT, summary: "Retry one job" },
   { method: "POST", path: "/api/v1/jobs/:id/cancel", roles: ACT, summary: "Cancel one job" },
   { method: "POST", path: "/api/v1/jobs/:id/discard", roles: ACT, summary: "Discard one job" },
@@ -115,6 +133,18 @@ export const API_ROUTES: readonly ApiRoute[] = [
     path: "/api/v1/schedules/:id/enable",
     roles: ACT,
     summary: "Enable a schedule, stored (installation-wide principals only)",
+  },
+  {
+    method: "GET",
+    path: "/api/v1/schedules/:id/next",
+    roles: READ,
+    summary: "A schedule's next occurrences (installation-wide principals only)",
+  },
+  {
+    method: "POST",
+    path: "/api/v1/schedules/:id/run",
+    roles: ACT,
+    summary: "Run a schedule now, guarded (installation-wide principals only)",
   },
   // Workflows.
 

@@ -49,6 +49,14 @@ const WALK: Record<string, Step> = {
     params: (s) => ({ id: String(s.job) }),
     body: REASON,
   },
+  [routeKey("POST", "/api/v1/jobs/batch")]: {
+    body: { jobs: [{ worker: "send", args: { to: "walk" } }] },
+  },
+  [routeKey("GET", "/api/v1/jobs/:id/replay")]: { params: (s) => ({ id: String(s.job) }) },
+  [routeKey("POST", "/api/v1/jobs/:id/replay")]: {
+    params: (s) => ({ id: String(s.job) }),
+    body: { ...REASON, definition: "as-planned", force: true },
+  },
   [routeKey("GET", "/api/v1/audit")]: { query: "limit=500" },
   [routeKey("GET", "/api/v1/queues")]: {},
   [routeKey("POST", "/api/v1/queues/:name/pause")]: { params: () => ({ name: "globex-mail" }) },
@@ -59,6 +67,11 @@ const WALK: Record<string, Step> = {
     body: REASON,
   },
   [routeKey("POST", "/api/v1/schedules/:id/enable")]: {
+    params: (s) => ({ id: s.schedule }),
+    body: REASON,
+  },
+  [routeKey("GET", "/api/v1/schedules/:id/next")]: { params: (s) => ({ id: s.schedule }) },
+  [routeKey("POST", "/api/v1/schedules/:id/run")]: {
     params: (s) => ({ id: s.schedule }),
     body: REASON,
   },

@@ -1,6 +1,12 @@
 /**
- * `/api/v1/jobs`: list, show, enqueue, and retry, cancel or discard one job,
- * through the doors of `src/admin/jobs.ts`.
+ * `/api/v1/jobs`: list, show, enqueue (one, or a batch in one transaction),
+ * retry, cancel or discard one job, and replay one (with the preview of the
+ * definition it would run), through the doors of `src/admin/jobs.ts`.
+ *
+ * A replay's live definition is the one the store last synced (the API has
+ * no schedules file of its own): a schedule's job whose schedule has no
+ * stored definition is refused a live replay (409
+ * `live-definition-unavailable`) rather than silently run as planned.
  *
  * A tenant-scoped principal reads and acts on its tenant's jobs only: the
  * tenant goes into the store's statement (`JobFilter.tenant`), and a job of
@@ -12,16 +18,26 @@
 
 import { z } from "zod";
 import { attemptJson, auditJson, jobJson } from "../../admin/job_json.ts";
+import type { DefinitionChoice } from "../../admin/definitions.ts";
 import {
   applyJobAction,
+  AS_PLANNED,
+  type DefinitionSource,
+  EnqueueEntryError,
   enqueueJob,
+  enqueueJobs,
+  findJobInScope,
   jobDetailInScope,
   jobInScope,
   jobsView,
+  previewReplay,
+  replayJob,
+  zonesOf,
 } from "../../admin/jobs.ts";
+import { storedLiveSchedules } from "../../admin/schedules.ts";
 import { EnqueueError, type EnqueueOptions } from "../../kernel/enqueue.ts";
 import { redact } from "../../kernel/redact.ts";
-import { JOB_STATES, type JobState } from "../../kernel/types.ts";
+import { type Job, JOB_STATES, type JobState } from "../../kernel/types.ts";
 import type { JobFilter } from "../../store/store.ts";
 import { routeKey } from "../access.ts";
 import { AuditAnswer } from "./audit.ts";
@@ -34,6 +50,8 @@ import {
   ID_TEXT,
   LIMIT_TEXT,
   pageLimit,
+  param,
+  quoted,
   readBody,
   readQuery,
   type RouteSchemas,
@@ -94,6 +112,67 @@ export const JobDetailAnswer = z.object({
 /** The answer of `POST /api/v1/jobs`. */
 export const EnqueueAnswer = z.object({ id: z.int(), duplicate: z.boolean() });
 
+/** The body of `POST /api/v1/jobs/batch`: 1 to 1000 jobs, each as `POST /api/v1/jobs` takes one. */
+export const BatchBody = z.strictObject({
+  jobs: z.array(EnqueueBody).min(1).max(1000),
+});
+
+/** The answer of `POST /api/v1/jobs/batch`: the ids in the order of the request. */
+export const BatchAnswer = z.object({ ids: z.array(z.int()), duplicates: z.int() });
+
+/** Which definition a replay runs: the store's synced one (the default) or the job's own. */
+export const DefinitionText = z.enum(["live", "as-planned"]);
+
+/** The query of `GET /api/v1/jobs/{id}/replay`. */
+export const ReplayQuery = z.strictObject({
+  definition: DefinitionText.describe(
+    "live (default): the stored definition; as-planned: the job's own",
+  )
+    .optional(),
+});
+
+/** The body of `POST /api/v1/jobs/{id}/replay` (`jobs replay --reason [--as-planned] [--force]`). */
+export const ReplayBody = z.strictObject({
+  reason: z.string().min(1).max(1000).describe("why, for the audit trail"),
+  definition: DefinitionText.describe(
+    "live (default): the stored definition; as-planned: the job's own",
+  )
+    .optional(),
+  force: z.boolean().describe("replay an executing job too, breaking its lease").optional(),
+});
+
+/** Which definition a replay runs and what differs from the planned one. */
+export const DefinitionAnswer = z.object({
+  runs: DefinitionText,
+  why: z.string().nullable(),
+  planned: z.string().nullable(),
+  hash: z.string().nullable(),
+  differences: z.array(z.string()).describe("`field: planned -> live`, one per differing leaf"),
+});
+
+/** The answer of `GET /api/v1/jobs/{id}/replay`: what a replay would run, nothing changed. */
+export const ReplayPreviewAnswer = z.object({
+  id: z.int(),
+  occurrence: z.string().nullable(),
+  state: z.enum(JOB_STATES as [string, ...string[]]),
+  executing: z.boolean().describe("a replay needs `force`, which breaks the running lease"),
+  definition: DefinitionAnswer,
+});
+
+/**
+ * The answer of `POST /api/v1/jobs/{id}/replay`. A replay is a new attempt
+ * of the same job (its row and occurrence identity), so `id` is `replayOf`.
+ */
+export const ReplayAnswer = z.object({
+  id: z.int(),
+  replayOf: z.int(),
+  occurrence: z.string().nullable(),
+  was: z.enum(JOB_STATES as [string, ...string[]]),
+  state: z.literal("available"),
+  forced: z.boolean(),
+  definition: DefinitionAnswer,
+});
+
 /** The answer of an action on one job. */
 export const ActionAnswer = z.object({ id: z.int(), action: z.string(), was: z.string() });
 
@@ -103,7 +182,18 @@ const ACTION: RouteSchemas = { body: ActionBody, answer: ActionAnswer, status: 2
 export const JOBS_SCHEMAS: Readonly<Record<string, RouteSchemas>> = {
   [routeKey("GET", "/api/v1/jobs")]: { query: JobsQuery, answer: JobsPage, status: 200 },
   [routeKey("POST", "/api/v1/jobs")]: { body: EnqueueBody, answer: EnqueueAnswer, status: 201 },
+  [routeKey("POST", "/api/v1/jobs/batch")]: { body: BatchBody, answer: BatchAnswer, status: 201 },
   [routeKey("GET", "/api/v1/jobs/:id")]: { answer: JobDetailAnswer, status: 200 },
+  [routeKey("GET", "/api/v1/jobs/:id/replay")]: {
+    query: ReplayQuery,
+    answer: ReplayPreviewAnswer,
+    status: 200,
+  },
+  [routeKey("POST", "/api/v1/jobs/:id/replay")]: {
+    body: ReplayBody,
+    answer: ReplayAnswer,
+    status: 201,
+  },
   [routeKey("POST", "/api/v1/jobs/:id/retry")]: ACTION,
   [routeKey("POST", "/api/v1/jobs/:id/cancel")]: ACTION,
   [routeKey("POST", "/api/v1/jobs/:id/discard")]: ACTION,
@@ -147,20 +237,12 @@ export function registerJobs(api: ApiRouter): void {
 
   api.on("POST", "/api/v1/jobs", async (c, p) => {
     const body = await readBody(c, EnqueueBody);
-    const options: EnqueueOptions = {
-      ...(body.queue === undefined ? {} : { queue: body.queue }),
-      ...(body.priority === undefined ? {} : { priority: body.priority }),
-      ...(body.maxAttempts === undefined ? {} : { maxAttempts: body.maxAttempts }),
-      ...(body.tags === undefined ? {} : { tags: body.tags }),
-      ...(body.inMs === undefined ? {} : { in: body.inMs }),
-      ...(p.tenant === null ? {} : { tenant: p.tenant }),
-    };
     try {
       const result = await enqueueJob(
         store,
         body.worker,
         body.args ?? {},
-        options,
+        enqueueOptions(body, p.tenant),
         api.who(p, null),
       );
       return c.json({ id: result.id, duplicate: result.duplicate }, 201);
@@ -170,6 +252,72 @@ export function registerJobs(api: ApiRouter): void {
       }
       throw error;
     }
+  });
+
+  api.on("POST", "/api/v1/jobs/batch", async (c, p) => {
+    const body = await readBody(c, BatchBody);
+    const entries = body.jobs.map((job) => ({
+      worker: job.worker,
+      args: job.args ?? {},
+      options: enqueueOptions(job, p.tenant),
+    }));
+    try {
+      const results = await enqueueJobs(store, entries, api.who(p, null));
+      return c.json({
+        ids: results.map((r) => r.id),
+        duplicates: results.filter((r) => r.duplicate).length,
+      }, 201);
+    } catch (error) {
+      if (error instanceof EnqueueEntryError) {
+        throw new ApiError(
+          400,
+          "enqueue-refused",
+          redact(`body field "jobs.${error.index}": ${error.reason}; nothing was enqueued`),
+        );
+      }
+      throw error;
+    }
+  });
+
+  api.on("GET", "/api/v1/jobs/:id/replay", async (c, p) => {
+    const query = readQuery(c, ReplayQuery);
+    const job = await replayTarget(api, param(c, "id"), p.tenant);
+    const source = await replaySource(api, job, query.definition ?? "live");
+    const preview = await previewReplay(store, String(job.id), source);
+    if (!preview) throw noJob(c);
+    return c.json({
+      id: job.id,
+      occurrence: job.occurrence,
+      state: preview.job.state,
+      executing: preview.job.state === "executing",
+      definition: definitionJson(preview.definition),
+    });
+  });
+
+  api.on("POST", "/api/v1/jobs/:id/replay", async (c, p) => {
+    const body = await readBody(c, ReplayBody);
+    checkedReason(body.reason);
+    const job = await replayTarget(api, param(c, "id"), p.tenant);
+    const source = await replaySource(api, job, body.definition ?? "live");
+    const who = { ...api.who(p, body.reason), reason: body.reason };
+    const result = await replayJob(store, String(job.id), who, body.force === true, source);
+    if (!result.replayed) {
+      throw new ApiError(
+        409,
+        "job-executing",
+        `job ${job.id} is executing; nothing changed. Send "force": true to break its lease ` +
+          `and replay it`,
+      );
+    }
+    return c.json({
+      id: result.job.id,
+      replayOf: job.id,
+      occurrence: result.job.occurrence,
+      was: result.was,
+      state: "available",
+      forced: result.was === "executing",
+      definition: definitionJson(result.definition),
+    }, 201);
   });
 
   for (const action of ["retry", "cancel", "discard"] as const) {
@@ -186,6 +334,66 @@ export function registerJobs(api: ApiRouter): void {
       return c.json({ id: job.id, action, was: job.state });
     });
   }
+}
+
+/** The library's enqueue options of one job of a body, with the principal's tenant. */
+function enqueueOptions(body: z.output<typeof EnqueueBody>, tenant: string | null): EnqueueOptions {
+  return {
+    ...(body.queue === undefined ? {} : { queue: body.queue }),
+    ...(body.priority === undefined ? {} : { priority: body.priority }),
+    ...(body.maxAttempts === undefined ? {} : { maxAttempts: body.maxAttempts }),
+    ...(body.tags === undefined ? {} : { tags: body.tags }),
+    ...(body.inMs === undefined ? {} : { in: body.inMs }),
+    ...(tenant === null ? {} : { tenant }),
+  };
+}
+
+/**
+ * The job a replay names in its path, by id or occurrence (`jobs replay
+ * <job|occurrence>`: a local time without offset is read in the zone of the
+ * schedule's stored definition), within the principal's tenant; else 404.
+ */
+async function replayTarget(api: ApiRouter, ref: string, tenant: string | null): Promise<Job> {
+  const at = ref.indexOf("@");
+  const zones = at > 0 && ref.length <= 300
+    ? zonesOf((await storedLiveSchedules(api.store, [ref.slice(0, at)])).schedules)
+    : undefined;
+  const job = ref.length > 300 ? null : await findJobInScope(api.store, ref, tenant, zones);
+  if (!job) throw new ApiError(404, "job-not-found", `no job or occurrence ${quoted(ref)}`);
+  return job;
+}
+
+/**
+ * Where replaying `job` takes its definition: its own (`as-planned`), or its
+ * schedule's as the store last synced it (`live`); a schedule's job whose
+ * schedule has no stored definition is refused a live replay (409).
+ */
+async function replaySource(
+  api: ApiRouter,
+  job: Job,
+  definition: "live" | "as-planned",
+): Promise<DefinitionSource> {
+  if (definition === "as-planned") return AS_PLANNED;
+  const ids = job.scheduleId === null ? [] : [job.scheduleId];
+  const live = await storedLiveSchedules(api.store, ids);
+  if (job.scheduleId !== null && !live.schedules!.some((s) => s.id === job.scheduleId)) {
+    throw new ApiError(
+      409,
+      "live-definition-unavailable",
+      `job ${job.id} is an occurrence of schedule ${
+        quoted(job.scheduleId)
+      }, which has no definition in the store (a daemon syncs it from the schedules file); ` +
+        `replay it with "definition": "as-planned" to run the definition it was planned with`,
+    );
+  }
+  return { live, asPlanned: false };
+}
+
+/** A definition choice as the API says it: `as-planned` asked for is said in the API's words. */
+function definitionJson(choice: DefinitionChoice): DefinitionChoice {
+  return choice.why === "--as-planned"
+    ? { ...choice, why: `"definition": "as-planned" was asked for` }
+    : choice;
 }
 
 /** The job id of the path, or -1 when it is not one (found as no job). */
