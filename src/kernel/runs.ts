@@ -57,3 +57,18 @@ export const INGEST_WORKER = "jobs.ingest";
 
 /** The job worker that runs one report run. */
 export const REPORT_WORKER = "jobs.report";
+
+/**
+ * The workers of this program itself: each runs what its args say (a
+ * command line, a request, a run of a definition), so only a trusted source
+ * (the schedules file, the command line on the host, the program's own
+ * doors) may enqueue one.
+ */
+export const BUILT_IN_WORKERS: ReadonlySet<string> = new Set([
+  COMMAND_WORKER,
+  HTTP_WORKER,
+  FANOUT_WORKER,
+  WORKFLOW_START_WORKER,
+  INGEST_WORKER,
+  REPORT_WORKER,
+]);

@@ -75,9 +75,9 @@ for (const backend of BACKENDS) {
     const runner = await api.call("POST", "/api/v1/jobs/batch", ops, {
       jobs: [good, good, { worker: "jobs.command", args: { nothing: true } }],
     });
-    assert.equal(runner.status, 400);
-    assert.equal(runner.json.error.code, "enqueue-refused");
-    assert.match(runner.json.error.message, /^body field "jobs\.2": /);
+    assert.equal(runner.status, 403);
+    assert.equal(runner.json.error.code, "worker-reserved");
+    assert.match(runner.json.error.message, /^body field "jobs\.2\.worker": /);
 
     const tenant = await api.call("POST", "/api/v1/jobs/batch", ops, {
       jobs: [good, { worker: "send", tenant: "globex" }],
@@ -99,6 +99,31 @@ for (const backend of BACKENDS) {
       (await api.store.auditPage({ limit: 100 })).filter((r) => r.action === "job.enqueue").length,
       0,
     );
+  });
+
+  Deno.test(`${backend.name}: the built-in workers (jobs.command, jobs.http, ...) are refused over the API, 403 worker-reserved`, async () => {
+    await using api = await apiHarness(backend);
+    const ops = await api.token("ops", ["operator"]);
+    const command = { kind: "command", argv: ["sh", "-c", "id > /tmp/owned"] };
+    for (const secret of [ops, INSTALL_TOKEN]) {
+      const one = await api.call("POST", "/api/v1/jobs", secret, {
+        worker: "jobs.command",
+        args: command,
+      });
+      assert.equal(one.status, 403, one.text);
+      assert.equal(one.json.error.code, "worker-reserved");
+      assert.match(one.json.error.message, /body field "worker": "jobs.command" is a built-in/);
+      const many = await api.call("POST", "/api/v1/jobs/batch", secret, {
+        jobs: [{ worker: "send" }, { worker: "jobs.http", args: { kind: "http" } }],
+      });
+      assert.equal(many.status, 403, many.text);
+      assert.match(many.json.error.message, /"jobs.1.worker"/);
+    }
+    for (const worker of ["jobs.report", "jobs.ingest", "jobs.workflow", "jobs.fanout"]) {
+      const refused = await api.call("POST", "/api/v1/jobs", ops, { worker });
+      assert.equal(refused.status, 403, `${worker}: ${refused.text}`);
+    }
+    assert.deepEqual(await api.store.jobsList({ limit: 10 }), []);
   });
 
   Deno.test(`${backend.name}: a batch of 1000 goes in one request, ids in order`, async () => {

@@ -36,6 +36,7 @@ import {
 } from "../../admin/jobs.ts";
 import { storedLiveSchedules } from "../../admin/schedules.ts";
 import { EnqueueError, type EnqueueOptions } from "../../kernel/enqueue.ts";
+import { BUILT_IN_WORKERS } from "../../kernel/runs.ts";
 import { redact } from "../../kernel/redact.ts";
 import { type Job, JOB_STATES, type JobState } from "../../kernel/types.ts";
 import type { JobFilter } from "../../store/store.ts";
@@ -237,6 +238,7 @@ export function registerJobs(api: ApiRouter): void {
 
   api.on("POST", "/api/v1/jobs", async (c, p) => {
     const body = await readBody(c, EnqueueBody);
+    notBuiltIn(body.worker, 'body field "worker"');
     try {
       const result = await enqueueJob(
         store,
@@ -256,6 +258,7 @@ export function registerJobs(api: ApiRouter): void {
 
   api.on("POST", "/api/v1/jobs/batch", async (c, p) => {
     const body = await readBody(c, BatchBody);
+    body.jobs.forEach((job, i) => notBuiltIn(job.worker, `body field "jobs.${i}.worker"`));
     const entries = body.jobs.map((job) => ({
       worker: job.worker,
       args: job.args ?? {},
@@ -394,6 +397,24 @@ function definitionJson(choice: DefinitionChoice): DefinitionChoice {
   return choice.why === "--as-planned"
     ? { ...choice, why: `"definition": "as-planned" was asked for` }
     : choice;
+}
+
+/**
+ * Refuses (403 `worker-reserved`) a built-in worker: `jobs.command` runs the
+ * argv its args name, `jobs.http` calls the URL they name, and the others
+ * start runs of definitions, so a token that could enqueue one could run
+ * anything on the daemon's host. They come from the schedules file and the
+ * command line on the host; a program enqueues its own named workers.
+ */
+function notBuiltIn(worker: string, where: string): void {
+  if (BUILT_IN_WORKERS.has(worker)) {
+    throw new ApiError(
+      403,
+      "worker-reserved",
+      `${where}: ${JSON.stringify(worker)} is a built-in worker, which runs what its args say; ` +
+        `it is enqueued by the schedules file or \`jobs enqueue\` on the host, not over the API`,
+    );
+  }
 }
 
 /** The job id of the path, or -1 when it is not one (found as no job). */
