@@ -36,6 +36,7 @@ import { registerJobs } from "./jobs.ts";
 import { registerMe } from "./me.ts";
 import { openApiDocument } from "./openapi.ts";
 import { registerQueues } from "./queues.ts";
+import { type ApiReports, registerReports } from "./reports.ts";
 import { registerSchedules } from "./schedules.ts";
 
 export { type ApiEnv, MAX_BODY_BYTES, MAX_JSON_DEPTH } from "./common.ts";
@@ -49,6 +50,8 @@ export interface ApiOptions {
   token?: string;
   /** How failed bearer attempts are limited per source address. */
   failures?: FailureLimitOptions;
+  /** The schedules file's reports, their storage and where links point; none when not given. */
+  reports?: ApiReports;
 }
 
 /**
@@ -122,6 +125,7 @@ export async function apiApp(options: ApiOptions): Promise<Hono<Env>> {
   registerAudit(router);
   registerQueues(router);
   registerSchedules(router);
+  registerReports(router, options.reports);
   return app;
 }
 
