@@ -1,10 +1,12 @@
 /**
  * The daemon's HTTP endpoint: `/healthz` (the process is alive), `/readyz`
- * (the node can use the store), `/metrics` (Prometheus text) and `/api/v1`
+ * (the node can use the store), `/metrics` (Prometheus text), `/api/v1`
  * (`api/app.ts`: bearer tokens of the store, or this token as an installation-wide
- * admin). It binds to loopback
- * unless given a token; with a token every route but `/healthz` requires
- * `Authorization: Bearer <token>`, compared in constant time.
+ * admin; reports are `api/reports.ts`) and `/downloads/<token>` (a report's
+ * download link, whose signed token is its own credential: `reports.ts`).
+ * It binds to loopback unless given a token; with a token every route but
+ * `/healthz` and `/downloads/` requires `Authorization: Bearer <token>`,
+ * compared in constant time.
  *
  * Readiness does not check the schema version: `Store` has no read-only way
  * to ask for it (`migrate` writes). The version is checked when the store
