@@ -14,7 +14,7 @@
  * `setting:daemon.public_url`) in the transaction that writes it; a value
  * stored again unchanged writes nothing.
  *
- * `jobs report url` and the daemon's `POST /reports/runs/<run>/links` join
+ * `jobs report url` and the daemon's `POST /api/v1/reports/runs/<run>/links` join
  * their tokens to it ({@linkcode linkBase}); nothing stored is an error
  * saying how to fix it, never a relative link.
  *

@@ -134,10 +134,13 @@ export interface DownloadLink {
 /**
  * A link to the output of completed run `runId`, valid `ttlMs` from `now`
  * (and never past the output's expiry), for `actor`; audited as
- * `report.link`. A daemon's link is whole: `base` is asked for the URL
- * the daemon is reached at (only for such a link, before it is minted).
+ * `report.link`. With `tenant` (a tenant's principal) only a run of that
+ * tenant is found, read so in the store's statement. A daemon's link is
+ * signed with the run's tenant and `actor`, and is whole: `base` is asked
+ * for the URL the daemon is reached at (only for such a link, before it is
+ * minted).
  *
- * @throws Error when the run does not exist, has no output, or expired
+ * @throws Error when the run does not exist (in `tenant`), has no output, or expired
  * @throws what `base` throws (`NoPublicUrl`): no link is minted nor audited
  */
 export async function mintLink(params: {
@@ -146,13 +149,18 @@ export async function mintLink(params: {
   storage: OutputStorage;
   runId: number;
   actor: string;
+  /** Only a run of this tenant (a tenant's principal); any run when not given. */
+  tenant?: string;
   ttlMs: number;
   now: number;
   /** `https://host[:port][/path]` the daemon is reached at, asked for a daemon's link. */
   base: () => Promise<string>;
 }): Promise<DownloadLink> {
   const { store, report, runId, now } = params;
-  const run = await store.reportRunGet({ id: runId });
+  const run = await store.reportRunGet({
+    id: runId,
+    ...(params.tenant === undefined ? {} : { tenant: params.tenant }),
+  });
   if (!run || run.report !== report.id) throw new Error(`report ${report.id} has no run ${runId}`);
   if (run.state !== "completed" || run.storageKey === null) {
     throw new Error(`run ${runId} of report ${report.id} is ${run.state}: it has no output`);
@@ -204,24 +212,29 @@ export type Download =
 
 /**
  * The output a download token grants at `now`: 403 for a forged or
- * malformed token or one of another tenant than `tenant` (when the caller
- * says whose it is), 410 for an expired token or output, 404 when the run
- * or its file is gone. A served download is audited as `report.download`.
+ * malformed token, 410 for an expired token or output, 404 when the run or
+ * its file is gone. The token is the whole credential: it names one run and
+ * the tenant it was minted for, both signed, so nothing the caller says
+ * (a header, a query) is asked. A run whose tenant is not the token's
+ * (which only a bug could make) is refused 403 `tenant`. A served download
+ * is audited as `report.download`, with the token's actor.
  */
 export async function download(params: {
   store: Store;
   token: string;
   now: number;
-  tenant?: string;
   reports: (id: string) => CompiledReport | undefined;
   storage: (report: CompiledReport) => OutputStorage;
 }): Promise<Download> {
   const { store, now } = params;
-  const check = await checkToken(await downloadSecret(store), params.token, now, params.tenant);
+  const check = await checkToken(await downloadSecret(store), params.token, now);
   if (!check.ok) return { ok: false, status: check.status, reason: check.reason };
   const run = await store.reportRunGet({ id: check.claims.run });
   if (!run || run.storageKey === null || run.state !== "completed") {
     return { ok: false, status: 404, reason: "no such output" };
+  }
+  if ((run.tenant ?? SHARED_TENANT) !== check.claims.tenant) {
+    return { ok: false, status: 403, reason: "tenant" };
   }
   if (run.expiresAt !== null && run.expiresAt <= now) {
     return { ok: false, status: 410, reason: "the output expired" };
@@ -281,12 +294,44 @@ export function runJson(run: ReportRun) {
   };
 }
 
-/** Runs of reports, newest first. */
+/**
+ * Runs of reports, newest first; with `tenant`, that tenant's only (in the
+ * store's statement); with `before`, those older than that run (the next
+ * page).
+ */
 export function reportRuns(
   store: Store,
-  filter: { report?: string; tenant?: string; limit?: number },
+  filter: { report?: string; tenant?: string; limit?: number; before?: number },
 ): Promise<ReportRun[]> {
   return store.reportRunsList(filter);
+}
+
+/** Run `id`, or null when there is none (in `tenant`, when not null: another's reads as none). */
+export function reportRunInScope(
+  store: Store,
+  id: number,
+  tenant: string | null,
+): Promise<ReportRun | null> {
+  return store.reportRunGet({ id, ...(tenant === null ? {} : { tenant }) });
+}
+
+/**
+ * A declared report as the API lists it: its id, its parameters as
+ * declared, the formats it writes, its tenancy, sort keys and the roles it
+ * names (never its query, source or storage).
+ */
+export function reportJson(report: CompiledReport) {
+  return {
+    id: report.id,
+    params: report.params ?? {},
+    formats: report.format ? [report.format.type] : [],
+    tenancy: report.tenancy.mode,
+    sort: report.sort
+      ? { keys: Object.keys(report.sort.keys), default: report.sort.default ?? null }
+      : null,
+    roles: report.authorize?.roles ?? [],
+    description: report.need?.report ?? null,
+  };
 }
 
 /**

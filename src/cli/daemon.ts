@@ -330,7 +330,7 @@ export async function runDaemon(options: DaemonOptions, deps: DaemonDeps): Promi
           clock,
           logger,
         }),
-        // A report run (`jobs report`, `POST /reports/<id>/runs`).
+        // A report run (`jobs report`, `POST /api/v1/reports/<id>/runs`).
         reportWorker({ store: () => jobs.store, env: deps.env, clock, logger }),
         ...moduleWorkers,
       ].map((worker) => guardEnvironment(worker, options.environment)),

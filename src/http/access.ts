@@ -151,7 +151,36 @@ export const API_ROUTES: readonly ApiRoute[] = [
   // Pipelines, ingest runs and drops.
 
   // Reports.
-
+  {
+    method: "GET",
+    path: "/api/v1/reports",
+    roles: READ,
+    summary: "The reports the schedules file declares: parameters, formats, tenancy",
+  },
+  {
+    method: "GET",
+    path: "/api/v1/reports/runs",
+    roles: READ,
+    summary: "Report runs, newest first (a tenant's principal: its tenant's runs only)",
+  },
+  {
+    method: "POST",
+    path: "/api/v1/reports/:id/runs",
+    roles: ACT,
+    summary: "Request a run for the principal and its tenant (200 ended, 202 under way)",
+  },
+  {
+    method: "GET",
+    path: "/api/v1/reports/runs/:run",
+    roles: READ,
+    summary: "One report run with its progress",
+  },
+  {
+    method: "POST",
+    path: "/api/v1/reports/runs/:run/links",
+    roles: ACT,
+    summary: "A download link to a completed run's output, signed with its tenant",
+  },
   // Settings, nodes and status.
 
   // People and tokens.

@@ -1,10 +1,12 @@
 /**
  * The daemon's HTTP endpoint: `/healthz` (the process is alive), `/readyz`
- * (the node can use the store), `/metrics` (Prometheus text) and `/api/v1`
+ * (the node can use the store), `/metrics` (Prometheus text), `/api/v1`
  * (`api/app.ts`: bearer tokens of the store, or this token as an installation-wide
- * admin). It binds to loopback
- * unless given a token; with a token every route but `/healthz` requires
- * `Authorization: Bearer <token>`, compared in constant time.
+ * admin; reports are `api/reports.ts`) and `/downloads/<token>` (a report's
+ * download link, whose signed token is its own credential: `reports.ts`).
+ * It binds to loopback unless given a token; with a token every route but
+ * `/healthz` and `/downloads/` requires `Authorization: Bearer <token>`,
+ * compared in constant time.
  *
  * Readiness does not check the schema version: `Store` has no read-only way
  * to ask for it (`migrate` writes). The version is checked when the store
@@ -39,7 +41,7 @@ import type { Logger } from "../kernel/logger.ts";
 import { METRICS_CONTENT_TYPE, type MetricsSnapshot, renderMetrics } from "./metrics.ts";
 import { apiApp } from "./api/app.ts";
 import { tokenChecker } from "./bearer.ts";
-import { reportRoute, type ReportRoutes } from "./reports.ts";
+import { downloadRoute, type ReportRoutes } from "./reports.ts";
 
 /** Options for {@linkcode startHttpServer}. */
 export interface HttpServerOptions {
@@ -72,10 +74,10 @@ export interface HttpServerOptions {
    */
   queues?: () => readonly string[];
   /**
-   * The report API (`POST /reports/<id>/runs`, `GET /reports/runs/<run>`,
-   * `POST /reports/runs/<run>/links`, all requiring the token) and
-   * downloads (`GET /downloads/<token>`, whose signed token is its own
-   * credential); see `reports.ts`. Off when not given.
+   * The schedules file's reports, for `/api/v1/reports` (the principal's
+   * identity; `api/reports.ts`) and downloads (`GET /downloads/<token>`,
+   * whose signed token is its own credential; `reports.ts`). Without it
+   * `/api/v1/reports` lists none and downloads are 404.
    */
   reports?: ReportRoutes;
   /**
@@ -145,6 +147,14 @@ export async function startHttpServer(options: HttpServerOptions): Promise<HttpS
     clock,
     logger,
     ...(options.token ? { token: options.token } : {}),
+    ...(options.reports
+      ? {
+        reports: {
+          ...options.reports,
+          base: options.reports.publicUrl ?? (() => Promise.resolve(base)),
+        },
+      }
+      : {}),
   });
 
   const handler = async (request: Request, info: Deno.ServeHandlerInfo): Promise<Response> => {
@@ -158,7 +168,7 @@ export async function startHttpServer(options: HttpServerOptions): Promise<HttpS
     } catch (error) {
       // A malformed percent-encoding a route decoded: the caller's fault, so
       // a 400 and no `http.error` line (anyone reaching the listener could
-      // otherwise fill the log). The report routes answer it themselves.
+      // otherwise fill the log). The download route answers it itself.
       if (error instanceof URIError) return text(400, "path-invalid: malformed percent-encoding");
       throw error;
     }
@@ -168,15 +178,8 @@ export async function startHttpServer(options: HttpServerOptions): Promise<HttpS
     const url = new URL(request.url);
     const path = url.pathname;
     if (path === "/healthz") return onlyGet(request) ?? text(200, "ok");
-    if (options.reports && (path.startsWith("/reports/") || path.startsWith("/downloads/"))) {
-      const bearer = authorized ? await authorized(request.headers.get("authorization")) : null;
-      const answer = await reportRoute(request, url, bearer, {
-        store,
-        clock,
-        logger,
-        routes: options.reports,
-        base: options.reports.publicUrl ?? (() => Promise.resolve(base)),
-      });
+    if (options.reports && path.startsWith("/downloads/")) {
+      const answer = await downloadRoute(request, url, { store, clock, routes: options.reports });
       if (answer) return answer;
     }
     if (authorized && !(await authorized(request.headers.get("authorization")))) {

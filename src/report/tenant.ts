@@ -1,6 +1,7 @@
 /**
  * The rule a report request's tenant is held to, in one place: every door
- * (the daemon's `POST /reports/<id>/runs`, `jobs report --tenant`, the
+ * (the daemon's `POST /api/v1/reports/<id>/runs`, with the tenant of the
+ * bearer token's principal; `jobs report --tenant`; the
  * library's `jobs.report`) checks it through `checkRequest`, before a run
  * exists. A tenant becomes a segment of the output's storage key
  * (`<prefix>/<tenant>/<report>/<run>.<ext>`), so one that cannot be a file

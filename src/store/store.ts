@@ -965,8 +965,11 @@ export interface StoreReports {
   >;
   /** Ends a run (fenced as the progress is); false when the lease is lost. */
   reportRunFinish(params: ReportRunFinishParams): Promise<boolean>;
-  /** One run; a `queued`/`running` row whose job ended without it reads as that job's end. */
-  reportRunGet(params: { id: number }): Promise<ReportRun | null>;
+  /**
+   * One run; a `queued`/`running` row whose job ended without it reads as that job's end.
+   * With `tenant`, only a run of that tenant (in the statement): another's reads as none.
+   */
+  reportRunGet(params: { id: number; tenant?: string }): Promise<ReportRun | null>;
   reportRunsList(params: ReportRunFilter): Promise<ReportRun[]>;
   /** Runs whose output expired at `now` (oldest expiry first), for the pruner. */
   reportRunsExpired(params: { now: number; limit: number }): Promise<ReportRun[]>;

@@ -36,6 +36,7 @@ import { registerJobs } from "./jobs.ts";
 import { registerMe } from "./me.ts";
 import { openApiDocument } from "./openapi.ts";
 import { registerQueues } from "./queues.ts";
+import { type ApiReports, registerReports } from "./reports.ts";
 import { registerSchedules } from "./schedules.ts";
 
 export { type ApiEnv, MAX_BODY_BYTES, MAX_JSON_DEPTH } from "./common.ts";
@@ -49,6 +50,8 @@ export interface ApiOptions {
   token?: string;
   /** How failed bearer attempts are limited per source address. */
   failures?: FailureLimitOptions;
+  /** The schedules file's reports, their storage and where links point; none when not given. */
+  reports?: ApiReports;
 }
 
 /**
@@ -109,6 +112,7 @@ export async function apiApp(options: ApiOptions): Promise<Hono<Env>> {
         if (principal instanceof Response) return principal;
         const refused = refusal(principal, route);
         if (refused) return refuse(c, new ApiError(refused.status, refused.code, refused.message));
+        controlFree(c);
         return await handler(c, principal);
       });
     },
@@ -122,6 +126,7 @@ export async function apiApp(options: ApiOptions): Promise<Hono<Env>> {
   registerAudit(router);
   registerQueues(router);
   registerSchedules(router);
+  registerReports(router, options.reports);
   return app;
 }
 
@@ -133,6 +138,27 @@ export function registeredRoutes(app: Hono<Env>): string[] {
         .map((r) => routeKey(r.method, r.path)),
     ),
   ];
+}
+
+/**
+ * Refuses (400 `path-invalid`, `query-invalid`) a path parameter or query
+ * value holding a NUL or another C0 control character: no id or name holds
+ * one, and PostgreSQL refuses a NUL in text, which would otherwise surface
+ * as a 500 from whichever statement met it first.
+ */
+function controlFree(c: Ctx): void {
+  // deno-lint-ignore no-control-regex -- the control characters are what this finds
+  const control = /[\u0000-\u001f\u007f]/;
+  for (const [name, value] of Object.entries(c.req.param() as Record<string, string>)) {
+    if (control.test(value)) {
+      throw new ApiError(400, "path-invalid", `path parameter ${name} holds a control character`);
+    }
+  }
+  for (const [name, values] of Object.entries(c.req.queries())) {
+    if (control.test(name) || values.some((v) => control.test(v))) {
+      throw new ApiError(400, "query-invalid", "the query holds a control character");
+    }
+  }
 }
 
 /** The roles of `roles` this code knows; a name it does not know grants nothing. */

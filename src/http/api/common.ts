@@ -198,4 +198,6 @@ export interface RouteSchemas {
   body?: z.ZodType;
   answer: z.ZodType;
   status: 200 | 201;
+  /** The 202 answer of a route that may answer before its work ended, when it may. */
+  accepted?: z.ZodType;
 }

@@ -15,6 +15,7 @@ import { ErrorAnswer, type RouteSchemas } from "./common.ts";
 import { JOBS_SCHEMAS } from "./jobs.ts";
 import { ME_SCHEMAS } from "./me.ts";
 import { QUEUES_SCHEMAS } from "./queues.ts";
+import { REPORTS_SCHEMAS } from "./reports.ts";
 import { SCHEDULES_SCHEMAS } from "./schedules.ts";
 
 /** The schemas of each route of the table, by its key: each noun's, and this document's. */
@@ -28,6 +29,7 @@ export const ROUTE_SCHEMAS: Readonly<Record<string, RouteSchemas>> = {
   ...AUDIT_SCHEMAS,
   ...QUEUES_SCHEMAS,
   ...SCHEDULES_SCHEMAS,
+  ...REPORTS_SCHEMAS,
 };
 
 /** `schema` as JSON Schema 2020-12 (OpenAPI 3.1's dialect), without its `$schema`. */
@@ -42,9 +44,9 @@ const REFUSALS: Record<string, string> = {
   "403":
     "The principal's roles do not allow the route (the message names the role needed), or a tenant's principal asked for installation-wide data",
   "404": "Nothing of that id or name in the principal's scope",
-  "409": "The job's state does not allow the action",
+  "409": "The state does not allow the action (a job's state; a report run without output)",
   "413": "The body is over 1 MiB",
-  "429": "Too many failed tokens from this address",
+  "429": "Too many failed tokens from this address, or a report's limit reached",
 };
 
 /** The OpenAPI document of `/api/v1`. Throws when a route of the table has no schemas. */
@@ -58,7 +60,9 @@ export function openApiDocument(): Record<string, unknown> {
       name: m[1],
       in: "path",
       required: true,
-      schema: m[1] === "id" && !route.path.startsWith("/api/v1/schedules/")
+      schema: m[1] === "run" ||
+          (m[1] === "id" && !route.path.startsWith("/api/v1/schedules/") &&
+            !route.path.startsWith("/api/v1/reports/"))
         ? { type: "string", pattern: "^\\d{1,15}$" }
         : { type: "string", minLength: 1, maxLength: 200 },
     }));
@@ -82,6 +86,12 @@ export function openApiDocument(): Record<string, unknown> {
         content: { "application/json": { schema: jsonSchema(schemas.answer, "output") } },
       },
     };
+    if (schemas.accepted) {
+      responses["202"] = {
+        description: "Accepted: still under way; its progress is at the Location header",
+        content: { "application/json": { schema: jsonSchema(schemas.accepted, "output") } },
+      };
+    }
     for (const [status, description] of Object.entries(REFUSALS)) {
       responses[status] = {
         description,

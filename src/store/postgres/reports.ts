@@ -37,10 +37,18 @@ async function held(q: Sql, jobId: number, fence: number): Promise<boolean> {
   return rows.length > 0;
 }
 
-/** One run with its job's state, on `q` (a transaction sees the run it made). */
-async function runById(q: Sql, id: number): Promise<ReportRun | null> {
+/**
+ * One run with its job's state, on `q` (a transaction sees the run it made);
+ * with `tenant`, only that tenant's.
+ */
+async function runById(
+  q: Sql,
+  id: number,
+  tenant: string | null = null,
+): Promise<ReportRun | null> {
   const [row] = await q`SELECT ${columns(q)} FROM report_runs AS r
-    LEFT JOIN jobs AS j ON j.id = r.job_id WHERE r.id = ${id}::bigint`;
+    LEFT JOIN jobs AS j ON j.id = r.job_id WHERE r.id = ${id}::bigint
+      AND (${tenant}::text IS NULL OR r.tenant = ${tenant})`;
   return row ? toReportRun(row) : null;
 }
 
@@ -114,8 +122,8 @@ export function postgresReports(core: PostgresCore): StoreReports {
       });
     },
 
-    async reportRunGet({ id }: { id: number }): Promise<ReportRun | null> {
-      return await runById(core.tx ?? core.sql, id);
+    async reportRunGet({ id, tenant }: { id: number; tenant?: string }): Promise<ReportRun | null> {
+      return await runById(core.tx ?? core.sql, id, tenant ?? null);
     },
 
     async reportRunsList(filter: ReportRunFilter): Promise<ReportRun[]> {

@@ -38,7 +38,7 @@ const SQL = {
   insert: `INSERT INTO report_runs (report, state, job_id, tenant, actor, roles, params, sort,
       format, requested_at, updated_at)
     VALUES (:report, 'queued', :job, :tenant, :actor, :roles, :params, :sort, :format, :now, :now)`,
-  get: `SELECT ${COLUMNS} ${FROM} WHERE r.id = :id`,
+  get: `SELECT ${COLUMNS} ${FROM} WHERE r.id = :id AND (:tenant IS NULL OR r.tenant = :tenant)`,
   start: `UPDATE report_runs SET state = 'running', rows = 0, bytes = 0,
       started_at = coalesce(started_at, :now), updated_at = :now
     WHERE job_id = :job AND (state = 'queued' OR state = 'running') AND ${LEASE}`,
@@ -68,8 +68,8 @@ const SQL = {
 /** The {@linkcode StoreReports} of the store over `core`. */
 export function sqliteReports(core: SqliteCore): StoreReports {
   const q = () => core.onDemand(SQL);
-  const get = (id: number): ReportRun | null => {
-    const row = q().get.get({ id }) as Row | undefined;
+  const get = (id: number, tenant: string | null = null): ReportRun | null => {
+    const row = q().get.get({ id, tenant }) as Row | undefined;
     return row ? toReportRun(row) : null;
   };
   return {
@@ -157,8 +157,8 @@ export function sqliteReports(core: SqliteCore): StoreReports {
       );
     },
 
-    reportRunGet(params: { id: number }): Promise<ReportRun | null> {
-      return core.exclusive(() => get(params.id));
+    reportRunGet(params: { id: number; tenant?: string }): Promise<ReportRun | null> {
+      return core.exclusive(() => get(params.id, params.tenant ?? null));
     },
 
     reportRunsList(filter: ReportRunFilter): Promise<ReportRun[]> {

@@ -299,6 +299,22 @@ for (const backend of BACKENDS) {
     assert.deepEqual(await list({ state: "completed" }), []);
   });
 
+  test("reportRunGet() with a tenant reads that tenant's run only, as the statement decides", async ({ store }) => {
+    const acme = made(await create(store, { tenant: "acme" }));
+    const globex = made(await create(store, { tenant: "globex" }));
+    const shared = made(await create(store, { tenant: null }));
+    const get = async (id: number, tenant?: string) =>
+      (await store.reportRunGet({ id, ...(tenant === undefined ? {} : { tenant }) }))?.id ?? null;
+    assert.equal(await get(acme.id, "acme"), acme.id);
+    assert.equal(await get(globex.id, "acme"), null);
+    assert.equal(await get(shared.id, "acme"), null);
+    assert.equal(await get(globex.id, "globex"), globex.id);
+    // Without a tenant, any run: the command line's and an installation-wide principal's view.
+    assert.equal(await get(globex.id), globex.id);
+    assert.equal(await get(shared.id), shared.id);
+    assert.equal(await get(999_999, "acme"), null);
+  });
+
   test("reportRunsExpired() gives completed runs whose output expired, oldest expiry first; reportRunsEndedBefore() those that ended without one; reportRunDelete() removes a run", async ({ store }) => {
     const expiries = [T0 + 500, T0 + 100, T0 + 300];
     const completedRuns: number[] = [];
