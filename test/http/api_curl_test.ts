@@ -41,7 +41,7 @@ Deno.test("curl enqueues a job and shows it through /api/v1, with a store token 
       actor: "root",
       reason: null,
       now: clock.now(),
-    });
+    }, "host");
     const base = `http://127.0.0.1:${server.addr!.port}/api/v1`;
     const made = await curl(
       "-X",
