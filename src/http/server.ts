@@ -145,6 +145,7 @@ export async function startHttpServer(options: HttpServerOptions): Promise<HttpS
     clock,
     logger,
     ...(options.token ? { token: options.token } : {}),
+    ...(options.reports ? { settingReports: options.reports.reports } : {}),
   });
 
   const handler = async (request: Request, info: Deno.ServeHandlerInfo): Promise<Response> => {

@@ -35,8 +35,11 @@ import { ApiError, type ApiRouter, type Ctx, type Env, refuse } from "./common.t
 import { registerJobs } from "./jobs.ts";
 import { registerMe } from "./me.ts";
 import { openApiDocument } from "./openapi.ts";
+import { registerPrincipals } from "./principals.ts";
 import { registerQueues } from "./queues.ts";
 import { registerSchedules } from "./schedules.ts";
+import { registerSettings, type SettingReports } from "./settings.ts";
+import { registerStatus } from "./status.ts";
 
 export { type ApiEnv, MAX_BODY_BYTES, MAX_JSON_DEPTH } from "./common.ts";
 
@@ -49,6 +52,8 @@ export interface ApiOptions {
   token?: string;
   /** How failed bearer attempts are limited per source address. */
   failures?: FailureLimitOptions;
+  /** The schedules file's reports, whose limits are settings; none when not given. */
+  settingReports?: SettingReports;
 }
 
 /**
@@ -122,6 +127,9 @@ export async function apiApp(options: ApiOptions): Promise<Hono<Env>> {
   registerAudit(router);
   registerQueues(router);
   registerSchedules(router);
+  registerSettings(router, options.settingReports);
+  registerStatus(router);
+  registerPrincipals(router);
   return app;
 }
 
