@@ -10,6 +10,7 @@
 
 import type { Store } from "../store/store.ts";
 import { MAINTENANCE_ROLE } from "../runtime/leadership.ts";
+import { iso } from "./job_json.ts";
 
 /**
  * The heartbeat period the daemon runs with (the runtime's `heartbeatMs`).
@@ -76,4 +77,14 @@ export async function nodesView(
     heartbeatAgeMs: now - n.heartbeatAt,
     stale: now - n.heartbeatAt > STALE_AFTER_BEATS * heartbeatMs,
   }));
+}
+
+/** A node as `jobs status --json` and the API show it: instants as ISO UTC. */
+export function nodeJson(n: NodeView) {
+  return { ...n, startedAt: iso(n.startedAt), heartbeatAt: iso(n.heartbeatAt) };
+}
+
+/** The maintenance role's holder as `jobs status --json` and the API show it, or null. */
+export function leaderJson(l: LeaderView | null) {
+  return l === null ? null : { ...l, acquiredAt: iso(l.acquiredAt), expiresAt: iso(l.expiresAt) };
 }

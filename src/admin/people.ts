@@ -3,19 +3,25 @@
  * people who sign in, each change and its `audit` row (`user.add`,
  * `user.set`, `user.disable`, `user.enable`, `user.remove` on
  * `user:<name>`) in one store transaction; and checking a person's
- * password ({@linkcode authenticatePerson}). No hash or password is ever
- * written to the audit trail or returned.
+ * password ({@linkcode authenticatePerson}), failed attempts limited per
+ * name ({@linkcode SignInLimiter}). No hash or password is ever written to
+ * the audit trail or returned.
  *
  * @module
  */
 
+import type { Clock } from "../clock.ts";
 import type { PrincipalRow, Store } from "../store/store.ts";
 import { type Actor, audit } from "./audit.ts";
+import { FailureLimiter, type FailureLimitOptions } from "./failures.ts";
+import { iso } from "./job_json.ts";
 import {
+  type ActingAs,
   checkPrincipalName,
   checkRoles,
   checkTenant,
   PrincipalRefused,
+  refuseTokenMinting,
   type Role,
 } from "./roles.ts";
 import { hashPassword, verifyPassword } from "./secrets.ts";
@@ -56,12 +62,18 @@ function missing(name: string): PrincipalRefused {
   return new PrincipalRefused("missing", `no person "${name}"`);
 }
 
-/** Adds a person (refused when the name is taken), audited `user.add`. */
+/**
+ * Adds a person (refused when the name is taken), audited `user.add`. `by`
+ * says who acts: a token is refused (`token-cannot-mint`) before anything
+ * is checked, hashed or written.
+ */
 export async function addPerson(
   store: Store,
   person: NewPerson,
   who: Actor,
+  by: ActingAs,
 ): Promise<PrincipalRow> {
+  refuseTokenMinting(by, "person");
   const name = checkPrincipalName("person", person.name);
   const roles: Role[] = checkRoles(person.roles);
   const tenant = checkTenant(person.tenant);
@@ -90,9 +102,27 @@ export async function addPerson(
   });
 }
 
-/** Every person, by name. */
-export async function listPeople(store: Store): Promise<PrincipalRow[]> {
-  return await store.principalsList({ kind: "person" });
+/** Every person, by name; a page of them when `page` says so (names after `after`, at most `limit`). */
+export async function listPeople(
+  store: Store,
+  page: { after?: string; limit?: number } = {},
+): Promise<PrincipalRow[]> {
+  return await store.principalsList({ kind: "person", ...page });
+}
+
+/** A person as `jobs users list --json` and the API show them: instants as ISO UTC, never a hash. */
+export function personJson(p: PrincipalRow) {
+  return {
+    name: p.name,
+    displayName: p.displayName,
+    roles: p.roles,
+    tenant: p.tenant,
+    disabled: p.disabled,
+    lastSignInAt: iso(p.lastUsedAt),
+    createdBy: p.createdBy,
+    createdAt: iso(p.createdAt),
+    updatedAt: iso(p.updatedAt),
+  };
 }
 
 /**
@@ -177,12 +207,81 @@ export async function removePerson(store: Store, name: string, who: Actor): Prom
  */
 let decoy: Promise<string> | null = null;
 
+/** Failed sign-ins a name may have in one window of {@linkcode SignInLimiter}, by default. */
+export const SIGN_IN_LIMIT = 5;
+/** The window of {@linkcode SignInLimiter}, by default, in ms: 15 minutes. */
+export const SIGN_IN_WINDOW_MS = 15 * 60_000;
+
+/**
+ * Failed sign-ins counted per name, on the injected clock: past the limit in
+ * a window, the name is refused ({@linkcode SignInLimited}), even with the
+ * right password, until the window ends, so a guesser cannot try one
+ * person's passwords faster than that from however many addresses. An
+ * unknown name is counted like a known one, so being refused does not tell
+ * which names exist. One per process, shared by every sign-in.
+ */
+export class SignInLimiter {
+  readonly #failures: FailureLimiter;
+
+  constructor(clock: Clock, options: FailureLimitOptions = {}) {
+    this.#failures = new FailureLimiter(clock, {
+      limit: SIGN_IN_LIMIT,
+      windowMs: SIGN_IN_WINDOW_MS,
+      ...options,
+    });
+  }
+
+  /** The ms until `name` may try again, or 0 when it may now. */
+  blockedFor(name: string): number {
+    return this.#failures.blockedFor(key(name));
+  }
+
+  /** Records one failed sign-in of `name`. */
+  fail(name: string): void {
+    this.#failures.fail(key(name));
+  }
+}
+
+/** A name as the limiter keys it: bounded, so a huge one costs no memory. */
+function key(name: string): string {
+  return name.slice(0, 256);
+}
+
+/** A sign-in refused because its name failed too often: the face answers 429 with the wait. */
+export class SignInLimited extends Error {
+  constructor(readonly retryAfterMs: number) {
+    super(
+      `too many failed sign-ins for this name: try again in ${Math.ceil(retryAfterMs / 1000)} s`,
+    );
+    this.name = "SignInLimited";
+  }
+}
+
 /**
  * The person `name` when `password` is theirs and they are not disabled
  * (their last sign-in recorded at `now`), else null. An unknown name costs
  * a password check too, so the time taken does not tell which it was.
+ *
+ * With `limiter`, each null is counted against `name`, and a name past its
+ * limit is refused before any check.
+ *
+ * @throws {SignInLimited} when `limiter` refuses `name` for now
  */
 export async function authenticatePerson(
+  store: Store,
+  name: string,
+  password: string,
+  now: number,
+  limiter?: SignInLimiter,
+): Promise<PrincipalRow | null> {
+  const wait = limiter?.blockedFor(name) ?? 0;
+  if (wait > 0) throw new SignInLimited(wait);
+  const person = await checkedPassword(store, name, password, now);
+  if (person === null) limiter?.fail(name);
+  return person;
+}
+
+async function checkedPassword(
   store: Store,
   name: string,
   password: string,
@@ -190,7 +289,10 @@ export async function authenticatePerson(
 ): Promise<PrincipalRow | null> {
   const held = await store.principalSecretHash({ kind: "person", name });
   if (!held) {
-    await verifyPassword(password, await (decoy ??= hashPassword("decoy password")));
+    await verifyPassword(
+      password.slice(0, MAX_PASSWORD_LENGTH),
+      await (decoy ??= hashPassword("decoy password")),
+    );
     return null;
   }
   const ok = await verifyPassword(password.slice(0, MAX_PASSWORD_LENGTH), held.secretHash);

@@ -32,12 +32,38 @@ export class PrincipalRefused extends Error {
       | "bad-expiry"
       | "exists"
       | "missing"
-      | "nothing-to-change",
+      | "nothing-to-change"
+      | "token-cannot-mint",
     message: string,
   ) {
     super(message);
     this.name = "PrincipalRefused";
   }
+}
+
+/**
+ * Who acts on a door that mints credentials: the command line on the host
+ * (`host`, the root of trust, like `psql` as the database's owner), a
+ * person signed in, or a program's token (the daemon's old `--token`
+ * included).
+ */
+export type ActingAs = "host" | "person" | "token";
+
+/**
+ * Refuses a token minting tokens or people (`token-cannot-mint`): a stolen
+ * token must not be able to make itself new credentials. `what` names what
+ * it tried to make, for the message.
+ */
+export function refuseTokenMinting(by: ActingAs, what: "token" | "person"): void {
+  if (by !== "token") return;
+  throw new PrincipalRefused(
+    "token-cannot-mint",
+    `a token cannot create ${what === "token" ? "tokens" : "people"}: ${
+      what === "token"
+        ? "tokens are created with `jobs tokens create`"
+        : "people are added with `jobs users add`"
+    } on the host (or by a person signed in to the console)`,
+  );
 }
 
 /** `roles` checked and without repeats, in the order given; at least one. */

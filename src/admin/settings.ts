@@ -29,6 +29,7 @@ import {
 import type { AuditRow, Store, StoreTx } from "../store/store.ts";
 import { didYouMean, editDistance, nearest } from "../text/suggest.ts";
 import { type Actor, audit } from "./audit.ts";
+import { iso } from "./job_json.ts";
 
 /** The audit actions of settings. */
 export const SETTING_ACTIONS = ["setting.set", "setting.unset"] as const;
@@ -277,4 +278,21 @@ export async function unsetSetting(
     });
     return { key: spec.key, was, now, changed: true };
   });
+}
+
+/** A setting as `jobs settings --json` and the API show it: the change's instant as ISO UTC. */
+export function settingJson(view: SettingView) {
+  return { ...view, changed: view.changed && { ...view.changed, at: iso(view.changed.at) } };
+}
+
+/** A change as `jobs settings set|unset --json` and the API show it. */
+export function settingChangeJson(result: SettingChangeResult) {
+  return {
+    key: result.key,
+    changed: result.changed,
+    value: result.now.value,
+    display: result.now.display,
+    source: result.now.source,
+    was: result.was,
+  };
 }

@@ -14,9 +14,19 @@ import type { ScheduleConfig } from "../config/types.ts";
 import type { Store } from "../store/store.ts";
 import { DEFAULT_RETENTION, pruneJobs, type PrunerOptions } from "../runtime/pruner.ts";
 import { type Actor, audit } from "./audit.ts";
-import { HEARTBEAT_MS, type LeaderView, leaderView, nodesView, type NodeView } from "./nodes.ts";
-import { queuesView, type QueueView } from "./queues.ts";
-import { type ScheduleStatus, schedulesView } from "./schedules.ts";
+import { iso } from "./job_json.ts";
+import {
+  HEARTBEAT_MS,
+  leaderJson,
+  type LeaderView,
+  leaderView,
+  nodeJson,
+  nodesView,
+  type NodeView,
+} from "./nodes.ts";
+import type { PipelineView } from "./pipelines.ts";
+import { queueJson, queuesView, type QueueView } from "./queues.ts";
+import { scheduleJson, type ScheduleStatus, schedulesView } from "./schedules.ts";
 
 /** How the store answered a trivial read. */
 export interface StoreCheck {
@@ -92,6 +102,42 @@ export async function statusView(params: {
     nodes,
     schedules: await schedulesView(store, config, now),
     leader: store ? await leaderView(store, now) : null,
+  };
+}
+
+/**
+ * The status as `jobs status --json` and `GET /api/v1/status` show it
+ * (the command line adds where its schedules file is and a moved store):
+ * instants as ISO UTC; no queues or schedules of a store that cannot be
+ * read, so nothing looks healthy about it.
+ */
+export function statusJson(params: {
+  view: StatusView;
+  health: StoreCheck;
+  pipelines: readonly PipelineView[];
+}) {
+  const { view, health } = params;
+  return {
+    now: iso(view.now),
+    store: health,
+    queues: health.reachable ? view.queues.map(queueJson) : [],
+    nodes: view.nodes.map(nodeJson),
+    schedules: health.reachable ? view.schedules.map(scheduleJson) : [],
+    pipelines: params.pipelines.map(pipelineStatusJson),
+    leader: leaderJson(view.leader),
+  };
+}
+
+/** A pipeline as `jobs status --json` shows it: its freshness and last run. */
+function pipelineStatusJson(p: PipelineView) {
+  const last = p.recent[0];
+  return {
+    id: p.id,
+    stale: p.freshness?.stale ?? false,
+    freshness: p.freshness &&
+      { ...p.freshness, lastCompletedAt: iso(p.freshness.lastCompletedAt) },
+    lastRun: last ? { id: last.id, state: last.state, finishedAt: iso(last.finishedAt) } : null,
+    droppedLastHour: p.droppedLastHour,
   };
 }
 

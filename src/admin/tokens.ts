@@ -11,7 +11,15 @@
 
 import type { PrincipalRow, Store } from "../store/store.ts";
 import { type Actor, audit } from "./audit.ts";
-import { checkPrincipalName, checkRoles, checkTenant, PrincipalRefused } from "./roles.ts";
+import { iso } from "./job_json.ts";
+import {
+  type ActingAs,
+  checkPrincipalName,
+  checkRoles,
+  checkTenant,
+  PrincipalRefused,
+  refuseTokenMinting,
+} from "./roles.ts";
 import { hashTokenSecret, looksLikeTokenSecret, newTokenSecret } from "./secrets.ts";
 
 /** A new token. */
@@ -31,12 +39,16 @@ export interface TokenView extends PrincipalRow {
 /**
  * Creates a token (refused when the name is taken), audited `token.create`;
  * returns its row and its secret, which exists nowhere else: print it once.
+ * `by` says who acts: a token is refused (`token-cannot-mint`) before
+ * anything is checked or written.
  */
 export async function createToken(
   store: Store,
   token: NewToken,
   who: Actor,
+  by: ActingAs,
 ): Promise<{ token: PrincipalRow; secret: string }> {
+  refuseTokenMinting(by, "token");
   const name = checkPrincipalName("token", token.name);
   const roles = checkRoles(token.roles);
   const tenant = checkTenant(token.tenant);
@@ -65,9 +77,16 @@ export async function createToken(
   });
 }
 
-/** Every token, by name, each marked expired or not at `now`. */
-export async function listTokens(store: Store, now: number): Promise<TokenView[]> {
-  return (await store.principalsList({ kind: "token" })).map((t) => ({
+/**
+ * Every token, by name, each marked expired or not at `now`; a page of them
+ * when `page` says so (names after `after`, at most `limit`).
+ */
+export async function listTokens(
+  store: Store,
+  now: number,
+  page: { after?: string; limit?: number } = {},
+): Promise<TokenView[]> {
+  return (await store.principalsList({ kind: "token", ...page })).map((t) => ({
     ...t,
     expired: t.expiresAt !== null && t.expiresAt <= now,
   }));
@@ -109,4 +128,18 @@ export async function authenticateToken(
   }
   await store.principalUsed({ kind: "token", name: token.name, now });
   return { ...token, lastUsedAt: now };
+}
+
+/** A token as `jobs tokens list --json` and the API show it: instants as ISO UTC, never the secret or its hash. */
+export function tokenJson(t: TokenView) {
+  return {
+    name: t.name,
+    roles: t.roles,
+    tenant: t.tenant,
+    expiresAt: iso(t.expiresAt),
+    expired: t.expired,
+    lastUsedAt: iso(t.lastUsedAt),
+    createdBy: t.createdBy,
+    createdAt: iso(t.createdAt),
+  };
 }

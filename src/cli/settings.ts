@@ -14,7 +14,9 @@
 import type { Command } from "commander";
 import {
   setSetting,
+  settingChangeJson,
   type SettingChangeResult,
+  settingJson,
   SettingRefused,
   settingsView,
   type SettingView,
@@ -58,7 +60,7 @@ export function registerSettingsCommands(program: Command, deps: CliDeps): void 
       await withStore("settings", dbPath(options.db, deps), "read", deps, async (store) => {
         const views = await settingsView(store, loaded.config?.reports ?? []);
         if (options.json) {
-          deps.out(safeJson(views.map(viewJson)));
+          deps.out(safeJson(views.map(settingJson)));
           return;
         }
         for (const line of settingsTable(views)) deps.out(line);
@@ -160,14 +162,7 @@ function refused(command: string, error: unknown, deps: CliDeps): never {
 /** `report.statement.max_rows: 1000000 -> 500 (was default)`, or the JSON of the change. */
 function printChange(result: SettingChangeResult, options: ChangeOptions, deps: CliDeps): void {
   if (options.json) {
-    deps.out(JSON.stringify({
-      key: result.key,
-      changed: result.changed,
-      value: result.now.value,
-      display: result.now.display,
-      source: result.now.source,
-      was: result.was,
-    }));
+    deps.out(JSON.stringify(settingChangeJson(result)));
     return;
   }
   const key = cell(result.key);
@@ -181,11 +176,6 @@ function printChange(result: SettingChangeResult, options: ChangeOptions, deps: 
         ? `(was ${result.was.source})`
         : `(back to ${result.now.source})`),
   );
-}
-
-/** A view as `--json` prints it: the change's instant as ISO UTC. */
-function viewJson(view: SettingView) {
-  return { ...view, changed: view.changed && { ...view.changed, at: iso(view.changed.at) } };
 }
 
 function settingsTable(views: SettingView[]): string[] {

@@ -10,7 +10,7 @@
 
 import type { Command } from "commander";
 import { checkPrincipalName, checkRoles, checkTenant } from "../admin/roles.ts";
-import { createToken, listTokens, revokeToken, type TokenView } from "../admin/tokens.ts";
+import { createToken, listTokens, revokeToken, tokenJson } from "../admin/tokens.ts";
 import {
   type CliDeps,
   collect,
@@ -80,12 +80,17 @@ function createCommand(group: Command, deps: CliDeps): void {
         });
         await withStore(command, dbPath(options.db, deps), "create", deps, async (store) => {
           const { token, secret } = await orRefused(command, () =>
-            createToken(store, {
-              name: options.name,
-              roles: options.role,
-              tenant: options.tenant ?? null,
-              expiresInMs: options.expires ?? null,
-            }, who(options, deps)));
+            createToken(
+              store,
+              {
+                name: options.name,
+                roles: options.role,
+                tenant: options.tenant ?? null,
+                expiresInMs: options.expires ?? null,
+              },
+              who(options, deps),
+              "host",
+            ));
           if (options.json) {
             deps.out(JSON.stringify({
               name: token.name,
@@ -174,18 +179,4 @@ function revokeCommand(group: Command, deps: CliDeps): void {
     deps,
     "tokens revoke",
   );
-}
-
-/** A token as `--json` lists it: instants as ISO UTC, never the secret or its hash. */
-function tokenJson(t: TokenView) {
-  return {
-    name: t.name,
-    roles: t.roles,
-    tenant: t.tenant,
-    expiresAt: iso(t.expiresAt),
-    expired: t.expired,
-    lastUsedAt: iso(t.lastUsedAt),
-    createdBy: t.createdBy,
-    createdAt: iso(t.createdAt),
-  };
 }

@@ -15,12 +15,12 @@ import {
   addPerson,
   listPeople,
   MAX_PASSWORD_LENGTH,
+  personJson,
   removePerson,
   setPerson,
   setPersonDisabled,
 } from "../admin/people.ts";
 import { checkPrincipalName, checkRoles, checkTenant } from "../admin/roles.ts";
-import type { PrincipalRow } from "../store/store.ts";
 import {
   type CliDeps,
   collect,
@@ -109,13 +109,18 @@ function addCommand(group: Command, deps: CliDeps): void {
         const password = await readPassword(command, deps);
         await withStore(command, dbPath(options.db, deps), "create", deps, async (store) => {
           const person = await orRefused(command, () =>
-            addPerson(store, {
-              name,
-              roles: options.role,
-              tenant: options.tenant ?? null,
-              displayName: options.displayName ?? null,
-              password,
-            }, who(options, deps)));
+            addPerson(
+              store,
+              {
+                name,
+                roles: options.role,
+                tenant: options.tenant ?? null,
+                displayName: options.displayName ?? null,
+                password,
+              },
+              who(options, deps),
+              "host",
+            ));
           if (options.json) return deps.out(safeJson(personJson(person)));
           deps.out(`user ${cell(name)} added: ${rolesText(person)}; ${scopeText(person)}`);
         });
@@ -317,19 +322,4 @@ async function readPassword(command: string, deps: CliDeps): Promise<string> {
     );
   }
   return password;
-}
-
-/** A person as `--json` prints them: instants as ISO UTC, never a hash. */
-function personJson(p: PrincipalRow) {
-  return {
-    name: p.name,
-    displayName: p.displayName,
-    roles: p.roles,
-    tenant: p.tenant,
-    disabled: p.disabled,
-    lastSignInAt: iso(p.lastUsedAt),
-    createdBy: p.createdBy,
-    createdAt: iso(p.createdAt),
-    updatedAt: iso(p.updatedAt),
-  };
 }

@@ -182,8 +182,81 @@ export const API_ROUTES: readonly ApiRoute[] = [
     summary: "A download link to a completed run's output, signed with its tenant",
   },
   // Settings, nodes and status.
-
+  {
+    method: "GET",
+    path: "/api/v1/settings",
+    roles: READ,
+    summary:
+      "Every setting with its value, source and last change (installation-wide principals only)",
+  },
+  {
+    method: "PUT",
+    path: "/api/v1/settings/:key",
+    roles: ADMIN,
+    summary: "Store a setting's value, reason required (installation-wide principals only)",
+  },
+  {
+    method: "POST",
+    path: "/api/v1/settings/:key/unset",
+    roles: ADMIN,
+    summary: "Remove a stored setting, reason required (installation-wide principals only)",
+  },
+  {
+    method: "GET",
+    path: "/api/v1/nodes",
+    roles: READ,
+    summary: "The nodes and the maintenance leader (installation-wide principals only)",
+  },
+  {
+    method: "GET",
+    path: "/api/v1/status",
+    roles: READ,
+    summary: "What jobs status --json shows (installation-wide principals only)",
+  },
   // People and tokens.
+  {
+    method: "GET",
+    path: "/api/v1/users",
+    roles: ADMIN,
+    summary: "The people who sign in, by name (installation-wide principals only)",
+  },
+  {
+    method: "POST",
+    path: "/api/v1/users",
+    roles: ADMIN,
+    summary: "Add a person: refused to a token (token-cannot-mint); jobs users add on the host",
+  },
+  {
+    method: "POST",
+    path: "/api/v1/users/:name/disable",
+    roles: ADMIN,
+    summary: "Stop a person signing in (installation-wide principals only)",
+  },
+  {
+    method: "POST",
+    path: "/api/v1/users/:name/enable",
+    roles: ADMIN,
+    summary: "Let a disabled person sign in again (installation-wide principals only)",
+  },
+  {
+    method: "GET",
+    path: "/api/v1/tokens",
+    roles: ADMIN,
+    summary: "The tokens, by name, never a secret (installation-wide principals only)",
+  },
+  {
+    method: "POST",
+    path: "/api/v1/tokens",
+    roles: ADMIN,
+    summary:
+      "Create a token: refused to a token (token-cannot-mint); jobs tokens create on the host",
+  },
+  {
+    method: "POST",
+    path: "/api/v1/tokens/:name/revoke",
+    roles: ADMIN,
+    summary: "Revoke a token, itself included (installation-wide principals only)",
+  },
 ];
 
 /** The key of a route in the table: `GET /api/v1/jobs/:id`. */

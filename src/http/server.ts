@@ -155,6 +155,7 @@ export async function startHttpServer(options: HttpServerOptions): Promise<HttpS
         },
       }
       : {}),
+    ...(options.reports ? { settingReports: options.reports.reports } : {}),
   });
 
   const handler = async (request: Request, info: Deno.ServeHandlerInfo): Promise<Response> => {

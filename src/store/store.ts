@@ -1046,8 +1046,14 @@ export interface StorePrincipals {
   principalInsert(params: { principal: NewPrincipal; now: number }): Promise<boolean>;
   /** One principal by kind and name, or null. */
   principalGet(params: { kind: PrincipalKind; name: string }): Promise<PrincipalRow | null>;
-  /** Every principal (of `kind` when given), by kind then name. */
-  principalsList(params: { kind?: PrincipalKind }): Promise<PrincipalRow[]>;
+  /**
+   * Every principal (of `kind` when given), by kind then name (byte order);
+   * with `after`, only names after it (a page's keyset, meant with `kind`);
+   * at most `limit` when given.
+   */
+  principalsList(params: { kind?: PrincipalKind; after?: string; limit?: number }): Promise<
+    PrincipalRow[]
+  >;
   /** Changes the fields given and `updated_at`; the row after, or null when there is none. */
   principalUpdate(params: PrincipalChange): Promise<PrincipalRow | null>;
   /** Deletes a principal; false when there is none. */

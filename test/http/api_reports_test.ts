@@ -102,7 +102,7 @@ async function reportsHarness(backend: Backend, options: { run?: boolean } = {})
       actor: "root",
       reason: null,
       now: clock.now(),
-    })).secret;
+    }, "host")).secret;
   /** One request, answered: the fake clock moves on while it waits within its budget. */
   const call = async (method: string, path: string, secret: string, body?: unknown) => {
     const pending = Promise.resolve(app.fetch(

@@ -37,7 +37,7 @@ export async function apiHarness(backend: Backend, extra: Partial<ApiOptions> = 
       actor: "root",
       reason: null,
       now: clock.now(),
-    })).secret;
+    }, "host")).secret;
   /** One request: status, headers and the body parsed as JSON (null when it is not). */
   const call = async (
     method: string,

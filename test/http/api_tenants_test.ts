@@ -9,6 +9,7 @@
 
 import assert from "node:assert/strict";
 import { API_ROUTES, routeKey } from "../../src/http/access.ts";
+import { createToken } from "../../src/admin/tokens.ts";
 import type { Store } from "../../src/store/store.ts";
 import { BACKENDS, newJob } from "../support/backends.ts";
 import { apiHarness, threeTenants } from "./api_support.ts";
@@ -86,6 +87,27 @@ const WALK: Record<string, Step> = {
     params: (s) => ({ run: String(s.reportRun) }),
     body: {},
   },
+  // Installation-wide data: a tenant's principal is refused (403) whatever it names.
+  [routeKey("GET", "/api/v1/settings")]: {},
+  [routeKey("PUT", "/api/v1/settings/:key")]: {
+    params: () => ({ key: "reports.request_budget" }),
+    body: { value: "5s", ...REASON },
+  },
+  [routeKey("POST", "/api/v1/settings/:key/unset")]: {
+    params: () => ({ key: "reports.request_budget" }),
+    body: REASON,
+  },
+  [routeKey("GET", "/api/v1/nodes")]: {},
+  [routeKey("GET", "/api/v1/status")]: {},
+  [routeKey("GET", "/api/v1/users")]: {},
+  [routeKey("POST", "/api/v1/users")]: {
+    body: { name: "mallory", roles: ["admin"], password: "correct horse battery" },
+  },
+  [routeKey("POST", "/api/v1/users/:name/disable")]: { params: () => ({ name: "globex-admin" }) },
+  [routeKey("POST", "/api/v1/users/:name/enable")]: { params: () => ({ name: "globex-admin" }) },
+  [routeKey("GET", "/api/v1/tokens")]: {},
+  [routeKey("POST", "/api/v1/tokens")]: { body: { name: "mallory", roles: ["admin"] } },
+  [routeKey("POST", "/api/v1/tokens/:name/revoke")]: { params: () => ({ name: "globex-ci" }) },
   [routeKey("GET", "/api/v1/schedules/:id/next")]: { params: (s) => ({ id: s.schedule }) },
   [routeKey("POST", "/api/v1/schedules/:id/run")]: {
     params: (s) => ({ id: s.schedule }),
@@ -95,6 +117,7 @@ const WALK: Record<string, Step> = {
 
 /** Globex's rows: a job in its own queue, a schedule of its own. */
 async function seed(store: Store, now: number): Promise<Seeded> {
+  const root = { actor: "root", reason: null, now };
   const ids = await threeTenants(store, now);
   await store.schedulesSync({
     schedules: [
@@ -120,6 +143,24 @@ async function seed(store: Store, now: number): Promise<Seeded> {
     maxConcurrent: 5,
   });
   assert.ok("run" in made);
+  await createToken(
+    store,
+    { name: "globex-ci", roles: ["operator"], tenant: "globex", expiresInMs: null },
+    root,
+    "host",
+  );
+  // A person of globex's (stored as the door stores one; the hash is never checked here).
+  await store.principalInsert({
+    principal: {
+      kind: "person",
+      name: "globex-admin",
+      roles: ["admin"],
+      tenant: "globex",
+      secretHash: "scrypt$ln=17,r=8,p=1$c2FsdA$aGFzaA",
+      createdBy: "root",
+    },
+    now,
+  });
   return { job: ids.globex, schedule: "nightly:globex", reportRun: made.run.id };
 }
 
@@ -133,6 +174,8 @@ async function globexState(store: Store, s: Seeded): Promise<unknown> {
     schedule: schedule && { enabled: schedule.enabled },
     scheduleAudit: (await store.auditList({ target: `schedule:${s.schedule}` })).length,
     reportRun: (await store.reportRunGet({ id: s.reportRun }))?.state,
+    principals: (await store.principalsList({})).filter((p) => p.tenant === "globex")
+      .map((p) => [p.name, p.disabled, p.updatedAt]),
     globexAudit:
       (await store.auditPage({ limit: 1000 })).filter((row) => /globex/.test(row.target)).length,
   };

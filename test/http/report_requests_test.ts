@@ -55,12 +55,17 @@ async function serving() {
   let made = 0;
   /** An operator's token scoped to `tenant`. */
   const token = async (tenant: string) =>
-    (await createToken(store, {
-      name: `ops-${++made}`,
-      roles: ["operator"],
-      tenant,
-      expiresInMs: null,
-    }, { actor: "root", reason: null, now: clock.now() })).secret;
+    (await createToken(
+      store,
+      {
+        name: `ops-${++made}`,
+        roles: ["operator"],
+        tenant,
+        expiresInMs: null,
+      },
+      { actor: "root", reason: null, now: clock.now() },
+      "host",
+    )).secret;
   /** `method path` with `bearer` (none when null) and `body` as raw text. */
   const call = async (
     method: "GET" | "POST",

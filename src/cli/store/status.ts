@@ -14,8 +14,14 @@ import { shortHash } from "../../admin/definitions.ts";
 import { pipelinesView, type PipelineView } from "../../admin/pipelines.ts";
 import { failuresText, type ScheduleStatus, storedConfig } from "../../admin/schedules.ts";
 import type { LeaderView, NodeView } from "../../admin/nodes.ts";
-import { queueJson, type QueueView } from "../../admin/queues.ts";
-import { type StatusView, statusView, type StoreCheck, storeCheck } from "../../admin/store.ts";
+import type { QueueView } from "../../admin/queues.ts";
+import {
+  statusJson,
+  type StatusView,
+  statusView,
+  type StoreCheck,
+  storeCheck,
+} from "../../admin/store.ts";
 import { JOB_STATES } from "../../kernel/types.ts";
 import { rhythmText, when } from "../../schedule/describe.ts";
 import type { Schedule } from "../../schedule/types.ts";
@@ -31,7 +37,6 @@ import {
 } from "../common.ts";
 import { loadConfig, notInForce } from "../config.ts";
 import { freshnessText } from "../pipelines.ts";
-import { scheduleJson } from "../schedules.ts";
 import { movedNotice, tryOpenStore } from "./open.ts";
 import { cell, echo, firstLine, iso, safeJson, table } from "../text.ts";
 
@@ -91,9 +96,10 @@ export async function statusCommand(
       ? await pipelinesView({ store: readable, pipelines: loaded.config?.pipelines ?? [], now })
       : [];
     if (options.json) {
+      const { now: at, store, ...rest } = statusJson({ view, health, pipelines });
       deps.out(safeJson({
-        now: iso(now),
-        store: health,
+        now: at,
+        store,
         moved: moved && { to: moved.to, at: iso(moved.at), actor: moved.actor },
         config: {
           file: options.config,
@@ -101,12 +107,7 @@ export async function statusCommand(
           error: loaded.problem,
           schedulesFrom: loaded.config !== null ? "file" : stored !== null ? "store" : null,
         },
-        // Nothing that looks healthy about a store that cannot be read: no lists.
-        queues: readable ? view.queues.map(queueJson) : [],
-        nodes: view.nodes.map(nodeJson),
-        schedules: readable ? view.schedules.map(scheduleJson) : [],
-        pipelines: pipelines.map((p) => pipelineStatusJson(p)),
-        leader: leaderJson(view.leader),
+        ...rest,
       }));
     } else {
       if (moved) deps.out(`MOVED: ${cell(movedNotice(options.db, moved))}`);
@@ -272,14 +273,6 @@ function scheduleLines(s: ScheduleStatus, now: number, stored: string | null = n
   return lines;
 }
 
-function nodeJson(n: NodeView) {
-  return { ...n, startedAt: iso(n.startedAt), heartbeatAt: iso(n.heartbeatAt) };
-}
-
-function leaderJson(l: LeaderView | null) {
-  return l === null ? null : { ...l, acquiredAt: iso(l.acquiredAt), expiresAt: iso(l.expiresAt) };
-}
-
 /** `pipeline catalog: STALE (...); last run 12 completed 3m ago`. */
 function pipelineStatusText(p: PipelineView, now: number): string {
   const last = p.recent[0];
@@ -287,17 +280,4 @@ function pipelineStatusText(p: PipelineView, now: number): string {
     (last
       ? `last run ${last.id} ${last.state} ${when(last.finishedAt ?? last.startedAt, now)}`
       : "no runs");
-}
-
-/** A pipeline as `jobs status --json` prints it: its freshness and last run. */
-function pipelineStatusJson(p: PipelineView) {
-  const last = p.recent[0];
-  return {
-    id: p.id,
-    stale: p.freshness?.stale ?? false,
-    freshness: p.freshness &&
-      { ...p.freshness, lastCompletedAt: iso(p.freshness.lastCompletedAt) },
-    lastRun: last ? { id: last.id, state: last.state, finishedAt: iso(last.finishedAt) } : null,
-    droppedLastHour: p.droppedLastHour,
-  };
 }

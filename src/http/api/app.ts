@@ -35,9 +35,12 @@ import { ApiError, type ApiRouter, type Ctx, type Env, refuse } from "./common.t
 import { registerJobs } from "./jobs.ts";
 import { registerMe } from "./me.ts";
 import { openApiDocument } from "./openapi.ts";
+import { registerPrincipals } from "./principals.ts";
 import { registerQueues } from "./queues.ts";
 import { type ApiReports, registerReports } from "./reports.ts";
 import { registerSchedules } from "./schedules.ts";
+import { registerSettings, type SettingReports } from "./settings.ts";
+import { registerStatus } from "./status.ts";
 
 export { type ApiEnv, MAX_BODY_BYTES, MAX_JSON_DEPTH } from "./common.ts";
 
@@ -52,6 +55,8 @@ export interface ApiOptions {
   failures?: FailureLimitOptions;
   /** The schedules file's reports, their storage and where links point; none when not given. */
   reports?: ApiReports;
+  /** The schedules file's reports, whose limits are settings; none when not given. */
+  settingReports?: SettingReports;
 }
 
 /**
@@ -127,6 +132,9 @@ export async function apiApp(options: ApiOptions): Promise<Hono<Env>> {
   registerQueues(router);
   registerSchedules(router);
   registerReports(router, options.reports);
+  registerSettings(router, options.settingReports);
+  registerStatus(router);
+  registerPrincipals(router);
   return app;
 }
 

@@ -14,9 +14,12 @@ import { AUDIT_SCHEMAS } from "./audit.ts";
 import { ErrorAnswer, type RouteSchemas } from "./common.ts";
 import { JOBS_SCHEMAS } from "./jobs.ts";
 import { ME_SCHEMAS } from "./me.ts";
+import { PRINCIPALS_SCHEMAS } from "./principals.ts";
 import { QUEUES_SCHEMAS } from "./queues.ts";
 import { REPORTS_SCHEMAS } from "./reports.ts";
 import { SCHEDULES_SCHEMAS } from "./schedules.ts";
+import { SETTINGS_SCHEMAS } from "./settings.ts";
+import { STATUS_SCHEMAS } from "./status.ts";
 
 /** The schemas of each route of the table, by its key: each noun's, and this document's. */
 export const ROUTE_SCHEMAS: Readonly<Record<string, RouteSchemas>> = {
@@ -30,6 +33,9 @@ export const ROUTE_SCHEMAS: Readonly<Record<string, RouteSchemas>> = {
   ...QUEUES_SCHEMAS,
   ...SCHEDULES_SCHEMAS,
   ...REPORTS_SCHEMAS,
+  ...SETTINGS_SCHEMAS,
+  ...STATUS_SCHEMAS,
+  ...PRINCIPALS_SCHEMAS,
 };
 
 /** `schema` as JSON Schema 2020-12 (OpenAPI 3.1's dialect), without its `$schema`. */
@@ -42,9 +48,10 @@ const REFUSALS: Record<string, string> = {
   "400": "The request is malformed (the message names the field)",
   "401": "No valid bearer token",
   "403":
-    "The principal's roles do not allow the route (the message names the role needed), or a tenant's principal asked for installation-wide data",
+    "The principal's roles do not allow the route (the message names the role needed), a tenant's principal asked for installation-wide data, or a token tried to create a token or a person (token-cannot-mint)",
   "404": "Nothing of that id or name in the principal's scope",
-  "409": "The state does not allow the action (a job's state; a report run without output)",
+  "409":
+    "The state does not allow the action (a job's state; a report run without output), or the name is taken",
   "413": "The body is over 1 MiB",
   "429": "Too many failed tokens from this address, or a report's limit reached",
 };

@@ -51,11 +51,16 @@ export function postgresPrincipals(core: PostgresCore): StorePrincipals {
       return row ? toPrincipalRow(row) : null;
     },
 
-    async principalsList(params: { kind?: PrincipalKind }): Promise<PrincipalRow[]> {
+    async principalsList(
+      params: { kind?: PrincipalKind; after?: string; limit?: number },
+    ): Promise<PrincipalRow[]> {
       // Names in byte order, as SQLite's BINARY, whatever the database's collation.
       const rows = await core.sql`SELECT ${columns(core.sql)} FROM principals
-        WHERE ${params.kind ?? null}::text IS NULL OR kind = ${params.kind ?? null}::text
-        ORDER BY kind COLLATE "C", name COLLATE "C"`;
+        WHERE (${params.kind ?? null}::text IS NULL OR kind = ${params.kind ?? null}::text)
+          AND (${params.after ?? null}::text IS NULL
+            OR name COLLATE "C" > ${params.after ?? null}::text COLLATE "C")
+        ORDER BY kind COLLATE "C", name COLLATE "C"
+        LIMIT ${params.limit ?? null}::bigint`;
       return rows.map(toPrincipalRow);
     },
 

@@ -30,7 +30,8 @@ const SQL = {
     ON CONFLICT (kind, name) DO NOTHING`,
   principalGet: `SELECT ${COLUMNS} FROM principals WHERE kind = :kind AND name = :name`,
   principalsList: `SELECT ${COLUMNS} FROM principals
-    WHERE :kind IS NULL OR kind = :kind ORDER BY kind, name`,
+    WHERE (:kind IS NULL OR kind = :kind) AND (:after IS NULL OR name > :after)
+    ORDER BY kind, name LIMIT :limit`,
   // One statement for every change: a field not given keeps its value.
   principalUpdate: `UPDATE principals SET
       display_name = CASE WHEN :setDisplayName THEN :displayName ELSE display_name END,
@@ -102,9 +103,16 @@ export function sqlitePrincipals(core: SqliteCore): StorePrincipals {
       });
     },
 
-    principalsList(params: { kind?: PrincipalKind }): Promise<PrincipalRow[]> {
+    principalsList(
+      params: { kind?: PrincipalKind; after?: string; limit?: number },
+    ): Promise<PrincipalRow[]> {
       return core.exclusive(() =>
-        (q().principalsList.all({ kind: params.kind ?? null }) as Row[]).map(toPrincipalRow)
+        (q().principalsList.all({
+          kind: params.kind ?? null,
+          after: params.after ?? null,
+          // SQLite's LIMIT -1: no limit.
+          limit: params.limit ?? -1,
+        }) as Row[]).map(toPrincipalRow)
       );
     },
 

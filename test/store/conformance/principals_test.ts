@@ -77,6 +77,25 @@ for (const backend of BACKENDS) {
     assert.deepEqual((await store.principalsList({ kind: "token" })).map((p) => p.name), ["ada"]);
   });
 
+  test("principalsList() pages by name in byte order: after a name, at most limit", async ({ store }) => {
+    for (const name of ["b", "a", "Z", "c.d", "c"]) {
+      const secretHash = `sha256$${name}`;
+      await store.principalInsert({ principal: { ...CI, name, secretHash }, now: T0 });
+    }
+    await store.principalInsert({ principal: ADA, now: T0 });
+    const names = async (params: { after?: string; limit?: number }) =>
+      (await store.principalsList({ kind: "token", ...params })).map((p) => p.name);
+    assert.deepEqual(await names({}), ["Z", "a", "b", "c", "c.d"]);
+    assert.deepEqual(await names({ limit: 2 }), ["Z", "a"]);
+    assert.deepEqual(await names({ after: "a", limit: 2 }), ["b", "c"]);
+    assert.deepEqual(await names({ after: "c" }), ["c.d"]);
+    assert.deepEqual(await names({ after: "c.d", limit: 2 }), []);
+    assert.deepEqual(
+      (await store.principalsList({ kind: "person", after: "Z" })).map((p) => p.name),
+      ["ada"],
+    );
+  });
+
   test("principalUpdate() changes only the fields given and updated_at; null for nobody", async ({ store }) => {
     await store.principalInsert({ principal: { ...ADA, tenant: "acme" }, now: T0 });
     const roles = await store.principalUpdate({
