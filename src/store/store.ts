@@ -309,6 +309,8 @@ export interface WorkflowStartParams {
 export interface WorkflowFilter {
   state?: RunState | RunState[];
   workflow?: string;
+  /** Only this tenant's runs (in the statement's WHERE): a tenant principal's scope. */
+  tenant?: string;
   /** @default 100 */
   limit?: number;
   /** Newest first unless false. @default true */
@@ -346,7 +348,8 @@ export interface IngestRunFilter {
 
 /** Filters of {@linkcode Store.ingestDropsList}; newest first. */
 export interface IngestDropFilter {
-  pipeline: string;
+  /** Only this pipeline's drops; every pipeline's when not given. */
+  pipeline?: string;
   reason?: string;
   runId?: number;
   limit?: number;
@@ -850,8 +853,12 @@ export interface StoreWorkflows {
     duplicate: boolean;
     queues: string[];
   }>;
-  /** One run with its definition and step rows (steps, items, compensations), or null. */
-  workflowGet(params: { id: number }): Promise<WorkflowRunDetail | null>;
+  /**
+   * One run with its definition and step rows (steps, items, compensations),
+   * or null; with `tenant`, null also when the run is another tenant's (or
+   * none's): the tenant is in the statement's WHERE.
+   */
+  workflowGet(params: { id: number; tenant?: string }): Promise<WorkflowRunDetail | null>;
   /** Runs matching a filter, newest first; an unknown state is a RangeError naming it. */
   workflowsList(params: WorkflowFilter): Promise<WorkflowRun[]>;
   /** Runs counted by definition and state (for `/metrics`). */

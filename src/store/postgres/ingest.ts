@@ -203,7 +203,7 @@ export function postgresIngest(core: PostgresCore): StoreIngest {
     async ingestDropsList(filter: IngestDropFilter): Promise<IngestDrop[]> {
       const q = core.tx ?? core.sql;
       const rows = await q`SELECT d.*, d.record IS NOT NULL AS replayable FROM ingest_drops AS d
-        WHERE d.pipeline = ${filter.pipeline}
+        WHERE (${filter.pipeline ?? null}::text IS NULL OR d.pipeline = ${filter.pipeline ?? null})
           AND (${filter.reason ?? null}::text IS NULL OR d.reason = ${filter.reason ?? null})
           AND (${filter.runId ?? null}::bigint IS NULL OR d.run_id = ${
         filter.runId ?? null

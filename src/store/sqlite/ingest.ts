@@ -89,6 +89,11 @@ const SQL = {
     WHERE d.pipeline = :pipeline AND (:reason IS NULL OR d.reason = :reason)
       AND (:run IS NULL OR d.run_id = :run) AND (:before IS NULL OR d.id < :before)
     ORDER BY d.id DESC LIMIT :limit`,
+  // Every pipeline's drops (the API's listing without a pipeline), newest first.
+  dropsListAll: `SELECT d.*, d.record IS NOT NULL AS replayable FROM ingest_drops AS d
+    WHERE (:reason IS NULL OR d.reason = :reason)
+      AND (:run IS NULL OR d.run_id = :run) AND (:before IS NULL OR d.id < :before)
+    ORDER BY d.id DESC LIMIT :limit`,
   dropGet: `SELECT d.*, d.record IS NOT NULL AS replayable FROM ingest_drops AS d WHERE d.id = :id`,
   dropReplayed: `UPDATE ingest_drops SET replayed_at = :now, replayed_job = :job WHERE id = :id`,
   dropsPrune: `DELETE FROM ingest_drops WHERE id IN (
@@ -254,14 +259,16 @@ export function sqliteIngest(core: SqliteCore): StoreIngest {
     },
 
     ingestDropsList(filter: IngestDropFilter): Promise<IngestDrop[]> {
+      const values = {
+        reason: filter.reason ?? null,
+        run: filter.runId ?? null,
+        before: filter.before ?? null,
+        limit: filter.limit ?? 50,
+      };
       return core.exclusive(() =>
-        (q().dropsList.all({
-          pipeline: filter.pipeline,
-          reason: filter.reason ?? null,
-          run: filter.runId ?? null,
-          before: filter.before ?? null,
-          limit: filter.limit ?? 50,
-        }) as Row[]).map(toIngestDrop)
+        ((filter.pipeline === undefined
+          ? q().dropsListAll.all(values)
+          : q().dropsList.all({ ...values, pipeline: filter.pipeline })) as Row[]).map(toIngestDrop)
       );
     },
 

@@ -395,6 +395,43 @@ for (const backend of BACKENDS) {
     assert.equal((await store.ingestDropsList({ pipeline: "catalog" }))[0]?.replayable, false);
   });
 
+  test("drops list every pipeline's, newest first, when no pipeline is named", async ({ store }) => {
+    for (const [i, pipeline] of ["catalog", "bank", "catalog"].entries()) {
+      const { lease } = await openRun(store, pipeline);
+      const reason = i === 1 ? "poison" : "duplicate";
+      assert.ok(
+        await store.ingestChunkCommit({
+          lease,
+          pipeline,
+          delta: delta({ received: 1, dropped: { [reason]: 1 } }),
+          pending: 0,
+          cursor: "x",
+          drops: [{ recordKey: `k${i}`, reason, step: "s", excerpt: "a", record: "a" }],
+          failures: [],
+          cleared: [],
+          now: NOW + i,
+        }),
+      );
+    }
+    const all = await store.ingestDropsList({});
+    assert.deepEqual(all.map((d) => [d.pipeline, d.recordKey]), [
+      ["catalog", "k2"],
+      ["bank", "k1"],
+      ["catalog", "k0"],
+    ]);
+    assert.deepEqual((await store.ingestDropsList({ reason: "poison" })).map((d) => d.recordKey), [
+      "k1",
+    ]);
+    assert.deepEqual(
+      (await store.ingestDropsList({ before: all[0]!.id, limit: 1 })).map((d) => d.recordKey),
+      ["k1"],
+    );
+    assert.deepEqual(
+      (await store.ingestDropsList({ pipeline: "catalog" })).map((d) => d.recordKey),
+      ["k2", "k0"],
+    );
+  });
+
   test("drops are pruned per pipeline's retention", async ({ store }) => {
     for (const pipeline of ["catalog", "bank"]) {
       const { lease } = await openRun(store, pipeline);
