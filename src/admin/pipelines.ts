@@ -13,6 +13,7 @@ import type { CompiledPipeline, Freshness, IngestDrop, IngestRun } from "../inge
 import { ingestJob } from "../runners/ingest.ts";
 import type { Store } from "../store/store.ts";
 import { type Actor, audit } from "./audit.ts";
+import { iso } from "./job_json.ts";
 
 /** The windows drops are counted over. */
 export const HOUR_MS = 3_600_000;
@@ -111,6 +112,37 @@ export function freshnessOf(
     ageMs,
     stale: freshness.mode === "bounded" && (ageMs === null || ageMs > freshness.withinMs),
   };
+}
+
+/** A view as `jobs pipelines --json` and the API show it: instants as ISO UTC. */
+export function pipelineViewJson(view: PipelineView) {
+  return {
+    ...view,
+    recent: view.recent.map(ingestRunJson),
+    freshness: view.freshness && {
+      ...view.freshness,
+      lastCompletedAt: iso(view.freshness.lastCompletedAt),
+    },
+  };
+}
+
+/** A run as `jobs pipelines --json` and the API show it: its counts flat, without its cursor. */
+export function ingestRunJson(run: IngestRun) {
+  return {
+    id: run.id,
+    state: run.state,
+    trigger: run.trigger,
+    job: run.jobId,
+    ...run.counts,
+    error: run.error,
+    startedAt: iso(run.startedAt),
+    finishedAt: iso(run.finishedAt),
+  };
+}
+
+/** A drop as `jobs drops --json` and the API show it (its excerpt redacted, never its record). */
+export function dropJson(drop: IngestDrop) {
+  return { ...drop, at: iso(drop.at), replayedAt: iso(drop.replayedAt) };
 }
 
 /** The sum of a drops-by-reason map. */

@@ -17,9 +17,11 @@ import { Hono } from "hono";
 import { type Role, ROLES } from "../../admin/roles.ts";
 import { authenticateToken } from "../../admin/tokens.ts";
 import type { Clock } from "../../clock.ts";
+import type { CompiledPipeline } from "../../ingest/types.ts";
 import type { Logger } from "../../kernel/logger.ts";
 import { redact } from "../../kernel/redact.ts";
 import type { Store } from "../../store/store.ts";
+import type { CompiledWorkflow } from "../../workflow/types.ts";
 import {
   actorOf,
   INSTALLATION_ADMIN,
@@ -36,7 +38,9 @@ import { registerJobs } from "./jobs.ts";
 import { registerMe } from "./me.ts";
 import { openApiDocument } from "./openapi.ts";
 import { registerQueues } from "./queues.ts";
+import { registerPipelines } from "./pipelines.ts";
 import { registerSchedules } from "./schedules.ts";
+import { registerWorkflows } from "./workflows.ts";
 
 export { type ApiEnv, MAX_BODY_BYTES, MAX_JSON_DEPTH } from "./common.ts";
 
@@ -49,6 +53,20 @@ export interface ApiOptions {
   token?: string;
   /** How failed bearer attempts are limited per source address. */
   failures?: FailureLimitOptions;
+  /**
+   * The definitions of the schedules file the daemon loaded, as they are
+   * now (read on each request, so a reloaded file counts): what a workflow
+   * start, a pipeline run and a drop's replay run. Without them those
+   * routes answer 409 `definitions-unavailable`.
+   */
+  definitions?: () => ApiDefinitions;
+}
+
+/** The schedules file's definitions the API starts runs of. */
+export interface ApiDefinitions {
+  /** Its workflows, their attempts filled from the daemon's workers (as its own starts run). */
+  workflows: readonly CompiledWorkflow[];
+  pipelines: readonly CompiledPipeline[];
 }
 
 /**
@@ -122,6 +140,8 @@ export async function apiApp(options: ApiOptions): Promise<Hono<Env>> {
   registerAudit(router);
   registerQueues(router);
   registerSchedules(router);
+  registerWorkflows(router, options.definitions);
+  registerPipelines(router, options.definitions);
   return app;
 }
 

@@ -15,7 +15,9 @@ import { ErrorAnswer, type RouteSchemas } from "./common.ts";
 import { JOBS_SCHEMAS } from "./jobs.ts";
 import { ME_SCHEMAS } from "./me.ts";
 import { QUEUES_SCHEMAS } from "./queues.ts";
+import { PIPELINES_SCHEMAS } from "./pipelines.ts";
 import { SCHEDULES_SCHEMAS } from "./schedules.ts";
+import { WORKFLOWS_SCHEMAS } from "./workflows.ts";
 
 /** The schemas of each route of the table, by its key: each noun's, and this document's. */
 export const ROUTE_SCHEMAS: Readonly<Record<string, RouteSchemas>> = {
@@ -28,6 +30,8 @@ export const ROUTE_SCHEMAS: Readonly<Record<string, RouteSchemas>> = {
   ...AUDIT_SCHEMAS,
   ...QUEUES_SCHEMAS,
   ...SCHEDULES_SCHEMAS,
+  ...WORKFLOWS_SCHEMAS,
+  ...PIPELINES_SCHEMAS,
 };
 
 /** `schema` as JSON Schema 2020-12 (OpenAPI 3.1's dialect), without its `$schema`. */
