@@ -1,0 +1,295 @@
+/**
+ * `/api/v1/pipelines` and `/api/v1/drops` on every backend: a viewer reads
+ * the pipelines view and the drops and is refused (403, the role named)
+ * running a pipeline and replaying a drop; an operator does both through
+ * the command line's doors, each audit row naming the principal; unknown
+ * pipelines and drops are 404, a server without definitions answers the
+ * actions 409, malformed queries and bodies are 400; and a tenant's
+ * principal is refused every route (403 `installation-scope-required`), as
+ * ingest runs and drops are installation-wide.
+ */
+
+import assert from "node:assert/strict";
+import type { ApiDefinitions } from "../../src/http/api/app.ts";
+import { definePipeline } from "../../src/ingest/definition.ts";
+import type { CompiledPipeline } from "../../src/ingest/types.ts";
+import type { Store } from "../../src/store/store.ts";
+import { BACKENDS, newJob } from "../support/backends.ts";
+import { apiHarness, INSTALL_TOKEN } from "./api_support.ts";
+
+/** A pipeline of the schedules file, fresh within an hour. */
+function pipeline(id: string): CompiledPipeline {
+  return definePipeline({
+    id,
+    source: { file: "/dev/null" },
+    key: "sku",
+    steps: [],
+    dropReasons: ["duplicate", "poison"],
+    sink: { worker: "sink" },
+    freshness: { mode: "bounded", withinMs: 3_600_000 },
+  });
+}
+
+const CATALOG = pipeline("catalog");
+const DEFINITIONS: ApiDefinitions = { workflows: [], pipelines: [CATALOG] };
+const WITH_DEFINITIONS = { definitions: () => DEFINITIONS };
+
+/**
+ * A completed run of `pipeline` at `at` that dropped `drops` (reason,
+ * key), each with its record kept; returns the drops' ids, newest first.
+ */
+async function runWithDrops(
+  store: Store,
+  pipeline: string,
+  at: number,
+  drops: [string, string][],
+): Promise<number[]> {
+  await store.jobsInsert({
+    jobs: [newJob({ queue: "setup", worker: "jobs.ingest", scheduledAt: at })],
+    now: at,
+  });
+  const { jobs } = await store.jobsClaim({
+    queue: "setup",
+    node: "n1",
+    limit: 1,
+    now: at,
+    leaseMs: 60_000,
+  });
+  const job = jobs[0]!;
+  const run = await store.ingestRunOpen({
+    pipeline,
+    hash: "h1",
+    jobId: job.id,
+    fence: job.fence,
+    trigger: "schedule",
+    now: at,
+  });
+  assert.ok(run);
+  const lease = { runId: run.id, jobId: job.id, fence: job.fence };
+  const dropped: Record<string, number> = {};
+  for (const [reason] of drops) dropped[reason] = (dropped[reason] ?? 0) + 1;
+  assert.ok(
+    await store.ingestChunkCommit({
+      lease,
+      pipeline,
+      delta: { received: drops.length + 1, kept: 1, sunk: 1, failed: 0, dropped },
+      pending: 0,
+      cursor: "1",
+      drops: drops.map(([reason, key]) => ({
+        recordKey: key,
+        reason,
+        step: "dedupe",
+        excerpt: `{"sku":"${key}"}`,
+        record: `{"sku":"${key}"}`,
+      })),
+      failures: [],
+      cleared: [],
+      now: at,
+    }),
+  );
+  assert.ok(
+    await store.ingestRunFinish({ lease, state: "completed", error: null, pending: 0, now: at }),
+  );
+  return (await store.ingestDropsList({ pipeline, runId: run.id })).map((d) => d.id);
+}
+
+for (const backend of BACKENDS) {
+  Deno.test(`${backend.name}: a viewer reads /api/v1/pipelines and /api/v1/drops and gets 403 naming the role on runs and replays`, async () => {
+    await using api = await apiHarness(backend, WITH_DEFINITIONS);
+    const now = api.clock.now();
+    const [drop] = await runWithDrops(api.store, "catalog", now, [["duplicate", "a-1"]]);
+    await runWithDrops(api.store, "legacy", now, []);
+    const viewer = await api.token("reader", ["viewer"]);
+    const viewed = await api.call("GET", "/api/v1/pipelines", viewer);
+    assert.equal(viewed.status, 200);
+    const [catalog, legacy] = viewed.json.pipelines;
+    assert.deepEqual([catalog.id, catalog.declared, catalog.hash], ["catalog", true, CATALOG.hash]);
+    assert.deepEqual([legacy.id, legacy.declared], ["legacy", false]);
+    assert.equal(catalog.runs, 1);
+    assert.equal(catalog.recent[0].state, "completed");
+    assert.equal(catalog.recent[0].received, 2);
+    assert.equal(catalog.recent[0].cursor, undefined);
+    assert.deepEqual(catalog.droppedLastHour, { duplicate: 1 });
+    assert.equal(catalog.freshness.stale, false);
+    assert.equal(catalog.freshness.lastCompletedAt, new Date(now).toISOString());
+    const drops = await api.call("GET", "/api/v1/drops", viewer);
+    assert.equal(drops.status, 200);
+    assert.deepEqual(drops.json.drops.map((d: { id: number }) => d.id), [drop]);
+    assert.equal(drops.json.drops[0].excerpt, '{"sku":"a-1"}');
+    assert.equal(drops.json.drops[0].record, undefined);
+    for (
+      const [path, body] of [
+        ["/api/v1/pipelines/catalog/runs", {}],
+        [`/api/v1/drops/${drop}/replay`, { reason: "fixed the dedupe" }],
+      ] as const
+    ) {
+      const refused = await api.call("POST", path, viewer, body);
+      assert.equal(refused.status, 403, path);
+      assert.equal(refused.json.error.code, "role-required");
+      assert.match(refused.json.error.message, /"operator"/);
+    }
+    assert.deepEqual(await api.store.jobsList({ queue: "ingest" }), []);
+  });
+
+  Deno.test(`${backend.name}: an operator runs a pipeline and replays a drop, audited with the token's name`, async () => {
+    await using api = await apiHarness(backend, WITH_DEFINITIONS);
+    const ops = await api.token("data-ops", ["operator"]);
+    const ran = await api.call("POST", "/api/v1/pipelines/catalog/runs", ops, {
+      reason: "vendor resent the file",
+    });
+    assert.equal(ran.status, 201);
+    assert.deepEqual(ran.json, { job: ran.json.job, pipeline: "catalog", queue: CATALOG.queue });
+    const [job] = await api.store.jobsList({ ids: [ran.json.job], limit: 1 });
+    assert.deepEqual([job?.worker, job?.state, job?.tenant], ["jobs.ingest", "available", null]);
+    const runs = await api.store.auditList({ target: "pipeline:catalog" });
+    assert.deepEqual(runs.map((r) => [r.action, r.actor, r.reason, r.details.job]), [
+      ["ingest.run", "token:data-ops", "vendor resent the file", ran.json.job],
+    ]);
+    const bare = await api.call("POST", "/api/v1/pipelines/catalog/runs", ops, {});
+    assert.equal(bare.status, 201);
+
+    const [drop] = await runWithDrops(api.store, "catalog", api.clock.now(), [["poison", "p-1"]]);
+    const replayed = await api.call("POST", `/api/v1/drops/${drop}/replay`, ops, {
+      reason: "fixed the parser",
+    });
+    assert.equal(replayed.status, 201);
+    assert.deepEqual(replayed.json, { drop, job: replayed.json.job, pipeline: "catalog" });
+    const trail = await api.store.auditList({ target: `drop:${drop}` });
+    assert.deepEqual(trail.map((r) => [r.action, r.actor, r.reason]), [
+      ["ingest.replay", "token:data-ops", "fixed the parser"],
+    ]);
+    const listed = await api.call("GET", "/api/v1/drops?pipeline=catalog", ops);
+    assert.equal(listed.json.drops[0].replayedJob, replayed.json.job);
+    const twice = await api.call("POST", `/api/v1/drops/${drop}/replay`, ops, {
+      reason: "fixed the parser",
+    });
+    assert.equal(twice.status, 409);
+    assert.equal(twice.json.error.code, "not-applicable");
+    assert.match(twice.json.error.message, /"again": true/);
+    const again = await api.call("POST", `/api/v1/drops/${drop}/replay`, ops, {
+      reason: "fixed it again",
+      again: true,
+    });
+    assert.equal(again.status, 201);
+    assert.notEqual(again.json.job, replayed.json.job);
+  });
+
+  Deno.test(`${backend.name}: drops filter by pipeline and reason and page with after`, async () => {
+    await using api = await apiHarness(backend, WITH_DEFINITIONS);
+    const now = api.clock.now();
+    const catalog = await runWithDrops(api.store, "catalog", now, [
+      ["duplicate", "a"],
+      ["poison", "b"],
+      ["duplicate", "c"],
+    ]);
+    const legacy = await runWithDrops(api.store, "legacy", now, [["duplicate", "z"]]);
+    const ops = await api.token("ops", ["operator"]);
+    const ids = async (query: string) => {
+      const answer = await api.call("GET", `/api/v1/drops${query}`, ops);
+      assert.equal(answer.status, 200, query);
+      return { ids: answer.json.drops.map((d: { id: number }) => d.id), next: answer.json.next };
+    };
+    assert.deepEqual((await ids("")).ids, [...legacy, ...catalog]);
+    assert.deepEqual((await ids("?pipeline=catalog")).ids, catalog);
+    assert.deepEqual(
+      (await ids("?pipeline=catalog&reason=duplicate")).ids,
+      catalog.filter((_, i) => i !== 1),
+    );
+    assert.deepEqual((await ids("?reason=poison")).ids, [catalog[1]]);
+    assert.deepEqual((await ids("?pipeline=nowhere")).ids, []);
+    const first = await ids("?pipeline=catalog&limit=2");
+    assert.deepEqual(first, { ids: catalog.slice(0, 2), next: catalog[1] });
+    const second = await ids(`?pipeline=catalog&limit=2&after=${first.next}`);
+    assert.deepEqual(second, { ids: catalog.slice(2), next: null });
+    const runs = await api.call("GET", "/api/v1/pipelines?runs=1", ops);
+    assert.equal(runs.json.pipelines[0].recent.length, 1);
+  });
+
+  Deno.test(`${backend.name}: unknown pipelines and drops are 404, actions without definitions 409, malformed requests 400`, async () => {
+    await using api = await apiHarness(backend, WITH_DEFINITIONS);
+    const ops = await api.token("ops", ["operator"]);
+    const unknown = await api.call("POST", "/api/v1/pipelines/nowhere/runs", ops, {});
+    assert.equal(unknown.status, 404);
+    assert.equal(unknown.json.error.code, "pipeline-not-found");
+    for (const id of ["999", "0", "abc"]) {
+      const missing = await api.call("POST", `/api/v1/drops/${id}/replay`, ops, {
+        reason: "a typo here",
+      });
+      assert.equal(missing.status, 404, id);
+      assert.equal(missing.json.error.code, "drop-not-found");
+    }
+    const [orphan] = await runWithDrops(api.store, "legacy", api.clock.now(), [["poison", "x"]]);
+    const undeclared = await api.call("POST", `/api/v1/drops/${orphan}/replay`, ops, {
+      reason: "give it a go",
+    });
+    assert.equal(undeclared.status, 409);
+    assert.equal(undeclared.json.error.code, "pipeline-not-declared");
+    const bad = [
+      ["/api/v1/pipelines/catalog/runs", { tenant: "acme" }],
+      ["/api/v1/pipelines/catalog/runs", { reason: "TODO" }],
+      [`/api/v1/drops/${orphan}/replay`, {}],
+      [`/api/v1/drops/${orphan}/replay`, { reason: "fine", again: "yes" }],
+      [`/api/v1/drops/${orphan}/replay`, { reason: "fine", pipeline: "catalog" }],
+    ] as const;
+    for (const [path, body] of bad) {
+      const refused = await api.call("POST", path, ops, body);
+      assert.equal(refused.status, 400, `${path} ${JSON.stringify(body)}`);
+    }
+    for (
+      const path of [
+        "/api/v1/drops?after=x",
+        "/api/v1/drops?tenant=acme",
+        "/api/v1/drops?limit=0",
+        "/api/v1/pipelines?runs=0",
+        "/api/v1/pipelines?runs=51",
+      ]
+    ) {
+      const refused = await api.call("GET", path, ops);
+      assert.equal(refused.status, 400, path);
+      assert.equal(refused.json.error.code, "query-invalid");
+    }
+    assert.deepEqual(await api.store.jobsList({ queue: CATALOG.queue }), []);
+
+    await using bare = await apiHarness(backend);
+    const [drop] = await runWithDrops(bare.store, "catalog", bare.clock.now(), [["poison", "y"]]);
+    const viewed = await bare.call("GET", "/api/v1/pipelines", INSTALL_TOKEN);
+    assert.deepEqual(viewed.json.pipelines.map((p: { id: string }) => p.id), ["catalog"]);
+    assert.equal(viewed.json.pipelines[0].declared, false);
+    for (
+      const [path, body] of [
+        ["/api/v1/pipelines/catalog/runs", {}],
+        [`/api/v1/drops/${drop}/replay`, { reason: "fixed the parser" }],
+      ] as const
+    ) {
+      const refused = await bare.call("POST", path, INSTALL_TOKEN, body);
+      assert.equal(refused.status, 409, path);
+      assert.equal(refused.json.error.code, "definitions-unavailable");
+    }
+  });
+
+  Deno.test(`${backend.name}: a tenant's principal is refused every pipelines and drops route (403)`, async () => {
+    await using api = await apiHarness(backend, WITH_DEFINITIONS);
+    const [drop] = await runWithDrops(api.store, "catalog", api.clock.now(), [["poison", "p"]]);
+    const acmeOps = await api.token("acme-ops", ["operator"], "acme");
+    const acmeViewer = await api.token("acme-reader", ["viewer"], "acme");
+    for (const secret of [acmeOps, acmeViewer]) {
+      for (const path of ["/api/v1/pipelines", "/api/v1/drops"]) {
+        const refused = await api.call("GET", path, secret);
+        assert.equal(refused.status, 403, path);
+        assert.equal(refused.json.error.code, "installation-scope-required");
+      }
+    }
+    for (
+      const [path, body] of [
+        ["/api/v1/pipelines/catalog/runs", {}],
+        [`/api/v1/drops/${drop}/replay`, { reason: "mine to replay" }],
+      ] as const
+    ) {
+      const refused = await api.call("POST", path, acmeOps, body);
+      assert.equal(refused.status, 403, path);
+      assert.equal(refused.json.error.code, "installation-scope-required");
+    }
+    assert.deepEqual(await api.store.jobsList({ queue: CATALOG.queue }), []);
+    assert.deepEqual(await api.store.auditList({ target: `drop:${drop}` }), []);
+  });
+}
