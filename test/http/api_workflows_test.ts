@@ -7,6 +7,7 @@
  * run it starts carries its tenant onto its step jobs; unknown runs and
  * workflows are 404, a server without definitions answers a start 409, and
  * malformed queries and bodies (a tenant named in one included) are 400.
+ * Last, a real `jobs daemon` serves a start of its schedules file's workflow.
  */
 
 import assert from "node:assert/strict";
@@ -14,9 +15,10 @@ import type { ApiDefinitions } from "../../src/http/api/app.ts";
 import { Jobs } from "../../src/jobs.ts";
 import { silentLogger } from "../../src/kernel/logger.ts";
 import { defineWorker } from "../../src/kernel/worker.ts";
-import { drainAllJobs } from "../../src/testing.ts";
+import { drainAllJobs, waitUntil } from "../../src/testing.ts";
 import { compileWorkflow } from "../../src/workflow/definition.ts";
 import { BACKENDS } from "../support/backends.ts";
+import { daemonDir, spawnDaemon } from "../support/daemon_process.ts";
 import { apiHarness, INSTALL_TOKEN } from "./api_support.ts";
 
 /** `first` then `second`, each on its own queue, once (a failure is final). */
@@ -301,3 +303,50 @@ for (const backend of BACKENDS) {
     assert.equal((await bare.call("GET", "/api/v1/workflows", INSTALL_TOKEN)).status, 200);
   });
 }
+
+Deno.test({
+  name:
+    "jobs daemon serves /api/v1/workflows with its schedules file's definitions: a start runs to completion",
+  sanitizeResources: false,
+  fn: async () => {
+    await using dir = await daemonDir();
+    await Deno.writeTextFile(
+      dir.config,
+      `version: 1
+use_cases:
+  greet: { command: ["sh", "-c", "echo hello"] }
+workflows:
+  - id: hello
+    steps:
+      - { id: greet, use_case: greet }
+schedules: []
+`,
+    );
+    const token = "daemon-api-token-for-test";
+    await using daemon = spawnDaemon(
+      ["--db", dir.db, "--config", dir.config, "--node", "d1", "--listen", "127.0.0.1:0"],
+      { name: "d1", env: { JOBS_TOKEN: token }, signal: AbortSignal.timeout(60_000) },
+    );
+    const listening = await daemon.waitFor("http.listening");
+    const base = `http://127.0.0.1:${listening.port}/api/v1`;
+    const call = async (method: string, path: string, body?: unknown) => {
+      const response = await fetch(`${base}${path}`, {
+        method,
+        headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
+        ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+      });
+      return { status: response.status, json: await response.json() };
+    };
+    const started = await call("POST", "/workflows", { workflow: "hello", key: "h-1" });
+    assert.equal(started.status, 201, JSON.stringify(started.json));
+    const run = await waitUntil("the run completed", async () => {
+      const shown = await call("GET", `/workflows/${started.json.id}`);
+      return shown.json.run?.state === "completed" ? shown.json : null;
+    }, { timeoutMs: 30_000, intervalMs: 100 });
+    assert.deepEqual(run.steps.map((s: { state: string }) => s.state), ["completed"]);
+    assert.equal(run.audit[0].actor, "token:installation");
+    const unknown = await call("POST", "/pipelines/nowhere/runs", {});
+    assert.equal(unknown.status, 404, "the daemon hands the API its definitions");
+    assert.equal((await daemon.stop("SIGTERM")).code, 0, daemon.log());
+  },
+});
