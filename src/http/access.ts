@@ -152,25 +152,25 @@ export const API_ROUTES: readonly ApiRoute[] = [
     method: "GET",
     path: "/api/v1/pipelines",
     roles: READ,
-    summary: "Each pipeline's freshness, newest runs and drops (installation-wide principals only)",
+    summary: "Each pipeline's freshness, newest runs and drops (a tenant's: its runs)",
   },
   {
     method: "POST",
     path: "/api/v1/pipelines/:name/runs",
     roles: ACT,
-    summary: "Run a pipeline now (installation-wide principals only)",
+    summary: "Run a pipeline now (a tenant's principal: a run of its tenant)",
   },
   {
     method: "GET",
     path: "/api/v1/drops",
     roles: READ,
-    summary: "Dropped records, newest first (installation-wide principals only)",
+    summary: "Dropped records, newest first (a tenant's: of its runs)",
   },
   {
     method: "POST",
     path: "/api/v1/drops/:id/replay",
     roles: ACT,
-    summary: "Replay one dropped record (installation-wide principals only)",
+    summary: "Replay one dropped record",
   },
   // Reports.
 

@@ -5,8 +5,8 @@
  * the command line's doors, each audit row naming the principal; unknown
  * pipelines and drops are 404, a server without definitions answers the
  * actions 409, malformed queries and bodies are 400; and a tenant's
- * principal is refused every route (403 `installation-scope-required`), as
- * ingest runs and drops are installation-wide.
+ * principal sees its tenant's runs and drops only (another tenant's drop
+ * is 404), and the runs and replays it starts carry its tenant.
  */
 
 import assert from "node:assert/strict";
@@ -36,16 +36,18 @@ const WITH_DEFINITIONS = { definitions: () => DEFINITIONS };
 
 /**
  * A completed run of `pipeline` at `at` that dropped `drops` (reason,
- * key), each with its record kept; returns the drops' ids, newest first.
+ * key), each with its record kept, its job (and so the run) of `tenant`;
+ * returns the drops' ids, newest first.
  */
 async function runWithDrops(
   store: Store,
   pipeline: string,
   at: number,
   drops: [string, string][],
+  tenant: string | null = null,
 ): Promise<number[]> {
   await store.jobsInsert({
-    jobs: [newJob({ queue: "setup", worker: "jobs.ingest", scheduledAt: at })],
+    jobs: [newJob({ queue: "setup", worker: "jobs.ingest", scheduledAt: at, tenant })],
     now: at,
   });
   const { jobs } = await store.jobsClaim({
@@ -267,29 +269,64 @@ for (const backend of BACKENDS) {
     }
   });
 
-  Deno.test(`${backend.name}: a tenant's principal is refused every pipelines and drops route (403)`, async () => {
+  Deno.test(`${backend.name}: a tenant's principal sees its tenant's runs and drops only, and its runs and replays carry its tenant`, async () => {
     await using api = await apiHarness(backend, WITH_DEFINITIONS);
-    const [drop] = await runWithDrops(api.store, "catalog", api.clock.now(), [["poison", "p"]]);
+    const now = api.clock.now();
+    const [acmeDrop] = await runWithDrops(api.store, "catalog", now, [["poison", "a"]], "acme");
+    const [globexDrop] = await runWithDrops(api.store, "catalog", now, [["poison", "g"]], "globex");
+    const [sharedDrop] = await runWithDrops(api.store, "catalog", now, [["poison", "s"]]);
     const acmeOps = await api.token("acme-ops", ["operator"], "acme");
     const acmeViewer = await api.token("acme-reader", ["viewer"], "acme");
+
+    const all = await api.call("GET", "/api/v1/pipelines", INSTALL_TOKEN);
+    assert.equal(all.json.pipelines[0].runs, 3);
     for (const secret of [acmeOps, acmeViewer]) {
-      for (const path of ["/api/v1/pipelines", "/api/v1/drops"]) {
-        const refused = await api.call("GET", path, secret);
-        assert.equal(refused.status, 403, path);
-        assert.equal(refused.json.error.code, "installation-scope-required");
-      }
+      const viewed = await api.call("GET", "/api/v1/pipelines", secret);
+      assert.equal(viewed.status, 200);
+      assert.deepEqual(viewed.json.pipelines.map((p: { id: string }) => p.id), ["catalog"]);
+      assert.equal(viewed.json.pipelines[0].runs, 1);
+      assert.deepEqual(
+        viewed.json.pipelines[0].recent.map((r: { tenant: string }) => r.tenant),
+        ["acme"],
+      );
+      assert.deepEqual(viewed.json.pipelines[0].droppedLastDay, { poison: 1 });
+      const drops = await api.call("GET", "/api/v1/drops", secret);
+      assert.deepEqual(drops.json.drops.map((d: { id: number }) => d.id), [acmeDrop]);
+      const named = await api.call("GET", "/api/v1/drops?tenant=globex", secret);
+      assert.equal(named.status, 400);
     }
-    for (
-      const [path, body] of [
-        ["/api/v1/pipelines/catalog/runs", {}],
-        [`/api/v1/drops/${drop}/replay`, { reason: "mine to replay" }],
-      ] as const
-    ) {
-      const refused = await api.call("POST", path, acmeOps, body);
-      assert.equal(refused.status, 403, path);
-      assert.equal(refused.json.error.code, "installation-scope-required");
+    const everyone = await api.call("GET", "/api/v1/drops", INSTALL_TOKEN);
+    assert.equal(everyone.json.drops.length, 3);
+
+    for (const other of [globexDrop, sharedDrop]) {
+      const refused = await api.call("POST", `/api/v1/drops/${other}/replay`, acmeOps, {
+        reason: "not mine to replay",
+      });
+      assert.equal(refused.status, 404, String(other));
+      assert.equal(refused.json.error.code, "drop-not-found");
+      assert.deepEqual(await api.store.auditList({ target: `drop:${other}` }), []);
     }
-    assert.deepEqual(await api.store.jobsList({ queue: CATALOG.queue }), []);
-    assert.deepEqual(await api.store.auditList({ target: `drop:${drop}` }), []);
+    const replayed = await api.call("POST", `/api/v1/drops/${acmeDrop}/replay`, acmeOps, {
+      reason: "fixed the parser",
+    });
+    assert.equal(replayed.status, 201);
+    const ran = await api.call("POST", "/api/v1/pipelines/catalog/runs", acmeOps, {});
+    assert.equal(ran.status, 201);
+    const jobs = await api.store.jobsList({ ids: [replayed.json.job, ran.json.job], limit: 2 });
+    assert.deepEqual(jobs.map((j) => j.tenant), ["acme", "acme"]);
+    const [audited] = await api.store.auditList({ target: "pipeline:catalog" });
+    assert.deepEqual([audited?.actor, audited?.details.tenant], ["token:acme-ops", "acme"]);
+    // An installation-wide replay of acme's drop is acme's run too.
+    const again = await api.call("POST", `/api/v1/drops/${acmeDrop}/replay`, INSTALL_TOKEN, {
+      reason: "once more",
+      again: true,
+    });
+    assert.equal(again.status, 201);
+    const [replay] = await api.store.jobsList({ ids: [again.json.job], limit: 1 });
+    assert.equal(replay?.tenant, "acme");
+
+    const viewerRun = await api.call("POST", "/api/v1/pipelines/catalog/runs", acmeViewer, {});
+    assert.equal(viewerRun.status, 403);
+    assert.equal(viewerRun.json.error.code, "role-required");
   });
 }

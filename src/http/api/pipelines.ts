@@ -5,9 +5,14 @@
  * through the doors of `src/admin/pipelines.ts`, each action audited with
  * the principal as actor.
  *
- * Pipelines are installation-wide today: ingest runs and drops carry no
- * tenant, so every route here answers a tenant's principal 403
- * (`installation-scope-required`), even for reads.
+ * A tenant's principal sees its tenant's runs and their drops only, the
+ * tenant in the store's statements (`IngestRunFilter.tenant`,
+ * `IngestDropFilter.tenant`, `ingestSummaries({ tenant })`); another
+ * tenant's drop answers 404 as a missing one. A run it starts carries its
+ * tenant (its `jobs.ingest` job does, and the run's row copies it); a
+ * replay carries the tenant of the drop's run. The pipelines themselves
+ * are the schedules file's, which every tenant shares: the view lists
+ * each, with the principal's runs of it.
  *
  * The definitions are the schedules file's the daemon loaded (`ApiOptions.
  * definitions`): without them the view lists only the pipelines the store
@@ -38,7 +43,6 @@ import {
   type ApiRouter,
   checkedReason,
   ID_TEXT,
-  installationWide,
   LIMIT_TEXT,
   pageLimit,
   param,
@@ -79,6 +83,7 @@ export const IngestRunAnswer = z.looseObject({
   id: z.int(),
   state: z.string(),
   trigger: z.string(),
+  tenant: z.string().nullable(),
   job: z.int(),
   received: z.int(),
   sunk: z.int(),
@@ -181,19 +186,18 @@ export function registerPipelines(
   };
 
   api.on("GET", "/api/v1/pipelines", async (c, p) => {
-    installationWide(p);
     const query = readQuery(c, PipelinesQuery);
     const views = await pipelinesView({
       store,
       pipelines: definitions?.().pipelines ?? [],
       now: clock.now(),
+      tenant: p.tenant,
       ...(query.runs === undefined ? {} : { recent: Number(query.runs) }),
     });
     return c.json({ pipelines: views.map(pipelineViewJson) });
   });
 
   api.on("POST", "/api/v1/pipelines/:name/runs", async (c, p) => {
-    installationWide(p);
     const { reason } = await readBody(c, IngestBody);
     checkedReason(reason);
     const name = param(c, "name");
@@ -205,12 +209,11 @@ export function registerPipelines(
         `no pipeline ${quoted(name)} in the daemon's schedules file`,
       );
     }
-    const job = await startIngestRun(store, pipeline, api.who(p, reason ?? null));
+    const job = await startIngestRun(store, pipeline, api.who(p, reason ?? null), p.tenant);
     return c.json({ job, pipeline: pipeline.id, queue: pipeline.queue }, 201);
   });
 
   api.on("GET", "/api/v1/drops", async (c, p) => {
-    installationWide(p);
     const query = readQuery(c, DropsQuery);
     const limit = pageLimit(query.limit);
     const drops = await store.ingestDropsList({
@@ -218,6 +221,7 @@ export function registerPipelines(
       ...(query.reason === undefined ? {} : { reason: query.reason }),
       ...(query.run === undefined ? {} : { runId: Number(query.run) }),
       ...(query.after === undefined ? {} : { before: Number(query.after) }),
+      ...(p.tenant === null ? {} : { tenant: p.tenant }),
       limit: limit + 1,
     });
     const page = drops.slice(0, limit);
@@ -228,12 +232,13 @@ export function registerPipelines(
   });
 
   api.on("POST", "/api/v1/drops/:id/replay", async (c, p) => {
-    installationWide(p);
     const body = await readBody(c, ReplayBody);
     checkedReason(body.reason);
     const text = param(c, "id");
     const id = /^\d{1,15}$/.test(text) ? Number(text) : -1;
-    const drop = id < 1 ? null : await store.ingestDropGet({ id });
+    const drop = id < 1
+      ? null
+      : await store.ingestDropGet({ id, ...(p.tenant === null ? {} : { tenant: p.tenant }) });
     if (!drop) throw new ApiError(404, "drop-not-found", `no drop ${quoted(text)}`);
     const pipelines = declared();
     if (!pipelines.some((d) => d.id === drop.pipeline)) {
@@ -251,6 +256,7 @@ export function registerPipelines(
         pipeline: (name) => pipelines.find((d) => d.id === name) ?? null,
         who: { ...who, reason: body.reason },
         again: body.again ?? false,
+        tenant: p.tenant,
       });
       return c.json({ drop: id, job: replayed.job, pipeline: replayed.drop.pipeline }, 201);
     } catch (error) {
