@@ -104,7 +104,10 @@ export async function listWorkflowRuns(
   const summaries: WorkflowRunSummary[] = [];
   for (const run of runs) {
     // The step rows are only in the detail; a run deleted meanwhile counts none.
-    const detail = await store.workflowGet({ id: run.id });
+    const detail = await store.workflowGet({
+      id: run.id,
+      ...(filter.tenant === undefined ? {} : { tenant: filter.tenant }),
+    });
     summaries.push({
       id: run.id,
       workflow: run.workflow,

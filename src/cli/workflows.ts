@@ -387,6 +387,9 @@ async function startRun(id: string, options: StartOptions, deps: CliDeps): Promi
       if (error instanceof EnqueueError) {
         throw new CommandFailed(`jobs start: ${echo(error.message, 400)}`, 2);
       }
+      if (error instanceof WorkflowActionRefused) {
+        throw new CommandFailed(`jobs start: ${echo(error.message, 400)}; nothing started`);
+      }
       throw error;
     });
     if (options.json) {
