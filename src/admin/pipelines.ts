@@ -13,6 +13,7 @@ import type { CompiledPipeline, Freshness, IngestDrop, IngestRun } from "../inge
 import { ingestJob } from "../runners/ingest.ts";
 import type { Store } from "../store/store.ts";
 import { type Actor, audit } from "./audit.ts";
+import { iso } from "./job_json.ts";
 
 /** The windows drops are counted over. */
 export const HOUR_MS = 3_600_000;
@@ -61,11 +62,18 @@ export async function pipelinesView(params: {
   now: number;
   /** @default RECENT_RUNS */
   recent?: number;
+  /**
+   * Only this tenant's runs and their drops (a tenant principal's scope),
+   * in the store's statements: the file's pipelines are listed still.
+   * @default null, every run
+   */
+  tenant?: string | null;
 }): Promise<PipelineView[]> {
   const { store, now } = params;
+  const scope = (params.tenant ?? null) === null ? {} : { tenant: params.tenant! };
   const [day, hour] = await Promise.all([
-    store.ingestSummaries({ since: now - DAY_MS }),
-    store.ingestSummaries({ since: now - HOUR_MS }),
+    store.ingestSummaries({ since: now - DAY_MS, ...scope }),
+    store.ingestSummaries({ since: now - HOUR_MS, ...scope }),
   ]);
   const dayOf = new Map(day.map((s) => [s.pipeline, s]));
   const hourOf = new Map(hour.map((s) => [s.pipeline, s]));
@@ -79,7 +87,7 @@ export async function pipelinesView(params: {
     const summary = dayOf.get(id);
     const pipeline = declared.get(id);
     const recent = summary && summary.runs > 0
-      ? await store.ingestRunsList({ pipeline: id, limit: params.recent ?? RECENT_RUNS })
+      ? await store.ingestRunsList({ pipeline: id, limit: params.recent ?? RECENT_RUNS, ...scope })
       : [];
     views.push({
       id,
@@ -113,6 +121,38 @@ export function freshnessOf(
   };
 }
 
+/** A view as `jobs pipelines --json` and the API show it: instants as ISO UTC. */
+export function pipelineViewJson(view: PipelineView) {
+  return {
+    ...view,
+    recent: view.recent.map(ingestRunJson),
+    freshness: view.freshness && {
+      ...view.freshness,
+      lastCompletedAt: iso(view.freshness.lastCompletedAt),
+    },
+  };
+}
+
+/** A run as `jobs pipelines --json` and the API show it: its counts flat, without its cursor. */
+export function ingestRunJson(run: IngestRun) {
+  return {
+    id: run.id,
+    state: run.state,
+    trigger: run.trigger,
+    tenant: run.tenant,
+    job: run.jobId,
+    ...run.counts,
+    error: run.error,
+    startedAt: iso(run.startedAt),
+    finishedAt: iso(run.finishedAt),
+  };
+}
+
+/** A drop as `jobs drops --json` and the API show it (its excerpt redacted, never its record). */
+export function dropJson(drop: IngestDrop) {
+  return { ...drop, at: iso(drop.at), replayedAt: iso(drop.replayedAt) };
+}
+
 /** The sum of a drops-by-reason map. */
 export function totalDropped(dropped: Record<string, number>): number {
   let total = 0;
@@ -131,20 +171,24 @@ export class PipelineActionRefused extends Error {
 /**
  * Enqueues a run of `pipeline` now (`jobs ingest`), audited in the same
  * transaction as `ingest.run` on `pipeline:<id>`. Returns the job's id.
+ * The job, and so the run, carries `tenant` (the principal's; null:
+ * installation-wide).
  */
 export async function startIngestRun(
   store: Store,
   pipeline: CompiledPipeline,
   who: Actor,
+  tenant: string | null = null,
 ): Promise<number> {
   return await store.transaction(async (tx) => {
     const [inserted] = await tx.jobsInsert({
-      jobs: [ingestJob(pipeline, { now: who.now })],
+      jobs: [ingestJob(pipeline, { now: who.now, tenant })],
       now: who.now,
     });
     await audit(tx, who, "ingest.run", `pipeline:${pipeline.id}`, {
       job: inserted!.id,
       hash: pipeline.hash,
+      ...(tenant === null ? {} : { tenant }),
     });
     return inserted!.id;
   });
@@ -155,7 +199,9 @@ export async function startIngestRun(
  * job that runs just that record through `pipeline` (the definition of
  * now: the fix is usually in it), marked on the drop and audited as
  * `ingest.replay` on `drop:<id>`, all in one transaction, so a drop is
- * replayed once unless `again`.
+ * replayed once unless `again`. The replay carries the tenant of the
+ * drop's run; with `tenant`, a drop of another tenant's run is refused as
+ * one that is not there.
  *
  * @param pipeline the definition to replay through, given the drop's
  *   pipeline id; null when there is none to use (refused)
@@ -169,10 +215,13 @@ export async function replayDrop(
     pipeline: (id: string) => CompiledPipeline | null;
     who: Actor & { reason: string };
     again?: boolean;
+    /** Only a drop of this tenant's runs (a tenant principal's scope). @default null, any */
+    tenant?: string | null;
   },
 ): Promise<{ job: number; drop: IngestDrop }> {
   const { id, who } = params;
-  const drop = await store.ingestDropGet({ id });
+  const scope = params.tenant ?? null;
+  const drop = await store.ingestDropGet({ id, ...(scope === null ? {} : { tenant: scope }) });
   if (!drop) throw new PipelineActionRefused(`no drop ${id}: nothing to replay`);
   if (!drop.replayable) {
     throw new PipelineActionRefused(
@@ -190,10 +239,11 @@ export async function replayDrop(
       `drop ${id} is of pipeline "${drop.pipeline}", which the schedules file does not declare`,
     );
   }
+  const tenant = (await store.ingestRunGet({ id: drop.runId }))?.tenant ?? scope;
   const job = await store.transaction(async (tx) => {
     const replay = { drop: id, actor: who.actor, reason: who.reason };
     const [inserted] = await tx.jobsInsert({
-      jobs: [ingestJob(pipeline, { now: who.now, replay })],
+      jobs: [ingestJob(pipeline, { now: who.now, replay, tenant })],
       now: who.now,
     });
     await tx.ingestDropReplayed({ id, jobId: inserted!.id, now: who.now });

@@ -36,6 +36,7 @@ import {
   type WorkflowStepRow,
 } from "../workflow/types.ts";
 import { type Actor, audit } from "./audit.ts";
+import { iso } from "./job_json.ts";
 import { redactValue } from "../kernel/redact.ts";
 
 // ----------------------------------------------------------------- listing
@@ -73,6 +74,8 @@ export interface WorkflowRunSummary {
 export interface WorkflowRunsFilter {
   state?: RunState | RunState[];
   workflow?: string;
+  /** Only this tenant's runs (a tenant principal's scope), in the store's statement. */
+  tenant?: string;
   /** @default 50 */
   limit?: number;
   /** Keyset paging: runs older than this id (the last id of the previous page). */
@@ -93,6 +96,7 @@ export async function listWorkflowRuns(
   const runs = await store.workflowsList({
     ...(filter.state === undefined ? {} : { state: filter.state }),
     ...(filter.workflow === undefined ? {} : { workflow: filter.workflow }),
+    ...(filter.tenant === undefined ? {} : { tenant: filter.tenant }),
     ...(filter.after === undefined ? {} : { after: filter.after }),
     limit: filter.limit ?? DEFAULT_RUNS_LIMIT,
     desc: true,
@@ -100,7 +104,10 @@ export async function listWorkflowRuns(
   const summaries: WorkflowRunSummary[] = [];
   for (const run of runs) {
     // The step rows are only in the detail; a run deleted meanwhile counts none.
-    const detail = await store.workflowGet({ id: run.id });
+    const detail = await store.workflowGet({
+      id: run.id,
+      ...(filter.tenant === undefined ? {} : { tenant: filter.tenant }),
+    });
     summaries.push({
       id: run.id,
       workflow: run.workflow,
@@ -223,9 +230,17 @@ export interface WorkflowRunView {
   compensations: CompensationRunView[];
 }
 
-/** One run by id as a {@linkcode WorkflowRunView}, or null when there is no such run. */
-export async function workflowRunView(store: Store, id: number): Promise<WorkflowRunView | null> {
-  const detail = await store.workflowGet({ id });
+/**
+ * One run by id as a {@linkcode WorkflowRunView}, or null when there is no
+ * such run; with a `tenant`, also when the run is not that tenant's (read
+ * with the tenant in the store's statement).
+ */
+export async function workflowRunView(
+  store: Store,
+  id: number,
+  tenant: string | null = null,
+): Promise<WorkflowRunView | null> {
+  const detail = await store.workflowGet({ id, ...(tenant === null ? {} : { tenant }) });
   if (!detail) return null;
   const jobs = await jobsOf(store, detail.steps);
   return runView(detail, jobs);
@@ -375,6 +390,39 @@ function byteLength(text: string): number {
   return new TextEncoder().encode(text).length;
 }
 
+// -------------------------------------------------------------------- json
+
+/** A run of a listing as `jobs workflows --json` and the API show it: instants as ISO UTC. */
+export function workflowSummaryJson(run: WorkflowRunSummary) {
+  return { ...run, startedAt: iso(run.startedAt), finishedAt: iso(run.finishedAt) };
+}
+
+/** A run's view as `jobs workflow show --json` and the API show it: instants as ISO UTC. */
+export function workflowViewJson(view: WorkflowRunView) {
+  return {
+    run: {
+      ...view.run,
+      startedAt: iso(view.run.startedAt),
+      finishedAt: iso(view.run.finishedAt),
+      updatedAt: iso(view.run.updatedAt),
+    },
+    saga: view.saga,
+    hash: view.hash,
+    steps: view.steps.map((s) => ({
+      ...s,
+      nextAttemptAt: iso(s.nextAttemptAt),
+      createdAt: iso(s.createdAt),
+      finishedAt: iso(s.finishedAt),
+    })),
+    compensations: view.compensations.map((c) => ({
+      ...c,
+      nextAttemptAt: iso(c.nextAttemptAt),
+      createdAt: iso(c.createdAt),
+      finishedAt: iso(c.finishedAt),
+    })),
+  };
+}
+
 // -------------------------------------------------------------------- text
 
 /**
@@ -394,8 +442,8 @@ export function workflowTreeText(view: WorkflowRunView, now?: number): string[] 
   const { run } = view;
   const lines = [
     `run ${run.id}  ${text(run.workflow)}${view.saga ? " (saga)" : ""}  ${run.state}`,
-    `  started ${iso(run.startedAt)}${
-      run.finishedAt === null ? "" : `, finished ${iso(run.finishedAt)}`
+    `  started ${isoText(run.startedAt)}${
+      run.finishedAt === null ? "" : `, finished ${isoText(run.finishedAt)}`
     }${run.tenant === null ? "" : `, tenant ${text(run.tenant)}`}${
       run.key === null ? "" : `, key ${text(run.key)}`
     }`,
@@ -511,7 +559,7 @@ function text(value: string): string {
   return escapeControl(value).replaceAll("\n", "\\n").replaceAll("\t", "\\t");
 }
 
-function iso(ms: number): string {
+function isoText(ms: number): string {
   return new Date(ms).toISOString();
 }
 
@@ -537,6 +585,11 @@ export interface WorkflowActionParams {
   reason: string;
   actor: string;
   now: number;
+  /**
+   * Only a run of this tenant (a tenant principal's scope): another's is
+   * refused as one that is not there. @default null, any run
+   */
+  tenant?: string | null;
 }
 
 /** What a cancel or retry of a run did. */
@@ -563,7 +616,7 @@ export async function cancelWorkflowRun(
 ): Promise<WorkflowActionDone> {
   const who = actorOf(params);
   return await store.transaction(async (tx) => {
-    const run = runOrRefuse(await tx.workflowGet({ id: params.id }), params.id, "cancel");
+    const run = runOrRefuse(await tx.workflowGet(scoped(params)), params.id, "cancel");
     if (FINAL_RUN_STATES.includes(run.state)) {
       throw new WorkflowActionRefused(
         `workflow run ${run.id} (${run.workflow}) is already ${run.state}: nothing to cancel`,
@@ -595,7 +648,7 @@ export async function retryWorkflowRun(
 ): Promise<WorkflowActionDone> {
   const who = actorOf(params);
   return await store.transaction(async (tx) => {
-    const run = runOrRefuse(await tx.workflowGet({ id: params.id }), params.id, "retry");
+    const run = runOrRefuse(await tx.workflowGet(scoped(params)), params.id, "retry");
     if (run.state !== "failed") {
       throw new WorkflowActionRefused(
         `workflow run ${run.id} (${run.workflow}) is ${run.state}, not failed: only a failed ` +
@@ -636,6 +689,11 @@ export interface StartWorkflowParams {
  * with a `workflow.start` audit row on `workflow:<id>` (also for a
  * duplicate of the key, which starts nothing). An input JSON cannot hold,
  * or too large, is the kernel's `EnqueueError` naming the workflow.
+ *
+ * Keys are unique in the whole store: a tenant's start whose key already
+ * started a run of another tenant (or of none) is a
+ * {@linkcode WorkflowActionRefused} that names neither that run nor its
+ * tenant, and writes nothing, so one tenant never learns another's run.
  */
 export async function startWorkflowRun(
   store: Store,
@@ -651,6 +709,18 @@ export async function startWorkflowRun(
       key: params.key ?? null,
       now: params.now,
     });
+    if (started.duplicate) {
+      const first = await tx.workflowGet({ id: started.id });
+      const tenant = params.tenant ?? null;
+      if (tenant !== null && first !== null && first.run.tenant !== tenant) {
+        throw new WorkflowActionRefused(
+          `the key ${JSON.stringify(params.key)} already started a run outside this tenant's ` +
+            `scope: choose another key`,
+          -1,
+          null,
+        );
+      }
+    }
     await audit(tx, who, "workflow.start", `workflow:${started.id}`, {
       workflow: params.definition.id,
       hash: params.definition.hash,
@@ -659,6 +729,12 @@ export async function startWorkflowRun(
     });
     return { id: started.id, duplicate: started.duplicate };
   });
+}
+
+/** The store's read of the run `params` names, in its tenant's scope when it has one. */
+function scoped(params: WorkflowActionParams): { id: number; tenant?: string } {
+  const tenant = params.tenant ?? null;
+  return tenant === null ? { id: params.id } : { id: params.id, tenant };
 }
 
 function actorOf(params: WorkflowActionParams): Actor {

@@ -55,6 +55,7 @@ import { REPORT_QUEUE, reportWorker, storageOf } from "../runners/report.ts";
 import { pruneReports } from "../admin/reports.ts";
 import type { CompiledPipeline } from "../ingest/types.ts";
 import { workflowStartWorker } from "../runners/workflow_start.ts";
+import { withWorkerDefaults } from "../workflow/definition.ts";
 import { loadWorkersModule } from "../runners/workers_module.ts";
 import { hostPrograms } from "../runners/programs.ts";
 import { defineWorker, type Worker } from "../kernel/worker.ts";
@@ -413,6 +414,12 @@ export async function runDaemon(options: DaemonOptions, deps: DaemonDeps): Promi
       queues: () => [...new Set([...Object.keys(queuesOf(source)), ...Object.keys(queues)])],
       // The file's pipelines, for their freshness: read again on every scrape.
       pipelines: () => source.config.pipelines,
+      // What /api/v1 starts runs of, read on each request; a workflow's
+      // attempts filled from this daemon's workers, as its scheduled starts are.
+      definitions: () => ({
+        workflows: (source.config.workflows ?? []).map((w) => withWorkerDefaults(w, jobs.registry)),
+        pipelines: source.config.pipelines,
+      }),
       reports: {
         reports: () => source.config.reports,
         storage: outputs,

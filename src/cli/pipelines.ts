@@ -14,9 +14,11 @@
 
 import type { Command } from "commander";
 import {
+  dropJson,
   PipelineActionRefused,
   pipelinesView,
   type PipelineView,
+  pipelineViewJson,
   replayDrop,
   startIngestRun,
   totalDropped,
@@ -46,7 +48,7 @@ import { configIfAny, requireConfig } from "./config.ts";
 import { type Listing, listingOptions, printListing, tableLines } from "./listing.ts";
 import { withStore } from "./store/open.ts";
 import { daemonsServing, type RunHere, untilEnded } from "./run_here.ts";
-import { cell, echo, iso, safeJson, table } from "./text.ts";
+import { cell, echo, safeJson, table } from "./text.ts";
 
 /** How many drops `jobs drops` prints unless `--limit` says otherwise. */
 export const DROPS_DEFAULT_LIMIT = 50;
@@ -230,35 +232,10 @@ function pipelinesCommand(program: Command, deps: CliDeps): void {
 
 /** How `jobs pipelines` prints its pipelines. */
 const PIPELINES: Listing<PipelineView> = {
-  json: viewJson,
+  json: pipelineViewJson,
   none: "no pipelines: none declared and none with runs in the store",
   lines: pipelinesText,
 };
-
-/** A view as `--json` prints it: instants as ISO UTC. */
-function viewJson(view: PipelineView) {
-  return {
-    ...view,
-    recent: view.recent.map(runJson),
-    freshness: view.freshness && {
-      ...view.freshness,
-      lastCompletedAt: iso(view.freshness.lastCompletedAt),
-    },
-  };
-}
-
-function runJson(run: IngestRun) {
-  return {
-    id: run.id,
-    state: run.state,
-    trigger: run.trigger,
-    job: run.jobId,
-    ...run.counts,
-    error: run.error,
-    startedAt: iso(run.startedAt),
-    finishedAt: iso(run.finishedAt),
-  };
-}
 
 /** `fresh (last complete run 3m ago, within 15m)`, `STALE (...)`, `advisory: erp is right`. */
 export function freshnessText(view: PipelineView, now: number): string {
@@ -414,8 +391,4 @@ function dropCells(d: IngestDrop, now: number): string[] {
     d.replayedAt === null ? (d.replayable ? "no" : "not replayable") : `job ${d.replayedJob}`,
     cell(d.excerpt),
   ];
-}
-
-function dropJson(drop: IngestDrop) {
-  return { ...drop, at: iso(drop.at), replayedAt: iso(drop.replayedAt) };
 }

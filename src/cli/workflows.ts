@@ -21,9 +21,10 @@ import {
   startWorkflowRun,
   WorkflowActionRefused,
   type WorkflowRunSummary,
-  type WorkflowRunView,
   workflowRunView,
+  workflowSummaryJson,
   workflowTreeText,
+  workflowViewJson,
 } from "../admin/workflows.ts";
 import { EnqueueError } from "../kernel/enqueue.ts";
 import type { ScheduleConfig } from "../config/types.ts";
@@ -102,7 +103,7 @@ interface ListOptions {
 
 /** How `jobs workflows` prints its runs. */
 const RUNS: Listing<WorkflowRunSummary> = {
-  json: summaryJson,
+  json: workflowSummaryJson,
   none: "no workflow runs match",
   lines: tableLines(
     ["ID", "WORKFLOW", "STATE", "STEPS", "STARTED", "FINISHED", "ERROR"],
@@ -129,11 +130,6 @@ function listCommand(program: Command, deps: CliDeps): void {
     deps,
     "workflows",
   );
-}
-
-/** A run of the listing as `--json` prints it: instants as ISO UTC. */
-function summaryJson(run: WorkflowRunSummary) {
-  return { ...run, startedAt: iso(run.startedAt), finishedAt: iso(run.finishedAt) };
 }
 
 function summaryCells(run: WorkflowRunSummary, now: number): string[] {
@@ -223,7 +219,7 @@ function showCommand(group: Command, deps: CliDeps): void {
         }
         const trail = await store.auditList({ target: `workflow:${id}` });
         if (options.json) {
-          deps.out(safeJson({ ...viewJson(view), audit: trail.map(auditJson) }));
+          deps.out(safeJson({ ...workflowViewJson(view), audit: trail.map(auditJson) }));
           return;
         }
         const now = deps.clock.now();
@@ -234,32 +230,6 @@ function showCommand(group: Command, deps: CliDeps): void {
     deps,
     "workflow show",
   );
-}
-
-/** A run's view as `--json` prints it: instants as ISO UTC. */
-function viewJson(view: WorkflowRunView) {
-  return {
-    run: {
-      ...view.run,
-      startedAt: iso(view.run.startedAt),
-      finishedAt: iso(view.run.finishedAt),
-      updatedAt: iso(view.run.updatedAt),
-    },
-    saga: view.saga,
-    hash: view.hash,
-    steps: view.steps.map((s) => ({
-      ...s,
-      nextAttemptAt: iso(s.nextAttemptAt),
-      createdAt: iso(s.createdAt),
-      finishedAt: iso(s.finishedAt),
-    })),
-    compensations: view.compensations.map((c) => ({
-      ...c,
-      nextAttemptAt: iso(c.nextAttemptAt),
-      createdAt: iso(c.createdAt),
-      finishedAt: iso(c.finishedAt),
-    })),
-  };
 }
 
 function auditJson(row: AuditRow) {
@@ -416,6 +386,9 @@ async function startRun(id: string, options: StartOptions, deps: CliDeps): Promi
     }).catch((error) => {
       if (error instanceof EnqueueError) {
         throw new CommandFailed(`jobs start: ${echo(error.message, 400)}`, 2);
+      }
+      if (error instanceof WorkflowActionRefused) {
+        throw new CommandFailed(`jobs start: ${echo(error.message, 400)}; nothing started`);
       }
       throw error;
     });

@@ -147,9 +147,61 @@ export const API_ROUTES: readonly ApiRoute[] = [
     summary: "Run a schedule now, guarded (installation-wide principals only)",
   },
   // Workflows.
-
+  {
+    method: "GET",
+    path: "/api/v1/workflows",
+    roles: READ,
+    summary: "Workflow runs matching filters, newest first",
+  },
+  {
+    method: "POST",
+    path: "/api/v1/workflows",
+    roles: ACT,
+    summary: "Start a run of a workflow the schedules file declares",
+  },
+  {
+    method: "GET",
+    path: "/api/v1/workflows/:id",
+    roles: READ,
+    summary: "One workflow run with its steps, compensations and audit trail",
+  },
+  {
+    method: "POST",
+    path: "/api/v1/workflows/:id/cancel",
+    roles: ACT,
+    summary: "Cancel a workflow run",
+  },
+  {
+    method: "POST",
+    path: "/api/v1/workflows/:id/retry",
+    roles: ACT,
+    summary: "Retry a failed workflow run",
+  },
   // Pipelines, ingest runs and drops.
-
+  {
+    method: "GET",
+    path: "/api/v1/pipelines",
+    roles: READ,
+    summary: "Each pipeline's freshness, newest runs and drops (a tenant's: its runs)",
+  },
+  {
+    method: "POST",
+    path: "/api/v1/pipelines/:name/runs",
+    roles: ACT,
+    summary: "Run a pipeline now (a tenant's principal: a run of its tenant)",
+  },
+  {
+    method: "GET",
+    path: "/api/v1/drops",
+    roles: READ,
+    summary: "Dropped records, newest first (a tenant's: of its runs)",
+  },
+  {
+    method: "POST",
+    path: "/api/v1/drops/:id/replay",
+    roles: ACT,
+    summary: "Replay one dropped record",
+  },
   // Reports.
   {
     method: "GET",

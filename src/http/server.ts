@@ -39,7 +39,7 @@ import { redact } from "../kernel/redact.ts";
 import type { Store } from "../store/store.ts";
 import type { Logger } from "../kernel/logger.ts";
 import { METRICS_CONTENT_TYPE, type MetricsSnapshot, renderMetrics } from "./metrics.ts";
-import { apiApp } from "./api/app.ts";
+import { apiApp, type ApiDefinitions } from "./api/app.ts";
 import { tokenChecker } from "./bearer.ts";
 import { downloadRoute, type ReportRoutes } from "./reports.ts";
 
@@ -67,6 +67,13 @@ export interface HttpServerOptions {
    * `jobs_ingest_last_completed_timestamp_seconds`) read from the store.
    */
   pipelines?: () => readonly CompiledPipeline[];
+  /**
+   * The schedules file's workflows and pipelines as they are now (read on
+   * each request, so a reloaded file counts): what `/api/v1` starts runs
+   * of (`POST /api/v1/workflows`, `POST /api/v1/pipelines/{name}/runs`,
+   * `POST /api/v1/drops/{id}/replay`). Without them those answer 409.
+   */
+  definitions?: () => ApiDefinitions;
   /**
    * The queues the schedules file declares and the daemon runs, as they are
    * now: each gets its `/metrics` series (`jobs_jobs`, and
@@ -156,6 +163,7 @@ export async function startHttpServer(options: HttpServerOptions): Promise<HttpS
       }
       : {}),
     ...(options.reports ? { settingReports: options.reports.reports } : {}),
+    ...(options.definitions ? { definitions: options.definitions } : {}),
   });
 
   const handler = async (request: Request, info: Deno.ServeHandlerInfo): Promise<Response> => {

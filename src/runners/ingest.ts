@@ -73,10 +73,14 @@ export function ingestWorker(options: IngestWorkerOptions): Worker<IngestJobArgs
   });
 }
 
-/** The job of one run of `pipeline` (a replay of one drop with `replay`). */
+/**
+ * The job of one run of `pipeline` (a replay of one drop with `replay`),
+ * of `tenant` (the run's, copied from the job when its row is made) or
+ * installation-wide.
+ */
 export function ingestJob(
   pipeline: CompiledPipeline,
-  options: { now: number; replay?: IngestJobArgs["replay"] },
+  options: { now: number; replay?: IngestJobArgs["replay"]; tenant?: string | null },
 ): NewJob {
   const args: IngestJobArgs = {
     kind: "ingest",
@@ -90,7 +94,7 @@ export function ingestJob(
     args: serializeArgs(args, where),
     meta: serializeArgs({ pipeline: pipeline.id }, where),
     tags: JSON.stringify(["ingest"]),
-    tenant: null,
+    tenant: options.tenant ?? null,
     priority: 0,
     maxAttempts: pipeline.maxAttempts,
     scheduledAt: options.now,

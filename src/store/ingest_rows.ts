@@ -57,6 +57,7 @@ export function toIngestRun(row: Row): IngestRun {
     state,
     jobId: num(row.job_id),
     trigger: row.trigger as IngestRun["trigger"],
+    tenant: (row.tenant as string | null | undefined) ?? null,
     counts: {
       received: num(row.received),
       kept: num(row.kept),

@@ -34,6 +34,11 @@ export interface IngestRun {
   jobId: number;
   /** `schedule` (an occurrence), `manual` (`jobs ingest`), `replay` (`jobs drops replay`). */
   trigger: "schedule" | "manual" | "replay";
+  /**
+   * The tenant of the principal that started it (its job's, copied when the
+   * row is made), or null: an installation-wide run.
+   */
+  tenant: string | null;
   counts: IngestCounts;
   /** The source position committed last (opaque JSON text of the reader), null before the first chunk. */
   cursor: string | null;

@@ -309,6 +309,8 @@ export interface WorkflowStartParams {
 export interface WorkflowFilter {
   state?: RunState | RunState[];
   workflow?: string;
+  /** Only this tenant's runs (in the statement's WHERE): a tenant principal's scope. */
+  tenant?: string;
   /** @default 100 */
   limit?: number;
   /** Newest first unless false. @default true */
@@ -338,6 +340,8 @@ export interface IngestLease {
 /** Filters of {@linkcode Store.ingestRunsList}; newest first. */
 export interface IngestRunFilter {
   pipeline?: string;
+  /** Only this tenant's runs (in the statement's WHERE): a tenant principal's scope. */
+  tenant?: string;
   state?: IngestRunState;
   limit?: number;
   /** Only runs with a smaller id (the next page, newest first). */
@@ -346,7 +350,10 @@ export interface IngestRunFilter {
 
 /** Filters of {@linkcode Store.ingestDropsList}; newest first. */
 export interface IngestDropFilter {
-  pipeline: string;
+  /** Only this pipeline's drops; every pipeline's when not given. */
+  pipeline?: string;
+  /** Only the drops of this tenant's runs (in the statement's WHERE). */
+  tenant?: string;
   reason?: string;
   runId?: number;
   limit?: number;
@@ -855,8 +862,12 @@ export interface StoreWorkflows {
     duplicate: boolean;
     queues: string[];
   }>;
-  /** One run with its definition and step rows (steps, items, compensations), or null. */
-  workflowGet(params: { id: number }): Promise<WorkflowRunDetail | null>;
+  /**
+   * One run with its definition and step rows (steps, items, compensations),
+   * or null; with `tenant`, null also when the run is another tenant's (or
+   * none's): the tenant is in the statement's WHERE.
+   */
+  workflowGet(params: { id: number; tenant?: string }): Promise<WorkflowRunDetail | null>;
   /** Runs matching a filter, newest first; an unknown state is a RangeError naming it. */
   workflowsList(params: WorkflowFilter): Promise<WorkflowRun[]>;
   /** Runs counted by definition and state (for `/metrics`). */
@@ -928,11 +939,18 @@ export interface StoreIngest {
   ingestRunByJob(params: { jobId: number }): Promise<IngestRun | null>;
   /** Runs, newest first; a `running` row whose job was discarded or cancelled reads as `failed` or `cancelled`. */
   ingestRunsList(params: IngestRunFilter): Promise<IngestRun[]>;
-  /** Per pipeline that has runs: its run count, newest run, last completed run and drops by reason since `since`. */
-  ingestSummaries(params: { since: number }): Promise<PipelineSummary[]>;
+  /**
+   * Per pipeline that has runs: its run count, newest run, last completed
+   * run and drops by reason since `since`; with `tenant`, of that tenant's
+   * runs only (in the statement's WHERE).
+   */
+  ingestSummaries(params: { since: number; tenant?: string }): Promise<PipelineSummary[]>;
   ingestDropsList(params: IngestDropFilter): Promise<IngestDrop[]>;
-  /** One drop with the full record text when it was kept (null when it was too long). */
-  ingestDropGet(params: { id: number }): Promise<IngestDropWithRecord | null>;
+  /**
+   * One drop with the full record text when it was kept (null when it was
+   * too long); with `tenant`, null unless the drop's run is that tenant's.
+   */
+  ingestDropGet(params: { id: number; tenant?: string }): Promise<IngestDropWithRecord | null>;
   /** Marks a drop replayed by the `jobs.ingest` job `jobId`; false when there is no such drop. */
   ingestDropReplayed(params: { id: number; jobId: number; now: number }): Promise<boolean>;
   /** Deletes up to `limit` drops older than each pipeline's `before` (and `otherwise` for pipelines not listed). */

@@ -84,6 +84,13 @@ Deno.test("jobs start prints the run id, and a second start with the same key st
     const again = await run(["start", "lend-copy", "--key", "k1", "--json"]);
     assert.equal(again.code, 0, again.err);
     assert.deepEqual(JSON.parse(again.out), { id, workflow: "lend-copy", duplicate: true });
+    // The key started a run of no tenant: a start for a tenant is refused it, writing nothing.
+    const other = await run(["start", "lend-copy", "--key", "k1", "--tenant", "acme"]);
+    assert.equal(other.code, 1);
+    assert.match(
+      other.err,
+      /^jobs start: the key "k1" already started a run outside this tenant's scope: choose another key; nothing started$/,
+    );
 
     await withStore(db, async (store) => {
       const detail = await store.workflowGet({ id });

@@ -9,7 +9,8 @@ import { createToken } from "../../src/admin/tokens.ts";
 import { FakeClock } from "../../src/clock.ts";
 import { apiApp, type ApiOptions } from "../../src/http/api/app.ts";
 import type { Store } from "../../src/store/store.ts";
-import type { Backend } from "../support/backends.ts";
+import assert from "node:assert/strict";
+import { type Backend, newJob } from "../support/backends.ts";
 
 /** The daemon's old single `--token` in these tests. */
 export const INSTALL_TOKEN = "old-single-token-value";
@@ -92,4 +93,65 @@ export async function threeTenants(store: Store, now: number) {
   }, who);
   const none = await enqueueJob(store, "bill", {}, { queue: "money" }, who);
   return { acme: acme.id, globex: globex.id, none: none.id };
+}
+
+/**
+ * A completed run of `pipeline` at `at` that dropped `drops` (reason,
+ * key), each with its record kept, its job (and so the run) of `tenant`;
+ * returns the drops' ids, newest first.
+ */
+export async function runWithDrops(
+  store: Store,
+  pipeline: string,
+  at: number,
+  drops: [string, string][],
+  tenant: string | null = null,
+): Promise<number[]> {
+  await store.jobsInsert({
+    jobs: [newJob({ queue: "setup", worker: "jobs.ingest", scheduledAt: at, tenant })],
+    now: at,
+  });
+  const { jobs } = await store.jobsClaim({
+    queue: "setup",
+    node: "n1",
+    limit: 1,
+    now: at,
+    leaseMs: 60_000,
+  });
+  const job = jobs[0]!;
+  const run = await store.ingestRunOpen({
+    pipeline,
+    hash: "h1",
+    jobId: job.id,
+    fence: job.fence,
+    trigger: "schedule",
+    now: at,
+  });
+  assert.ok(run);
+  const lease = { runId: run.id, jobId: job.id, fence: job.fence };
+  const dropped: Record<string, number> = {};
+  for (const [reason] of drops) dropped[reason] = (dropped[reason] ?? 0) + 1;
+  assert.ok(
+    await store.ingestChunkCommit({
+      lease,
+      pipeline,
+      delta: { received: drops.length + 1, kept: 1, sunk: 1, failed: 0, dropped },
+      pending: 0,
+      cursor: "1",
+      drops: drops.map(([reason, key]) => ({
+        recordKey: key,
+        reason,
+        step: "dedupe",
+        excerpt: `{"sku":"${key}"}`,
+        record: `{"sku":"${key}"}`,
+      })),
+      failures: [],
+      cleared: [],
+      now: at,
+    }),
+  );
+  assert.ok(
+    await store.ingestRunFinish({ lease, state: "completed", error: null, pending: 0, now: at }),
+  );
+  return (await store.ingestDropsList({ pipeline, runId: run.id })).map((d) => d.id);
 }

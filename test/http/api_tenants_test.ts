@@ -12,7 +12,10 @@ import { API_ROUTES, routeKey } from "../../src/http/access.ts";
 import { createToken } from "../../src/admin/tokens.ts";
 import type { Store } from "../../src/store/store.ts";
 import { BACKENDS, newJob } from "../support/backends.ts";
-import { apiHarness, threeTenants } from "./api_support.ts";
+import { apiHarness, runWithDrops, threeTenants } from "./api_support.ts";
+import { startWorkflowRun } from "../../src/admin/workflows.ts";
+import { definePipeline } from "../../src/ingest/definition.ts";
+import { compileWorkflow } from "../../src/workflow/definition.ts";
 
 /** Globex's rows of every kind, and the word only globex's rows contain. */
 interface Seeded {
@@ -22,7 +25,26 @@ interface Seeded {
   schedule: string;
   /** Globex's report run. */
   reportRun: number;
+  /** Globex's workflow run. */
+  workflowRun: number;
+  /** Globex's drop. */
+  drop: number;
 }
+
+/** A workflow and a pipeline both tenants may start. */
+const SOLO = compileWorkflow({
+  id: "solo",
+  steps: [{ id: "only", worker: "w.only", queue: "only", maxAttempts: 1 }],
+});
+const CATALOG = definePipeline({
+  id: "catalog",
+  source: { file: "/dev/null" },
+  key: "sku",
+  steps: [],
+  dropReasons: ["duplicate", "poison"],
+  sink: { worker: "sink" },
+  freshness: { mode: "bounded", withinMs: 3_600_000 },
+});
 
 /** What a route is called with: globex's ids in the path, a valid body, a query. */
 interface Step {
@@ -86,6 +108,28 @@ const WALK: Record<string, Step> = {
   [routeKey("POST", "/api/v1/reports/runs/:run/links")]: {
     params: (s) => ({ run: String(s.reportRun) }),
     body: {},
+  },
+  [routeKey("GET", "/api/v1/workflows")]: { query: "limit=500" },
+  [routeKey("POST", "/api/v1/workflows")]: { body: { workflow: "solo", input: { to: "walk" } } },
+  [routeKey("GET", "/api/v1/workflows/:id")]: { params: (s) => ({ id: String(s.workflowRun) }) },
+  [routeKey("POST", "/api/v1/workflows/:id/cancel")]: {
+    params: (s) => ({ id: String(s.workflowRun) }),
+    body: REASON,
+  },
+  [routeKey("POST", "/api/v1/workflows/:id/retry")]: {
+    params: (s) => ({ id: String(s.workflowRun) }),
+    body: REASON,
+  },
+  [routeKey("GET", "/api/v1/pipelines")]: {},
+  // A pipeline is not a tenant's (its runs are): globex's name is no pipeline at all.
+  [routeKey("POST", "/api/v1/pipelines/:name/runs")]: {
+    params: () => ({ name: "globex-catalog" }),
+    body: REASON,
+  },
+  [routeKey("GET", "/api/v1/drops")]: { query: "limit=500" },
+  [routeKey("POST", "/api/v1/drops/:id/replay")]: {
+    params: (s) => ({ id: String(s.drop) }),
+    body: REASON,
   },
   // Installation-wide data: a tenant's principal is refused (403) whatever it names.
   [routeKey("GET", "/api/v1/settings")]: {},
@@ -161,7 +205,21 @@ async function seed(store: Store, now: number): Promise<Seeded> {
     },
     now,
   });
-  return { job: ids.globex, schedule: "nightly:globex", reportRun: made.run.id };
+  const workflow = await startWorkflowRun(store, {
+    definition: SOLO,
+    input: { for: "globex" },
+    tenant: "globex",
+    actor: "globex-clerk",
+    now,
+  });
+  const [drop] = await runWithDrops(store, "catalog", now, [["duplicate", "globex-sku"]], "globex");
+  return {
+    job: ids.globex,
+    schedule: "nightly:globex",
+    reportRun: made.run.id,
+    workflowRun: workflow.id,
+    drop: drop!,
+  };
 }
 
 /** What globex's rows look like, to compare before and after the walk. */
@@ -176,6 +234,8 @@ async function globexState(store: Store, s: Seeded): Promise<unknown> {
     reportRun: (await store.reportRunGet({ id: s.reportRun }))?.state,
     principals: (await store.principalsList({})).filter((p) => p.tenant === "globex")
       .map((p) => [p.name, p.disabled, p.updatedAt]),
+    workflow: (await store.workflowGet({ id: s.workflowRun }))?.run.state,
+    drops: (await store.ingestDropsList({ pipeline: "catalog" })).map((d) => [d.id, d.replayedAt]),
     globexAudit:
       (await store.auditPage({ limit: 1000 })).filter((row) => /globex/.test(row.target)).length,
   };
@@ -196,6 +256,7 @@ for (const backend of BACKENDS) {
         storage: () => ({}) as never,
         base: () => Promise.resolve("https://jobs.example.test"),
       },
+      definitions: () => ({ workflows: [SOLO], pipelines: [CATALOG] }),
     });
     const s = await seed(api.store, api.clock.now());
     const before = await globexState(api.store, s);

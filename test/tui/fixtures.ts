@@ -365,6 +365,7 @@ export function fixtureIngestRun(overrides: Partial<IngestRun> & { id: number })
     state: "completed",
     jobId: 100 + overrides.id,
     trigger: "schedule",
+    tenant: null,
     counts: { received: 0, kept: 0, sunk: 0, dropped: {}, failed: 0, pending: 0 },
     cursor: null,
     error: null,

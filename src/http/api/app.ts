@@ -17,9 +17,11 @@ import { Hono } from "hono";
 import { type Role, ROLES } from "../../admin/roles.ts";
 import { authenticateToken } from "../../admin/tokens.ts";
 import type { Clock } from "../../clock.ts";
+import type { CompiledPipeline } from "../../ingest/types.ts";
 import type { Logger } from "../../kernel/logger.ts";
 import { redact } from "../../kernel/redact.ts";
 import type { Store } from "../../store/store.ts";
+import type { CompiledWorkflow } from "../../workflow/types.ts";
 import {
   actorOf,
   INSTALLATION_ADMIN,
@@ -41,6 +43,8 @@ import { type ApiReports, registerReports } from "./reports.ts";
 import { registerSchedules } from "./schedules.ts";
 import { registerSettings, type SettingReports } from "./settings.ts";
 import { registerStatus } from "./status.ts";
+import { registerPipelines } from "./pipelines.ts";
+import { registerWorkflows } from "./workflows.ts";
 
 export { type ApiEnv, MAX_BODY_BYTES, MAX_JSON_DEPTH } from "./common.ts";
 
@@ -57,6 +61,20 @@ export interface ApiOptions {
   reports?: ApiReports;
   /** The schedules file's reports, whose limits are settings; none when not given. */
   settingReports?: SettingReports;
+  /**
+   * The definitions of the schedules file the daemon loaded, as they are
+   * now (read on each request, so a reloaded file counts): what a workflow
+   * start, a pipeline run and a drop's replay run. Without them those
+   * routes answer 409 `definitions-unavailable`.
+   */
+  definitions?: () => ApiDefinitions;
+}
+
+/** The schedules file's definitions the API starts runs of. */
+export interface ApiDefinitions {
+  /** Its workflows, their attempts filled from the daemon's workers (as its own starts run). */
+  workflows: readonly CompiledWorkflow[];
+  pipelines: readonly CompiledPipeline[];
 }
 
 /**
@@ -135,6 +153,8 @@ export async function apiApp(options: ApiOptions): Promise<Hono<Env>> {
   registerSettings(router, options.settingReports);
   registerStatus(router);
   registerPrincipals(router);
+  registerWorkflows(router, options.definitions);
+  registerPipelines(router, options.definitions);
   return app;
 }
 

@@ -20,6 +20,8 @@ import { REPORTS_SCHEMAS } from "./reports.ts";
 import { SCHEDULES_SCHEMAS } from "./schedules.ts";
 import { SETTINGS_SCHEMAS } from "./settings.ts";
 import { STATUS_SCHEMAS } from "./status.ts";
+import { PIPELINES_SCHEMAS } from "./pipelines.ts";
+import { WORKFLOWS_SCHEMAS } from "./workflows.ts";
 
 /** The schemas of each route of the table, by its key: each noun's, and this document's. */
 export const ROUTE_SCHEMAS: Readonly<Record<string, RouteSchemas>> = {
@@ -36,6 +38,8 @@ export const ROUTE_SCHEMAS: Readonly<Record<string, RouteSchemas>> = {
   ...SETTINGS_SCHEMAS,
   ...STATUS_SCHEMAS,
   ...PRINCIPALS_SCHEMAS,
+  ...WORKFLOWS_SCHEMAS,
+  ...PIPELINES_SCHEMAS,
 };
 
 /** `schema` as JSON Schema 2020-12 (OpenAPI 3.1's dialect), without its `$schema`. */

@@ -29,12 +29,19 @@ import type {
   StoreIngest,
 } from "../store.ts";
 import type { PostgresCore } from "./core.ts";
-import type { Sql } from "./fragments.ts";
+import type { Fragment, Sql } from "./fragments.ts";
 
 type Row = Record<string, unknown>;
 
 function runColumns(q: Sql) {
   return q`r.*, j.state AS job_state, j.errors -> -1 ->> 'error' AS job_error`;
+}
+
+/** A drop (`d`) of `tenant`'s runs, or any drop without a tenant (installation-wide). */
+function tenantRuns(q: Sql, tenant: string | undefined): Fragment {
+  return tenant === undefined
+    ? q`true`
+    : q`d.run_id IN (SELECT id FROM ingest_runs WHERE tenant = ${tenant})`;
 }
 
 async function held(q: Sql, jobId: number, fence: number): Promise<boolean> {
@@ -66,9 +73,12 @@ export function postgresIngest(core: PostgresCore): StoreIngest {
             WHERE job_id = ${params.jobId}::bigint`;
           return toIngestRun({ ...existing, updated_at: params.now });
         }
-        await q`INSERT INTO ingest_runs (pipeline, hash, state, job_id, trigger, started_at, updated_at)
+        // The run's tenant is its job's: the principal's that started it.
+        await q`INSERT INTO ingest_runs (pipeline, hash, state, job_id, trigger, started_at,
+            updated_at, tenant)
           VALUES (${params.pipeline}, ${params.hash}, 'running', ${params.jobId}::bigint,
-            ${params.trigger}, ${params.now}::bigint, ${params.now}::bigint)`;
+            ${params.trigger}, ${params.now}::bigint, ${params.now}::bigint,
+            (SELECT tenant FROM jobs WHERE id = ${params.jobId}::bigint))`;
         return toIngestRun((await byJob(q, params.jobId))!);
       });
     },
@@ -169,6 +179,7 @@ export function postgresIngest(core: PostgresCore): StoreIngest {
           filter.pipeline ?? null
         })
             AND (${before}::bigint IS NULL OR r.id < ${before}::bigint)
+            AND (${filter.tenant ?? null}::text IS NULL OR r.tenant = ${filter.tenant ?? null})
           ORDER BY r.id DESC LIMIT ${filter.state ? Math.max(limit, 200) : limit}`;
         for (const row of rows) {
           const run = toIngestRun(row);
@@ -180,11 +191,14 @@ export function postgresIngest(core: PostgresCore): StoreIngest {
       }
     },
 
-    async ingestSummaries({ since }: { since: number }): Promise<PipelineSummary[]> {
+    async ingestSummaries(
+      { since, tenant }: { since: number; tenant?: string },
+    ): Promise<PipelineSummary[]> {
       const q = core.tx ?? core.sql;
       const heads = await q`SELECT pipeline, count(*) AS runs, max(id) AS last_id,
           max(CASE WHEN state = 'completed' THEN finished_at END) AS last_completed_at
-        FROM ingest_runs GROUP BY pipeline`;
+        FROM ingest_runs WHERE (${tenant ?? null}::text IS NULL OR tenant = ${tenant ?? null})
+        GROUP BY pipeline`;
       const ids = heads.map((h) => Number(h.last_id));
       const rows = await q`SELECT ${runColumns(q)} FROM ingest_runs AS r
         LEFT JOIN jobs AS j ON j.id = r.job_id WHERE r.id = ANY(${ids}::bigint[])`;
@@ -196,6 +210,7 @@ export function postgresIngest(core: PostgresCore): StoreIngest {
       const drops = await q`SELECT d.pipeline, d.reason, count(*) AS count
         FROM unnest(${pipelines}::text[]) AS p(name)
           JOIN ingest_drops AS d ON d.pipeline = p.name AND d.at >= ${since}::bigint
+        WHERE ${tenantRuns(q, tenant)}
         GROUP BY d.pipeline, d.reason`;
       return toSummaries(heads, runs, drops);
     },
@@ -203,20 +218,23 @@ export function postgresIngest(core: PostgresCore): StoreIngest {
     async ingestDropsList(filter: IngestDropFilter): Promise<IngestDrop[]> {
       const q = core.tx ?? core.sql;
       const rows = await q`SELECT d.*, d.record IS NOT NULL AS replayable FROM ingest_drops AS d
-        WHERE d.pipeline = ${filter.pipeline}
+        WHERE (${filter.pipeline ?? null}::text IS NULL OR d.pipeline = ${filter.pipeline ?? null})
           AND (${filter.reason ?? null}::text IS NULL OR d.reason = ${filter.reason ?? null})
           AND (${filter.runId ?? null}::bigint IS NULL OR d.run_id = ${
         filter.runId ?? null
       }::bigint)
           AND (${filter.before ?? null}::bigint IS NULL OR d.id < ${filter.before ?? null}::bigint)
+          AND ${tenantRuns(q, filter.tenant)}
         ORDER BY d.id DESC LIMIT ${filter.limit ?? 50}`;
       return rows.map(toIngestDrop);
     },
 
-    async ingestDropGet({ id }: { id: number }): Promise<IngestDropWithRecord | null> {
+    async ingestDropGet(
+      { id, tenant }: { id: number; tenant?: string },
+    ): Promise<IngestDropWithRecord | null> {
       const q = core.tx ?? core.sql;
       const [row] = await q`SELECT d.*, d.record IS NOT NULL AS replayable FROM ingest_drops AS d
-        WHERE d.id = ${id}::bigint`;
+        WHERE d.id = ${id}::bigint AND ${tenantRuns(q, tenant)}`;
       return row ? { ...toIngestDrop(row), record: (row.record as string | null) ?? null } : null;
     },
 

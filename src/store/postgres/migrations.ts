@@ -17,6 +17,9 @@ import scheduleDefinition from "../../../migrations/postgres/0007_schedule_defin
   type: "text",
 };
 import principals from "../../../migrations/postgres/0008_principals.sql" with { type: "text" };
+import ingestTenant from "../../../migrations/postgres/0009_ingest_tenant.sql" with {
+  type: "text",
+};
 
 /** One numbered migration. */
 export interface Migration {
@@ -35,6 +38,7 @@ export const MIGRATIONS: readonly Migration[] = [
   { version: 6, name: "0006_reports.sql", sql: reports },
   { version: 7, name: "0007_schedule_definition.sql", sql: scheduleDefinition },
   { version: 8, name: "0008_principals.sql", sql: principals },
+  { version: 9, name: "0009_ingest_tenant.sql", sql: ingestTenant },
 ];
 
 /** The migrations a database at schema `version` has not applied yet, in order. */

@@ -65,9 +65,13 @@ export function postgresWorkflows(core: PostgresCore): StoreWorkflows {
       });
     },
 
-    async workflowGet({ id }: { id: number }): Promise<WorkflowRunDetail | null> {
+    async workflowGet(
+      { id, tenant }: { id: number; tenant?: string },
+    ): Promise<WorkflowRunDetail | null> {
       const q = core.tx ?? core.sql;
-      const [row] = await q`SELECT * FROM workflow_runs WHERE id = ${id}::bigint`;
+      const [row] = tenant === undefined
+        ? await q`SELECT * FROM workflow_runs WHERE id = ${id}::bigint`
+        : await q`SELECT * FROM workflow_runs WHERE id = ${id}::bigint AND tenant = ${tenant}`;
       if (!row) return null;
       const steps = (await stepRows(q, id)).map(toWorkflowStepRow);
       return { run: toWorkflowRun(row), definition: JSON.parse(String(row.definition)), steps };
@@ -87,6 +91,7 @@ export function postgresWorkflows(core: PostgresCore): StoreWorkflows {
       const where: Fragment[] = [q`true`];
       if (states) where.push(q`state = ANY(${states}::text[])`);
       if (params.workflow !== undefined) where.push(q`workflow = ${params.workflow}`);
+      if (params.tenant !== undefined) where.push(q`tenant = ${params.tenant}`);
       if (params.after !== undefined) {
         where.push(desc ? q`id < ${params.after}::bigint` : q`id > ${params.after}::bigint`);
       }

@@ -39,6 +39,10 @@ type Row = Record<string, unknown>;
 const LEASE =
   `EXISTS (SELECT 1 FROM jobs WHERE id = :job AND state = 'executing' AND fence = :fence)`;
 
+/** A drop of `:tenant`'s runs, or any drop when `:tenant` is null (installation-wide). */
+const TENANT_RUNS =
+  `(:tenant IS NULL OR run_id IN (SELECT id FROM ingest_runs WHERE tenant = :tenant))`;
+
 const RUN_COLUMNS = `r.*, j.state AS job_state,
   json_extract(j.errors, '$[#-1].error') AS job_error`;
 
@@ -50,9 +54,11 @@ const SQL = {
   runGet: `SELECT ${RUN_COLUMNS} FROM ingest_runs AS r LEFT JOIN jobs AS j ON j.id = r.job_id
     WHERE r.id = :id`,
   runTouch: `UPDATE ingest_runs SET updated_at = :now WHERE job_id = :job`,
-  runInsert:
-    `INSERT INTO ingest_runs (pipeline, hash, state, job_id, trigger, started_at, updated_at)
-    VALUES (:pipeline, :hash, 'running', :job, :trigger, :now, :now)`,
+  // The run's tenant is its job's: the principal's that started it.
+  runInsert: `INSERT INTO ingest_runs (pipeline, hash, state, job_id, trigger, started_at,
+      updated_at, tenant)
+    VALUES (:pipeline, :hash, 'running', :job, :trigger, :now, :now,
+      (SELECT tenant FROM jobs WHERE id = :job))`,
   runAdd: `UPDATE ingest_runs SET received = received + :received, kept = kept + :kept,
       sunk = sunk + :sunk, failed = failed + :failed, pending = :pending, cursor = :cursor,
       dropped = (SELECT json_group_object(reason, total) FROM (
@@ -77,19 +83,29 @@ const SQL = {
     WHERE pipeline = :pipeline AND record IN (SELECT value FROM json_each(:records))`,
   runsList: `SELECT ${RUN_COLUMNS} FROM ingest_runs AS r LEFT JOIN jobs AS j ON j.id = r.job_id
     WHERE (:pipeline IS NULL OR r.pipeline = :pipeline) AND (:before IS NULL OR r.id < :before)
+      AND (:tenant IS NULL OR r.tenant = :tenant)
     ORDER BY r.id DESC LIMIT :limit`,
   heads: `SELECT pipeline, count(*) AS runs, max(id) AS last_id,
       max(CASE WHEN state = 'completed' THEN finished_at END) AS last_completed_at
-    FROM ingest_runs GROUP BY pipeline`,
+    FROM ingest_runs WHERE (:tenant IS NULL OR tenant = :tenant) GROUP BY pipeline`,
   runsByIds: `SELECT ${RUN_COLUMNS} FROM ingest_runs AS r LEFT JOIN jobs AS j ON j.id = r.job_id
     WHERE r.id IN (SELECT value FROM json_each(:ids))`,
   dropsSince: `SELECT pipeline, reason, count(*) AS count FROM ingest_drops
-    WHERE pipeline = :pipeline AND at >= :since GROUP BY pipeline, reason`,
+    WHERE pipeline = :pipeline AND at >= :since AND ${TENANT_RUNS}
+    GROUP BY pipeline, reason`,
   dropsList: `SELECT d.*, d.record IS NOT NULL AS replayable FROM ingest_drops AS d
     WHERE d.pipeline = :pipeline AND (:reason IS NULL OR d.reason = :reason)
       AND (:run IS NULL OR d.run_id = :run) AND (:before IS NULL OR d.id < :before)
+      AND ${TENANT_RUNS}
     ORDER BY d.id DESC LIMIT :limit`,
-  dropGet: `SELECT d.*, d.record IS NOT NULL AS replayable FROM ingest_drops AS d WHERE d.id = :id`,
+  // Every pipeline's drops (the API's listing without a pipeline), newest first.
+  dropsListAll: `SELECT d.*, d.record IS NOT NULL AS replayable FROM ingest_drops AS d
+    WHERE (:reason IS NULL OR d.reason = :reason)
+      AND (:run IS NULL OR d.run_id = :run) AND (:before IS NULL OR d.id < :before)
+      AND ${TENANT_RUNS}
+    ORDER BY d.id DESC LIMIT :limit`,
+  dropGet: `SELECT d.*, d.record IS NOT NULL AS replayable FROM ingest_drops AS d
+    WHERE d.id = :id AND ${TENANT_RUNS}`,
   dropReplayed: `UPDATE ingest_drops SET replayed_at = :now, replayed_job = :job WHERE id = :id`,
   dropsPrune: `DELETE FROM ingest_drops WHERE id IN (
       SELECT d.id FROM ingest_drops AS d
@@ -220,6 +236,7 @@ export function sqliteIngest(core: SqliteCore): StoreIngest {
         for (;;) {
           const rows = q().runsList.all({
             pipeline: filter.pipeline ?? null,
+            tenant: filter.tenant ?? null,
             before,
             limit: filter.state ? Math.max(limit, 200) : limit,
           }) as Row[];
@@ -234,10 +251,11 @@ export function sqliteIngest(core: SqliteCore): StoreIngest {
       });
     },
 
-    ingestSummaries(params: { since: number }): Promise<PipelineSummary[]> {
+    ingestSummaries(params: { since: number; tenant?: string }): Promise<PipelineSummary[]> {
       return core.exclusive(() => {
         const s = q();
-        const heads = s.heads.all() as Row[];
+        const tenant = params.tenant ?? null;
+        const heads = s.heads.all({ tenant }) as Row[];
         const ids = heads.map((h) => Number(h.last_id));
         const runs = new Map(
           (s.runsByIds.all({ ids: JSON.stringify(ids) }) as Row[]).map((r) => {
@@ -247,27 +265,32 @@ export function sqliteIngest(core: SqliteCore): StoreIngest {
         );
         // One indexed range per pipeline: (pipeline, at, reason).
         const drops = heads.flatMap((h) =>
-          s.dropsSince.all({ pipeline: h.pipeline as string, since: params.since }) as Row[]
+          s.dropsSince.all({ pipeline: h.pipeline as string, since: params.since, tenant }) as Row[]
         );
         return toSummaries(heads, runs, drops);
       });
     },
 
     ingestDropsList(filter: IngestDropFilter): Promise<IngestDrop[]> {
+      const values = {
+        reason: filter.reason ?? null,
+        run: filter.runId ?? null,
+        before: filter.before ?? null,
+        limit: filter.limit ?? 50,
+        tenant: filter.tenant ?? null,
+      };
       return core.exclusive(() =>
-        (q().dropsList.all({
-          pipeline: filter.pipeline,
-          reason: filter.reason ?? null,
-          run: filter.runId ?? null,
-          before: filter.before ?? null,
-          limit: filter.limit ?? 50,
-        }) as Row[]).map(toIngestDrop)
+        ((filter.pipeline === undefined
+          ? q().dropsListAll.all(values)
+          : q().dropsList.all({ ...values, pipeline: filter.pipeline })) as Row[]).map(toIngestDrop)
       );
     },
 
-    ingestDropGet(params: { id: number }): Promise<IngestDropWithRecord | null> {
+    ingestDropGet(params: { id: number; tenant?: string }): Promise<IngestDropWithRecord | null> {
       return core.exclusive(() => {
-        const row = q().dropGet.get({ id: params.id }) as Row | undefined;
+        const row = q().dropGet.get({ id: params.id, tenant: params.tenant ?? null }) as
+          | Row
+          | undefined;
         return row ? { ...toIngestDrop(row), record: (row.record as string | null) ?? null } : null;
       });
     },

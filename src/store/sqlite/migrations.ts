@@ -31,6 +31,9 @@ import scheduleDefinition from "../../../migrations/sqlite/0014_schedule_definit
   type: "text",
 };
 import principals from "../../../migrations/sqlite/0015_principals.sql" with { type: "text" };
+import ingestTenant from "../../../migrations/sqlite/0016_ingest_tenant.sql" with {
+  type: "text",
+};
 
 /** One numbered migration. */
 export interface Migration {
@@ -56,6 +59,7 @@ export const MIGRATIONS: readonly Migration[] = [
   { version: 13, name: "0013_reports.sql", sql: reports },
   { version: 14, name: "0014_schedule_definition.sql", sql: scheduleDefinition },
   { version: 15, name: "0015_principals.sql", sql: principals },
+  { version: 16, name: "0016_ingest_tenant.sql", sql: ingestTenant },
 ];
 
 /** The migrations a database at schema `version` has not applied yet, in order. */

@@ -96,6 +96,7 @@ const SQL = {
     SELECT value ->> 0, value ->> 1, value ->> 2, value ->> 3, value ->> 4, value ->> 5
     FROM json_each(:rows) ORDER BY key`,
   runRow: `SELECT * FROM workflow_runs WHERE id = :run`,
+  runRowOf: `SELECT * FROM workflow_runs WHERE id = :run AND tenant = :tenant`,
   count: `SELECT workflow, state, count(*) AS count FROM workflow_runs
     GROUP BY workflow, state ORDER BY workflow, state`,
   compensations: `SELECT r.workflow, s.state, count(*) AS count
@@ -132,11 +133,15 @@ export function sqliteWorkflows(core: SqliteCore): StoreWorkflows {
       );
     },
 
-    workflowGet(params: { id: number }): Promise<WorkflowRunDetail | null> {
+    workflowGet(params: { id: number; tenant?: string }): Promise<WorkflowRunDetail | null> {
       return core.exclusive(() => {
         const id = params.id;
-        const row = q().runRow.get({ run: id }) as Row | undefined;
-        if (!row) return null;
+        const row = (params.tenant === undefined
+          ? q().runRow.get({ run: id })
+          : q().runRowOf.get({ run: id, tenant: params.tenant })) as Row | undefined;
+        if (!row) {
+          return null;
+        }
         const steps = (q().rows.all({ run: id }) as Row[]).map(toWorkflowStepRow);
         return { run: toWorkflowRun(row), definition: JSON.parse(String(row.definition)), steps };
       });
@@ -159,6 +164,10 @@ export function sqliteWorkflows(core: SqliteCore): StoreWorkflows {
         if (params.workflow !== undefined) {
           where.push(`workflow = :workflow`);
           values.workflow = params.workflow;
+        }
+        if (params.tenant !== undefined) {
+          where.push(`tenant = :tenant`);
+          values.tenant = params.tenant;
         }
         if (params.after !== undefined) {
           if (!Number.isInteger(params.after)) {

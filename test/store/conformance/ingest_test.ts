@@ -395,6 +395,118 @@ for (const backend of BACKENDS) {
     assert.equal((await store.ingestDropsList({ pipeline: "catalog" }))[0]?.replayable, false);
   });
 
+  test("drops list every pipeline's, newest first, when no pipeline is named", async ({ store }) => {
+    for (const [i, pipeline] of ["catalog", "bank", "catalog"].entries()) {
+      const { lease } = await openRun(store, pipeline);
+      const reason = i === 1 ? "poison" : "duplicate";
+      assert.ok(
+        await store.ingestChunkCommit({
+          lease,
+          pipeline,
+          delta: delta({ received: 1, dropped: { [reason]: 1 } }),
+          pending: 0,
+          cursor: "x",
+          drops: [{ recordKey: `k${i}`, reason, step: "s", excerpt: "a", record: "a" }],
+          failures: [],
+          cleared: [],
+          now: NOW + i,
+        }),
+      );
+    }
+    const all = await store.ingestDropsList({});
+    assert.deepEqual(all.map((d) => [d.pipeline, d.recordKey]), [
+      ["catalog", "k2"],
+      ["bank", "k1"],
+      ["catalog", "k0"],
+    ]);
+    assert.deepEqual((await store.ingestDropsList({ reason: "poison" })).map((d) => d.recordKey), [
+      "k1",
+    ]);
+    assert.deepEqual(
+      (await store.ingestDropsList({ before: all[0]!.id, limit: 1 })).map((d) => d.recordKey),
+      ["k1"],
+    );
+    assert.deepEqual(
+      (await store.ingestDropsList({ pipeline: "catalog" })).map((d) => d.recordKey),
+      ["k2", "k0"],
+    );
+  });
+
+  test("a run carries its job's tenant, and a tenant reads its runs, summaries and drops only", async ({ store }) => {
+    const runs: Record<string, number> = {};
+    for (const [i, tenant] of ["acme", "globex", null].entries()) {
+      await store.jobsInsert({
+        jobs: [newJob({ queue: `q${i}`, worker: "jobs.ingest", scheduledAt: NOW, tenant })],
+        now: NOW,
+      });
+      const { jobs } = await store.jobsClaim({
+        queue: `q${i}`,
+        node: "n1",
+        limit: 1,
+        now: NOW,
+        leaseMs: 60_000,
+      });
+      const job = jobs[0]!;
+      const run = await store.ingestRunOpen({
+        pipeline: "catalog",
+        hash: "h1",
+        jobId: job.id,
+        fence: job.fence,
+        trigger: "manual",
+        now: NOW + i,
+      });
+      assert.equal(run?.tenant, tenant);
+      runs[tenant ?? "none"] = run!.id;
+      assert.ok(
+        await store.ingestChunkCommit({
+          lease: { runId: run!.id, jobId: job.id, fence: job.fence },
+          pipeline: "catalog",
+          delta: delta({ received: 1, dropped: { duplicate: 1 } }),
+          pending: 0,
+          cursor: "x",
+          drops: [{
+            recordKey: `k-${tenant}`,
+            reason: "duplicate",
+            step: "s",
+            excerpt: "a",
+            record: "a",
+          }],
+          failures: [],
+          cleared: [],
+          now: NOW + i,
+        }),
+      );
+    }
+    assert.equal((await store.ingestRunGet({ id: runs.acme! }))?.tenant, "acme");
+    const ids = async (filter: Parameters<Store["ingestRunsList"]>[0]) =>
+      (await store.ingestRunsList(filter)).map((r) => r.id);
+    assert.deepEqual(await ids({}), [runs.none, runs.globex, runs.acme]);
+    assert.deepEqual(await ids({ tenant: "acme" }), [runs.acme]);
+    assert.deepEqual(await ids({ tenant: "acme", pipeline: "catalog" }), [runs.acme]);
+    assert.deepEqual(await ids({ tenant: "initech" }), []);
+    const [all] = await store.ingestSummaries({ since: NOW - 1 });
+    assert.deepEqual([all?.runs, all?.lastRun?.id, all?.droppedSince], [3, runs.none, {
+      duplicate: 3,
+    }]);
+    const [acme] = await store.ingestSummaries({ since: NOW - 1, tenant: "acme" });
+    assert.deepEqual([acme?.runs, acme?.lastRun?.id, acme?.droppedSince], [1, runs.acme, {
+      duplicate: 1,
+    }]);
+    assert.deepEqual(await store.ingestSummaries({ since: NOW - 1, tenant: "initech" }), []);
+    const keys = async (filter: Parameters<Store["ingestDropsList"]>[0]) =>
+      (await store.ingestDropsList(filter)).map((d) => d.recordKey);
+    assert.deepEqual(await keys({}), ["k-null", "k-globex", "k-acme"]);
+    assert.deepEqual(await keys({ tenant: "acme" }), ["k-acme"]);
+    assert.deepEqual(await keys({ tenant: "globex", pipeline: "catalog" }), ["k-globex"]);
+    const [globexDrop] = await store.ingestDropsList({ tenant: "globex" });
+    assert.equal((await store.ingestDropGet({ id: globexDrop!.id }))?.recordKey, "k-globex");
+    assert.equal(
+      (await store.ingestDropGet({ id: globexDrop!.id, tenant: "globex" }))?.recordKey,
+      "k-globex",
+    );
+    assert.equal(await store.ingestDropGet({ id: globexDrop!.id, tenant: "acme" }), null);
+  });
+
   test("drops are pruned per pipeline's retention", async ({ store }) => {
     for (const pipeline of ["catalog", "bank"]) {
       const { lease } = await openRun(store, pipeline);
@@ -449,6 +561,7 @@ for (const backend of BACKENDS) {
       state: "running",
       jobId: a!.id,
       trigger: "schedule",
+      tenant: null,
       counts: { received: 0, kept: 0, sunk: 0, failed: 0, pending: 0, dropped: {} },
       cursor: null,
       error: null,

@@ -652,6 +652,26 @@ for (const backend of BACKENDS) {
     );
   });
 
+  test("workflowsList() and workflowGet() with a tenant see only that tenant's runs", async ({ store }) => {
+    const acme = (await start(store, SOLO, { tenant: "acme", now: T0 })).id;
+    const globex = (await start(store, PAIR, { tenant: "globex", now: T0 + 1 })).id;
+    const none = (await start(store, SOLO, { now: T0 + 2 })).id;
+    const acme2 = (await start(store, PAIR, { tenant: "acme", now: T0 + 3 })).id;
+    const list = async (filter: Parameters<Store["workflowsList"]>[0]) =>
+      (await store.workflowsList(filter)).map((r) => r.id);
+    assert.deepEqual(await list({}), [acme2, none, globex, acme]);
+    assert.deepEqual(await list({ tenant: "acme" }), [acme2, acme]);
+    assert.deepEqual(await list({ tenant: "acme", workflow: "solo" }), [acme]);
+    assert.deepEqual(await list({ tenant: "acme", after: acme2 }), [acme]);
+    assert.deepEqual(await list({ tenant: "globex", state: "running" }), [globex]);
+    assert.deepEqual(await list({ tenant: "initech" }), []);
+    assert.equal((await store.workflowGet({ id: acme, tenant: "acme" }))?.run.tenant, "acme");
+    assert.equal(await store.workflowGet({ id: globex, tenant: "acme" }), null);
+    assert.equal(await store.workflowGet({ id: none, tenant: "acme" }), null);
+    assert.equal((await store.workflowGet({ id: none }))?.run.tenant, null);
+    assert.equal((await store.workflowGet({ id: globex }))?.steps.length, 1);
+  });
+
   test("workflowsPrune() deletes final runs that ended before their kind's cutoff, at most limit, with their step rows", async ({ store }) => {
     const completedRun = await completeSolo(store, T0 + 10);
     const failedRun = await failSolo(store, T0 + 20);
