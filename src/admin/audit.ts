@@ -26,6 +26,7 @@
 
 import { redact } from "../kernel/redact.ts";
 import type { StoreTx } from "../store/store.ts";
+import type { AdminAction } from "./actions.ts";
 
 /** Who acts, why, and when (from the caller's clock). */
 export interface Actor {
@@ -36,12 +37,13 @@ export interface Actor {
 
 /**
  * One `audit` row for an action `who` took on `target`; the reason is stored
- * redacted. Written by `store`, or inside a transaction by its `tx`.
+ * redacted. Written by `store`, or inside a transaction by its `tx`. The
+ * action is one of the role table's (`actions.ts`), so none goes unlisted.
  */
 export function audit(
   store: Pick<StoreTx, "auditRecord">,
   who: Actor,
-  action: string,
+  action: AdminAction,
   target: string,
   details: Record<string, unknown>,
 ): Promise<void> {

@@ -20,6 +20,7 @@ import { checkToken, type DownloadClaims, mintToken, newSecret } from "../report
 import type { ReportRun } from "../report/types.ts";
 import { reportJob } from "../runners/report.ts";
 import type { Store, StoreTx } from "../store/store.ts";
+import type { AdminAction } from "./actions.ts";
 import { audit } from "./audit.ts";
 
 export { ReportRequestError };
@@ -96,7 +97,7 @@ function auditReport(
   report: CompiledReport,
   actor: string,
   now: number,
-  action: string,
+  action: AdminAction,
   details: Record<string, unknown>,
 ): Promise<void> {
   return audit(

@@ -13,6 +13,7 @@
  * @module
  */
 
+import { ACTIONS, ADMIN, type AdminAction, READ } from "../admin/actions.ts";
 import type { Role } from "../admin/roles.ts";
 
 /** Who acts through the API, as the credential says. */
@@ -38,14 +39,14 @@ export function actorOf(principal: Principal): string {
   return principal.kind === "person" ? principal.name : `token:${principal.name}`;
 }
 
-/** Every role may read what is in its scope. */
-const READ: readonly Role[] = ["viewer", "operator", "approver", "admin"];
-
-/** Acting on jobs, queues, schedules, workflows, pipelines and reports. */
-const ACT: readonly Role[] = ["operator", "admin"];
-
-/** People, tokens and settings. */
-export const ADMIN: readonly Role[] = ["admin"];
+/**
+ * A route that acts: its action, and the roles the action table
+ * (`src/admin/actions.ts`) gives that action, so a route cannot allow what
+ * the door's action does not.
+ */
+function acts(action: AdminAction): { action: AdminAction; roles: readonly Role[] } {
+  return { action, roles: ACTIONS[action] };
+}
 
 /** The methods `/api/v1` uses. */
 export type ApiMethod = "GET" | "POST" | "PUT" | "DELETE";
@@ -56,6 +57,8 @@ export interface ApiRoute {
   /** The path pattern as the router registers it (`/api/v1/jobs/:id`). */
   path: string;
   roles: readonly Role[];
+  /** What the route does, when it acts (a read names none): its roles are the action's. */
+  action?: AdminAction;
   /** One line for the OpenAPI document. */
   summary: string;
 }
@@ -66,11 +69,11 @@ export const API_ROUTES: readonly ApiRoute[] = [
   { method: "GET", path: "/api/v1/openapi.json", roles: READ, summary: "This API's description" },
   // Jobs.
   { method: "GET", path: "/api/v1/jobs", roles: READ, summary: "Jobs matching filters" },
-  { method: "POST", path: "/api/v1/jobs", roles: ACT, summary: "Enqueue one job" },
+  { method: "POST", path: "/api/v1/jobs", ...acts("job.enqueue"), summary: "Enqueue one job" },
   {
     method: "POST",
     path: "/api/v1/jobs/batch",
-    roles: ACT,
+    ...acts("job.enqueue"),
     summary: "Enqueue 1 to 1000 jobs in one transaction, all or none",
   },
   { method: "GET", path: "/api/v1/jobs/:id", roles: READ, summary: "One job with its attempts" },
@@ -83,12 +86,27 @@ export const API_ROUTES: readonly ApiRoute[] = [
   {
     method: "POST",
     path: "/api/v1/jobs/:id/replay",
-    roles: ACT,
+    ...acts("job.replay"),
     summary: "Replay one job: a new attempt of the same occurrence",
   },
-  { method: "POST", path: "/api/v1/jobs/:id/retry", roles: ACT, summary: "Retry one job" },
-  { method: "POST", path: "/api/v1/jobs/:id/cancel", roles: ACT, summary: "Cancel one job" },
-  { method: "POST", path: "/api/v1/jobs/:id/discard", roles: ACT, summary: "Discard one job" },
+  {
+    method: "POST",
+    path: "/api/v1/jobs/:id/retry",
+    ...acts("job.retry"),
+    summary: "Retry one job",
+  },
+  {
+    method: "POST",
+    path: "/api/v1/jobs/:id/cancel",
+    ...acts("job.cancel"),
+    summary: "Cancel one job",
+  },
+  {
+    method: "POST",
+    path: "/api/v1/jobs/:id/discard",
+    ...acts("job.discard"),
+    summary: "Discard one job",
+  },
   // The audit log.
   {
     method: "GET",
@@ -106,13 +124,13 @@ export const API_ROUTES: readonly ApiRoute[] = [
   {
     method: "POST",
     path: "/api/v1/queues/:name/pause",
-    roles: ACT,
+    ...acts("queue.pause"),
     summary: "Pause a queue for every process (installation-wide principals only)",
   },
   {
     method: "POST",
     path: "/api/v1/queues/:name/resume",
-    roles: ACT,
+    ...acts("queue.resume"),
     summary: "Resume a queue for every process (installation-wide principals only)",
   },
   // Schedules.
@@ -125,13 +143,13 @@ export const API_ROUTES: readonly ApiRoute[] = [
   {
     method: "POST",
     path: "/api/v1/schedules/:id/disable",
-    roles: ACT,
+    ...acts("schedule.disable"),
     summary: "Disable a schedule, stored (installation-wide principals only)",
   },
   {
     method: "POST",
     path: "/api/v1/schedules/:id/enable",
-    roles: ACT,
+    ...acts("schedule.enable"),
     summary: "Enable a schedule, stored (installation-wide principals only)",
   },
   {
@@ -143,7 +161,7 @@ export const API_ROUTES: readonly ApiRoute[] = [
   {
     method: "POST",
     path: "/api/v1/schedules/:id/run",
-    roles: ACT,
+    ...acts("schedule.run"),
     summary: "Run a schedule now, guarded (installation-wide principals only)",
   },
   // Workflows.
@@ -156,7 +174,7 @@ export const API_ROUTES: readonly ApiRoute[] = [
   {
     method: "POST",
     path: "/api/v1/workflows",
-    roles: ACT,
+    ...acts("workflow.start"),
     summary: "Start a run of a workflow the schedules file declares",
   },
   {
@@ -168,13 +186,13 @@ export const API_ROUTES: readonly ApiRoute[] = [
   {
     method: "POST",
     path: "/api/v1/workflows/:id/cancel",
-    roles: ACT,
+    ...acts("workflow.cancel"),
     summary: "Cancel a workflow run",
   },
   {
     method: "POST",
     path: "/api/v1/workflows/:id/retry",
-    roles: ACT,
+    ...acts("workflow.retry"),
     summary: "Retry a failed workflow run",
   },
   // Pipelines, ingest runs and drops.
@@ -187,7 +205,7 @@ export const API_ROUTES: readonly ApiRoute[] = [
   {
     method: "POST",
     path: "/api/v1/pipelines/:name/runs",
-    roles: ACT,
+    ...acts("ingest.run"),
     summary: "Run a pipeline now (a tenant's principal: a run of its tenant)",
   },
   {
@@ -199,7 +217,7 @@ export const API_ROUTES: readonly ApiRoute[] = [
   {
     method: "POST",
     path: "/api/v1/drops/:id/replay",
-    roles: ACT,
+    ...acts("ingest.replay"),
     summary: "Replay one dropped record",
   },
   // Reports.
@@ -218,7 +236,7 @@ export const API_ROUTES: readonly ApiRoute[] = [
   {
     method: "POST",
     path: "/api/v1/reports/:id/runs",
-    roles: ACT,
+    ...acts("report.run"),
     summary: "Request a run for the principal and its tenant (200 ended, 202 under way)",
   },
   {
@@ -230,7 +248,7 @@ export const API_ROUTES: readonly ApiRoute[] = [
   {
     method: "POST",
     path: "/api/v1/reports/runs/:run/links",
-    roles: ACT,
+    ...acts("report.link"),
     summary: "A download link to a completed run's output, signed with its tenant",
   },
   // Settings, nodes and status.
@@ -244,13 +262,13 @@ export const API_ROUTES: readonly ApiRoute[] = [
   {
     method: "PUT",
     path: "/api/v1/settings/:key",
-    roles: ADMIN,
+    ...acts("setting.set"),
     summary: "Store a setting's value, reason required (installation-wide principals only)",
   },
   {
     method: "POST",
     path: "/api/v1/settings/:key/unset",
-    roles: ADMIN,
+    ...acts("setting.unset"),
     summary: "Remove a stored setting, reason required (installation-wide principals only)",
   },
   {
@@ -275,19 +293,19 @@ export const API_ROUTES: readonly ApiRoute[] = [
   {
     method: "POST",
     path: "/api/v1/users",
-    roles: ADMIN,
+    ...acts("user.add"),
     summary: "Add a person: refused to a token (token-cannot-mint); jobs users add on the host",
   },
   {
     method: "POST",
     path: "/api/v1/users/:name/disable",
-    roles: ADMIN,
+    ...acts("user.disable"),
     summary: "Stop a person signing in (installation-wide principals only)",
   },
   {
     method: "POST",
     path: "/api/v1/users/:name/enable",
-    roles: ADMIN,
+    ...acts("user.enable"),
     summary: "Let a disabled person sign in again (installation-wide principals only)",
   },
   {
@@ -299,14 +317,14 @@ export const API_ROUTES: readonly ApiRoute[] = [
   {
     method: "POST",
     path: "/api/v1/tokens",
-    roles: ADMIN,
+    ...acts("token.create"),
     summary:
       "Create a token: refused to a token (token-cannot-mint); jobs tokens create on the host",
   },
   {
     method: "POST",
     path: "/api/v1/tokens/:name/revoke",
-    roles: ADMIN,
+    ...acts("token.revoke"),
     summary: "Revoke a token, itself included (installation-wide principals only)",
   },
 ];

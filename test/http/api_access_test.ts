@@ -7,6 +7,7 @@
 
 import assert from "node:assert/strict";
 import { revokeToken } from "../../src/admin/tokens.ts";
+import { ACTIONS } from "../../src/admin/actions.ts";
 import { API_ROUTES, refusal, routeKey, routeOf } from "../../src/http/access.ts";
 import { registeredRoutes } from "../../src/http/api/app.ts";
 import { BACKENDS } from "../support/backends.ts";
@@ -19,6 +20,18 @@ Deno.test("the role table names every /api/v1 route the router registers, and no
   assert.ok(registered.length > 0);
   for (const route of registered) assert.ok(table.includes(route), `${route} is not in API_ROUTES`);
   for (const route of table) assert.ok(registered.includes(route), `${route} is not registered`);
+});
+
+Deno.test("every route that acts names its action, and takes its roles from the action table", () => {
+  for (const route of API_ROUTES) {
+    const key = routeKey(route.method, route.path);
+    if (route.method === "GET") {
+      assert.equal(route.action, undefined, `${key} reads: it names no action`);
+      continue;
+    }
+    assert.ok(route.action, `${key} acts but names no action of ACTIONS`);
+    assert.deepEqual(route.roles, ACTIONS[route.action], `${key}: the roles of ${route.action}`);
+  }
 });
 
 for (const backend of BACKENDS) {

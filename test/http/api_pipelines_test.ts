@@ -13,8 +13,7 @@ import assert from "node:assert/strict";
 import type { ApiDefinitions } from "../../src/http/api/app.ts";
 import { definePipeline } from "../../src/ingest/definition.ts";
 import type { CompiledPipeline } from "../../src/ingest/types.ts";
-import type { Store } from "../../src/store/store.ts";
-import { BACKENDS, newJob } from "../support/backends.ts";
+import { BACKENDS } from "../support/backends.ts";
 import { apiHarness, INSTALL_TOKEN, runWithDrops } from "./api_support.ts";
 
 /** A pipeline of the schedules file, fresh within an hour. */

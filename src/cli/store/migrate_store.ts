@@ -30,6 +30,7 @@ import {
   parseLocation,
   storeSchema,
 } from "../../store/open.ts";
+import { audit } from "../../admin/audit.ts";
 import type { Store } from "../../store/store.ts";
 import {
   storeTransfer,
@@ -329,14 +330,7 @@ async function reopenCommand(options: MigrateStoreOptions, deps: CliDeps): Promi
     }
     await store.transaction(async (tx) => {
       await tx.settingDelete({ key: MOVED_SETTING });
-      await tx.auditRecord({
-        at: now,
-        actor,
-        action: "store.reopened",
-        target: "store",
-        reason,
-        details: { movedTo: moved.to },
-      });
+      await audit(tx, { actor, reason, now }, "store.reopened", "store", { movedTo: moved.to });
     }).catch((error) => {
       const message = firstLine(error instanceof Error ? error.message : String(error));
       throw new CommandFailed(
