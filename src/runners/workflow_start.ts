@@ -73,7 +73,8 @@ export function workflowStartWorker(options: WorkflowStartWorkerOptions): Worker
       const started = await options.store().workflowStart({
         definition,
         input,
-        tenant: null,
+        // The occurrence's tenant (a `tenant:` schedule's): the run and its step jobs carry it.
+        tenant: ctx.job.tenant ?? null,
         key,
         now: options.clock.now(),
       });

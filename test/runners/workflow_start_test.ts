@@ -72,6 +72,22 @@ Deno.test("a workflow start begins the run once per occurrence: a retried occurr
   assert.equal((await t.store.workflowsList({})).length, 2);
 });
 
+Deno.test("a tenant's occurrence starts a run of that tenant, whose step jobs carry it", async () => {
+  await using t = await tempStore();
+  const clock = new FakeClock();
+  const done = await performJob(worker(t.store, clock), start(), {
+    clock,
+    occurrence: "nightly:acme@2026-05-01T02:00:00.000Z",
+    tenant: "acme",
+  });
+  assert.equal(done.outcome, "completed");
+  const [run] = await t.store.workflowsList({});
+  assert.equal(run?.tenant, "acme");
+  assert.deepEqual((await t.store.workflowsList({ tenant: "globex" })).map((r) => r.id), []);
+  const jobs = await t.store.jobsList({ queue: "imports" });
+  assert.deepEqual(jobs.map((j) => j.tenant), ["acme"]);
+});
+
 Deno.test("a workflow start ends with the run's id as its result", async () => {
   await using t = await tempStore();
   const clock = new FakeClock();
