@@ -12,10 +12,12 @@ import { routeKey } from "../access.ts";
 import {
   type ApiRouter,
   ID_TEXT,
+  keysetPage,
   LIMIT_TEXT,
   pageLimit,
   readQuery,
   type RouteSchemas,
+  tenantScope,
   TEXT,
 } from "./common.ts";
 
@@ -54,13 +56,10 @@ export function registerAudit(api: ApiRouter): void {
     const rows = await api.store.auditPage({
       ...(query.target === undefined ? {} : { target: query.target }),
       ...(query.after === undefined ? {} : { after: Number(query.after) }),
-      ...(p.tenant === null ? {} : { tenant: p.tenant }),
+      ...tenantScope(p),
       limit: limit + 1,
     });
-    const page = rows.slice(0, limit);
-    return c.json({
-      audit: page.map(auditJson),
-      next: rows.length > limit ? page.at(-1)!.id : null,
-    });
+    const { page, next } = keysetPage(rows, limit, (row) => row.id);
+    return c.json({ audit: page.map(auditJson), next });
   });
 }

@@ -90,6 +90,31 @@ export const ErrorAnswer = z.object({
   error: z.object({ code: z.string(), message: z.string() }),
 });
 
+/**
+ * A page of `rows`, read with one more than `limit`: the first `limit`, and
+ * the key of the last one when more follow (the next page's `after`), else
+ * null.
+ */
+export function keysetPage<T, K>(
+  rows: readonly T[],
+  limit: number,
+  key: (row: T) => K,
+): { page: T[]; next: K | null } {
+  const page = rows.slice(0, limit);
+  return { page, next: rows.length > limit ? key(page.at(-1)!) : null };
+}
+
+/** The store's tenant filter for principal `p`: none for an installation-wide one. */
+export function tenantScope(p: Principal): { tenant?: string } {
+  return p.tenant === null ? {} : { tenant: p.tenant };
+}
+
+/** A query value of one of `values` or several, comma-separated (`state=failed,retryable`). */
+export function oneOrSeveral(values: readonly string[], description: string) {
+  const one = values.join("|");
+  return z.string().regex(new RegExp(`^(${one})(,(${one}))*$`)).describe(description);
+}
+
 /** A page's size from a checked `limit` text: 50 unless given, at most 500. */
 export function pageLimit(limit: string | undefined): number {
   return limit === undefined ? 50 : Math.min(Number(limit), 500);

@@ -49,22 +49,22 @@ import {
   checkedReason,
   type Ctx,
   ID_TEXT,
+  keysetPage,
   LIMIT_TEXT,
+  oneOrSeveral,
   pageLimit,
   param,
   quoted,
   readBody,
   readQuery,
   type RouteSchemas,
+  tenantScope,
   TEXT,
 } from "./common.ts";
 
-const STATE = JOB_STATES.join("|");
-
 /** The query of `GET /api/v1/jobs`: the filters of `jobs ls`, and the page. */
 export const JobsQuery = z.strictObject({
-  state: z.string().regex(new RegExp(`^(${STATE})(,(${STATE}))*$`))
-    .describe("one state or several, comma-separated").optional(),
+  state: oneOrSeveral(JOB_STATES, "one state or several, comma-separated").optional(),
   queue: TEXT.optional(),
   worker: TEXT.optional(),
   tag: TEXT.optional(),
@@ -215,15 +215,12 @@ export function registerJobs(api: ApiRouter): void {
       ...(query.schedule === undefined ? {} : { scheduleId: query.schedule }),
       ...(query.search === undefined ? {} : { search: query.search }),
       ...(query.after === undefined ? {} : { after: Number(query.after) }),
-      ...(p.tenant === null ? {} : { tenant: p.tenant }),
+      ...tenantScope(p),
       limit: limit + 1,
     };
     const jobs = await jobsView(store, filter);
-    const page = jobs.slice(0, limit);
-    return c.json({
-      jobs: page.map(jobJson),
-      next: jobs.length > limit ? page.at(-1)!.id : null,
-    });
+    const { page, next } = keysetPage(jobs, limit, (row) => row.id);
+    return c.json({ jobs: page.map(jobJson), next });
   });
 
   api.on("GET", "/api/v1/jobs/:id", async (c, p) => {

@@ -43,6 +43,7 @@ import {
   type ApiRouter,
   checkedReason,
   ID_TEXT,
+  keysetPage,
   LIMIT_TEXT,
   pageLimit,
   param,
@@ -50,6 +51,7 @@ import {
   readBody,
   readQuery,
   type RouteSchemas,
+  tenantScope,
   TEXT,
 } from "./common.ts";
 
@@ -221,14 +223,11 @@ export function registerPipelines(
       ...(query.reason === undefined ? {} : { reason: query.reason }),
       ...(query.run === undefined ? {} : { runId: Number(query.run) }),
       ...(query.after === undefined ? {} : { before: Number(query.after) }),
-      ...(p.tenant === null ? {} : { tenant: p.tenant }),
+      ...tenantScope(p),
       limit: limit + 1,
     });
-    const page = drops.slice(0, limit);
-    return c.json({
-      drops: page.map(dropJson),
-      next: drops.length > limit ? page.at(-1)!.id : null,
-    });
+    const { page, next } = keysetPage(drops, limit, (row) => row.id);
+    return c.json({ drops: page.map(dropJson), next });
   });
 
   api.on("POST", "/api/v1/drops/:id/replay", async (c, p) => {

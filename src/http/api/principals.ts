@@ -33,6 +33,7 @@ import {
   type ApiRouter,
   checkedReason,
   installationWide,
+  keysetPage,
   LIMIT_TEXT,
   pageLimit,
   param,
@@ -186,11 +187,8 @@ export function registerPrincipals(api: ApiRouter): void {
     const query = readQuery(c, PrincipalsQuery);
     const limit = pageLimit(query.limit);
     const rows = await listPeople(store, { after: query.after, limit: limit + 1 });
-    const page = rows.slice(0, limit);
-    return c.json({
-      users: page.map(personJson),
-      next: rows.length > limit ? page.at(-1)!.name : null,
-    });
+    const { page, next } = keysetPage(rows, limit, (row) => row.name);
+    return c.json({ users: page.map(personJson), next });
   });
 
   api.on("GET", "/api/v1/tokens", async (c, p) => {
@@ -198,11 +196,8 @@ export function registerPrincipals(api: ApiRouter): void {
     const query = readQuery(c, PrincipalsQuery);
     const limit = pageLimit(query.limit);
     const rows = await listTokens(store, clock.now(), { after: query.after, limit: limit + 1 });
-    const page = rows.slice(0, limit);
-    return c.json({
-      tokens: page.map(tokenJson),
-      next: rows.length > limit ? page.at(-1)!.name : null,
-    });
+    const { page, next } = keysetPage(rows, limit, (row) => row.name);
+    return c.json({ tokens: page.map(tokenJson), next });
   });
 
   api.on("POST", "/api/v1/users", async (c, p) => {

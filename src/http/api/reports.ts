@@ -56,6 +56,7 @@ import {
   type Ctx,
   ID_TEXT,
   installationWide,
+  keysetPage,
   LIMIT_TEXT,
   pageLimit,
   param,
@@ -63,6 +64,7 @@ import {
   readBody,
   readQuery,
   type RouteSchemas,
+  tenantScope,
   TEXT,
 } from "./common.ts";
 
@@ -212,14 +214,11 @@ export function registerReports(api: ApiRouter, reports: ApiReports | undefined)
     const runs = await reportRuns(store, {
       ...(query.report === undefined ? {} : { report: query.report }),
       ...(query.after === undefined ? {} : { before: Number(query.after) }),
-      ...(p.tenant === null ? {} : { tenant: p.tenant }),
+      ...tenantScope(p),
       limit: limit + 1,
     });
-    const page = runs.slice(0, limit);
-    return c.json({
-      runs: page.map(runJson),
-      next: runs.length > limit ? page.at(-1)!.id : null,
-    });
+    const { page, next } = keysetPage(runs, limit, (row) => row.id);
+    return c.json({ runs: page.map(runJson), next });
   });
 
   api.on("GET", "/api/v1/reports/runs/:run", async (c, p) => {
@@ -304,7 +303,7 @@ export function registerReports(api: ApiRouter, reports: ApiReports | undefined)
       storage: reports.storage(report),
       runId: run.id,
       actor: actorOf(p),
-      ...(p.tenant === null ? {} : { tenant: p.tenant }),
+      ...tenantScope(p),
       ttlMs: body.ttl_ms ?? DEFAULT_LINK_TTL_MS,
       now: clock.now(),
       base: reports.base,

@@ -46,21 +46,21 @@ import {
   checkedReason,
   type Ctx,
   ID_TEXT,
+  keysetPage,
   LIMIT_TEXT,
+  oneOrSeveral,
   pageLimit,
   quoted,
   readBody,
   readQuery,
   type RouteSchemas,
+  tenantScope,
   TEXT,
 } from "./common.ts";
 
-const STATE = RUN_STATES.join("|");
-
 /** The query of `GET /api/v1/workflows`: the filters of `jobs workflows`, and the page. */
 export const WorkflowsQuery = z.strictObject({
-  state: z.string().regex(new RegExp(`^(${STATE})(,(${STATE}))*$`))
-    .describe("one run state or several, comma-separated").optional(),
+  state: oneOrSeveral(RUN_STATES, "one run state or several, comma-separated").optional(),
   workflow: TEXT.describe("runs of this workflow").optional(),
   after: ID_TEXT.describe("the `next` of the previous page").optional(),
   limit: LIMIT_TEXT.describe("runs per page, 1 to 500, default 50").optional(),
@@ -168,14 +168,11 @@ export function registerWorkflows(
       ...(query.state === undefined ? {} : { state: query.state.split(",") as RunState[] }),
       ...(query.workflow === undefined ? {} : { workflow: query.workflow }),
       ...(query.after === undefined ? {} : { after: Number(query.after) }),
-      ...(p.tenant === null ? {} : { tenant: p.tenant }),
+      ...tenantScope(p),
       limit: limit + 1,
     });
-    const page = runs.slice(0, limit);
-    return c.json({
-      workflows: page.map(workflowSummaryJson),
-      next: runs.length > limit ? page.at(-1)!.id : null,
-    });
+    const { page, next } = keysetPage(runs, limit, (row) => row.id);
+    return c.json({ workflows: page.map(workflowSummaryJson), next });
   });
 
   api.on("GET", "/api/v1/workflows/:id", async (c, p) => {
