@@ -537,7 +537,11 @@ Deno.test("a selection whose leader exits while a grandchild ignores SIGTERM lea
       selection: {
         command:
           `(trap '' TERM; exec sleep 60) >/dev/null 2>&1 & echo $! > "${dir.path}/grandchild"; ` +
-          `echo $$ > "${dir.path}/leader"; echo item-1`,
+          `echo $$ > "${dir.path}/leader"; ` +
+          // The leader lives until the test has seen its group recorded: a leader gone before
+          // the runner reads its /proc entry leaves no record (see below), which is not what
+          // this test is about.
+          `while [ ! -e "${dir.path}/go" ]; do sleep 0.02; done; echo item-1`,
         shell: true,
       },
       run: { worker: "visit" },
@@ -548,9 +552,12 @@ Deno.test("a selection whose leader exits while a grandchild ignores SIGTERM lea
     const leader = await readPid(`${dir.path}/leader`);
     const grandchild = await readPid(`${dir.path}/grandchild`);
     // The runner records the group once the spawn returns; the shell may write its pid first.
-    await waitUntil("the group recorded", () => recordedGroups(groups).length > 0);
+    await waitUntil("the group recorded", () => recordedGroups(groups).length > 0, {
+      timeoutMs: 30_000,
+    });
     assert.deepEqual(recordedGroups(groups), [`${leader}.json`]);
-    await waitUntil("the leader to exit", () => !alive(leader));
+    await Deno.writeTextFile(`${dir.path}/go`, "");
+    await waitUntil("the leader to exit", () => !alive(leader), { timeoutMs: 30_000 });
     assert.ok(alive(grandchild), "the grandchild outlives its leader");
     // The grace (and the looks at the group during it) wait on the clock: move it on.
     await driven(clock, drained, 500);
