@@ -25,6 +25,7 @@ export function Document(props: { title: string; children?: unknown }) {
         <meta name="viewport" content="width=device-width, initial-scale=1" />
         <meta name="color-scheme" content="light dark" />
         <title>{props.title} · jobs</title>
+        <link rel="icon" href={assetPath("favicon.svg")} type="image/svg+xml" />
         <link rel="stylesheet" href={assetPath("app.css")} />
         <script src={assetPath("app.js")} defer></script>
       </head>

@@ -77,7 +77,7 @@ function SignInPage(props: { message?: string; error?: boolean; name?: string })
 
 async function page(
   c: Ctx,
-  status: 200 | 400 | 401 | 413 | 429,
+  status: 200 | 400 | 413 | 429,
   props: Parameters<typeof SignInPage>[0],
   headers: Record<string, string> = {},
 ): Promise<Response> {
@@ -138,7 +138,8 @@ export function registerSignIn(app: Hono<ConsoleEnv>, deps: SignInDeps): void {
       );
       if (signed === null) {
         deps.addresses.fail(remote);
-        return await page(c, 401, {
+        // 200: the form again with its message (a 401 would ask for an Authorization scheme).
+        return await page(c, 200, {
           message: "The name or the password is wrong.",
           error: true,
           name,
