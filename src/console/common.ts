@@ -16,7 +16,8 @@
  *   `CONSOLE_ROUTES` names its `AdminAction` (`acts("job.retry")`), the
  *   form that posts it is drawn only when `mayTake(p.roles, action)`, and
  *   the handler calls the door of `src/admin/` with `router.who(p, reason)`
- *   and answers a redirect (`c.redirect(path, 303)`).
+ *   and answers a redirect (`c.redirect(path, 303)`); `readForm(c)` reads
+ *   the form's fields, bounded.
  *
  * @module
  */
@@ -101,4 +102,24 @@ export function pathTo(base: string, ...segments: (string | number)[]): string {
   return [base.replace(/\/$/, ""), ...segments.map((s) => encodeURIComponent(String(s)))].join(
     "/",
   );
+}
+
+/** A form's body is read up to this many bytes, by default. */
+export const MAX_FORM_BYTES = 64 * 1024;
+
+/**
+ * The fields of the request's HTML form (`application/x-www-form-urlencoded`),
+ * read up to `maxBytes`; null when the body is not such a form or is longer.
+ * What an action's handler reads its `reason` (and the rest) from.
+ */
+export async function readForm(
+  c: Ctx,
+  maxBytes: number = MAX_FORM_BYTES,
+): Promise<URLSearchParams | null> {
+  if (Number(c.req.header("content-length") ?? "0") > maxBytes) return null;
+  const type = c.req.header("content-type") ?? "";
+  if (!type.startsWith("application/x-www-form-urlencoded")) return null;
+  const text = await c.req.text();
+  if (new TextEncoder().encode(text).length > maxBytes) return null;
+  return new URLSearchParams(text);
 }

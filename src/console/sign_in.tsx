@@ -18,7 +18,7 @@ import { SignInLimited, type SignInLimiter } from "../admin/people.ts";
 import { resolveSession, type SessionTimeouts, signIn, signOut } from "../admin/sessions.ts";
 import type { Clock } from "../clock.ts";
 import type { Store } from "../store/store.ts";
-import type { ConsoleEnv, Ctx } from "./common.ts";
+import { type ConsoleEnv, type Ctx, readForm } from "./common.ts";
 import { Document } from "./layout.tsx";
 import { h } from "./jsx.ts";
 import { clearedCookie, sessionCookie, sessionIdOf } from "./security.ts";
@@ -85,16 +85,6 @@ async function page(
   return c.html("<!doctype html>" + String(html), status, headers);
 }
 
-/** The form's fields, read up to {@linkcode MAX_SIGN_IN_BYTES}; null when too long or not a form. */
-async function formOf(c: Ctx): Promise<URLSearchParams | null> {
-  if (Number(c.req.header("content-length") ?? "0") > MAX_SIGN_IN_BYTES) return null;
-  const type = c.req.header("content-type") ?? "";
-  if (!type.startsWith("application/x-www-form-urlencoded")) return null;
-  const text = await c.req.text();
-  if (text.length > MAX_SIGN_IN_BYTES) return null;
-  return new URLSearchParams(text);
-}
-
 /** Registers `/login` and `/logout` on `app`. */
 export function registerSignIn(app: Hono<ConsoleEnv>, deps: SignInDeps): void {
   const { store, clock } = deps;
@@ -117,7 +107,7 @@ export function registerSignIn(app: Hono<ConsoleEnv>, deps: SignInDeps): void {
         error: true,
       }, { "retry-after": String(Math.ceil(wait / 1000)) });
     }
-    const form = await formOf(c);
+    const form = await readForm(c, MAX_SIGN_IN_BYTES);
     if (form === null) {
       return await page(c, 400, { message: "The form could not be read.", error: true });
     }

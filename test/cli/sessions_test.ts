@@ -8,7 +8,14 @@
 
 import assert from "node:assert/strict";
 import { addPerson } from "../../src/admin/people.ts";
-import { resolveSession, sessionHandle, signIn } from "../../src/admin/sessions.ts";
+import {
+  DEFAULT_TIMEOUTS,
+  resolveSession,
+  sessionHandle,
+  signIn,
+} from "../../src/admin/sessions.ts";
+import { consoleTimeouts } from "../../src/cli/daemon.ts";
+import { CommandFailed } from "../../src/cli/program.ts";
 import { runJobs, withFiles } from "../support/cli.ts";
 import { withStore } from "../support/stores.ts";
 
@@ -60,4 +67,21 @@ Deno.test("jobs sessions list shows handles; revoke ends one by prefix or every 
       assert.deepEqual([revoke?.actor, revoke?.reason], ["root", "laptop lost"]);
     });
   });
+});
+
+Deno.test("a daemon's console timeouts come from JOBS_CONSOLE_SESSION_IDLE and _ABSOLUTE, else the defaults", () => {
+  const env = (values: Record<string, string>) => (name: string) => values[name];
+  assert.deepEqual(consoleTimeouts(env({})), DEFAULT_TIMEOUTS);
+  assert.deepEqual(
+    consoleTimeouts(env({ JOBS_CONSOLE_SESSION_IDLE: "2s", JOBS_CONSOLE_SESSION_ABSOLUTE: "8h" })),
+    { idleMs: 2000, absoluteMs: 8 * 3_600_000 },
+  );
+  for (const bad of ["soon", "10ms"]) {
+    assert.throws(
+      () => consoleTimeouts(env({ JOBS_CONSOLE_SESSION_IDLE: bad })),
+      (e) =>
+        e instanceof CommandFailed && e.exitCode === 2 &&
+        e.message.includes(`JOBS_CONSOLE_SESSION_IDLE "${bad}"`),
+    );
+  }
 });
