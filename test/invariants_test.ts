@@ -88,7 +88,7 @@ const LAYERS: readonly (readonly string[])[] = [
   ["runtime"],
   ["admin"],
   ["jobs.ts"],
-  ["http"],
+  ["http", "console"],
   ["tui"],
   ["cli"],
   ["mod.ts", "workflow.ts", "ingest.ts", "report.ts", "store.ts", "schedules.ts", "testing.ts"],

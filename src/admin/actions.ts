@@ -53,6 +53,11 @@ export const ACTIONS = {
   "user.disable": ADMIN,
   "user.enable": ADMIN,
   "user.remove": ADMIN,
+  /** A person signing in to the console (or out): anyone with a role and their password. */
+  "user.sign_in": READ,
+  "user.sign_out": READ,
+  /** Ending another person's console session. */
+  "session.revoke": ADMIN,
   "token.create": ADMIN,
   "token.revoke": ADMIN,
   "store.migrate": HOST_ONLY,

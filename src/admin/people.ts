@@ -159,6 +159,8 @@ export async function setPerson(
       ...(secretHash === undefined ? {} : { secretHash }),
     });
     if (!row) throw missing(name);
+    // A new password ends the sessions signed in with the old one.
+    if (secretHash !== undefined) await tx.sessionsDeleteFor({ person: name });
     await audit(tx, who, "user.set", `user:${name}`, {
       ...(roles === undefined ? {} : { roles }),
       ...(tenant === undefined ? {} : { tenant }),
@@ -169,7 +171,7 @@ export async function setPerson(
   });
 }
 
-/** Disables (or enables again) a person, audited `user.disable` or `user.enable` with what it was. */
+/** Disables (or enables again) a person, a disabled one's sessions ended, audited `user.disable` or `user.enable` with what it was. */
 export async function setPersonDisabled(
   store: Store,
   name: string,
@@ -180,6 +182,8 @@ export async function setPersonDisabled(
     const before = await tx.principalGet({ kind: "person", name });
     if (!before) throw missing(name);
     const person = (await tx.principalUpdate({ kind: "person", name, disabled, now: who.now }))!;
+    // A disabled person has no session: each ends now, not at its timeout.
+    if (disabled) await tx.sessionsDeleteFor({ person: name });
     await audit(tx, who, disabled ? "user.disable" : "user.enable", `user:${name}`, {
       was: before.disabled ? "disabled" : "enabled",
     });
@@ -187,12 +191,13 @@ export async function setPersonDisabled(
   });
 }
 
-/** Removes a person, audited `user.remove` with the roles and tenant they held. */
+/** Removes a person (and ends their sessions), audited `user.remove` with the roles and tenant they held. */
 export async function removePerson(store: Store, name: string, who: Actor): Promise<PrincipalRow> {
   return await store.transaction(async (tx) => {
     const before = await tx.principalGet({ kind: "person", name });
     if (!before) throw missing(name);
     await tx.principalDelete({ kind: "person", name });
+    await tx.sessionsDeleteFor({ person: name });
     await audit(tx, who, "user.remove", `user:${name}`, {
       roles: before.roles,
       tenant: before.tenant,

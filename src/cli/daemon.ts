@@ -85,6 +85,8 @@ import { storeOrigin } from "./project_file.ts";
 import { escapeControl } from "../text/escape.ts";
 import { groupsDirFor } from "./state_dir.ts";
 import { echo } from "./text.ts";
+import { tryParseDuration } from "../text/durations.ts";
+import { DEFAULT_TIMEOUTS, type SessionTimeouts } from "../admin/sessions.ts";
 
 /** Registers `jobs daemon` on the program. */
 export function registerDaemonCommand(program: Command, deps: CliDeps): void {
@@ -172,6 +174,7 @@ export function registerDaemonCommand(program: Command, deps: CliDeps): void {
         throw new CommandFailed(`jobs daemon: --queues ${(error as Error).message}`, 2);
       }
       const publicUrl = givenPublicUrl(options.publicUrl, deps.env);
+      const sessionTimeouts = consoleTimeouts(deps.env);
       const db = dbPath(options.db, deps);
       // The store is created when missing, but not its directory: say so before anything starts.
       const missing = await locationProblem(db, "create", deps.program, storeOrigin(db, deps));
@@ -189,6 +192,7 @@ export function registerDaemonCommand(program: Command, deps: CliDeps): void {
         ...(publicUrl === undefined ? {} : { publicUrl }),
         stateDir: options.stateDir,
         writeMoved: writeMoved(deps) ?? undefined,
+        sessionTimeouts,
       }, deps);
     }),
     deps,
@@ -235,6 +239,36 @@ export interface DaemonOptions {
    * audited as this actor's; without it such a store is refused at start.
    */
   writeMoved?: { actor: string; reason?: string | null };
+  /**
+   * How long the web console's sessions live; else `JOBS_CONSOLE_SESSION_IDLE`
+   * and `JOBS_CONSOLE_SESSION_ABSOLUTE` (`30m`, `12h`).
+   * @default idle 30 min, absolute 12 h
+   */
+  sessionTimeouts?: SessionTimeouts;
+}
+
+/**
+ * The console's session timeouts from `JOBS_CONSOLE_SESSION_IDLE` and
+ * `JOBS_CONSOLE_SESSION_ABSOLUTE` (durations: `30m`, `12h`), the defaults
+ * for those unset; a value that is no duration fails the command (exit 2).
+ */
+export function consoleTimeouts(env: (name: string) => string | undefined): SessionTimeouts {
+  const read = (name: string, fallback: number): number => {
+    const text = env(name);
+    if (text === undefined || text === "") return fallback;
+    const parsed = tryParseDuration(text);
+    if (!parsed.ok || parsed.ms < 1000) {
+      throw new CommandFailed(
+        `jobs daemon: ${name} "${echo(text)}" is not a duration of at least 1s (30m, 12h)`,
+        2,
+      );
+    }
+    return parsed.ms;
+  };
+  return {
+    idleMs: read("JOBS_CONSOLE_SESSION_IDLE", DEFAULT_TIMEOUTS.idleMs),
+    absoluteMs: read("JOBS_CONSOLE_SESSION_ABSOLUTE", DEFAULT_TIMEOUTS.absoluteMs),
+  };
 }
 
 /** What the daemon may touch, chosen by main.ts. */
@@ -427,6 +461,7 @@ export async function runDaemon(options: DaemonOptions, deps: DaemonDeps): Promi
         publicUrl: async () => (await linkBase(jobs.store, own === undefined ? {} : { own })).url,
       },
       degraded: () => degradedReason(runtime),
+      ...(options.sessionTimeouts ? { sessionTimeouts: options.sessionTimeouts } : {}),
     });
   } catch (error) {
     source.close();

@@ -30,6 +30,7 @@ import { Command, CommanderError } from "commander";
 import { didYouMean, nearest } from "../text/suggest.ts";
 import { type CliDeps, CommandFailed, quiet } from "./common.ts";
 import { registerCheckCommand } from "./config.ts";
+import { registerConsoleCommand } from "./console.ts";
 import { registerDaemonCommand } from "./daemon.ts";
 import { registerDemoCommand } from "./demo.ts";
 import { PROGRAM_NAME } from "./invocation.ts";
@@ -42,6 +43,7 @@ import { registerQueueCommands } from "./queues.ts";
 import { registerReportCommands } from "./reports.ts";
 import { registerRunbookCommand } from "./runbook.ts";
 import { registerScheduleActionCommands, registerScheduleViewCommands } from "./schedules.ts";
+import { registerSessionCommands } from "./sessions.ts";
 import { registerSettingsCommands } from "./settings.ts";
 import { registerMigrateCommand } from "./store/migrate.ts";
 import { registerMigrateStoreCommand } from "./store/migrate_store.ts";
@@ -166,12 +168,14 @@ export function buildProgram(deps: CliDeps): Command {
   registerMigrateCommand(program, deps);
   registerMigrateStoreCommand(program, deps);
   registerTuiCommand(program, deps);
+  registerConsoleCommand(program, deps);
   registerWorkflowCommands(program, deps);
   registerPipelineCommands(program, deps);
   registerSettingsCommands(program, deps);
   registerReportCommands(program, deps);
   registerUserCommands(program, deps);
   registerTokenCommands(program, deps);
+  registerSessionCommands(program, deps);
   return program;
 }
 

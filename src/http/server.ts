@@ -3,7 +3,9 @@
  * (the node can use the store), `/metrics` (Prometheus text), `/api/v1`
  * (`api/app.ts`: bearer tokens of the store, or this token as an installation-wide
  * admin; reports are `api/reports.ts`) and `/downloads/<token>` (a report's
- * download link, whose signed token is its own credential: `reports.ts`).
+ * download link, whose signed token is its own credential: `reports.ts`);
+ * every other path is the web console (`../console/app.ts`: people's
+ * sessions, never a bearer token).
  * It binds to loopback unless given a token; with a token every route but
  * `/healthz` and `/downloads/` requires `Authorization: Bearer <token>`,
  * compared in constant time.
@@ -40,6 +42,8 @@ import type { Store } from "../store/store.ts";
 import type { Logger } from "../kernel/logger.ts";
 import { METRICS_CONTENT_TYPE, type MetricsSnapshot, renderMetrics } from "./metrics.ts";
 import { apiApp, type ApiDefinitions } from "./api/app.ts";
+import { consoleApp } from "../console/app.ts";
+import type { SessionTimeouts } from "../admin/sessions.ts";
 import { tokenChecker } from "./bearer.ts";
 import { downloadRoute, type ReportRoutes } from "./reports.ts";
 
@@ -92,6 +96,11 @@ export interface HttpServerOptions {
    * when it can: a reason makes `/readyz` answer 503 with it.
    */
   degraded?: () => string | null;
+  /**
+   * How long the web console's sessions live (`src/console/`, served at
+   * every path this list does not name). @default idle 30 min, absolute 12 h
+   */
+  sessionTimeouts?: SessionTimeouts;
   /**
    * How long `/readyz` waits for the store before answering 503, in ms.
    * While the read of a probe that ran out of time is still unanswered (the
@@ -166,14 +175,22 @@ export async function startHttpServer(options: HttpServerOptions): Promise<HttpS
     ...(options.definitions ? { definitions: options.definitions } : {}),
   });
 
+  const web = consoleApp({
+    store,
+    clock,
+    logger,
+    ...(options.sessionTimeouts ? { timeouts: options.sessionTimeouts } : {}),
+  });
+
   const handler = async (request: Request, info: Deno.ServeHandlerInfo): Promise<Response> => {
     try {
       const path = new URL(request.url).pathname;
+      const remote = (info.remoteAddr as Deno.NetAddr).hostname ?? "unknown";
       if (path === "/api/v1" || path.startsWith("/api/v1/")) {
-        const remote = (info.remoteAddr as Deno.NetAddr).hostname ?? "unknown";
         return await api.fetch(request, { remote });
       }
-      return await route(request);
+      if (ownRoute(path)) return await route(request);
+      return await web.fetch(request, { remote });
     } catch (error) {
       // A malformed percent-encoding a route decoded: the caller's fault, so
       // a 400 and no `http.error` line (anyone reaching the listener could
@@ -274,6 +291,12 @@ export async function startHttpServer(options: HttpServerOptions): Promise<HttpS
     addr: { hostname: server.addr.hostname, port: server.addr.port },
     close: () => closed ??= server.shutdown(),
   };
+}
+
+/** Whether `path` is one of the endpoint's own routes rather than the console's. */
+function ownRoute(path: string): boolean {
+  return path === "/healthz" || path === "/readyz" || path === "/metrics" ||
+    path.startsWith("/downloads/");
 }
 
 function onlyGet(request: Request): Response | null {

@@ -16,6 +16,7 @@ import type {
   PrincipalRow,
   RescuedJob,
   ScheduleRow,
+  SessionRow,
 } from "./store.ts";
 import type { LoadedRun } from "../workflow/bookkeeping.ts";
 import type { LeasedJob } from "./lifecycle/jobs.ts";
@@ -286,5 +287,18 @@ export function toPrincipalRow(row: Row): PrincipalRow {
     createdAt: Number(row.created_at),
     updatedAt: Number(row.updated_at),
     lastUsedAt: num(row.last_used_at),
+  };
+}
+
+/** A `sessions` row as {@linkcode SessionRow}. */
+export function toSessionRow(row: Row): SessionRow {
+  return {
+    idHash: String(row.id_hash),
+    person: String(row.person),
+    createdAt: Number(row.created_at),
+    lastSeenAt: Number(row.last_seen_at),
+    expiresAt: Number(row.expires_at),
+    address: row.address == null ? null : String(row.address),
+    userAgent: row.user_agent == null ? null : String(row.user_agent),
   };
 }

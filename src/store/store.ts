@@ -91,6 +91,13 @@ export const STORE_TX_METHODS = [
   "principalsList",
   "principalUpdate",
   "principalDelete",
+  "sessionInsert",
+  "sessionGet",
+  "sessionTouch",
+  "sessionDelete",
+  "sessionsList",
+  "sessionsDeleteFor",
+  "sessionsPrune",
 ] as const;
 
 /** The name of one method of {@linkcode STORE_TX_METHODS}. */
@@ -463,7 +470,8 @@ export interface Store<Tx extends StoreTx = StoreTx>
     StoreWorkflows,
     StoreIngest,
     StoreReports,
-    StorePrincipals {
+    StorePrincipals,
+    StoreSessions {
   /** `sqlite` or `postgres`: for messages and metrics, never for branching in the kernel. */
   readonly kind: string;
 
@@ -1094,4 +1102,49 @@ export interface StorePrincipals {
   principalBySecretHash(params: { kind: PrincipalKind; secretHash: string }): Promise<
     PrincipalRow | null
   >;
+}
+
+/**
+ * A web console session as the store keeps it (src/admin/sessions.ts):
+ * never its id, only the id's SHA-256 (hex).
+ */
+export interface SessionRow {
+  /** The SHA-256 (lowercase hex) of the session's opaque id. */
+  idHash: string;
+  /** The person signed in. */
+  person: string;
+  createdAt: number;
+  /** The last request the session made (the idle timeout counts from it). */
+  lastSeenAt: number;
+  /** When the session ends whatever it does (the absolute timeout). */
+  expiresAt: number;
+  /** The source address it signed in from, when known. */
+  address: string | null;
+  /** The browser's user agent, bounded (src/admin/sessions.ts), when given. */
+  userAgent: string | null;
+}
+
+/**
+ * The web console's sessions: each found by the hash of its id, listed by
+ * person, touched as it is used, deleted one by one, per person (when the
+ * person is disabled or removed) or once expired.
+ */
+export interface StoreSessions {
+  /** Inserts a session; false, and nothing written, when its hash exists. */
+  sessionInsert(params: { session: SessionRow }): Promise<boolean>;
+  /** The session whose id hashes to `idHash`, or null. */
+  sessionGet(params: { idHash: string }): Promise<SessionRow | null>;
+  /** Records a use at `now` (`last_seen_at`); false when there is no such session. */
+  sessionTouch(params: { idHash: string; now: number }): Promise<boolean>;
+  /** Deletes one session; false when there is none. */
+  sessionDelete(params: { idHash: string }): Promise<boolean>;
+  /** Every session (of `person` when given), newest first (then by hash), at most `limit`. */
+  sessionsList(params: { person?: string; limit?: number }): Promise<SessionRow[]>;
+  /** Deletes every session of `person`; how many. */
+  sessionsDeleteFor(params: { person: string }): Promise<number>;
+  /**
+   * Deletes the sessions that have ended: past their `expires_at` at `now`,
+   * or, when `idleBefore` is given, last seen before it; how many.
+   */
+  sessionsPrune(params: { now: number; idleBefore?: number }): Promise<number>;
 }

@@ -66,6 +66,7 @@ export const TRANSFER_TABLES = [
   "workflow_runs",
   "workflow_steps",
   "principals",
+  "sessions",
 ] as const;
 
 /** A table {@linkcode storeTransfer} copies. */
@@ -249,6 +250,22 @@ const SPECS: readonly TableSpec[] = [
       ["last_used_at", int],
     ],
     key: ["kind", "name"],
+    paged: false,
+    sequence: false,
+  },
+  {
+    // The console's sessions (by the hash of their ids): a person stays signed in on the copy.
+    name: "sessions",
+    columns: [
+      ["id_hash", text],
+      ["person", text],
+      ["created_at", int],
+      ["last_seen_at", int],
+      ["expires_at", int],
+      ["address", text],
+      ["user_agent", text],
+    ],
+    key: ["id_hash"],
     paged: false,
     sequence: false,
   },

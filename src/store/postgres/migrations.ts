@@ -20,6 +20,7 @@ import principals from "../../../migrations/postgres/0008_principals.sql" with {
 import ingestTenant from "../../../migrations/postgres/0009_ingest_tenant.sql" with {
   type: "text",
 };
+import sessions from "../../../migrations/postgres/0010_sessions.sql" with { type: "text" };
 
 /** One numbered migration. */
 export interface Migration {
@@ -39,6 +40,7 @@ export const MIGRATIONS: readonly Migration[] = [
   { version: 7, name: "0007_schedule_definition.sql", sql: scheduleDefinition },
   { version: 8, name: "0008_principals.sql", sql: principals },
   { version: 9, name: "0009_ingest_tenant.sql", sql: ingestTenant },
+  { version: 10, name: "0010_sessions.sql", sql: sessions },
 ];
 
 /** The migrations a database at schema `version` has not applied yet, in order. */

@@ -45,6 +45,7 @@ import type {
   StorePrincipals,
   StoreReports,
   StoreSchedules,
+  StoreSessions,
   StoreSettings,
   StoreTx,
   StoreTxMethods,
@@ -65,6 +66,7 @@ import { postgresWorkflows } from "./workflows.ts";
 import { postgresIngest } from "./ingest.ts";
 import { postgresReports } from "./reports.ts";
 import { postgresPrincipals } from "./principals.ts";
+import { postgresSessions } from "./sessions.ts";
 
 export { isLostSessionStray, reconnectBackoffS } from "./core.ts";
 
@@ -174,7 +176,8 @@ export interface PostgresStore
     StoreWorkflows,
     StoreIngest,
     StoreReports,
-    StorePrincipals {}
+    StorePrincipals,
+    StoreSessions {}
 
 /**
  * The PostgreSQL implementation of {@linkcode Store}: its own members here,
@@ -215,6 +218,7 @@ export class PostgresStore implements Store<PostgresTx> {
       postgresIngest(core),
       postgresReports(core),
       postgresPrincipals(core),
+      postgresSessions(core),
     );
   }
 
@@ -344,6 +348,7 @@ export class PostgresStore implements Store<PostgresTx> {
         ...postgresIngest(core),
         ...postgresReports(core),
         ...postgresPrincipals(core),
+        ...postgresSessions(core),
       };
       const ended = () =>
         Promise.reject(new Error(`${this.location}: the transaction has ended; use the store`));

@@ -34,6 +34,7 @@ import principals from "../../../migrations/sqlite/0015_principals.sql" with { t
 import ingestTenant from "../../../migrations/sqlite/0016_ingest_tenant.sql" with {
   type: "text",
 };
+import sessions from "../../../migrations/sqlite/0017_sessions.sql" with { type: "text" };
 
 /** One numbered migration. */
 export interface Migration {
@@ -60,6 +61,7 @@ export const MIGRATIONS: readonly Migration[] = [
   { version: 14, name: "0014_schedule_definition.sql", sql: scheduleDefinition },
   { version: 15, name: "0015_principals.sql", sql: principals },
   { version: 16, name: "0016_ingest_tenant.sql", sql: ingestTenant },
+  { version: 17, name: "0017_sessions.sql", sql: sessions },
 ];
 
 /** The migrations a database at schema `version` has not applied yet, in order. */

@@ -35,6 +35,7 @@ import type {
   StorePrincipals,
   StoreReports,
   StoreSchedules,
+  StoreSessions,
   StoreSettings,
   StoreTx,
   StoreTxMethod,
@@ -59,6 +60,7 @@ import { sqliteWorkflows } from "./workflows.ts";
 import { sqliteIngest } from "./ingest.ts";
 import { sqliteReports } from "./reports.ts";
 import { sqlitePrincipals } from "./principals.ts";
+import { sqliteSessions } from "./sessions.ts";
 
 /** Options for {@linkcode openSqliteStore}. */
 export interface SqliteOptions {
@@ -160,7 +162,8 @@ export interface SqliteStore
     StoreWorkflows,
     StoreIngest,
     StoreReports,
-    StorePrincipals {}
+    StorePrincipals,
+    StoreSessions {}
 
 /** The SQLite implementation of {@linkcode Store}. */
 export class SqliteStore implements Store<SqliteTx> {
@@ -200,6 +203,7 @@ export class SqliteStore implements Store<SqliteTx> {
       sqliteIngest(core),
       sqliteReports(core),
       sqlitePrincipals(core),
+      sqliteSessions(core),
     );
   }
 

@@ -1,0 +1,92 @@
+/**
+ * The console's one style sheet, embedded in the program (so `deno compile`
+ * carries it) and served at a hashed name by `../assets.ts`. A light scheme
+ * and a dark one following the system (`prefers-color-scheme`), laid out
+ * for a 1280x800 screen and a phone alike. No page carries inline style:
+ * the Content-Security-Policy (`style-src 'self'`) refuses it.
+ *
+ * @module
+ */
+
+/** The text of `app.<hash>.css`. */
+export const APP_CSS = `:root {
+  color-scheme: light dark;
+  --bg: #ffffff;
+  --fg: #1b1f24;
+  --muted: #59636e;
+  --line: #d1d9e0;
+  --panel: #f6f8fa;
+  --accent: #0969da;
+  --danger: #cf222e;
+  --ok: #1a7f37;
+  --warn: #9a6700;
+  font-family: system-ui, -apple-system, "Segoe UI", Roboto, sans-serif;
+  font-size: 15px;
+  line-height: 1.45;
+}
+@media (prefers-color-scheme: dark) {
+  :root {
+    --bg: #0d1117;
+    --fg: #e6edf3;
+    --muted: #9198a1;
+    --line: #3d444d;
+    --panel: #151b23;
+    --accent: #4493f8;
+    --danger: #f85149;
+    --ok: #3fb950;
+    --warn: #d29922;
+  }
+}
+* { box-sizing: border-box; }
+body { margin: 0; background: var(--bg); color: var(--fg); }
+a { color: var(--accent); }
+a:focus-visible, button:focus-visible, input:focus-visible {
+  outline: 2px solid var(--accent);
+  outline-offset: 2px;
+}
+.skip { position: absolute; left: -10000px; }
+.skip:focus { left: 1rem; top: 1rem; background: var(--bg); padding: 0.5rem; z-index: 10; }
+header.top {
+  display: flex; flex-wrap: wrap; align-items: center; gap: 0.5rem 1.5rem;
+  padding: 0.6rem 1.25rem; border-bottom: 1px solid var(--line); background: var(--panel);
+}
+header.top .brand { font-weight: 700; text-decoration: none; color: var(--fg); }
+nav.pages ul { display: flex; flex-wrap: wrap; gap: 0.25rem 1rem; list-style: none; margin: 0; padding: 0; }
+nav.pages a { text-decoration: none; padding: 0.2rem 0; }
+nav.pages a[aria-current="page"] { font-weight: 700; border-bottom: 2px solid var(--accent); }
+.who { margin-left: auto; display: flex; align-items: center; gap: 0.75rem; color: var(--muted); }
+.who form { margin: 0; }
+main { padding: 1rem 1.25rem 2rem; max-width: 1400px; }
+h1 { font-size: 1.35rem; margin: 0.25rem 0 1rem; }
+h2 { font-size: 1.1rem; margin: 1.5rem 0 0.5rem; }
+.table-wrap { overflow-x: auto; }
+table { border-collapse: collapse; width: 100%; font-variant-numeric: tabular-nums; }
+th, td { text-align: left; padding: 0.35rem 0.6rem; border-bottom: 1px solid var(--line); white-space: nowrap; }
+th { color: var(--muted); font-weight: 600; }
+td.num, th.num { text-align: right; }
+.note { color: var(--muted); }
+.badge { display: inline-block; padding: 0 0.4rem; border-radius: 0.6rem; border: 1px solid var(--line); font-size: 0.85em; }
+.badge.bad { color: var(--danger); border-color: var(--danger); }
+.badge.good { color: var(--ok); border-color: var(--ok); }
+.badge.warn { color: var(--warn); border-color: var(--warn); }
+button, .button {
+  font: inherit; padding: 0.35rem 0.8rem; border-radius: 6px; cursor: pointer;
+  border: 1px solid var(--line); background: var(--panel); color: var(--fg);
+}
+button.primary { background: var(--accent); border-color: var(--accent); color: #ffffff; }
+button.link { border: none; background: none; color: var(--accent); padding: 0; text-decoration: underline; }
+.signin { max-width: 22rem; margin: 12vh auto; padding: 1.5rem; border: 1px solid var(--line); border-radius: 8px; background: var(--panel); }
+.signin h1 { margin-top: 0; }
+.signin label { display: block; margin: 0.75rem 0 0.25rem; }
+.signin input { width: 100%; font: inherit; padding: 0.4rem; border: 1px solid var(--line); border-radius: 6px; background: var(--bg); color: var(--fg); }
+.signin button { margin-top: 1rem; width: 100%; }
+.message { padding: 0.5rem 0.75rem; border-radius: 6px; border: 1px solid var(--line); margin: 0.75rem 0; }
+.message.error { border-color: var(--danger); color: var(--danger); }
+@media (max-width: 640px) {
+  :root { font-size: 16px; }
+  header.top { padding: 0.5rem 0.75rem; }
+  .who { margin-left: 0; width: 100%; justify-content: space-between; }
+  main { padding: 0.75rem; }
+  th, td { padding: 0.3rem 0.4rem; }
+}
+`;
