@@ -48,6 +48,12 @@ export const CONSOLE_ROUTES: readonly ConsoleRoute[] = [
     roles: READ,
     summary: "Overview: queues and nodes (a tenant's person: its jobs by state)",
   },
+  {
+    method: "GET",
+    path: "/events",
+    roles: READ,
+    summary: "The live stream of a tab: snapshots of the person's scope (server-sent events)",
+  },
 ];
 
 /** The routes before a session: `METHOD /path` as the router registers them. */

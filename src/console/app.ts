@@ -37,6 +37,7 @@ import { renderPage } from "./layout.tsx";
 import { PAGES } from "./pages.ts";
 import { crossSite, SECURITY_HEADERS, sessionIdOf } from "./security.ts";
 import { registerSignIn } from "./sign_in.tsx";
+import { LiveFeed } from "./live.ts";
 
 /** Options of {@linkcode consoleApp}. */
 export interface ConsoleOptions {
@@ -47,6 +48,11 @@ export interface ConsoleOptions {
   timeouts?: SessionTimeouts;
   /** How failed sign-ins are limited per source address. @default 10 a minute */
   failures?: FailureLimitOptions;
+  /**
+   * The shared poller the pages' live stream reads (`live.ts`); the server
+   * closes it before it stops, which ends every stream. @default a new one
+   */
+  live?: LiveFeed;
 }
 
 /** The console application: `app.fetch(request, { remote })`. */
@@ -110,6 +116,7 @@ export function consoleApp(options: ConsoleOptions): Hono<ConsoleEnv> {
       return await renderPage(c, { ...content, principal, nav });
     },
     who: (p, reason) => ({ actor: actorOf(p), reason, now: clock.now() }),
+    live: options.live ?? new LiveFeed(store, clock, logger),
   };
 
   for (const register of PAGES) register(router);

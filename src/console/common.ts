@@ -29,6 +29,7 @@ import type { Logger } from "../kernel/logger.ts";
 import type { Store } from "../store/store.ts";
 import type { Principal } from "../http/access.ts";
 import type { ConsoleMethod } from "./access.ts";
+import type { LiveFeed } from "./live.ts";
 
 /** What the server hands each request besides itself: where it comes from. */
 export interface ConsoleBindings {
@@ -90,6 +91,8 @@ export interface ConsoleRouter {
   logger: Logger;
   /** The actor of an action `principal` takes now, with its reason. */
   who(principal: Principal, reason: string | null): Actor;
+  /** The console's one shared poller of what pages show live (`live.ts`). */
+  live: LiveFeed;
 }
 
 /**

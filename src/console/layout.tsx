@@ -28,6 +28,7 @@ export function Document(props: { title: string; children?: unknown }) {
         <link rel="icon" href={assetPath("favicon.svg")} type="image/svg+xml" />
         <link rel="stylesheet" href={assetPath("app.css")} />
         <script src={assetPath("app.js")} defer></script>
+        <script src={assetPath("live.js")} defer></script>
       </head>
       <body>{props.children}</body>
     </html>

@@ -13,6 +13,8 @@
  * heartbeat, environment and the maintenance leader), while a tenant's
  * person sees their own tenant's jobs by state, counted in the store with
  * the tenant in the statement, and a note saying why no queue is shown.
+ * The counts and heartbeats carry `data-live` places: the tab's live
+ * stream (`live.ts`) keeps them current while it is visible.
  *
  * @module
  */
@@ -88,7 +90,11 @@ function QueuesTable(props: { queues: QueueView[] }) {
           {props.queues.map((q) => (
             <tr key={q.name}>
               <th scope="row">{q.name}</th>
-              {SHOWN.map((s) => <td key={s} class="num">{count(q.counts[s])}</td>)}
+              {SHOWN.map((s) => (
+                <td key={s} class="num" data-live={JSON.stringify(["queues", q.name, s])}>
+                  {count(q.counts[s])}
+                </td>
+              ))}
               <td>
                 {q.paused
                   ? (
@@ -131,9 +137,13 @@ function NodesTable(props: { nodes: NodeView[]; leader: string | null }) {
             <tr key={n.node}>
               <th scope="row">{n.node}</th>
               <td>
-                {n.stale
-                  ? <span class="badge bad">stale {seconds(n.heartbeatAgeMs)} ago</span>
-                  : <span class="badge good">{seconds(n.heartbeatAgeMs)} ago</span>}
+                <span class={n.stale ? "badge bad" : "badge good"}>
+                  {n.stale ? "stale " : ""}
+                  <span data-live={JSON.stringify(["nodes", n.node])}>
+                    {seconds(n.heartbeatAgeMs)}
+                  </span>{" "}
+                  ago
+                </span>
               </td>
               <td>{n.environment ?? "-"}</td>
               <td>{Object.keys(n.queues).join(", ") || "-"}</td>
@@ -169,7 +179,14 @@ async function tenantOverview(router: ConsoleRouter, p: Principal) {
             <tbody>
               <tr>
                 {counts.map(([s, n]) => (
-                  <td key={s} class="num">{n >= TENANT_COUNT_CAP ? "100,000+" : count(n)}</td>
+                  <td
+                    key={s}
+                    class="num"
+                    data-live={JSON.stringify(["jobs", s])}
+                    data-live-cap={String(TENANT_COUNT_CAP)}
+                  >
+                    {n >= TENANT_COUNT_CAP ? "100,000+" : count(n)}
+                  </td>
                 ))}
               </tr>
             </tbody>

@@ -7,9 +7,11 @@
  */
 
 import type { ConsoleRouter } from "./common.ts";
+import { registerEvents } from "./events.ts";
 import { registerOverview } from "./overview.tsx";
 
 /** Every page's registration. */
 export const PAGES: readonly ((router: ConsoleRouter) => void)[] = [
   registerOverview,
+  registerEvents,
 ];

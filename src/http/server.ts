@@ -43,6 +43,7 @@ import type { Logger } from "../kernel/logger.ts";
 import { METRICS_CONTENT_TYPE, type MetricsSnapshot, renderMetrics } from "./metrics.ts";
 import { apiApp, type ApiDefinitions } from "./api/app.ts";
 import { consoleApp } from "../console/app.ts";
+import { LiveFeed } from "../console/live.ts";
 import type { SessionTimeouts } from "../admin/sessions.ts";
 import { tokenChecker } from "./bearer.ts";
 import { downloadRoute, type ReportRoutes } from "./reports.ts";
@@ -175,10 +176,12 @@ export async function startHttpServer(options: HttpServerOptions): Promise<HttpS
     ...(options.definitions ? { definitions: options.definitions } : {}),
   });
 
+  const live = new LiveFeed(store, clock, logger);
   const web = consoleApp({
     store,
     clock,
     logger,
+    live,
     ...(options.sessionTimeouts ? { timeouts: options.sessionTimeouts } : {}),
   });
 
@@ -289,7 +292,8 @@ export async function startHttpServer(options: HttpServerOptions): Promise<HttpS
   let closed: Promise<void> | null = null;
   return {
     addr: { hostname: server.addr.hostname, port: server.addr.port },
-    close: () => closed ??= server.shutdown(),
+    // The console's live streams never end of themselves: end them first, then wait for the rest.
+    close: () => closed ??= live.close().then(() => server.shutdown()),
   };
 }
 

@@ -1,0 +1,53 @@
+/**
+ * The live pages' script, embedded and served at a hashed name by
+ * `../assets.ts`: it opens the console's one server-sent-events stream
+ * (`/events`, see `../live.ts`) while the tab is visible and closes it while
+ * it is hidden, and writes each value of a snapshot into the element whose
+ * `data-live` names its place (a JSON array of keys:
+ * `["queues","mail","available"]`), as text, never as markup. A page with
+ * no `data-live` element opens nothing.
+ *
+ * @module
+ */
+
+/** The text of `live.<hash>.js`. */
+export const LIVE_JS = `"use strict";
+(() => {
+  const places = () => document.querySelectorAll("[data-live]");
+  if (places().length === 0) return;
+  const format = new Intl.NumberFormat("en-US");
+  let source = null;
+  const show = (snapshot) => {
+    for (const element of places()) {
+      let value = snapshot;
+      try {
+        for (const key of JSON.parse(element.dataset.live)) {
+          value = value == null ? undefined : value[key];
+        }
+      } catch {
+        continue;
+      }
+      if (value && typeof value === "object" && "age" in value) value = value.age + " s";
+      const cap = Number(element.dataset.liveCap || "0");
+      const text = typeof value === "number"
+        ? (cap > 0 && value >= cap ? format.format(cap) + "+" : format.format(value))
+        : value === undefined ? (element.dataset.liveMissing ?? "0") : String(value);
+      if (element.textContent !== text) element.textContent = text;
+    }
+    document.body.dataset.liveAt = String(Date.now());
+  };
+  const open = () => {
+    if (source !== null) return;
+    source = new EventSource("/events");
+    source.addEventListener("snapshot", (event) => show(JSON.parse(event.data)));
+  };
+  const close = () => {
+    if (source === null) return;
+    source.close();
+    source = null;
+  };
+  document.addEventListener("visibilitychange", () => (document.hidden ? close() : open()));
+  window.addEventListener("pagehide", close);
+  if (!document.hidden) open();
+})();
+`;
