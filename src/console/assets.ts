@@ -17,12 +17,14 @@ import { createHash } from "node:crypto";
 import { APP_CSS } from "./assets/app_css.ts";
 import { APP_JS } from "./assets/app_js.ts";
 import { FAVICON_SVG } from "./assets/favicon_svg.ts";
+import { JOBS_JS } from "./assets/jobs_js.ts";
 
 /** Every asset by its plain name: its text and content type. */
 export const ASSET_SOURCES = {
   "app.css": { text: APP_CSS, type: "text/css; charset=utf-8" },
   "app.js": { text: APP_JS, type: "text/javascript; charset=utf-8" },
   "favicon.svg": { text: FAVICON_SVG, type: "image/svg+xml" },
+  "jobs.js": { text: JOBS_JS, type: "text/javascript; charset=utf-8" },
 } as const;
 
 /** The plain name of an asset. */

@@ -7,9 +7,13 @@
  */
 
 import type { ConsoleRouter } from "./common.ts";
+import { registerJob } from "./job.tsx";
+import { registerJobs } from "./jobs.tsx";
 import { registerOverview } from "./overview.tsx";
 
 /** Every page's registration. */
 export const PAGES: readonly ((router: ConsoleRouter) => void)[] = [
   registerOverview,
+  registerJobs,
+  registerJob,
 ];
