@@ -101,11 +101,11 @@ form.filters input { width: 9rem; }
 form.filters input[type=search] { width: 16rem; }
 .bulk-actions { display: flex; flex-wrap: wrap; align-items: center; gap: 0.5rem; margin: 0.5rem 0; }
 .bulk-actions input[name=reason] { width: 20rem; }
-table.jobs td.clip { max-width: 22rem; overflow: hidden; text-overflow: ellipsis; }
+table.jobs td { max-width: 14rem; overflow: hidden; text-overflow: ellipsis; }
 table.jobs tr:focus-within { background: var(--panel); }
 td.wrap { white-space: pre-wrap; overflow-wrap: anywhere; }
 button.danger { border-color: var(--danger); color: var(--danger); }
-dl.fields { display: grid; grid-template-columns: repeat(auto-fill, minmax(18rem, 1fr)); gap: 0.25rem 1.5rem; margin: 0; }
+dl.fields { display: grid; grid-template-columns: repeat(auto-fill, minmax(20rem, 1fr)); gap: 0.25rem 1.5rem; margin: 0; }
 dl.fields div { display: flex; gap: 0.75rem; border-bottom: 1px solid var(--line); padding: 0.2rem 0; }
 dl.fields dt { color: var(--muted); min-width: 8.5rem; }
 dl.fields dd { margin: 0; overflow-wrap: anywhere; }
