@@ -13,7 +13,8 @@
  * ls --search` and `GET /api/v1/jobs?search=`): a case-insensitive
  * substring of the worker, the args (redacted), a tag, the occurrence or a
  * stored error. The store has no separate args-only or error-only filter,
- * so the page has one field for both.
+ * so the page has one field for both. A search reads the newest
+ * {@linkcode JOBS_SEARCH_WINDOW} jobs (as the TUI's list), and says so.
  *
  * An operator selects jobs and retries, cancels or discards them with a
  * reason: one POST (`/jobs/retry`, `/jobs/cancel`, `/jobs/discard`) naming
@@ -32,6 +33,7 @@ import {
   jobInScope,
   jobsMatching,
   jobsView,
+  searchWindowAbove,
 } from "../admin/jobs.ts";
 import type { Principal } from "../http/access.ts";
 import { keysetPage, tenantScope } from "../http/api/common.ts";
@@ -50,6 +52,11 @@ export const JOBS_COUNT_CAP = 100_000;
 export const JOBS_PAGE_SIZE = 50;
 /** The most jobs one bulk action names. */
 export const BULK_MAX = 500;
+/**
+ * How many of the newest jobs (by id) a search reads, as the TUI's list
+ * (`SEARCH_WINDOW`): a substring search can use no index.
+ */
+export const JOBS_SEARCH_WINDOW = 100_000;
 /** The longest filter value the page takes. */
 const FILTER_MAX = 200;
 /** How many characters of args and errors a row shows. */
@@ -150,7 +157,10 @@ async function listing(
   read: { query: JobsQuery; after: number | null },
 ) {
   const { query, after } = read;
-  const match = jobMatch(query, p);
+  const above = query.search === undefined
+    ? null
+    : await searchWindowAbove(router.store, JOBS_SEARCH_WINDOW);
+  const match: JobMatch = { ...jobMatch(query, p), ...(above === null ? {} : { above }) };
   const filter: JobFilter = {
     ...match,
     ...(after === null ? {} : { after }),
@@ -169,6 +179,11 @@ async function listing(
       <p class="note" data-count>
         {total > JOBS_COUNT_CAP ? "100,000+" : total.toLocaleString("en-US")}{" "}
         {total === 1 ? "job matches" : "jobs match"}
+        {above === null
+          ? ""
+          : ` among the newest ${
+            JOBS_SEARCH_WINDOW.toLocaleString("en-US")
+          } (a search reads no further; jobs ls --search reads them all)`}
         {after === null ? "" : `; this page starts after job ${after}`}.{" "}
         {after === null && Object.keys(query).length === 0 ? "" : <a href="/jobs">Clear</a>}
       </p>

@@ -9,6 +9,7 @@
  */
 
 import assert from "node:assert/strict";
+import { searchWindowAbove } from "../../src/admin/jobs.ts";
 import { addPerson } from "../../src/admin/people.ts";
 import { FakeClock } from "../../src/clock.ts";
 import { consoleApp } from "../../src/console/app.ts";
@@ -94,6 +95,8 @@ for (const backend of BACKENDS) {
     const byTenant = await c.call("GET", "/jobs?tenant=globex", ada);
     assert.match(byTenant.text, /1 job matches/);
     assert.equal((await c.call("GET", "/jobs?state=nope", ada)).status, 400);
+    assert.equal(await searchWindowAbove(c.store, 10), null, "4 jobs: a search reads them all");
+    assert.equal(await searchWindowAbove(c.store, 2), hostile - 2);
 
     // Keyset paging: 50 a page, the filter kept in the next page's link.
     await c.store.jobsInsert({
