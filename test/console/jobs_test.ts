@@ -10,10 +10,13 @@
 
 import assert from "node:assert/strict";
 import { searchWindowAbove } from "../../src/admin/jobs.ts";
+import { runScheduleNow } from "../../src/admin/schedules.ts";
 import { addPerson } from "../../src/admin/people.ts";
 import { FakeClock } from "../../src/clock.ts";
 import { consoleApp } from "../../src/console/app.ts";
 import { SESSION_COOKIE } from "../../src/console/security.ts";
+import { syncSchedules } from "../../src/runtime/planner.ts";
+import { scheduleOf } from "../support/schedules.ts";
 import { type Backend, BACKENDS, newJob } from "../support/backends.ts";
 
 const ORIGIN = "http://127.0.0.1:9464";
@@ -175,5 +178,40 @@ for (const backend of BACKENDS) {
     const shown = await c.call("GET", `/jobs/${report}`, ada);
     assert.match(shown.text, /job\.replay/);
     assert.match(shown.text, /runs as planned: it is not a schedule&#39;s occurrence/);
+  });
+}
+
+for (const backend of BACKENDS) {
+  Deno.test(`${backend.name}: the job page previews a replay live vs as planned and replays live`, async () => {
+    await using c = await harness(backend);
+    const now = c.clock.now();
+    const nightly = (command: string[]) =>
+      scheduleOf({ id: "nightly", cron: "0 3 * * *", queue: "reports", run: { command } });
+    const broken = nightly(["sh", "-c", "exit 1"]);
+    await syncSchedules(c.store, now, [broken]);
+    const run = await runScheduleNow(c.store, broken, { actor: "root", reason: null, now }, null);
+    await syncSchedules(c.store, now, [nightly(["true"])]);
+    const ada = await c.signIn("ada", ["operator"]);
+
+    const page = await c.call("GET", `/jobs/${run.id}`, ada);
+    assert.equal(page.status, 200, page.text);
+    assert.match(page.text, /data-live="true">runs the live definition \w+ \(planned \w+\)/);
+    assert.match(page.text, /data-as-planned="true">runs as planned/);
+    assert.match(page.text, /<code>args\.argv: .* -&gt; \[&quot;true&quot;\]<\/code>/);
+    assert.match(page.text, /data-action="replay"/);
+
+    const replayed = await c.call(
+      "POST",
+      `/jobs/${run.id}/replay`,
+      ada,
+      "reason=vendor+fixed+the+feed&definition=live",
+    );
+    assert.equal(replayed.status, 303, replayed.text);
+    const job = await c.store.jobGet({ id: run.id });
+    assert.deepEqual((job?.args as { argv: string[] }).argv, ["true"]);
+    const rows = await c.store.auditList({ target: `job:${run.id}` });
+    assert.deepEqual(rows.map((r) => [r.action, r.actor, r.reason, r.details.runs]), [
+      ["job.replay", "ada", "vendor fixed the feed", "live"],
+    ]);
   });
 }
