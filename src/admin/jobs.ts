@@ -58,6 +58,21 @@ export async function jobsMatching(
 }
 
 /**
+ * Where a search of the newest `window` jobs starts: the id above which
+ * they are (`JobFilter.above`), or null when the store holds no more than
+ * that many ids and a search reads them all. A search can use no index, so
+ * a face that searches on every view (the TUI's list, the console's) bounds
+ * it so; `jobs ls --search` reads every job.
+ */
+export async function searchWindowAbove(store: Store, window: number): Promise<number | null> {
+  const [newest] = await store.jobsList({ desc: true, limit: 1 });
+  const [oldest] = await store.jobsList({ limit: 1 });
+  if (!newest || !oldest) return null;
+  const above = newest.id - window;
+  return oldest.id > above ? null : above;
+}
+
+/**
  * The IANA zone of a schedule the schedules file declares, to read a local
  * time typed without offset; undefined when the file does not declare it.
  */

@@ -54,6 +54,31 @@ export const CONSOLE_ROUTES: readonly ConsoleRoute[] = [
     roles: READ,
     summary: "The live stream of a tab: snapshots of the person's scope (server-sent events)",
   },
+  // Jobs.
+  { method: "GET", path: "/jobs", roles: READ, summary: "Jobs: filtered, paged, counted" },
+  { method: "POST", path: "/jobs/retry", ...acts("job.retry"), summary: "Retry selected jobs" },
+  { method: "POST", path: "/jobs/cancel", ...acts("job.cancel"), summary: "Cancel selected jobs" },
+  {
+    method: "POST",
+    path: "/jobs/discard",
+    ...acts("job.discard"),
+    summary: "Discard selected jobs",
+  },
+  {
+    method: "GET",
+    path: "/jobs/:id",
+    roles: READ,
+    summary: "Job: fields, attempts, output, definition, replay preview, audit",
+  },
+  { method: "POST", path: "/jobs/:id/retry", ...acts("job.retry"), summary: "Retry one job" },
+  { method: "POST", path: "/jobs/:id/cancel", ...acts("job.cancel"), summary: "Cancel one job" },
+  {
+    method: "POST",
+    path: "/jobs/:id/discard",
+    ...acts("job.discard"),
+    summary: "Discard one job",
+  },
+  { method: "POST", path: "/jobs/:id/replay", ...acts("job.replay"), summary: "Replay one job" },
 ];
 
 /** The routes before a session: `METHOD /path` as the router registers them. */

@@ -18,6 +18,7 @@ import { APP_CSS } from "./assets/app_css.ts";
 import { APP_JS } from "./assets/app_js.ts";
 import { FAVICON_SVG } from "./assets/favicon_svg.ts";
 import { LIVE_JS } from "./assets/live_js.ts";
+import { JOBS_JS } from "./assets/jobs_js.ts";
 
 /** Every asset by its plain name: its text and content type. */
 export const ASSET_SOURCES = {
@@ -25,6 +26,7 @@ export const ASSET_SOURCES = {
   "app.js": { text: APP_JS, type: "text/javascript; charset=utf-8" },
   "favicon.svg": { text: FAVICON_SVG, type: "image/svg+xml" },
   "live.js": { text: LIVE_JS, type: "text/javascript; charset=utf-8" },
+  "jobs.js": { text: JOBS_JS, type: "text/javascript; charset=utf-8" },
 } as const;
 
 /** The plain name of an asset. */

@@ -8,10 +8,14 @@
 
 import type { ConsoleRouter } from "./common.ts";
 import { registerEvents } from "./events.ts";
+import { registerJob } from "./job.tsx";
+import { registerJobs } from "./jobs.tsx";
 import { registerOverview } from "./overview.tsx";
 
 /** Every page's registration. */
 export const PAGES: readonly ((router: ConsoleRouter) => void)[] = [
   registerOverview,
   registerEvents,
+  registerJobs,
+  registerJob,
 ];

@@ -89,4 +89,36 @@ button.link { border: none; background: none; color: var(--accent); padding: 0; 
   main { padding: 0.75rem; }
   th, td { padding: 0.3rem 0.4rem; }
 }
+/* jobs */
+.sr { position: absolute; width: 1px; height: 1px; overflow: hidden; clip-path: inset(50%); white-space: nowrap; }
+form.filters { display: flex; flex-wrap: wrap; align-items: flex-end; gap: 0.5rem 0.75rem; margin: 0 0 0.75rem; }
+form.filters label { display: flex; flex-direction: column; font-size: 0.85em; color: var(--muted); gap: 0.15rem; }
+form.filters input, form.filters select, .bulk-actions input, details.action input[name=reason] {
+  font: inherit; padding: 0.3rem 0.45rem; border: 1px solid var(--line); border-radius: 6px;
+  background: var(--bg); color: var(--fg);
+}
+form.filters input { width: 9rem; }
+form.filters input[type=search] { width: 16rem; }
+.bulk-actions { display: flex; flex-wrap: wrap; align-items: center; gap: 0.5rem; margin: 0.5rem 0; }
+.bulk-actions input[name=reason] { width: 20rem; }
+table.jobs td { max-width: 14rem; overflow: hidden; text-overflow: ellipsis; }
+table.jobs tr:focus-within { background: var(--panel); }
+td.wrap { white-space: pre-wrap; overflow-wrap: anywhere; }
+button.danger { border-color: var(--danger); color: var(--danger); }
+dl.fields { display: grid; grid-template-columns: repeat(auto-fill, minmax(20rem, 1fr)); gap: 0.25rem 1.5rem; margin: 0; }
+dl.fields div { display: flex; gap: 0.75rem; border-bottom: 1px solid var(--line); padding: 0.2rem 0; }
+dl.fields dt { color: var(--muted); min-width: 8.5rem; }
+dl.fields dd { margin: 0; overflow-wrap: anywhere; }
+ul.tags { display: flex; flex-wrap: wrap; gap: 0.25rem; list-style: none; margin: 0; padding: 0; }
+pre.data { background: var(--panel); border: 1px solid var(--line); border-radius: 6px; padding: 0.5rem 0.75rem; overflow-x: auto; white-space: pre-wrap; overflow-wrap: anywhere; max-height: 24rem; }
+pre.data.error { border-color: var(--danger); }
+article.attempt { border-left: 3px solid var(--line); padding-left: 0.75rem; margin: 0.75rem 0; }
+article.attempt h3 { font-size: 1rem; margin: 0; }
+section.job-actions { display: flex; flex-wrap: wrap; gap: 0.5rem 1rem; align-items: flex-start; }
+section.job-actions h2 { width: 100%; margin-bottom: 0; }
+details.action { border: 1px solid var(--line); border-radius: 6px; padding: 0.35rem 0.75rem; }
+details.action summary { cursor: pointer; font-weight: 600; }
+details.action form { display: flex; flex-direction: column; gap: 0.4rem; margin: 0.5rem 0 0.25rem; min-width: 18rem; }
+details.action fieldset { border: 1px solid var(--line); border-radius: 6px; }
+ul.differences { margin: 0.25rem 0; }
 `;
