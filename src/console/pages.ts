@@ -8,8 +8,12 @@
 
 import type { ConsoleRouter } from "./common.ts";
 import { registerOverview } from "./overview.tsx";
+import { registerQueues } from "./queues.tsx";
+import { registerSchedules } from "./schedules.tsx";
 
 /** Every page's registration. */
 export const PAGES: readonly ((router: ConsoleRouter) => void)[] = [
   registerOverview,
+  registerQueues,
+  registerSchedules,
 ];
