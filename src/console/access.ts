@@ -79,6 +79,55 @@ export const CONSOLE_ROUTES: readonly ConsoleRoute[] = [
     summary: "Discard one job",
   },
   { method: "POST", path: "/jobs/:id/replay", ...acts("job.replay"), summary: "Replay one job" },
+  // Queues and Schedules.
+  {
+    method: "GET",
+    path: "/queues",
+    roles: READ,
+    summary: "Queues: jobs by state, paused by whom, when and why, the nodes serving each",
+  },
+  {
+    method: "POST",
+    path: "/queues/:name/pause",
+    ...acts("queue.pause"),
+    summary: "Pauses a queue for every process, with a reason (installation-wide people only)",
+  },
+  {
+    method: "POST",
+    path: "/queues/:name/resume",
+    ...acts("queue.resume"),
+    summary: "Resumes a queue, with a reason (installation-wide people only)",
+  },
+  {
+    method: "GET",
+    path: "/schedules",
+    roles: READ,
+    summary: "Schedules in scope: rhythm, zone and DST policy, next runs, lasts, misfires, state",
+  },
+  {
+    method: "GET",
+    path: "/schedules/:id",
+    roles: READ,
+    summary: "A schedule: next 10 runs with DST notes, guard, occurrences, runbook commands",
+  },
+  {
+    method: "POST",
+    path: "/schedules/:id/disable",
+    ...acts("schedule.disable"),
+    summary: "Disables a schedule, with a reason",
+  },
+  {
+    method: "POST",
+    path: "/schedules/:id/enable",
+    ...acts("schedule.enable"),
+    summary: "Enables a schedule, with a reason",
+  },
+  {
+    method: "POST",
+    path: "/schedules/:id/run",
+    ...acts("schedule.run"),
+    summary: "Runs a schedule now, with a reason (and the environment, for a guarded one)",
+  },
 ];
 
 /** The routes before a session: `METHOD /path` as the router registers them. */

@@ -11,6 +11,8 @@ import { registerEvents } from "./events.ts";
 import { registerJob } from "./job.tsx";
 import { registerJobs } from "./jobs.tsx";
 import { registerOverview } from "./overview.tsx";
+import { registerQueues } from "./queues.tsx";
+import { registerSchedules } from "./schedules.tsx";
 
 /** Every page's registration. */
 export const PAGES: readonly ((router: ConsoleRouter) => void)[] = [
@@ -18,4 +20,6 @@ export const PAGES: readonly ((router: ConsoleRouter) => void)[] = [
   registerEvents,
   registerJobs,
   registerJob,
+  registerQueues,
+  registerSchedules,
 ];

@@ -56,6 +56,10 @@ export interface Watched {
 export interface FixtureOptions {
   /** More environment for the daemon (`JOBS_CONSOLE_SESSION_IDLE`). */
   env?: Record<string, string>;
+  /** The daemon's schedules file. @default no schedule */
+  config?: string;
+  /** More arguments of `jobs daemon` (`--environment staging`). */
+  args?: string[];
 }
 
 /** A daemon serving the console, a browser, and the helpers of the tests. */
@@ -96,9 +100,19 @@ export async function consoleFixture(
       db = pg.url;
     }
     const config = `${dir.path}/schedules.yaml`;
-    await Deno.writeTextFile(config, "version: 1\nschedules: []\n");
+    await Deno.writeTextFile(config, options.config ?? "version: 1\nschedules: []\n");
     const daemon = spawnDaemon(
-      ["--db", db, "--config", config, "--node", "console-1", "--listen", "127.0.0.1:0"],
+      [
+        "--db",
+        db,
+        "--config",
+        config,
+        "--node",
+        "console-1",
+        "--listen",
+        "127.0.0.1:0",
+        ...(options.args ?? []),
+      ],
       { name: "console daemon", ...(options.env ? { env: options.env } : {}) },
     );
     stack.defer(() => daemon[Symbol.asyncDispose]());

@@ -121,4 +121,41 @@ details.action summary { cursor: pointer; font-weight: 600; }
 details.action form { display: flex; flex-direction: column; gap: 0.4rem; margin: 0.5rem 0 0.25rem; min-width: 18rem; }
 details.action fieldset { border: 1px solid var(--line); border-radius: 6px; }
 ul.differences { margin: 0.25rem 0; }
+/* queues, schedules */
+.visually-hidden { position: absolute; width: 1px; height: 1px; overflow: hidden; clip-path: inset(50%); white-space: nowrap; }
+.why { white-space: pre-wrap; overflow-wrap: anywhere; max-width: 28rem; color: var(--fg); }
+td.paused, table.schedules td { white-space: normal; vertical-align: top; }
+td.paused { min-width: 18rem; }
+table.queues th[scope=row] { white-space: normal; overflow-wrap: anywhere; max-width: 12rem; }
+form.inline-action input { min-width: 6rem; flex: 1; }
+table.queues th.num, table.queues td.num { padding-left: 0.35rem; padding-right: 0.35rem; }
+table.schedules th[scope=row] { vertical-align: top; }
+form.inline-action { display: flex; gap: 0.4rem; margin: 0.3rem 0 0; }
+form.inline-action input, form.action input {
+  font: inherit; padding: 0.3rem 0.4rem; border: 1px solid var(--line); border-radius: 6px;
+  background: var(--bg); color: var(--fg); min-width: 10rem;
+}
+ul.runs { list-style: none; margin: 0; padding: 0; }
+ul.runs li { margin: 0.1rem 0; }
+.badge.dst { margin-left: 0.4rem; white-space: normal; }
+dl.lasts { display: grid; grid-template-columns: auto 1fr; gap: 0 0.5rem; margin: 0; font-size: 0.9em; }
+dl.lasts dt { color: var(--muted); }
+dl.lasts dd { margin: 0; }
+dl.lasts dd.bad { color: var(--danger); }
+dl.facts { display: grid; grid-template-columns: 10rem 1fr; gap: 0.35rem 1rem; margin: 0; }
+dl.facts dt { color: var(--muted); font-weight: 600; }
+dl.facts dd { margin: 0; overflow-wrap: anywhere; }
+form.filters { display: flex; flex-wrap: wrap; align-items: center; gap: 0.5rem; margin: 0 0 0.5rem; }
+form.filters input { font: inherit; padding: 0.3rem 0.4rem; border: 1px solid var(--line); border-radius: 6px; background: var(--bg); color: var(--fg); }
+.actions { display: flex; flex-wrap: wrap; gap: 1rem 2rem; }
+form.action { display: grid; gap: 0.3rem; max-width: 24rem; padding: 0.75rem; border: 1px solid var(--line); border-radius: 8px; background: var(--panel); }
+form.action .note { margin: 0; font-size: 0.9em; }
+.message.done { border-color: var(--ok); }
+.procedure h3 { font-size: 1rem; margin: 1rem 0 0.25rem; }
+.procedure p { margin: 0.2rem 0; }
+pre.paste { background: var(--panel); border: 1px solid var(--line); border-radius: 6px; padding: 0.5rem 0.75rem; overflow-x: auto; margin: 0.4rem 0; }
+@media (max-width: 640px) {
+  dl.facts { grid-template-columns: 1fr; }
+  form.inline-action { flex-direction: column; }
+}
 `;
