@@ -7,9 +7,13 @@
  */
 
 import type { ConsoleRouter } from "./common.ts";
+import { registerAudit } from "./audit.tsx";
 import { registerOverview } from "./overview.tsx";
+import { registerPeople } from "./people.tsx";
 
 /** Every page's registration. */
 export const PAGES: readonly ((router: ConsoleRouter) => void)[] = [
   registerOverview,
+  registerAudit,
+  registerPeople,
 ];
