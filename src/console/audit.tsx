@@ -10,6 +10,10 @@
  * tenant in the statement: such a person sees only the rows about their
  * tenant's jobs.
  *
+ * Stored text (actors, targets, reasons, details) is shown with its
+ * control characters and bidi overrides as visible escapes
+ * (`escapeControl`), so it can neither reorder nor hide what is read.
+ *
  * Also the small helpers the admin pages share (`people.tsx`): instants
  * as ISO UTC with how long ago, and a link back to this page filtered.
  *
@@ -18,6 +22,7 @@
 
 import { ACTIONS } from "../admin/actions.ts";
 import type { AuditRow } from "../store/store.ts";
+import { escapeControl as shown } from "../text/escape.ts";
 import { type ConsoleRouter, NAV_ORDER } from "./common.ts";
 import { Fragment, h } from "./jsx.ts";
 
@@ -144,17 +149,17 @@ function AuditTable(props: { rows: AuditRow[]; now: number }) {
                 <Instant ms={r.at} now={props.now} />
               </td>
               <td data-actor>
-                <a href={auditHref({ actor: r.actor })}>{r.actor}</a>
+                <a href={auditHref({ actor: r.actor })}>{shown(r.actor)}</a>
               </td>
               <td data-action>
-                <a href={auditHref({ action: r.action })}>{r.action}</a>
+                <a href={auditHref({ action: r.action })}>{shown(r.action)}</a>
               </td>
               <td data-target>
-                <a href={auditHref({ target: r.target })}>{r.target}</a>
+                <a href={auditHref({ target: r.target })}>{shown(r.target)}</a>
               </td>
-              <td data-reason class="wrap">{r.reason ?? ""}</td>
+              <td data-reason class="wrap">{shown(r.reason ?? "")}</td>
               <td class="wrap">
-                <code>{detailsText(r.details)}</code>
+                <code>{shown(detailsText(r.details))}</code>
               </td>
             </tr>
           ))}

@@ -22,7 +22,9 @@
  * (not a redirect: it exists nowhere else), with a warning; every console
  * answer is `Cache-Control: no-store`, so the browser keeps no copy. The
  * lists never show a secret, a hash or a session id: a session is named
- * by its handle, and the person's own current session is marked.
+ * by its handle, and the person's own current session is marked. Stored
+ * text is shown with control characters and bidi overrides as visible
+ * escapes (`escapeControl`).
  *
  * @module
  */
@@ -48,6 +50,7 @@ import { createToken, listTokens, revokeToken, type TokenView } from "../admin/t
 import type { Principal } from "../http/access.ts";
 import type { PrincipalRow, SessionRow } from "../store/store.ts";
 import { tryParseDuration } from "../text/durations.ts";
+import { escapeControl as shown } from "../text/escape.ts";
 import { auditOf, Instant } from "./audit.tsx";
 import { type ConsoleRouter, type Ctx, NAV_ORDER, pathTo, readForm } from "./common.ts";
 import { Fragment, h } from "./jsx.ts";
@@ -163,8 +166,8 @@ function doneHref(path: string, what: keyof typeof DONE, name: string): string {
 function Messages(props: { done: string | null; error: string | null }) {
   return (
     <>
-      {props.done === null ? null : <p class="message" role="status">{props.done}</p>}
-      {props.error === null ? null : <p class="message error" role="alert">{props.error}</p>}
+      {props.done === null ? null : <p class="message" role="status">{shown(props.done)}</p>}
+      {props.error === null ? null : <p class="message error" role="alert">{shown(props.error)}</p>}
     </>
   );
 }
@@ -365,12 +368,16 @@ function PeopleTable(props: { people: PrincipalRow[]; p: Principal; now: number 
             <tr key={person.name} data-person-row={person.name}>
               <th scope="row">
                 <a href={auditOf(`user:${person.name}`)} title="This person's audit trail">
-                  {person.name}
+                  {shown(person.name)}
                 </a>
               </th>
-              <td data-display-name>{person.displayName ?? ""}</td>
+              <td data-display-name class="wrap">{shown(person.displayName ?? "")}</td>
               <td>{person.roles.join(", ")}</td>
-              <td>{person.tenant ?? <span class="note">every tenant</span>}</td>
+              <td>
+                {person.tenant === null
+                  ? <span class="note">every tenant</span>
+                  : shown(person.tenant)}
+              </td>
               <td>
                 {person.disabled
                   ? <span class="badge bad">disabled</span>
@@ -379,7 +386,7 @@ function PeopleTable(props: { people: PrincipalRow[]; p: Principal; now: number 
               <td>
                 <Instant ms={person.lastUsedAt} now={props.now} />
               </td>
-              <td>{person.createdBy}</td>
+              <td>{shown(person.createdBy)}</td>
               <td class="actions">
                 <PersonActions person={person} p={p} />
               </td>
@@ -593,7 +600,7 @@ function NewSecret(props: { created: NonNullable<TokensState["created"]>; now: n
   const { created } = props;
   return (
     <section class="secret" aria-labelledby="new-secret" data-new-token={created.name}>
-      <h2 id="new-secret">Token {created.name} created</h2>
+      <h2 id="new-secret">Token {shown(created.name)} created</h2>
       <p class="message warn" role="alert">
         Copy the secret now: it is shown this once and never again, and nothing can show it later.
         Whoever holds it acts with the token's roles.
@@ -635,10 +642,14 @@ function TokensTable(props: { tokens: TokenView[]; p: Principal; now: number }) 
           {props.tokens.map((t) => (
             <tr key={t.name} data-token-row={t.name}>
               <th scope="row">
-                <a href={auditOf(`token:${t.name}`)} title="This token's audit trail">{t.name}</a>
+                <a href={auditOf(`token:${t.name}`)} title="This token's audit trail">
+                  {shown(t.name)}
+                </a>
               </th>
               <td>{t.roles.join(", ")}</td>
-              <td>{t.tenant ?? <span class="note">every tenant</span>}</td>
+              <td>
+                {t.tenant === null ? <span class="note">every tenant</span> : shown(t.tenant)}
+              </td>
               <td>
                 {t.expired ? <span class="badge bad">expired</span> : null}{" "}
                 <Instant ms={t.expiresAt} now={props.now} />
@@ -646,7 +657,7 @@ function TokensTable(props: { tokens: TokenView[]; p: Principal; now: number }) 
               <td>
                 <Instant ms={t.lastUsedAt} now={props.now} />
               </td>
-              <td>{t.createdBy}</td>
+              <td>{shown(t.createdBy)}</td>
               <td class="actions">
                 {mayTake(p.roles, "token.revoke")
                   ? (
@@ -774,7 +785,7 @@ function SessionsTable(
             const handle = sessionHandle(s);
             return (
               <tr key={handle} data-session={handle} data-session-person={s.person}>
-                <th scope="row">{s.person}</th>
+                <th scope="row">{shown(s.person)}</th>
                 <td>
                   <code>{handle}</code> {s.idHash === props.mine
                     ? <span class="badge good" data-current>this session</span>
@@ -786,8 +797,8 @@ function SessionsTable(
                 <td>
                   <Instant ms={s.lastSeenAt} now={props.now} />
                 </td>
-                <td>{s.address ?? ""}</td>
-                <td class="wrap" title={s.userAgent ?? ""}>
+                <td>{shown(s.address ?? "")}</td>
+                <td class="wrap" title={shown(s.userAgent ?? "")}>
                   {agentShown(s.userAgent)}
                 </td>
                 <td class="actions">
@@ -810,5 +821,5 @@ function SessionsTable(
 
 function agentShown(agent: string | null): string {
   if (agent === null) return "";
-  return agent.length > MAX_AGENT_SHOWN ? `${agent.slice(0, MAX_AGENT_SHOWN)}…` : agent;
+  return shown(agent.length > MAX_AGENT_SHOWN ? `${agent.slice(0, MAX_AGENT_SHOWN)}…` : agent);
 }

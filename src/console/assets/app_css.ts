@@ -99,7 +99,7 @@ form.stacked { display: grid; grid-template-columns: max-content minmax(12rem, 2
 form.stacked fieldset, form.stacked button { grid-column: 1 / -1; justify-self: start; }
 fieldset.roles { border: 1px solid var(--line); border-radius: 6px; padding: 0.3rem 0.6rem; display: flex; flex-wrap: wrap; gap: 0.25rem 0.9rem; }
 fieldset.roles legend { color: var(--muted); padding: 0 0.25rem; }
-td.wrap { white-space: normal; overflow-wrap: anywhere; max-width: 28rem; }
+td.wrap { white-space: normal; overflow-wrap: anywhere; min-width: 12rem; max-width: 28rem; }
 td.actions { white-space: normal; min-width: 16rem; }
 td.actions form.inline { display: flex; gap: 0.4rem; margin: 0 0 0.3rem; }
 td.actions form.inline input { width: 9rem; }
