@@ -364,7 +364,7 @@ function PeopleTable(props: { people: PrincipalRow[]; p: Principal; now: number 
           </tr>
         </thead>
         <tbody>
-          {props.people.map((person) => (
+          {props.people.map((person, row) => (
             <tr key={person.name} data-person-row={person.name}>
               <th scope="row">
                 <a href={auditOf(`user:${person.name}`)} title="This person's audit trail">
@@ -388,7 +388,7 @@ function PeopleTable(props: { people: PrincipalRow[]; p: Principal; now: number 
               </td>
               <td>{shown(person.createdBy)}</td>
               <td class="actions">
-                <PersonActions person={person} p={p} />
+                <PersonActions person={person} p={p} row={row} />
               </td>
             </tr>
           ))}
@@ -398,9 +398,9 @@ function PeopleTable(props: { people: PrincipalRow[]; p: Principal; now: number 
   );
 }
 
-function PersonActions(props: { person: PrincipalRow; p: Principal }) {
+function PersonActions(props: { person: PrincipalRow; p: Principal; row: number }) {
   const { person, p } = props;
-  const id = `person-${encodeURIComponent(person.name).replace(/[^\w-]/g, "_")}`;
+  const id = `person-${props.row}`;
   const toggle = person.disabled ? "enable" : "disable";
   return (
     <>
@@ -639,7 +639,7 @@ function TokensTable(props: { tokens: TokenView[]; p: Principal; now: number }) 
           </tr>
         </thead>
         <tbody>
-          {props.tokens.map((t) => (
+          {props.tokens.map((t, row) => (
             <tr key={t.name} data-token-row={t.name}>
               <th scope="row">
                 <a href={auditOf(`token:${t.name}`)} title="This token's audit trail">
@@ -663,13 +663,13 @@ function TokensTable(props: { tokens: TokenView[]; p: Principal; now: number }) 
                   ? (
                     <form method="post" action={pathTo("/tokens", t.name, "revoke")} class="inline">
                       <label
-                        for={`revoke-${encodeURIComponent(t.name)}`}
+                        for={`revoke-${row}`}
                         class="visually-hidden"
                       >
                         Why revoke {t.name}
                       </label>
                       <input
-                        id={`revoke-${encodeURIComponent(t.name)}`}
+                        id={`revoke-${row}`}
                         name="reason"
                         placeholder="reason (optional)"
                         autocomplete="off"

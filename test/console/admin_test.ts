@@ -150,6 +150,16 @@ for (const backend of BACKENDS) {
       (await c.call("POST", "/people/nobody/remove", ada, "confirm=nobody")).status,
       404,
     );
+    await c.addPerson("ops/eu.1@x", ["viewer"]);
+    const odd = await c.call("GET", "/people", ada);
+    assert.ok(odd.text.includes('action="/people/ops%2Feu.1%40x/disable"'), "the name is encoded");
+    const slash = await c.call("POST", "/people/ops%2Feu.1%40x/disable", ada, "reason=moved+on");
+    assert.equal(slash.status, 303, slash.text);
+    assert.equal(slash.headers.get("location"), "/people?done=disabled&name=ops%2Feu.1%40x");
+    assert.equal(
+      (await c.store.principalGet({ kind: "person", name: "ops/eu.1@x" }))?.disabled,
+      true,
+    );
 
     const created = await c.call(
       "POST",
@@ -184,7 +194,11 @@ for (const backend of BACKENDS) {
     assert.equal((await c.call("GET", "/", cy)).headers.get("location"), "/login?ended");
     assert.equal((await c.call("POST", "/sessions/abcdef/revoke", ada, "")).status, 404);
 
-    const audit = await c.call("GET", "/audit?actor=ada&action=user.disable", ada);
+    const audit = await c.call(
+      "GET",
+      "/audit?actor=ada&action=user.disable&target=user%3Abob",
+      ada,
+    );
     assert.equal(audit.status, 200);
     assert.equal(audit.text.match(/data-audit=/g)?.length, 1);
     assert.match(audit.text, /left the team/);
