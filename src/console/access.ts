@@ -17,7 +17,7 @@
  * @module
  */
 
-import { ACTIONS, type AdminAction, READ } from "../admin/actions.ts";
+import { ACTIONS, ADMIN, type AdminAction, READ } from "../admin/actions.ts";
 import type { Role } from "../admin/roles.ts";
 
 /** The methods a console route uses: pages are GET, actions are POST (HTML forms). */
@@ -127,6 +127,58 @@ export const CONSOLE_ROUTES: readonly ConsoleRoute[] = [
     path: "/schedules/:id/run",
     ...acts("schedule.run"),
     summary: "Runs a schedule now, with a reason (and the environment, for a guarded one)",
+  // Audit, people, tokens and sessions.
+  {
+    method: "GET",
+    path: "/audit",
+    roles: READ,
+    summary: "Audit: who did what to which target and why (a tenant's person: its jobs' rows)",
+  },
+  { method: "GET", path: "/people", roles: ADMIN, summary: "People: roles, tenant, last sign-in" },
+  { method: "POST", path: "/people", ...acts("user.add"), summary: "Adds a person" },
+  {
+    method: "POST",
+    path: "/people/:name/roles",
+    ...acts("user.set"),
+    summary: "Sets a person's roles and tenant",
+  },
+  {
+    method: "POST",
+    path: "/people/:name/disable",
+    ...acts("user.disable"),
+    summary: "Disables a person (their sessions end)",
+  },
+  {
+    method: "POST",
+    path: "/people/:name/enable",
+    ...acts("user.enable"),
+    summary: "Enables a person again",
+  },
+  {
+    method: "POST",
+    path: "/people/:name/remove",
+    ...acts("user.remove"),
+    summary: "Removes a person (their sessions end)",
+  },
+  { method: "GET", path: "/tokens", roles: ADMIN, summary: "Tokens: never a secret or a hash" },
+  {
+    method: "POST",
+    path: "/tokens",
+    ...acts("token.create"),
+    summary: "Creates a token: its secret shown once",
+  },
+  {
+    method: "POST",
+    path: "/tokens/:name/revoke",
+    ...acts("token.revoke"),
+    summary: "Revokes a token",
+  },
+  { method: "GET", path: "/sessions", roles: ADMIN, summary: "Every console session" },
+  {
+    method: "POST",
+    path: "/sessions/:handle/revoke",
+    ...acts("session.revoke"),
+    summary: "Ends a console session",
   },
 ];
 

@@ -66,6 +66,8 @@ export const NAV_ORDER = {
   reports: 60,
   audit: 70,
   people: 80,
+  tokens: 82,
+  sessions: 84,
 } as const;
 
 /** What a page renders inside the layout. */

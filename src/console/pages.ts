@@ -13,6 +13,9 @@ import { registerJobs } from "./jobs.tsx";
 import { registerOverview } from "./overview.tsx";
 import { registerQueues } from "./queues.tsx";
 import { registerSchedules } from "./schedules.tsx";
+import { registerAudit } from "./audit.tsx";
+import { registerOverview } from "./overview.tsx";
+import { registerPeople } from "./people.tsx";
 
 /** Every page's registration. */
 export const PAGES: readonly ((router: ConsoleRouter) => void)[] = [
@@ -22,4 +25,6 @@ export const PAGES: readonly ((router: ConsoleRouter) => void)[] = [
   registerJob,
   registerQueues,
   registerSchedules,
+  registerAudit,
+  registerPeople,
 ];

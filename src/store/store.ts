@@ -183,6 +183,10 @@ export interface AuditRow {
 /** The parameters of `auditPage`. */
 export interface AuditPageParams {
   target?: string;
+  /** Only rows of this actor (a person's or token's name, `host:<user>`). */
+  actor?: string;
+  /** Only rows of this action (`job.retry`). */
+  action?: string;
   /** Keyset paging: only rows whose id is below this one. */
   after?: number;
   /** Only rows about jobs of this tenant. */

@@ -1,6 +1,6 @@
 /**
  * `GET /api/v1/audit` on every backend: newest first with keyset pages, one
- * target, and a tenant's principal reading its own jobs' rows only.
+ * target, actor or action, and a tenant's principal reading its own jobs' rows only.
  */
 
 import assert from "node:assert/strict";
@@ -31,6 +31,22 @@ for (const backend of BACKENDS) {
     assert.equal(rest.json.next, null);
     const one = await api.call("GET", `/api/v1/audit?target=job:${ids.globex}`, viewer);
     assert.deepEqual(one.json.audit.map((r: { action: string }) => r.action), ["job.enqueue"]);
+    const created = await api.call("GET", "/api/v1/audit?action=token.create", viewer);
+    assert.deepEqual(created.json.audit.map((r: { target: string }) => r.target), [
+      "token:acme-ops",
+      "token:reader",
+    ]);
+    const actor = all.json.audit[0].actor;
+    const byActor = await api.call(
+      "GET",
+      `/api/v1/audit?${new URLSearchParams({ actor, action: "token.create", limit: "1" })}`,
+      viewer,
+    );
+    assert.deepEqual(byActor.json.audit.map((r: { target: string }) => r.target), [
+      "token:acme-ops",
+    ]);
+    const nobody = await api.call("GET", "/api/v1/audit?actor=nobody", viewer);
+    assert.deepEqual(nobody.json.audit, []);
 
     const scoped = await api.call("GET", "/api/v1/audit", acme);
     assert.deepEqual(scoped.json.audit.map((r: { target: string }) => r.target), [

@@ -158,4 +158,25 @@ pre.paste { background: var(--panel); border: 1px solid var(--line); border-radi
   dl.facts { grid-template-columns: 1fr; }
   form.inline-action { flex-direction: column; }
 }
+/* audit, people, tokens, sessions */
+.visually-hidden { position: absolute; width: 1px; height: 1px; overflow: hidden; clip-path: inset(50%); white-space: nowrap; }
+form.filters { display: flex; flex-wrap: wrap; align-items: end; gap: 0.5rem 1rem; margin: 0 0 1rem; }
+form.filters input, form.filters select, form.stacked input, td.actions input, details input:not([type]) {
+  font: inherit; padding: 0.3rem 0.4rem; border: 1px solid var(--line); border-radius: 6px; background: var(--bg); color: var(--fg);
+}
+form.stacked { display: grid; grid-template-columns: max-content minmax(12rem, 24rem); gap: 0.5rem 0.75rem; align-items: center; }
+form.stacked fieldset, form.stacked button { grid-column: 1 / -1; justify-self: start; }
+fieldset.roles { border: 1px solid var(--line); border-radius: 6px; padding: 0.3rem 0.6rem; display: flex; flex-wrap: wrap; gap: 0.25rem 0.9rem; }
+fieldset.roles legend { color: var(--muted); padding: 0 0.25rem; }
+td.wrap { white-space: normal; overflow-wrap: anywhere; min-width: 12rem; max-width: 28rem; }
+td.actions { white-space: normal; min-width: 16rem; }
+td.actions form.inline { display: flex; gap: 0.4rem; margin: 0 0 0.3rem; }
+td.actions form.inline input { width: 9rem; }
+td.actions details form { margin: 0.4rem 0; display: flex; flex-direction: column; align-items: start; gap: 0.3rem; }
+.note.ago { font-size: 0.85em; }
+.pager { display: flex; gap: 1rem; }
+button.danger { color: var(--danger); border-color: var(--danger); }
+.message.warn { border-color: var(--warn); color: var(--warn); }
+section.secret { border: 1px solid var(--warn); border-radius: 8px; padding: 0.25rem 1rem; margin: 0.75rem 0; }
+code.token-secret { font-size: 1.05em; user-select: all; overflow-wrap: anywhere; }
 `;

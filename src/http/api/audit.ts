@@ -1,5 +1,6 @@
 /**
- * `GET /api/v1/audit`: the audit log, newest first, paged by `?after=`. A
+ * `GET /api/v1/audit`: the audit log, newest first, paged by `?after=`,
+ * filtered by target, actor and action (in the statement). A
  * tenant's principal reads only the rows about its tenant's jobs, the
  * tenant in the store's statement (`Store.auditPage`).
  *
@@ -25,6 +26,8 @@ import {
 export const AuditQuery = z.strictObject({
   target: TEXT.describe("one target: job:<id>, schedule:<id>, a queue, token:<name>")
     .optional(),
+  actor: TEXT.describe("one actor: a person's or a token's name, host:<user>").optional(),
+  action: TEXT.describe("one action: job.retry, queue.pause, user.add").optional(),
   after: ID_TEXT.describe("the `next` of the previous page").optional(),
   limit: LIMIT_TEXT.describe("rows per page, 1 to 500, default 50").optional(),
 });
@@ -55,6 +58,8 @@ export function registerAudit(api: ApiRouter): void {
     const limit = pageLimit(query.limit);
     const rows = await api.store.auditPage({
       ...(query.target === undefined ? {} : { target: query.target }),
+      ...(query.actor === undefined ? {} : { actor: query.actor }),
+      ...(query.action === undefined ? {} : { action: query.action }),
       ...(query.after === undefined ? {} : { after: Number(query.after) }),
       ...tenantScope(p),
       limit: limit + 1,

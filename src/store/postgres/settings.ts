@@ -74,6 +74,8 @@ export function postgresSettings(core: PostgresCore): StoreSettings {
       const q = core.sql;
       const where = [q`true`];
       if (params.target !== undefined) where.push(q`target = ${params.target}`);
+      if (params.actor !== undefined) where.push(q`actor = ${params.actor}`);
+      if (params.action !== undefined) where.push(q`action = ${params.action}`);
       if (params.after !== undefined) where.push(q`id < ${params.after}::bigint`);
       if (params.tenant !== undefined) {
         // A job's target is `job:<id>`: its id found by the primary key.

@@ -104,6 +104,14 @@ export function sqliteSettings(core: SqliteCore): StoreSettings {
         where.push("target = :target");
         values.target = params.target;
       }
+      if (params.actor !== undefined) {
+        where.push("actor = :actor");
+        values.actor = params.actor;
+      }
+      if (params.action !== undefined) {
+        where.push("action = :action");
+        values.action = params.action;
+      }
       if (params.after !== undefined) {
         where.push("id < :after");
         values.after = params.after;

@@ -68,4 +68,35 @@ for (const backend of BACKENDS) {
     assert.deepEqual(await targets({ limit: 10, tenant: "globex", target: `job:${acme}` }), []);
     assert.deepEqual(await targets({ limit: 10, tenant: "umbrella" }), []);
   });
+
+  test("auditPage() filters by actor and by action in the statement, with the others", async ({ store }) => {
+    const record = (actor: string, action: string, target: string, at: number) =>
+      store.auditRecord({ at, actor, action, target, reason: null });
+    await record("ada", "queue.pause", "queue:mail", T0);
+    await record("bob", "queue.pause", "queue:mail", T0 + 1);
+    await record("ada", "token.create", "token:ci", T0 + 2);
+    await record("ada", "queue.pause", "queue:sms", T0 + 3);
+    await record("ada%", "queue.pause", "queue:mail", T0 + 4);
+    const seen = async (params: Parameters<typeof store.auditPage>[0]) =>
+      (await store.auditPage(params)).map((r) => `${r.actor} ${r.action} ${r.target}`);
+    assert.deepEqual(await seen({ limit: 10, actor: "ada" }), [
+      "ada queue.pause queue:sms",
+      "ada token.create token:ci",
+      "ada queue.pause queue:mail",
+    ]);
+    assert.deepEqual(await seen({ limit: 10, action: "queue.pause", actor: "ada" }), [
+      "ada queue.pause queue:sms",
+      "ada queue.pause queue:mail",
+    ]);
+    assert.deepEqual(
+      await seen({ limit: 10, action: "queue.pause", target: "queue:mail", actor: "bob" }),
+      ["bob queue.pause queue:mail"],
+    );
+    const first = await store.auditPage({ limit: 1, action: "queue.pause" });
+    assert.deepEqual(await seen({ limit: 2, action: "queue.pause", after: first[0]!.id }), [
+      "ada queue.pause queue:sms",
+      "bob queue.pause queue:mail",
+    ]);
+    assert.deepEqual(await seen({ limit: 10, actor: "nobody" }), []);
+  });
 }
