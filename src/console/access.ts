@@ -127,6 +127,7 @@ export const CONSOLE_ROUTES: readonly ConsoleRoute[] = [
     path: "/schedules/:id/run",
     ...acts("schedule.run"),
     summary: "Runs a schedule now, with a reason (and the environment, for a guarded one)",
+  },
   // Audit, people, tokens and sessions.
   {
     method: "GET",

@@ -14,7 +14,6 @@ import { registerOverview } from "./overview.tsx";
 import { registerQueues } from "./queues.tsx";
 import { registerSchedules } from "./schedules.tsx";
 import { registerAudit } from "./audit.tsx";
-import { registerOverview } from "./overview.tsx";
 import { registerPeople } from "./people.tsx";
 
 /** Every page's registration. */

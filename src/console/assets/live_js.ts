@@ -34,7 +34,7 @@ export const LIVE_JS = `"use strict";
         : value === undefined ? (element.dataset.liveMissing ?? "0") : String(value);
       if (element.textContent !== text) element.textContent = text;
     }
-    document.body.dataset.liveAt = String(Date.now());
+    document.body.dataset.liveSnapshots = String(Number(document.body.dataset.liveSnapshots || "0") + 1);
   };
   const open = () => {
     if (source !== null) return;
