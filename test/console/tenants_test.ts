@@ -1,0 +1,257 @@
+/**
+ * The console's tenant walk, in process on every backend: a person of
+ * tenant `acme` holding every role opens every page of the role table and
+ * posts every action with the ids and names of tenant `globex` (and, for
+ * lists, with none), and reads the live stream. No answer shows anything of
+ * globex's (but the echo of the id asked for), and no action changes
+ * globex's rows. A route of `CONSOLE_ROUTES` without a step fails the walk,
+ * so a new page cannot skip it.
+ */
+
+import assert from "node:assert/strict";
+import { enqueueJob } from "../../src/admin/jobs.ts";
+import { addPerson } from "../../src/admin/people.ts";
+import { listSessions, sessionHandle, signIn } from "../../src/admin/sessions.ts";
+import { createToken } from "../../src/admin/tokens.ts";
+import { FakeClock } from "../../src/clock.ts";
+import { CONSOLE_ROUTES, consoleRouteKey } from "../../src/console/access.ts";
+import { consoleApp } from "../../src/console/app.ts";
+import { SESSION_COOKIE } from "../../src/console/security.ts";
+import type { Store } from "../../src/store/store.ts";
+import { BACKENDS } from "../support/backends.ts";
+
+const ORIGIN = "http://127.0.0.1:9464";
+
+/** Globex's rows, by kind. */
+interface Seeded {
+  job: number;
+  schedule: string;
+  person: string;
+  token: string;
+  session: string;
+}
+
+/** How a step calls its route: globex's ids in the path, a form, a query. */
+interface Step {
+  params?: (s: Seeded) => Record<string, string>;
+  form?: Record<string, string>;
+  query?: string;
+}
+
+const REASON = { reason: "the tenant walk" };
+
+/** Every route of the console's table, as the walk calls it. */
+const WALK: Record<string, Step> = {
+  "GET /": {},
+  "GET /events": {},
+  "GET /jobs": {},
+  "POST /jobs/retry": { form: { ...REASON }, query: "" },
+  "POST /jobs/cancel": { form: { ...REASON } },
+  "POST /jobs/discard": { form: { ...REASON } },
+  "GET /jobs/:id": { params: (s) => ({ id: String(s.job) }) },
+  "POST /jobs/:id/retry": { params: (s) => ({ id: String(s.job) }), form: REASON },
+  "POST /jobs/:id/cancel": { params: (s) => ({ id: String(s.job) }), form: REASON },
+  "POST /jobs/:id/discard": { params: (s) => ({ id: String(s.job) }), form: REASON },
+  "POST /jobs/:id/replay": {
+    params: (s) => ({ id: String(s.job) }),
+    form: { ...REASON, definition: "as-planned", force: "on" },
+  },
+  "GET /queues": {},
+  "POST /queues/:name/pause": { params: () => ({ name: "globex-mail" }), form: REASON },
+  "POST /queues/:name/resume": { params: () => ({ name: "globex-mail" }), form: REASON },
+  "GET /schedules": {},
+  "GET /schedules/:id": { params: (s) => ({ id: s.schedule }) },
+  "POST /schedules/:id/disable": { params: (s) => ({ id: s.schedule }), form: REASON },
+  "POST /schedules/:id/enable": { params: (s) => ({ id: s.schedule }), form: REASON },
+  "POST /schedules/:id/run": { params: (s) => ({ id: s.schedule }), form: REASON },
+  "GET /audit": {},
+  "GET /people": {},
+  "POST /people": {
+    form: { name: "mallory", roles: "admin", password: "pw-1", password2: "pw-1", ...REASON },
+  },
+  "POST /people/:name/roles": {
+    params: (s) => ({ name: s.person }),
+    form: { roles: "admin", ...REASON },
+  },
+  "POST /people/:name/disable": { params: (s) => ({ name: s.person }), form: REASON },
+  "POST /people/:name/enable": { params: (s) => ({ name: s.person }), form: REASON },
+  "POST /people/:name/remove": {
+    params: (s) => ({ name: s.person }),
+    form: { ...REASON, confirm: "on" },
+  },
+  "GET /tokens": {},
+  "POST /tokens": { form: { name: "mallory", roles: "admin", ...REASON } },
+  "POST /tokens/:name/revoke": { params: (s) => ({ name: s.token }), form: REASON },
+  "GET /sessions": {},
+  "POST /sessions/:handle/revoke": { params: (s) => ({ handle: s.session }), form: REASON },
+};
+
+/** Globex's rows: a job with its args, a schedule, a person with a session, a token. */
+async function seed(store: Store, now: number): Promise<Seeded> {
+  const root = { actor: "root", reason: null, now };
+  const job = await enqueueJob(store, "globex-worker", { to: "ceo@globex.test" }, {
+    queue: "globex-mail",
+    tenant: "globex",
+  }, root);
+  await store.schedulesSync({
+    schedules: [
+      { id: "nightly:acme", hash: "h1", tenant: "acme" },
+      { id: "nightly:globex", hash: "h1", tenant: "globex" },
+    ],
+    now,
+  });
+  await addPerson(
+    store,
+    { name: "globex-admin", roles: ["admin"], tenant: "globex", password: "pw-globex" },
+    root,
+    "host",
+  );
+  await signIn(store, "globex-admin", "pw-globex", { now, address: "192.0.2.9", userAgent: "x" });
+  const [session] = await listSessions(store, { person: "globex-admin" });
+  await createToken(
+    store,
+    { name: "globex-ci", roles: ["operator"], tenant: "globex", expiresInMs: null },
+    root,
+    "host",
+  );
+  return {
+    job: job.id,
+    schedule: "nightly:globex",
+    person: "globex-admin",
+    token: "globex-ci",
+    session: sessionHandle(session!),
+  };
+}
+
+/** What globex's rows look like, to compare before and after the walk. */
+async function globexState(store: Store, s: Seeded): Promise<unknown> {
+  const job = await store.jobGet({ id: s.job });
+  const [schedule] = await store.schedulesList({ ids: [s.schedule] });
+  return {
+    job: job && [job.state, job.attempt, job.scheduledAt],
+    schedule: schedule?.enabled,
+    principals: (await store.principalsList({})).filter((p) => p.tenant === "globex")
+      .map((p) => [p.kind, p.name, p.roles, p.disabled, p.updatedAt]),
+    sessions: (await listSessions(store, { person: s.person })).length,
+    queues: await store.queuesList(),
+    audit: (await store.auditPage({ limit: 1000 })).filter((r) => /globex/.test(r.target)).length,
+  };
+}
+
+Deno.test("the console's tenant walk names every route of its role table", () => {
+  for (const route of CONSOLE_ROUTES) {
+    const key = consoleRouteKey(route.method, route.path);
+    assert.ok(WALK[key], `${key} has no step in the console's tenant walk`);
+  }
+});
+
+for (const backend of BACKENDS) {
+  Deno.test(`${backend.name}: acme's person, with every role, sees and changes nothing of globex's on any page`, async () => {
+    const clock = new FakeClock();
+    const h = await backend.open(clock.now());
+    const app = consoleApp({ store: h.store, clock, logger: () => {} });
+    try {
+      const s = await seed(h.store, clock.now());
+      const root = { actor: "root", reason: null, now: clock.now() };
+      await addPerson(
+        h.store,
+        {
+          name: "acme-all",
+          roles: ["viewer", "operator", "approver", "admin"],
+          tenant: "acme",
+          password: "pw",
+        },
+        root,
+        "host",
+      );
+      const signedIn = await signIn(h.store, "acme-all", "pw", {
+        now: clock.now(),
+        address: "192.0.2.1",
+        userAgent: "walk",
+      });
+      assert.ok(signedIn);
+      const before = await globexState(h.store, s);
+      for (const route of CONSOLE_ROUTES) {
+        const key = consoleRouteKey(route.method, route.path);
+        const step = WALK[key]!;
+        const params = step.params?.(s) ?? {};
+        const path = route.path.replace(/:(\w+)/g, (_, name: string) => {
+          assert.ok(params[name] !== undefined, `${key}: the walk gives no ${name}`);
+          return encodeURIComponent(params[name]!);
+        });
+        const form = route.method === "POST"
+          ? new URLSearchParams({
+            ...step.form,
+            // A selection or a filter naming globex's job.
+            ids: String(s.job),
+            id: String(s.job),
+            tenant: "globex",
+          }).toString()
+          : undefined;
+        const response = await app.fetch(
+          new Request(`${ORIGIN}${path}${step.query ? `?${step.query}` : ""}`, {
+            method: route.method,
+            headers: {
+              cookie: `${SESSION_COOKIE}=${signedIn.id}`,
+              "sec-fetch-site": "same-origin",
+              ...(form === undefined
+                ? {}
+                : { "content-type": "application/x-www-form-urlencoded" }),
+            },
+            redirect: "manual",
+            ...(form === undefined ? {} : { body: form }),
+          }),
+          { remote: "192.0.2.1" },
+        );
+        const text = await firstOf(response, route.path === "/events");
+        assert.ok(response.status < 500, `${key}: ${response.status} ${text.slice(0, 300)}`);
+        if (route.method === "GET" && route.path.includes(":")) {
+          assert.ok(
+            response.status === 403 || response.status === 404,
+            `${key} with globex's id: ${response.status}`,
+          );
+        }
+        // A refusal may echo the id asked for; nothing else may name globex.
+        const shown = Object.values(params).reduce(
+          (t, v) => t.replaceAll(v, "").replaceAll(encodeURIComponent(v), ""),
+          text,
+        );
+        assert.ok(!/globex/i.test(shown), `${key} showed globex's: ${shown.slice(0, 400)}`);
+        // A filter naming globex is not globex's view: the tenant comes from the session.
+        if (route.method === "GET" && !route.path.includes(":") && route.path !== "/events") {
+          const named = await app.fetch(
+            new Request(`${ORIGIN}${path}?tenant=globex&queue=globex-mail`, {
+              headers: { cookie: `${SESSION_COOKIE}=${signedIn.id}` },
+              redirect: "manual",
+            }),
+            { remote: "192.0.2.1" },
+          );
+          const namedText = (await named.text()).replaceAll("globex-mail", "");
+          assert.ok(
+            !/globex/i.test(namedText.replace(/value="globex"/g, "")),
+            `${key}?tenant=globex`,
+          );
+        }
+      }
+      assert.deepEqual(await globexState(h.store, s), before, "globex's rows changed");
+    } finally {
+      await h.close();
+    }
+  });
+}
+
+/** A page's text; for the event stream, what it sends first (then it is cancelled). */
+async function firstOf(response: Response, stream: boolean): Promise<string> {
+  if (!stream) return await response.text();
+  const reader = response.body!.getReader();
+  let text = "";
+  const decoder = new TextDecoder();
+  while (!text.includes("\n\n")) {
+    const { value, done } = await reader.read();
+    if (done) break;
+    text += decoder.decode(value, { stream: true });
+  }
+  await reader.cancel();
+  assert.match(text, /^event: snapshot\ndata: /, text);
+  return text;
+}
