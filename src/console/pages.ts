@@ -8,8 +8,14 @@
 
 import type { ConsoleRouter } from "./common.ts";
 import { registerOverview } from "./overview.tsx";
+import { registerPipelines } from "./pipelines.tsx";
+import { registerReports } from "./reports.tsx";
+import { registerWorkflows } from "./workflows.tsx";
 
 /** Every page's registration. */
 export const PAGES: readonly ((router: ConsoleRouter) => void)[] = [
   registerOverview,
+  registerWorkflows,
+  registerPipelines,
+  registerReports,
 ];

@@ -56,6 +56,11 @@ export interface Watched {
 export interface FixtureOptions {
   /** More environment for the daemon (`JOBS_CONSOLE_SESSION_IDLE`). */
   env?: Record<string, string>;
+  /**
+   * Writes the daemon's schedules file (and what it names) under `dir`, the
+   * fixture's temp folder, and returns its path; by default an empty one.
+   */
+  config?: (dir: string) => Promise<string>;
 }
 
 /** A daemon serving the console, a browser, and the helpers of the tests. */
@@ -65,6 +70,8 @@ export interface ConsoleFixture {
   url: string;
   /** The store's location (`--db`). */
   db: string;
+  /** The daemon's schedules file (`--config`). */
+  config: string;
   daemon: DaemonProcess;
   browser: Browser;
   /** A connection to the daemon's store, for seeding and checking rows. */
@@ -95,8 +102,9 @@ export async function consoleFixture(
       stack.defer(() => pg[Symbol.asyncDispose]());
       db = pg.url;
     }
-    const config = `${dir.path}/schedules.yaml`;
-    await Deno.writeTextFile(config, "version: 1\nschedules: []\n");
+    let config = `${dir.path}/schedules.yaml`;
+    if (options.config) config = await options.config(dir.path);
+    else await Deno.writeTextFile(config, "version: 1\nschedules: []\n");
     const daemon = spawnDaemon(
       ["--db", db, "--config", config, "--node", "console-1", "--listen", "127.0.0.1:0"],
       { name: "console daemon", ...(options.env ? { env: options.env } : {}) },
@@ -138,6 +146,7 @@ export async function consoleFixture(
       backend,
       url,
       db,
+      config,
       daemon,
       browser,
       store: opened.store,
