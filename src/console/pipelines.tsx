@@ -31,6 +31,7 @@ import {
 import type { Principal } from "../http/access.ts";
 import type { CompiledPipeline } from "../ingest/types.ts";
 import { redact } from "../kernel/redact.ts";
+import { escapeControl as visible } from "../text/escape.ts";
 import { type ConsoleRouter, type Ctx, NAV_ORDER, pathTo, readForm } from "./common.ts";
 import {
   count,
@@ -185,12 +186,12 @@ export function registerPipelines(router: ConsoleRouter): void {
                       <tr key={d.id} data-drop={d.id}>
                         <th scope="row">{d.id}</th>
                         <td>{d.runId}</td>
-                        <td>{d.recordKey ?? "-"}</td>
-                        <td>{d.reason}</td>
-                        <td>{d.step}</td>
+                        <td>{visible(d.recordKey ?? "-")}</td>
+                        <td>{visible(d.reason)}</td>
+                        <td>{visible(d.step)}</td>
                         <td>{isoUtc(d.at)}</td>
                         <td class="clip">
-                          <code>{d.excerpt}</code>
+                          <code>{visible(d.excerpt)}</code>
                         </td>
                         <td>
                           {d.replayedAt !== null
@@ -298,7 +299,7 @@ function Pipeline(
   return (
     <section class="pipeline" aria-labelledby={headingId} data-pipeline={view.id}>
       <h2 id={headingId}>
-        {view.id}
+        {visible(view.id)}
         {view.declared ? "" : " "}
         {view.declared ? null : <span class="badge">not in the schedules file</span>}
       </h2>
@@ -440,7 +441,7 @@ function DropsChart(props: { hour: Record<string, number>; day: Record<string, n
         const day = props.day[reason] ?? 0;
         return (
           <g key={reason} data-reason={reason}>
-            <text x={0} y={y + BAR + 2} class="chart-label">{clip(reason, 22)}</text>
+            <text x={0} y={y + BAR + 2} class="chart-label">{clip(visible(reason), 22)}</text>
             <rect x={LABEL} y={y} width={bar(hour)} height={BAR} class="bar-hour" />
             <text x={LABEL + bar(hour) + 4} y={y + BAR - 2} class="chart-value">{hour}</text>
             <rect x={LABEL} y={y + BAR + 2} width={bar(day)} height={BAR} class="bar-day" />

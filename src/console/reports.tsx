@@ -33,6 +33,7 @@ import type { Principal } from "../http/access.ts";
 import type { CompiledReport, ParamType } from "../report/definition.ts";
 import { ReportLimitExceeded } from "../report/limits.ts";
 import { REPORT_QUEUE } from "../report/types.ts";
+import { escapeControl as visible } from "../text/escape.ts";
 import type { ReportRun } from "../store/report_types.ts";
 import { type ConsoleRouter, type Ctx, NAV_ORDER, pathTo, readForm } from "./common.ts";
 import {
@@ -150,15 +151,15 @@ export function registerReports(router: ConsoleRouter): void {
                       {shown.map((run) => (
                         <tr key={run.id} data-report-run={run.id}>
                           <th scope="row">{run.id}</th>
-                          <td>{run.report}</td>
+                          <td>{visible(run.report)}</td>
                           <td>
                             <StateBadge state={run.state} />
                           </td>
-                          {p.tenant === null ? <td>{run.tenant ?? "shared"}</td> : null}
-                          <td class="clip">{paramsText(run)}</td>
+                          {p.tenant === null ? <td>{visible(run.tenant ?? "shared")}</td> : null}
+                          <td class="clip">{visible(paramsText(run))}</td>
                           <td class="num">{count(run.rows)}</td>
                           <td class="num">{count(run.bytes)}</td>
-                          <td>{run.actor}</td>
+                          <td>{visible(run.actor)}</td>
                           <td title={isoUtc(run.requestedAt)}>{relative(run.requestedAt, now)}</td>
                           <td>
                             <Output run={run} now={now} canLink={canLink} />
@@ -316,7 +317,7 @@ function paramsText(run: ReportRun): string {
 function Output(props: { run: ReportRun; now: number; canLink: boolean }) {
   const { run } = props;
   if (run.state === "failed" || run.state === "cancelled") {
-    return <span class="note">{runError(run.error) ?? run.state}</span>;
+    return <span class="note">{visible(runError(run.error) ?? run.state)}</span>;
   }
   if (run.state !== "completed" || run.storageKey === null) return <span class="note">-</span>;
   if (run.expiresAt !== null && run.expiresAt <= props.now) {

@@ -10,6 +10,10 @@
  * compensation trail and the run's audit rows; with Retry (a failed run)
  * and Cancel (a run not final), each with a reason, for the roles that may.
  *
+ * Stored text (names, keys, errors, reasons) is shown with its control
+ * characters and bidi overrides made visible (`escapeControl`), so it can
+ * reorder nothing on the page; the renderer escapes the rest.
+ *
  * Reads and actions go through `src/admin/workflows.ts` in the principal's
  * scope, as `/api/v1/workflows` does: a tenant's person lists and acts on
  * its tenant's runs only (the tenant in the store's statement), and
@@ -30,6 +34,7 @@ import {
 } from "../admin/workflows.ts";
 import type { Principal } from "../http/access.ts";
 import { redact } from "../kernel/redact.ts";
+import { escapeControl as visible } from "../text/escape.ts";
 import { errorParts, errorSummary } from "../text/stored_error.ts";
 import { FINAL_RUN_STATES, RUN_STATES, type RunState } from "../workflow/types.ts";
 import { type ConsoleRouter, type Ctx, NAV_ORDER, pathTo, readForm } from "./common.ts";
@@ -125,18 +130,20 @@ export function registerWorkflows(router: ConsoleRouter): void {
                         <th scope="row">
                           <a href={pathTo("/workflows", run.id)}>{run.id}</a>
                         </th>
-                        <td>{run.workflow}</td>
+                        <td>{visible(run.workflow)}</td>
                         <td>
                           <StateBadge state={run.state} />
                         </td>
-                        {p.tenant === null ? <td>{run.tenant ?? "-"}</td> : null}
+                        {p.tenant === null ? <td>{visible(run.tenant ?? "-")}</td> : null}
                         <td class="num">
                           {run.steps.completed}/{run.steps.total}
                           {run.steps.failed > 0 ? ` (${run.steps.failed} failed)` : ""}
                         </td>
                         <td title={isoUtc(run.startedAt)}>{relative(run.startedAt, now)}</td>
                         <td>{isoUtc(run.finishedAt)}</td>
-                        <td class="clip">{run.error === null ? "" : firstLine(run.error)}</td>
+                        <td class="clip">
+                          {run.error === null ? "" : visible(firstLine(run.error))}
+                        </td>
                       </tr>
                     ))}
                   </tbody>
@@ -245,7 +252,7 @@ async function runPage(
         {refused === null ? null : <p class="message error" role="alert">{refused}</p>}
         <dl class="facts" data-run={run.id}>
           <dt>Workflow</dt>
-          <dd>{run.workflow}{view.saga ? " (saga)" : ""}</dd>
+          <dd>{visible(run.workflow)}{view.saga ? " (saga)" : ""}</dd>
           <dt>State</dt>
           <dd data-state>
             <StateBadge state={run.state} />
@@ -257,27 +264,27 @@ async function runPage(
           {run.tenant === null ? null : (
             <>
               <dt>Tenant</dt>
-              <dd>{run.tenant}</dd>
+              <dd>{visible(run.tenant)}</dd>
             </>
           )}
           {run.key === null ? null : (
             <>
               <dt>Key</dt>
-              <dd>{run.key}</dd>
+              <dd>{visible(run.key)}</dd>
             </>
           )}
           {run.error === null ? null : (
             <>
               <dt>Error</dt>
               <dd>
-                <pre class="error-text">{errorSummary(run.error)}</pre>
+                <pre class="error-text">{visible(errorSummary(run.error))}</pre>
               </dd>
             </>
           )}
           {run.cancelReason === null ? null : (
             <>
               <dt>Cancelled because</dt>
-              <dd>{run.cancelReason}</dd>
+              <dd>{visible(run.cancelReason)}</dd>
             </>
           )}
           <dt>Definition</dt>
@@ -307,8 +314,8 @@ async function runPage(
                   <ol class="compensations" data-list="compensations">
                     {view.compensations.map((comp, i) => (
                       <li key={i}>
-                        undo <strong>{comp.step}</strong>
-                        {comp.useCase === null ? "" : ` with ${comp.useCase}`}{" "}
+                        undo <strong>{visible(comp.step)}</strong>
+                        {comp.useCase === null ? "" : ` with ${visible(comp.useCase)}`}{" "}
                         <StateBadge state={comp.state} />{" "}
                         {attempts(comp.attempts, comp.maxAttempts)}
                         {comp.jobId === null ? null : (
@@ -348,9 +355,11 @@ async function runPage(
                     {trail.map((row) => (
                       <tr key={row.id}>
                         <td>{isoUtc(row.at)}</td>
-                        <td>{row.actor}</td>
+                        <td>{visible(row.actor)}</td>
                         <td>{row.action}</td>
-                        <td class="clip">{row.reason === null ? "" : firstLine(row.reason)}</td>
+                        <td class="clip">
+                          {row.reason === null ? "" : visible(firstLine(row.reason))}
+                        </td>
                       </tr>
                     ))}
                   </tbody>
@@ -427,7 +436,7 @@ function StepLine(props: { step: WorkflowStepView; parent: string | null; now: n
   }
   return (
     <div class="step">
-      <strong class="step-id">{step.id}</strong> <StateBadge state={step.state} />
+      <strong class="step-id">{visible(step.id)}</strong> <StateBadge state={step.state} />
       {step.items === null ? "" : ` items ${step.items.done}/${step.items.total}`}{" "}
       <span class="note">
         {step.state === "cancelled" && step.attempts === 0
@@ -446,7 +455,7 @@ function StepLine(props: { step: WorkflowStepView; parent: string | null; now: n
           <a href={pathTo("/jobs", step.jobId)}>job {step.jobId}</a>
         </>
       )}
-      <span class="note step-notes">({notes.join("; ")})</span>
+      <span class="note step-notes">({visible(notes.join("; "))})</span>
       {step.error === null ? null : <StoredError error={step.error} />}
     </div>
   );
@@ -463,7 +472,9 @@ const STDERR_LINES = 5;
 function StoredError(props: { error: string }) {
   const { message, stderr } = errorParts(props.error);
   const tail = stderr.filter((l) => l.trim() !== "").slice(-STDERR_LINES);
-  return <pre class="error-text">{[message, ...tail.map((l) => `stderr: ${l}`)].join("\n")}</pre>;
+  return (
+    <pre class="error-text">{visible([message, ...tail.map((l) => `stderr: ${l}`)].join("\n"))}</pre>
+  );
 }
 
 /** A state as a badge: good when done, bad when failed, warn while undoing. */

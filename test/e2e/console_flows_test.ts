@@ -178,6 +178,9 @@ for (const backend of ["sqlite", "postgres"] as const) {
           );
           assert.ok((await page.textContent("main"))!.includes("<script>alert(1)</script>"));
           assert.equal(await page.locator("main script").count(), 0, "hostile text is inert");
+          const main = (await page.textContent("main"))!;
+          assert.ok(main.includes("\\u202e") && !main.includes("\u202e"), "bidi override shown");
+          assert.ok(!main.includes("at Object.perform"), "no stack frame on the page");
           await c.screenshot(otto, "workflow");
           await Deno.writeTextFile(`${c.config.replace(/schedules\.yaml$/, "")}go`, "");
           await submit(otto, "form[data-action=retry]", "carrier is back up");
