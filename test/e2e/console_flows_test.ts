@@ -136,6 +136,7 @@ for (const backend of ["sqlite", "postgres"] as const) {
       await c.addPerson("otto", ["operator"], PASSWORD, "acme");
       await c.addPerson("vera", ["viewer"], PASSWORD, "acme");
       await c.addPerson("ada", ["admin"], PASSWORD);
+      await c.addPerson("gil", ["operator"], PASSWORD, "globex");
       const failing = await start(c, "deliver", "acme", `acme-${HOSTILE}`);
       const waiting = await start(c, "hold", "acme", "acme-hold");
       const globex = await start(c, "deliver", "globex", "globex-secret-run");
@@ -252,6 +253,31 @@ for (const backend of ["sqlite", "postgres"] as const) {
         const csv = await got.text();
         assert.match(csv, /^id,booked_at,description,amount/);
         assert.ok(!csv.includes("globex"), "acme's rows only");
+      });
+
+      await t.step("globex's pipeline and report runs never reach acme's pages", async () => {
+        const gil = await c.signedIn("gil", PASSWORD);
+        await gil.page.goto(`${c.url}/pipelines`);
+        await submit(gil, "form[data-action=run]", "globex refresh");
+        await gil.page.goto(`${c.url}/reports`);
+        const form = gil.page.locator("[data-report=statement] form[data-action=request]");
+        await form.locator("input[name='param.from']").fill(MARCH.from);
+        await form.locator("input[name='param.to']").fill(MARCH.to);
+        await submit(gil, "[data-report=statement] form[data-action=request]");
+        await waitUntil("globex's ingest run and report run ended", async () => {
+          const runs = await c.store.ingestRunsList({ pipeline: "catalog", tenant: "globex" });
+          const reports = await c.store.reportRunsList({ tenant: "globex" });
+          return runs[0]?.finishedAt != null && reports[0]?.state === "completed";
+        }, SLOW);
+        await page.goto(`${c.url}/pipelines`);
+        assert.equal(await page.locator("[data-ingest-run]").count(), 2, "acme's run and replay");
+        await page.goto(`${c.url}/reports`);
+        assert.equal(await page.locator("[data-report-run]").count(), 1);
+        assert.ok(!(await page.content()).includes("gil"), "no globex actor on acme's page");
+        await gil.page.goto(`${c.url}/reports`);
+        assert.equal(await gil.page.locator("[data-report-run]").count(), 1, "globex's own");
+        problems.push(...gil.problems());
+        await gil.context.close();
       });
 
       await t.step("a viewer sees no buttons; a hand-made POST is 403", async () => {
