@@ -17,8 +17,13 @@ import { FakeClock } from "../../src/clock.ts";
 import { consoleApp } from "../../src/console/app.ts";
 import { RUNS_PER_PAGE } from "../../src/console/workflows.tsx";
 import { SESSION_COOKIE } from "../../src/console/security.ts";
+import type { ApiReports } from "../../src/http/api/reports.ts";
+import { defineReport } from "../../src/report/definition.ts";
+import { storageOf } from "../../src/runners/report.ts";
 import { compileWorkflow } from "../../src/workflow/definition.ts";
 import { type Backend, BACKENDS } from "../support/backends.ts";
+import { statementOptions, writeStatementSources } from "../support/statement_report.ts";
+import { tempDir } from "../support/stores.ts";
 
 const ORIGIN = "http://127.0.0.1:9464";
 const HOSTILE = `<img src=x onerror=alert(1)>"onmouseover=alert(2)`;
@@ -31,7 +36,7 @@ const PAIR = compileWorkflow({
   ],
 });
 
-async function harness(backend: Backend) {
+async function harness(backend: Backend, reports?: ApiReports) {
   const clock = new FakeClock();
   const h = await backend.open(clock.now());
   const app = consoleApp({
@@ -39,6 +44,7 @@ async function harness(backend: Backend) {
     clock,
     logger: () => {},
     definitions: () => ({ workflows: [PAIR], pipelines: [] }),
+    ...(reports ? { reports } : {}),
   });
   const root = { actor: "root", reason: null, now: clock.now() };
   for (
@@ -183,5 +189,82 @@ for (const backend of BACKENDS) {
     assert.equal(query.get("workflow"), "pair");
     const second = await c.call("otto", "GET", `/workflows?${query}`);
     assert.equal(second.text.match(/data-run="/g)?.length, 1);
+  });
+}
+
+/** The statement report (tenant-isolated, date params) and a shared copy, in folder storage. */
+async function statementReports(dir: string): Promise<ApiReports> {
+  await writeStatementSources(dir);
+  const folder = { folder: `${dir}/exports` };
+  const authorize = { roles: ["finance", "operator"] };
+  const statement = defineReport({ ...statementOptions(folder), authorize }, dir);
+  const ledger = defineReport({
+    ...statementOptions(folder),
+    id: "ledger",
+    tenancy: { mode: "shared", reason: "one company's ledger" },
+    authorize,
+  }, dir);
+  return {
+    reports: () => [statement, ledger],
+    storage: storageOf(() => undefined),
+    base: () => Promise.resolve("https://jobs.example.test"),
+  };
+}
+
+for (const backend of BACKENDS) {
+  Deno.test(`${backend.name}: the console's report form follows the declared params and the API's scope rules`, async () => {
+    const dir = await tempDir();
+    await using _cleanup = { [Symbol.asyncDispose]: dir.cleanup };
+    await using c = await harness(backend, await statementReports(dir.path));
+    const page = await c.call("otto", "GET", "/reports");
+    assert.equal(page.status, 200);
+    assert.equal(page.text.match(/type="date" name="param\.(from|to)"/g)?.length, 2);
+    assert.match(page.text, /action="\/reports\/statement\/runs"/, "acme may request statement");
+    assert.ok(!page.text.includes('action="/reports/ledger/runs"'), "not the shared one");
+    const wide = await c.call("ada", "GET", "/reports");
+    assert.match(wide.text, /action="\/reports\/ledger\/runs"/, "ada may request the shared one");
+    assert.ok(!wide.text.includes('action="/reports/statement/runs"'));
+
+    const shared = await c.call("otto", "POST", "/reports/ledger/runs", "param.from=2026-03-01");
+    assert.equal(shared.status, 403);
+    const isolated = await c.call(
+      "ada",
+      "POST",
+      "/reports/statement/runs",
+      "param.from=2026-03-01",
+    );
+    assert.equal(isolated.status, 400);
+    assert.match(isolated.text, /tenant-isolated/);
+    const bad = await c.call(
+      "otto",
+      "POST",
+      "/reports/statement/runs",
+      "param.from=March&param.to=2026-04-01",
+    );
+    assert.equal(bad.status, 400);
+    assert.match(bad.text, /must be a date/);
+    const viewer = await c.call("vera", "GET", "/reports");
+    assert.ok(!viewer.text.includes('data-action="request"'), "a viewer sees no form");
+    assert.equal(
+      (await c.call("vera", "POST", "/reports/statement/runs", "param.from=2026-03-01")).status,
+      403,
+    );
+
+    const requested = await c.call(
+      "otto",
+      "POST",
+      "/reports/statement/runs",
+      "param.from=2026-03-01&param.to=2026-04-01",
+    );
+    assert.equal(requested.status, 303);
+    assert.equal(requested.headers.get("location"), "/reports?done=requested");
+    const [run] = await c.store.reportRunsList({ tenant: "acme" });
+    assert.deepEqual([run?.actor, run?.tenant, run?.roles], ["otto", "acme", ["operator"]]);
+    assert.deepEqual(run?.params, { from: "2026-03-01", to: "2026-04-01" });
+    const listed = await c.call("otto", "GET", "/reports");
+    assert.match(listed.text, new RegExp(`data-report-run="${run!.id}"`));
+    assert.ok(!(await c.call("ada", "GET", "/reports")).text.includes("Download link"));
+    const early = await c.call("otto", "POST", `/reports/runs/${run!.id}/links`, "");
+    assert.equal(early.status, 409, "a queued run has no output to link");
   });
 }
