@@ -288,13 +288,17 @@ function scopeRefusal(
 }
 
 /**
- * The href of a minted link: a daemon's is its path (`/downloads/<token>`,
- * served by the listener this page came from, whatever public URL the
- * link names); an S3 one is its whole URL, taken only when it is http(s).
+ * The href of a minted link: a daemon's is `/downloads/<token>`, served
+ * by the listener this page came from, whatever public URL (and path
+ * under it) the link names; an S3 one is its whole URL, taken only when it is http(s).
  */
 function linkHref(url: string, kind: "s3" | "daemon"): string {
   const parsed = new URL(url);
-  if (kind === "daemon") return parsed.pathname;
+  if (kind === "daemon") {
+    const token = /\/downloads\/([^/]+)$/.exec(parsed.pathname)?.[1];
+    if (token === undefined) throw new Error("a daemon's link names no /downloads/<token>");
+    return pathTo("/downloads", decodeURIComponent(token));
+  }
   if (parsed.protocol !== "https:" && parsed.protocol !== "http:") {
     throw new Error("a storage returned a link that is not http(s)");
   }
