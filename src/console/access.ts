@@ -181,6 +181,68 @@ export const CONSOLE_ROUTES: readonly ConsoleRoute[] = [
     ...acts("session.revoke"),
     summary: "Ends a console session",
   },
+  // Workflows, Pipelines, Reports.
+  { method: "GET", path: "/workflows", roles: READ, summary: "Workflow runs with their state" },
+  {
+    method: "GET",
+    path: "/workflows/:id",
+    roles: READ,
+    summary: "A workflow run as the tree of its steps, its compensations and audit",
+  },
+  {
+    method: "POST",
+    path: "/workflows/:id/retry",
+    ...acts("workflow.retry"),
+    summary: "Retry a failed run",
+  },
+  {
+    method: "POST",
+    path: "/workflows/:id/cancel",
+    ...acts("workflow.cancel"),
+    summary: "Cancel a run",
+  },
+  {
+    method: "GET",
+    path: "/pipelines",
+    roles: READ,
+    summary: "Pipelines: freshness, newest runs, drops by reason",
+  },
+  {
+    method: "GET",
+    path: "/pipelines/:name/drops",
+    roles: READ,
+    summary: "A pipeline's dropped records",
+  },
+  {
+    method: "POST",
+    path: "/pipelines/:name/runs",
+    ...acts("ingest.run"),
+    summary: "Run a pipeline now",
+  },
+  {
+    method: "POST",
+    path: "/drops/:id/replay",
+    ...acts("ingest.replay"),
+    summary: "Replay one dropped record",
+  },
+  {
+    method: "GET",
+    path: "/reports",
+    roles: READ,
+    summary: "Reports: the declared ones, their runs, the request form",
+  },
+  {
+    method: "POST",
+    path: "/reports/:id/runs",
+    ...acts("report.run"),
+    summary: "Request a run of a report",
+  },
+  {
+    method: "POST",
+    path: "/reports/runs/:run/links",
+    ...acts("report.link"),
+    summary: "Mint a download link of a completed run",
+  },
 ];
 
 /** The routes before a session: `METHOD /path` as the router registers them. */

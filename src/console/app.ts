@@ -26,6 +26,8 @@ import { DEFAULT_TIMEOUTS, resolveSession, type SessionTimeouts } from "../admin
 import { SignInLimiter } from "../admin/people.ts";
 import type { Clock } from "../clock.ts";
 import { actorOf, type Principal, refusal } from "../http/access.ts";
+import type { ApiDefinitions } from "../http/api/app.ts";
+import type { ApiReports } from "../http/api/reports.ts";
 import type { Logger } from "../kernel/logger.ts";
 import { redact } from "../kernel/redact.ts";
 import type { Store } from "../store/store.ts";
@@ -53,6 +55,14 @@ export interface ConsoleOptions {
    * closes it before it stops, which ends every stream. @default a new one
    */
   live?: LiveFeed;
+  /**
+   * The definitions of the schedules file the daemon loaded, as they are
+   * now (as `ApiOptions.definitions`): what the Workflows and Pipelines
+   * pages start runs and replays of. Without them those actions are refused.
+   */
+  definitions?: () => ApiDefinitions;
+  /** The schedules file's reports, their storage and where links point (as `ApiOptions.reports`). */
+  reports?: ApiReports;
 }
 
 /** The console application: `app.fetch(request, { remote })`. */
@@ -95,6 +105,8 @@ export function consoleApp(options: ConsoleOptions): Hono<ConsoleEnv> {
     store,
     clock,
     logger,
+    ...(options.definitions ? { definitions: options.definitions } : {}),
+    ...(options.reports ? { reports: options.reports } : {}),
     page(method, path, handler) {
       const route = consoleRouteOf(method, path);
       app.on(method, path, sameOrigin, async (c) => {

@@ -28,6 +28,8 @@ import type { Clock } from "../clock.ts";
 import type { Logger } from "../kernel/logger.ts";
 import type { Store } from "../store/store.ts";
 import type { Principal } from "../http/access.ts";
+import type { ApiDefinitions } from "../http/api/app.ts";
+import type { ApiReports } from "../http/api/reports.ts";
 import type { ConsoleMethod } from "./access.ts";
 import type { LiveFeed } from "./live.ts";
 
@@ -91,6 +93,13 @@ export interface ConsoleRouter {
   store: Store;
   clock: Clock;
   logger: Logger;
+  /**
+   * The daemon's schedules file's workflows and pipelines as they are now
+   * (`ConsoleOptions.definitions`); absent when the server has none.
+   */
+  definitions?: () => ApiDefinitions;
+  /** The schedules file's reports, their storage and where links point; absent: none. */
+  reports?: ApiReports;
   /** The actor of an action `principal` takes now, with its reason. */
   who(principal: Principal, reason: string | null): Actor;
   /** The console's one shared poller of what pages show live (`live.ts`). */

@@ -15,6 +15,9 @@ import { registerQueues } from "./queues.tsx";
 import { registerSchedules } from "./schedules.tsx";
 import { registerAudit } from "./audit.tsx";
 import { registerPeople } from "./people.tsx";
+import { registerPipelines } from "./pipelines.tsx";
+import { registerReports } from "./reports.tsx";
+import { registerWorkflows } from "./workflows.tsx";
 
 /** Every page's registration. */
 export const PAGES: readonly ((router: ConsoleRouter) => void)[] = [
@@ -26,4 +29,7 @@ export const PAGES: readonly ((router: ConsoleRouter) => void)[] = [
   registerSchedules,
   registerAudit,
   registerPeople,
+  registerWorkflows,
+  registerPipelines,
+  registerReports,
 ];

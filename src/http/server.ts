@@ -159,19 +159,16 @@ export async function startHttpServer(options: HttpServerOptions): Promise<HttpS
   /** `http://host:port` once listening: the start of its download links unless told another. */
   let base = "";
 
+  /** The reports as `/api/v1` and the console use them: links join the public URL or `base`. */
+  const reports = options.reports
+    ? { ...options.reports, base: options.reports.publicUrl ?? (() => Promise.resolve(base)) }
+    : undefined;
   const api = await apiApp({
     store,
     clock,
     logger,
     ...(options.token ? { token: options.token } : {}),
-    ...(options.reports
-      ? {
-        reports: {
-          ...options.reports,
-          base: options.reports.publicUrl ?? (() => Promise.resolve(base)),
-        },
-      }
-      : {}),
+    ...(reports ? { reports } : {}),
     ...(options.reports ? { settingReports: options.reports.reports } : {}),
     ...(options.definitions ? { definitions: options.definitions } : {}),
   });
@@ -183,6 +180,8 @@ export async function startHttpServer(options: HttpServerOptions): Promise<HttpS
     logger,
     live,
     ...(options.sessionTimeouts ? { timeouts: options.sessionTimeouts } : {}),
+    ...(reports ? { reports } : {}),
+    ...(options.definitions ? { definitions: options.definitions } : {}),
   });
 
   const handler = async (request: Request, info: Deno.ServeHandlerInfo): Promise<Response> => {

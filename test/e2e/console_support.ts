@@ -56,8 +56,12 @@ export interface Watched {
 export interface FixtureOptions {
   /** More environment for the daemon (`JOBS_CONSOLE_SESSION_IDLE`). */
   env?: Record<string, string>;
-  /** The daemon's schedules file. @default no schedule */
-  config?: string;
+  /**
+   * The daemon's schedules file: its text, or a function that writes it (and
+   * what it names) under `dir`, the fixture's temp folder, and returns its
+   * path. @default no schedule
+   */
+  config?: string | ((dir: string) => Promise<string>);
   /** More arguments of `jobs daemon` (`--environment staging`). */
   args?: string[];
 }
@@ -69,6 +73,8 @@ export interface ConsoleFixture {
   url: string;
   /** The store's location (`--db`). */
   db: string;
+  /** The daemon's schedules file (`--config`). */
+  config: string;
   daemon: DaemonProcess;
   browser: Browser;
   /** A connection to the daemon's store, for seeding and checking rows. */
@@ -99,8 +105,9 @@ export async function consoleFixture(
       stack.defer(() => pg[Symbol.asyncDispose]());
       db = pg.url;
     }
-    const config = `${dir.path}/schedules.yaml`;
-    await Deno.writeTextFile(config, options.config ?? "version: 1\nschedules: []\n");
+    let config = `${dir.path}/schedules.yaml`;
+    if (typeof options.config === "function") config = await options.config(dir.path);
+    else await Deno.writeTextFile(config, options.config ?? "version: 1\nschedules: []\n");
     const daemon = spawnDaemon(
       [
         "--db",
@@ -152,6 +159,7 @@ export async function consoleFixture(
       backend,
       url,
       db,
+      config,
       daemon,
       browser,
       store: opened.store,

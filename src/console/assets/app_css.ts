@@ -179,4 +179,44 @@ button.danger { color: var(--danger); border-color: var(--danger); }
 .message.warn { border-color: var(--warn); color: var(--warn); }
 section.secret { border: 1px solid var(--warn); border-radius: 8px; padding: 0.25rem 1rem; margin: 0.75rem 0; }
 code.token-secret { font-size: 1.05em; user-select: all; overflow-wrap: anywhere; }
+/* workflows, pipelines, reports */
+form.filters { display: flex; flex-wrap: wrap; align-items: end; gap: 0.5rem 1rem; margin: 0 0 1rem; }
+form.filters input, form.filters select, form.action input, .report-form input, .report-form select {
+  font: inherit; padding: 0.3rem 0.4rem; border: 1px solid var(--line); border-radius: 6px;
+  background: var(--bg); color: var(--fg);
+}
+form.action { display: flex; flex-wrap: wrap; align-items: center; gap: 0.4rem 0.6rem; margin: 0.5rem 0; }
+form.action.inline { margin: 0; flex-wrap: nowrap; }
+form.action.inline input { width: 9rem; }
+.actions { display: flex; flex-wrap: wrap; gap: 0.5rem 2rem; margin: 0.5rem 0 1rem; }
+button.danger { color: var(--danger); border-color: var(--danger); }
+.sr { position: absolute; width: 1px; height: 1px; overflow: hidden; clip-path: inset(50%); white-space: nowrap; }
+td.clip { max-width: 28rem; overflow: hidden; text-overflow: ellipsis; }
+dl.facts { display: grid; grid-template-columns: max-content 1fr; gap: 0.25rem 1rem; margin: 0 0 1rem; }
+dl.facts dt { color: var(--muted); }
+dl.facts dd { margin: 0; }
+pre.error-text, pre.json {
+  margin: 0.25rem 0; padding: 0.4rem 0.6rem; background: var(--panel); border: 1px solid var(--line);
+  border-radius: 6px; white-space: pre-wrap; overflow-wrap: anywhere; max-height: 16rem; overflow: auto;
+}
+pre.error-text { color: var(--danger); }
+ul.tree { list-style: none; margin: 0; padding-left: 1.25rem; border-left: 1px solid var(--line); }
+ul.tree[role="tree"] { padding-left: 0; border-left: none; }
+ul.tree li { margin: 0.3rem 0; }
+.step-notes { margin-left: 0.4rem; }
+ol.compensations li { margin: 0.3rem 0; }
+section.pipeline { border-top: 1px solid var(--line); padding-top: 0.25rem; }
+.pipeline-grid { display: grid; grid-template-columns: minmax(0, 2fr) minmax(0, 1fr); gap: 1rem 2rem; }
+.pipeline-grid h3, .report h3 { font-size: 1rem; margin: 0.75rem 0 0.4rem; }
+svg.chart { max-width: 100%; height: auto; }
+svg.chart .chart-label, svg.chart .chart-value { fill: var(--fg); font-size: 12px; }
+svg.chart .bar-hour { fill: var(--warn); }
+svg.chart .bar-day { fill: var(--accent); }
+.report-list { display: grid; grid-template-columns: repeat(auto-fill, minmax(22rem, 1fr)); gap: 1rem; }
+article.report { border: 1px solid var(--line); border-radius: 8px; padding: 0.25rem 1rem 1rem; background: var(--panel); }
+.report-form .field { display: flex; flex-direction: column; gap: 0.2rem; margin: 0 0 0.6rem; }
+@media (max-width: 640px) {
+  .pipeline-grid { grid-template-columns: 1fr; }
+  form.action.inline { flex-wrap: wrap; }
+}
 `;
