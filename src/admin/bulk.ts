@@ -4,7 +4,7 @@
  * matches (changing nothing); {@linkcode startBulk} takes the snapshot of
  * the matching ids at confirmation, in the person's scope (the tenant in the
  * store's statement), creates the run and enqueues its one `jobs.bulk` job
- * (`src/runners/bulk.ts`) in one transaction, audited `bulk.start`; the job
+ * (`src/admin/bulk_worker.ts`) in one transaction, audited `bulk.start`; the job
  * walks the snapshot in chunks through `applyJobAction`, so each job changed
  * has its own audit row naming the person. {@linkcode abortBulk} asks a run
  * to stop between chunks, audited `bulk.abort`.

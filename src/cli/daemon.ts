@@ -52,7 +52,7 @@ import { httpWorker } from "../runners/http.ts";
 import { fanoutWorker } from "../runners/fanout.ts";
 import { ingestWorker } from "../runners/ingest.ts";
 import { REPORT_QUEUE, reportWorker, storageOf } from "../runners/report.ts";
-import { BULK_QUEUE, bulkWorker } from "../runners/bulk.ts";
+import { BULK_QUEUE, bulkWorker } from "../admin/bulk_worker.ts";
 import { pruneReports } from "../admin/reports.ts";
 import type { CompiledPipeline } from "../ingest/types.ts";
 import { workflowStartWorker } from "../runners/workflow_start.ts";

@@ -15,12 +15,14 @@ import { registerQueues } from "./queues.tsx";
 import { registerSchedules } from "./schedules.tsx";
 import { registerAudit } from "./audit.tsx";
 import { registerPeople } from "./people.tsx";
+import { registerBulk } from "./bulk.tsx";
 
 /** Every page's registration. */
 export const PAGES: readonly ((router: ConsoleRouter) => void)[] = [
   registerOverview,
   registerEvents,
   registerJobs,
+  registerBulk,
   registerJob,
   registerQueues,
   registerSchedules,

@@ -58,7 +58,7 @@ export const INGEST_WORKER = "jobs.ingest";
 /** The job worker that runs one report run. */
 export const REPORT_WORKER = "jobs.report";
 
-/** The job worker that walks one bulk run's snapshot (`src/runners/bulk.ts`). */
+/** The job worker that walks one bulk run's snapshot (`src/admin/bulk_worker.ts`). */
 export const BULK_WORKER = "jobs.bulk";
 
 /**

@@ -10,7 +10,7 @@
 
 import assert from "node:assert/strict";
 import { abortBulk, BULK_QUEUE, previewBulk, startBulk } from "../../src/admin/bulk.ts";
-import { bulkWorker } from "../../src/runners/bulk.ts";
+import { bulkWorker } from "../../src/admin/bulk_worker.ts";
 import { FakeClock } from "../../src/clock.ts";
 import { performJob } from "../../src/testing.ts";
 import type { Store } from "../../src/store/store.ts";

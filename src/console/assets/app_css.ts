@@ -179,4 +179,7 @@ button.danger { color: var(--danger); border-color: var(--danger); }
 .message.warn { border-color: var(--warn); color: var(--warn); }
 section.secret { border: 1px solid var(--warn); border-radius: 8px; padding: 0.25rem 1rem; margin: 0.75rem 0; }
 code.token-secret { font-size: 1.05em; user-select: all; overflow-wrap: anywhere; }
+/* bulk */
+p.bulk-all { display: flex; flex-wrap: wrap; gap: 0.4rem 1.25rem; margin: 0 0 0.75rem; }
+section.bulk-run progress { width: 100%; max-width: 40rem; height: 1.1rem; }
 `;

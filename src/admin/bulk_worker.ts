@@ -9,14 +9,17 @@
  * the job itself was cancelled; on shutdown or a lost lease it stops
  * without ending the run, and the job's next attempt resumes from `done`.
  *
+ * It lives in `admin/`, not `runners/`, because it acts through the admin
+ * door (`applyJobAction`), which the runners' layer may not import.
+ *
  * @module
  */
 
 import type { Clock } from "../clock.ts";
 import { type ArgsSchema, defineWorker, type JobContext, type Worker } from "../kernel/worker.ts";
 import { BULK_WORKER } from "../kernel/runs.ts";
-import { applyJobAction } from "../admin/jobs.ts";
-import { BULK_CHUNK, BULK_QUEUE, type BulkJobArgs } from "../admin/bulk.ts";
+import { applyJobAction } from "./jobs.ts";
+import { BULK_CHUNK, BULK_QUEUE, type BulkJobArgs } from "./bulk.ts";
 import type { BulkRun, Store } from "../store/store.ts";
 
 export { BULK_QUEUE, BULK_WORKER };
