@@ -21,8 +21,12 @@ import type { NewJob } from "../kernel/types.ts";
 import type { BulkAction, BulkRun, JobMatch, Store, StoreTx } from "../store/store.ts";
 import { type Actor, audit } from "./audit.ts";
 
-/** The queue of `jobs.bulk` jobs; every daemon serves it, one at a time. */
-export const BULK_QUEUE = "bulk";
+/**
+ * The queue of `jobs.bulk` jobs; every daemon serves it, one at a time.
+ * Named as the built-in workers are, so it never meets a queue of the
+ * user's own (`bulk` is a likely one, which every daemon would then claim).
+ */
+export const BULK_QUEUE = "jobs.bulk";
 
 /** The most ids one bulk run's snapshot holds. */
 export const BULK_SNAPSHOT_CAP = 1_000_000;

@@ -6,7 +6,7 @@
  * before anything changes, the start leads to the run's progress page,
  * which refreshes itself until the daemon's `jobs.bulk` job has retried
  * every one; a second run of another 20,000 aborted from its page stops
- * with done < total and its jobs untouched. The `bulk` queue is paused
+ * with done < total and its jobs untouched. The `jobs.bulk` queue is paused
  * while each run starts, so the page is seen running whatever the
  * machine's speed, then resumed. Screenshots `bulk-preview` and
  * `bulk-progress` at 1280x800 under `test/e2e/output/console/<backend>/`;
@@ -14,6 +14,7 @@
  */
 
 import assert from "node:assert/strict";
+import { BULK_QUEUE } from "../../src/admin/bulk.ts";
 import type { Store } from "../../src/store/store.ts";
 import { newJob } from "../support/backends.ts";
 import { consoleFixture } from "./console_support.ts";
@@ -68,14 +69,14 @@ for (const backend of ["sqlite", "postgres"] as const) {
       await c.screenshot(w, "bulk-preview");
 
       // Started while the bulk queue is paused: the page is seen running, then follows the run.
-      await c.store.queuePause({ name: "bulk", paused: true, now: Date.now() });
+      await c.store.queuePause({ name: BULK_QUEUE, paused: true, now: Date.now() });
       await page.fill("input[name=reason]", "smtp is back");
       await Promise.all([page.waitForURL(/\/bulk\/\d+$/), page.click("text=Retry all 20,000")]);
       const first = Number(page.url().split("/").at(-1));
       assert.equal(await page.getAttribute("[data-bulk-state]", "data-bulk-state"), "running");
       assert.match(await page.textContent("[data-bulk-done]") ?? "", /of 20,000/);
       await c.screenshot(w, "bulk-progress");
-      await c.store.queuePause({ name: "bulk", paused: false, now: Date.now() });
+      await c.store.queuePause({ name: BULK_QUEUE, paused: false, now: Date.now() });
       // The page refreshes itself: nothing here navigates while it runs.
       const seen = new Set<string>();
       await until(
@@ -99,7 +100,7 @@ for (const backend of ["sqlite", "postgres"] as const) {
       assert.deepEqual([audit?.actor, audit?.reason], ["ada", "smtp is back"]);
 
       // A second run, aborted from its page before its job gets a chunk in.
-      await c.store.queuePause({ name: "bulk", paused: true, now: Date.now() });
+      await c.store.queuePause({ name: BULK_QUEUE, paused: true, now: Date.now() });
       await page.goto(`${c.url}/jobs/bulk?action=retry&state=discarded&queue=mail2`);
       await page.fill("input[name=reason]", "smtp is back");
       await Promise.all([page.waitForURL(/\/bulk\/\d+$/), page.click("text=Retry all 20,000")]);
@@ -109,7 +110,7 @@ for (const backend of ["sqlite", "postgres"] as const) {
         page.waitForURL(new RegExp(`/bulk/${second}$`)),
         page.click("[data-bulk-abort]"),
       ]);
-      await c.store.queuePause({ name: "bulk", paused: false, now: Date.now() });
+      await c.store.queuePause({ name: BULK_QUEUE, paused: false, now: Date.now() });
       await until(
         () => page.getAttribute("[data-bulk-state]", "data-bulk-state").catch(() => null),
         (state) => state === "aborted",
