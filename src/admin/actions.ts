@@ -32,6 +32,9 @@ export const ACTIONS = {
   "job.cancel": ACT,
   "job.discard": ACT,
   "job.replay": ACT,
+  /** Retry, cancel or discard everything a filter matched, as a background run (`bulk.ts`). */
+  "bulk.start": ACT,
+  "bulk.abort": ACT,
   "queue.pause": ACT,
   "queue.resume": ACT,
   "schedule.disable": ACT,

@@ -52,6 +52,7 @@ import { httpWorker } from "../runners/http.ts";
 import { fanoutWorker } from "../runners/fanout.ts";
 import { ingestWorker } from "../runners/ingest.ts";
 import { REPORT_QUEUE, reportWorker, storageOf } from "../runners/report.ts";
+import { BULK_QUEUE, bulkWorker } from "../admin/bulk_worker.ts";
 import { pruneReports } from "../admin/reports.ts";
 import type { CompiledPipeline } from "../ingest/types.ts";
 import { workflowStartWorker } from "../runners/workflow_start.ts";
@@ -367,6 +368,8 @@ export async function runDaemon(options: DaemonOptions, deps: DaemonDeps): Promi
         }),
         // A report run (`jobs report`, `POST /api/v1/reports/<id>/runs`).
         reportWorker({ store: () => jobs.store, env: deps.env, clock, logger }),
+        // A bulk retry, cancel or discard from the console (`src/admin/bulk.ts`).
+        bulkWorker({ store: () => jobs.store, clock }),
         ...moduleWorkers,
       ].map((worker) => guardEnvironment(worker, options.environment)),
     });
@@ -394,7 +397,9 @@ export async function runDaemon(options: DaemonOptions, deps: DaemonDeps): Promi
   const jobs: Awaited<ReturnType<typeof openJobs>> = opened;
   // Each report's output storage, for the pruner's expiry and the downloads.
   const outputs = storageOf(deps.env);
-  const queues = options.queues ?? queuesOf(source);
+  // Every daemon walks bulk runs, one at a time, whatever the file or --queues say.
+  const queues = { ...(options.queues ?? queuesOf(source)) };
+  queues[BULK_QUEUE] ??= BULK_CONCURRENCY;
   await applyPausedQueues(jobs.store, clock.now(), source, logger);
   // Before any job is rescued and run again: a SIGKILLed daemon's commands must not overlap it.
   await reapOrphans({ dir: groupsDir, logger, clock });
@@ -755,6 +760,8 @@ async function applyPausedQueues(
 
 /** How many pipeline runs a daemon runs at once on a queue the file gives no concurrency. */
 export const INGEST_CONCURRENCY = 2;
+/** Bulk runs at once on a node: one (each walks its snapshot in chunks of its own). */
+export const BULK_CONCURRENCY = 1;
 /** Report runs at once on a node unless `queues:` says otherwise (each holds a connection and a thread). */
 export const REPORT_CONCURRENCY = 2;
 

@@ -243,6 +243,17 @@ export const CONSOLE_ROUTES: readonly ConsoleRoute[] = [
     ...acts("report.link"),
     summary: "Mint a download link of a completed run",
   },
+  // Bulk.
+  { method: "GET", path: "/jobs/bulk", roles: READ, summary: "How many jobs a bulk action takes" },
+  {
+    method: "POST",
+    path: "/jobs/bulk",
+    ...acts("bulk.start"),
+    summary: "Retry, cancel or discard every matching job, in the background",
+  },
+  { method: "GET", path: "/bulk", roles: READ, summary: "Bulk runs" },
+  { method: "GET", path: "/bulk/:id", roles: READ, summary: "A bulk run's progress" },
+  { method: "POST", path: "/bulk/:id/abort", ...acts("bulk.abort"), summary: "Stops a bulk run" },
 ];
 
 /** The routes before a session: `METHOD /path` as the router registers them. */

@@ -20,7 +20,9 @@
  * reason: one POST (`/jobs/retry`, `/jobs/cancel`, `/jobs/discard`) naming
  * the ids, each read again in the principal's scope (`jobInScope`) and
  * acted on through `applyJobAction`, which audits each change; the page
- * then says how many changed and how many were skipped.
+ * then says how many changed and how many were skipped. Everything the
+ * filter matches is retried, cancelled or discarded in the background from
+ * the links `Retry all N matching…` (`bulk.tsx`).
  *
  * @module
  */
@@ -150,6 +152,13 @@ function jobsHref(query: JobsQuery, more: Record<string, string> = {}): string {
   return text === "" ? "/jobs" : `/jobs?${text}`;
 }
 
+/** The confirmation of `action` over every job `query` matches (`bulk.tsx`). */
+function bulkHref(query: JobsQuery, action: JobAction): string {
+  const params = queryParams(query);
+  params.set("action", action);
+  return `/jobs/bulk?${params}`;
+}
+
 async function listing(
   router: ConsoleRouter,
   c: Ctx,
@@ -187,6 +196,17 @@ async function listing(
         {after === null ? "" : `; this page starts after job ${after}`}.{" "}
         {after === null && Object.keys(query).length === 0 ? "" : <a href="/jobs">Clear</a>}
       </p>
+      {total === 0 || !mayTake(p.roles, "bulk.start") ? "" : (
+        <p class="bulk-all" data-bulk-all>
+          {JOB_ACTIONS.map((a) => (
+            <a key={a} href={bulkHref(query, a)} data-bulk-all-action={a}>
+              {capital(a)} all {total > JOBS_COUNT_CAP ? "100,000+" : total.toLocaleString("en-US")}
+              {" "}
+              matching…
+            </a>
+          ))}
+        </p>
+      )}
       {page.length === 0
         ? <p class="note">No job matches.</p>
         : acts.length === 0

@@ -18,12 +18,14 @@ import { registerPeople } from "./people.tsx";
 import { registerPipelines } from "./pipelines.tsx";
 import { registerReports } from "./reports.tsx";
 import { registerWorkflows } from "./workflows.tsx";
+import { registerBulk } from "./bulk.tsx";
 
 /** Every page's registration. */
 export const PAGES: readonly ((router: ConsoleRouter) => void)[] = [
   registerOverview,
   registerEvents,
   registerJobs,
+  registerBulk,
   registerJob,
   registerQueues,
   registerSchedules,

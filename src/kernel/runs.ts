@@ -58,6 +58,9 @@ export const INGEST_WORKER = "jobs.ingest";
 /** The job worker that runs one report run. */
 export const REPORT_WORKER = "jobs.report";
 
+/** The job worker that walks one bulk run's snapshot (`src/admin/bulk_worker.ts`). */
+export const BULK_WORKER = "jobs.bulk";
+
 /**
  * The workers of this program itself: each runs what its args say (a
  * command line, a request, a run of a definition), so only a trusted source
@@ -71,4 +74,5 @@ export const BUILT_IN_WORKERS: ReadonlySet<string> = new Set([
   WORKFLOW_START_WORKER,
   INGEST_WORKER,
   REPORT_WORKER,
+  BULK_WORKER,
 ]);

@@ -10,6 +10,7 @@
 
 import type { Attempt, InsertResult, Job, JobState } from "../kernel/types.ts";
 import type {
+  BulkRun,
   LeaderRow,
   LeaderState,
   PrincipalKind,
@@ -300,5 +301,26 @@ export function toSessionRow(row: Row): SessionRow {
     expiresAt: Number(row.expires_at),
     address: row.address == null ? null : String(row.address),
     userAgent: row.user_agent == null ? null : String(row.user_agent),
+  };
+}
+
+/** A `bulk_runs` row (without its snapshot) as a {@linkcode BulkRun}. */
+export function toBulkRun(row: Row): BulkRun {
+  const filter = typeof row.filter === "string" ? JSON.parse(row.filter) : row.filter;
+  return {
+    id: Number(row.id),
+    action: String(row.action) as BulkRun["action"],
+    filter: filter !== null && typeof filter === "object" ? filter as Record<string, unknown> : {},
+    total: Number(row.total),
+    done: Number(row.done),
+    changed: Number(row.changed),
+    skipped: Number(row.skipped),
+    state: String(row.state) as BulkRun["state"],
+    actor: String(row.actor),
+    reason: row.reason == null ? null : String(row.reason),
+    tenant: row.tenant == null ? null : String(row.tenant),
+    createdAt: Number(row.created_at),
+    finishedAt: row.finished_at == null ? null : Number(row.finished_at),
+    abortRequested: row.abort_requested === true || Number(row.abort_requested) === 1,
   };
 }

@@ -98,6 +98,9 @@ export const STORE_TX_METHODS = [
   "sessionsList",
   "sessionsDeleteFor",
   "sessionsPrune",
+  "bulkRunCreate",
+  "bulkRunGet",
+  "bulkRunAbort",
 ] as const;
 
 /** The name of one method of {@linkcode STORE_TX_METHODS}. */
@@ -475,7 +478,8 @@ export interface Store<Tx extends StoreTx = StoreTx>
     StoreIngest,
     StoreReports,
     StorePrincipals,
-    StoreSessions {
+    StoreSessions,
+    StoreBulk {
   /** `sqlite` or `postgres`: for messages and metrics, never for branching in the kernel. */
   readonly kind: string;
 
@@ -1151,4 +1155,76 @@ export interface StoreSessions {
    * or, when `idleBefore` is given, last seen before it; how many.
    */
   sessionsPrune(params: { now: number; idleBefore?: number }): Promise<number>;
+}
+
+/** What a bulk run does to each job of its snapshot. */
+export type BulkAction = "retry" | "cancel" | "discard";
+
+/** Where a bulk run is: walking its snapshot, or ended one of three ways. */
+export type BulkRunState = "running" | "completed" | "aborted" | "failed";
+
+/**
+ * A bulk action over everything a filter matched (src/admin/bulk.ts): the
+ * snapshot of job ids taken at confirmation, walked by one `jobs.bulk` job.
+ */
+export interface BulkRun {
+  id: number;
+  action: BulkAction;
+  /** The filter as the person gave it, for display: the snapshot says which jobs. */
+  filter: Record<string, unknown>;
+  /** How many ids the snapshot holds. */
+  total: number;
+  /** How many of them the walk has been through (changed, skipped or gone). */
+  done: number;
+  changed: number;
+  skipped: number;
+  state: BulkRunState;
+  /** Who confirmed it (each job's own audit row names them too). */
+  actor: string;
+  reason: string | null;
+  /** The scope the snapshot was taken in and each chunk is re-read in (null: installation-wide). */
+  tenant: string | null;
+  createdAt: number;
+  finishedAt: number | null;
+  abortRequested: boolean;
+}
+
+/** What `bulkRunCreate` takes: the run as confirmed, with its snapshot. */
+export interface BulkRunCreateParams {
+  action: BulkAction;
+  filter: Record<string, unknown>;
+  ids: readonly number[];
+  actor: string;
+  reason: string | null;
+  tenant: string | null;
+  now: number;
+}
+
+/**
+ * Bulk runs: created with their snapshot, read in a tenant's scope (the
+ * tenant in the statement), moved forward by their worker, asked to stop.
+ */
+export interface StoreBulk {
+  /** Inserts a `running` run holding `ids` (done 0); the run as stored. */
+  bulkRunCreate(params: BulkRunCreateParams): Promise<BulkRun>;
+  /** One run; with `tenant`, only that tenant's (another's is null, as a missing one is). */
+  bulkRunGet(params: { id: number; tenant?: string }): Promise<BulkRun | null>;
+  /** The run's snapshot of job ids, in order, or null when there is no such run. */
+  bulkRunSnapshot(params: { id: number }): Promise<number[] | null>;
+  /** Runs newest first (of `tenant` when given), ids below `before` when given, at most `limit`. */
+  bulkRunsList(params: { tenant?: string; before?: number; limit?: number }): Promise<BulkRun[]>;
+  /**
+   * Records a running run's progress (absolute counts); false, and nothing
+   * written, when it is no longer running or `done` would go backwards (a
+   * stale walker after a crash and a resume).
+   */
+  bulkRunProgress(
+    params: { id: number; done: number; changed: number; skipped: number },
+  ): Promise<boolean>;
+  /** Asks a running run (of `tenant` when given) to stop between chunks; false when none is running. */
+  bulkRunAbort(params: { id: number; tenant?: string }): Promise<boolean>;
+  /** Ends a running run as `state` at `now`; false when it had already ended. */
+  bulkRunFinish(
+    params: { id: number; state: Exclude<BulkRunState, "running">; now: number },
+  ): Promise<boolean>;
 }

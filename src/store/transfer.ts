@@ -67,6 +67,7 @@ export const TRANSFER_TABLES = [
   "workflow_steps",
   "principals",
   "sessions",
+  "bulk_runs",
 ] as const;
 
 /** A table {@linkcode storeTransfer} copies. */
@@ -268,6 +269,30 @@ const SPECS: readonly TableSpec[] = [
     key: ["id_hash"],
     paged: false,
     sequence: false,
+  },
+  {
+    // Bulk runs with their snapshots: a running one goes on from `done` on the copy.
+    name: "bulk_runs",
+    columns: [
+      ["id", int],
+      ["action", text],
+      ["filter", text],
+      ["ids", text],
+      ["total", int],
+      ["done", int],
+      ["changed", int],
+      ["skipped", int],
+      ["state", text],
+      ["actor", text],
+      ["reason", text],
+      ["tenant", text],
+      ["created_at", int],
+      ["finished_at", int],
+      ["abort_requested", bool],
+    ],
+    key: ["id"],
+    paged: true,
+    sequence: true,
   },
 ];
 

@@ -21,6 +21,7 @@ import type { Store } from "../../src/store/store.ts";
 import { BACKENDS, newJob } from "../support/backends.ts";
 import { runWithDrops } from "../http/api_support.ts";
 import { startWorkflowRun } from "../../src/admin/workflows.ts";
+import { startBulk } from "../../src/admin/bulk.ts";
 import { definePipeline } from "../../src/ingest/definition.ts";
 import { compileWorkflow } from "../../src/workflow/definition.ts";
 
@@ -51,6 +52,7 @@ interface Seeded {
   workflowRun: number;
   drop: number;
   reportRun: number;
+  bulkRun: number;
 }
 
 /** How a step calls its route: globex's ids in the path, a form, a query. */
@@ -116,6 +118,11 @@ const WALK: Record<string, Step> = {
   "GET /pipelines/:name/drops": { params: () => ({ name: "catalog" }), shared: true },
   "POST /pipelines/:name/runs": { params: () => ({ name: "globex-catalog" }), form: REASON },
   "POST /drops/:id/replay": { params: (s) => ({ id: String(s.drop) }), form: REASON },
+  "GET /jobs/bulk": { query: "action=retry&queue=globex-mail" },
+  "POST /jobs/bulk": { form: { ...REASON, action: "retry", queue: "globex-mail" } },
+  "GET /bulk": {},
+  "GET /bulk/:id": { params: (s) => ({ id: String(s.bulkRun) }) },
+  "POST /bulk/:id/abort": { params: (s) => ({ id: String(s.bulkRun) }), form: REASON },
   "GET /reports": {},
   "POST /reports/:id/runs": { params: () => ({ id: "globex-statement" }), form: REASON },
   "POST /reports/runs/:run/links": { params: (s) => ({ run: String(s.reportRun) }), form: {} },
@@ -175,7 +182,14 @@ async function seed(store: Store, now: number): Promise<Seeded> {
     maxConcurrent: 5,
   });
   assert.ok("run" in made);
+  const bulk = await startBulk(store, {
+    action: "cancel",
+    filter: { queue: "globex-mail" },
+    tenant: "globex",
+    who: { actor: "globex-clerk", reason: "globex's own", now },
+  });
   return {
+    bulkRun: bulk.id,
     workflowRun: workflow.id,
     drop: drop!,
     reportRun: made.run.id,
@@ -202,6 +216,7 @@ async function globexState(store: Store, s: Seeded): Promise<unknown> {
     workflow: (await store.workflowGet({ id: s.workflowRun }))?.run.state,
     drops: (await store.ingestDropsList({ pipeline: "catalog" })).map((d) => [d.id, d.replayedAt]),
     reportRun: (await store.reportRunGet({ id: s.reportRun }))?.state,
+    bulkRun: await store.bulkRunGet({ id: s.bulkRun }),
   };
 }
 
@@ -289,7 +304,11 @@ for (const backend of BACKENDS) {
           );
         }
         // A refusal may echo the id asked for; nothing else may name globex.
-        const shown = Object.values(params).reduce(
+        const asked = [
+          ...Object.values(params),
+          ...new URLSearchParams(step.query ?? "").values(),
+        ];
+        const shown = asked.reduce(
           (t, v) => t.replaceAll(v, "").replaceAll(encodeURIComponent(v), ""),
           text,
         );

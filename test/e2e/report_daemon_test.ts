@@ -194,7 +194,7 @@ for (const backend of STORES) {
       const ada = await tokenOf("ada", "operator");
       const acmeAdmin = await tokenOf("acme-admin", "admin");
       const started = await daemon.waitFor("daemon.started");
-      assert.deepEqual(started.queues, { reports: 2 });
+      assert.deepEqual(started.queues, { reports: 2, "jobs.bulk": 1 });
       const base = `http://${started.listen}`;
       assert.match(base, /^http:\/\/127\.0\.0\.1:\d+$/);
       // No --public-url: the address it listens on is stored for whole links (issue 26.10).

@@ -219,4 +219,7 @@ article.report { border: 1px solid var(--line); border-radius: 8px; padding: 0.2
   .pipeline-grid { grid-template-columns: 1fr; }
   form.action.inline { flex-wrap: wrap; }
 }
+/* bulk */
+p.bulk-all { display: flex; flex-wrap: wrap; gap: 0.4rem 1.25rem; margin: 0 0 0.75rem; }
+section.bulk-run progress { width: 100%; max-width: 40rem; height: 1.1rem; }
 `;

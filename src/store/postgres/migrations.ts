@@ -21,6 +21,7 @@ import ingestTenant from "../../../migrations/postgres/0009_ingest_tenant.sql" w
   type: "text",
 };
 import sessions from "../../../migrations/postgres/0010_sessions.sql" with { type: "text" };
+import bulkRuns from "../../../migrations/postgres/0011_bulk_runs.sql" with { type: "text" };
 
 /** One numbered migration. */
 export interface Migration {
@@ -41,6 +42,7 @@ export const MIGRATIONS: readonly Migration[] = [
   { version: 8, name: "0008_principals.sql", sql: principals },
   { version: 9, name: "0009_ingest_tenant.sql", sql: ingestTenant },
   { version: 10, name: "0010_sessions.sql", sql: sessions },
+  { version: 11, name: "0011_bulk_runs.sql", sql: bulkRuns },
 ];
 
 /** The migrations a database at schema `version` has not applied yet, in order. */

@@ -38,6 +38,7 @@ import type postgres from "./driver.ts";
 import type {
   MigrationReport,
   Store,
+  StoreBulk,
   StoreCounts,
   StoreIngest,
   StoreJobs,
@@ -67,6 +68,7 @@ import { postgresIngest } from "./ingest.ts";
 import { postgresReports } from "./reports.ts";
 import { postgresPrincipals } from "./principals.ts";
 import { postgresSessions } from "./sessions.ts";
+import { postgresBulk } from "./bulk.ts";
 
 export { isLostSessionStray, reconnectBackoffS } from "./core.ts";
 
@@ -177,7 +179,8 @@ export interface PostgresStore
     StoreIngest,
     StoreReports,
     StorePrincipals,
-    StoreSessions {}
+    StoreSessions,
+    StoreBulk {}
 
 /**
  * The PostgreSQL implementation of {@linkcode Store}: its own members here,
@@ -219,6 +222,7 @@ export class PostgresStore implements Store<PostgresTx> {
       postgresReports(core),
       postgresPrincipals(core),
       postgresSessions(core),
+      postgresBulk(core),
     );
   }
 
@@ -349,6 +353,7 @@ export class PostgresStore implements Store<PostgresTx> {
         ...postgresReports(core),
         ...postgresPrincipals(core),
         ...postgresSessions(core),
+        ...postgresBulk(core),
       };
       const ended = () =>
         Promise.reject(new Error(`${this.location}: the transaction has ended; use the store`));

@@ -35,6 +35,7 @@ import ingestTenant from "../../../migrations/sqlite/0016_ingest_tenant.sql" wit
   type: "text",
 };
 import sessions from "../../../migrations/sqlite/0017_sessions.sql" with { type: "text" };
+import bulkRuns from "../../../migrations/sqlite/0018_bulk_runs.sql" with { type: "text" };
 
 /** One numbered migration. */
 export interface Migration {
@@ -62,6 +63,7 @@ export const MIGRATIONS: readonly Migration[] = [
   { version: 15, name: "0015_principals.sql", sql: principals },
   { version: 16, name: "0016_ingest_tenant.sql", sql: ingestTenant },
   { version: 17, name: "0017_sessions.sql", sql: sessions },
+  { version: 18, name: "0018_bulk_runs.sql", sql: bulkRuns },
 ];
 
 /** The migrations a database at schema `version` has not applied yet, in order. */

@@ -28,6 +28,7 @@ import type {
   MigrationInfo,
   MigrationReport,
   Store,
+  StoreBulk,
   StoreCounts,
   StoreIngest,
   StoreJobs,
@@ -61,6 +62,7 @@ import { sqliteIngest } from "./ingest.ts";
 import { sqliteReports } from "./reports.ts";
 import { sqlitePrincipals } from "./principals.ts";
 import { sqliteSessions } from "./sessions.ts";
+import { sqliteBulk } from "./bulk.ts";
 
 /** Options for {@linkcode openSqliteStore}. */
 export interface SqliteOptions {
@@ -163,7 +165,8 @@ export interface SqliteStore
     StoreIngest,
     StoreReports,
     StorePrincipals,
-    StoreSessions {}
+    StoreSessions,
+    StoreBulk {}
 
 /** The SQLite implementation of {@linkcode Store}. */
 export class SqliteStore implements Store<SqliteTx> {
@@ -204,6 +207,7 @@ export class SqliteStore implements Store<SqliteTx> {
       sqliteReports(core),
       sqlitePrincipals(core),
       sqliteSessions(core),
+      sqliteBulk(core),
     );
   }
 
