@@ -12,8 +12,8 @@
  * The store is built through the store API alone, as a daemon leaves it:
  * inserts, claims and results, 10,000 jobs per batch over the two hours
  * before now, in every state, across four queues, five workers, three
- * tenants and the installation, three schedules (synced with
- * `schedulesSync`) and 1000 audit rows; failed jobs hold errors, one in
+ * tenants and the installation, three schedules (one job in 50 an
+ * occurrence of one; their rows synced with `schedulesSync`) and 1000 audit rows; failed jobs hold errors, one in
  * 40 of them naming {@linkcode SEARCH}. The console is then built in
  * process (`consoleApp`, the real clock, a silent logger) with a host
  * person signed in, and each GET page of `CONSOLE_ROUTES` (path
@@ -185,8 +185,17 @@ async function copy(source: string, store: Store, now: number): Promise<void> {
   }
 }
 
+/**
+ * Job `i` of a batch written at `now`. One job in 50 is a schedule's
+ * occurrence, each its own instant (`scheduled_for`, as the planner writes
+ * them) and first in line (priority 0, as a due occurrence is claimed
+ * before older work of its queue), so no schedule holds a long run of
+ * unfinished occurrences, which the planner would never leave.
+ */
 function newJob(i: number, now: number): NewJob {
-  const schedule = i % 5 === 0 ? SCHEDULES[(i / 5) % SCHEDULES.length]! : null;
+  const schedule = i % 50 === 0 ? SCHEDULES[(i / 50) % SCHEDULES.length]! : null;
+  // Due just before the batch is written, a millisecond apart.
+  const due = now - BATCH + (i % BATCH);
   return {
     queue: QUEUES[i % QUEUES.length]!,
     worker: schedule ? "command" : WORKERS[i % WORKERS.length]!,
@@ -198,13 +207,13 @@ function newJob(i: number, now: number): NewJob {
     meta: "{}",
     tags: JSON.stringify(i % 2 ? ["eu"] : ["us", "priority"]),
     tenant: TENANTS[i % 7 % TENANTS.length]!,
-    priority: i % 3,
+    priority: schedule ? 0 : i % 3,
     maxAttempts: 5,
     uniqueKey: null,
     uniqueStates: null,
-    occurrence: schedule ? `${schedule}@${new Date(now + i).toISOString()}` : null,
+    occurrence: schedule ? `${schedule}@${new Date(due).toISOString()}` : null,
     scheduleId: schedule,
-    scheduledFor: schedule ? now : null,
+    scheduledFor: schedule ? due : null,
     scheduledAt: i % 20 === 7 ? now + 24 * 60 * MINUTE : now,
   };
 }
