@@ -40,6 +40,7 @@ import type { JobResult, NewJob } from "../src/kernel/types.ts";
 import { silentLogger } from "../src/kernel/logger.ts";
 import { JOB_STATES, type JobState, openStore, type Store } from "../src/store.ts";
 import { storeTransfer } from "../src/store/transfer.ts";
+import { analyzeStore } from "./stores.ts";
 
 /** The phase's settings (see bench.ts for how they come from the environment). */
 export interface ConsoleConfig {
@@ -111,7 +112,10 @@ export async function phaseConsole(
   try {
     const started = performance.now();
     if (source === undefined) await build(store, cfg.n, now);
-    else await copy(source, store, now);
+    else {
+      await copy(source, store, now);
+      await analyzeStore(location);
+    }
     const buildMs = performance.now() - started;
     log(
       `  ${source === undefined ? "built" : "copied"} ${cfg.n.toLocaleString("en-US")} jobs in ${
@@ -174,7 +178,7 @@ async function build(store: Store, n: number, end: number): Promise<void> {
 /**
  * Copies the store at `source` into `store` as `jobs migrate-store` does:
  * the same rows, far faster on PostgreSQL than claims and results one
- * batch at a time.
+ * batch at a time. The copy is then analyzed, as autovacuum would have.
  */
 async function copy(source: string, store: Store, now: number): Promise<void> {
   const { store: from } = await openStore(source, { mode: "read", now });
