@@ -15,6 +15,7 @@
  * PHASES=report deno task bench                # a report's CSV export, SQLite and PostgreSQL sources
  * PHASES=limit,process,process3,bulk,single deno task bench   # each against what SQLite allows
  * PHASES=idle deno task bench                  # CPU of an idle daemon and an idle dashboard
+ * PHASES=console RUNS=1 deno task bench        # the web console at 1,000,000 jobs, SQLite and PostgreSQL
  * BENCH_DB=postgres://postgres@127.0.0.1:5432/test deno task bench   # the same on PostgreSQL
  * ```
  *
@@ -41,6 +42,7 @@ import { phaseMemory } from "./memory.ts";
 import { phaseIdle } from "./idle.ts";
 import { CAPPED_OLD_SPACE_MB, phaseIngest } from "./ingest.ts";
 import { phaseReport } from "./report.ts";
+import { type ConsoleTimes, phaseConsole } from "./console.ts";
 
 const ALL_PHASES = [
   "bulk",
@@ -59,7 +61,11 @@ const ALL_PHASES = [
   "ingest",
   "report",
   "idle",
+  // Opt-in (PHASES=console): two stores of 1,000,000 jobs take minutes to build.
+  "console",
 ] as const;
+/** The phases a run without PHASES runs. */
+const DEFAULT_PHASES = ALL_PHASES.filter((p) => p !== "console");
 type Phase = typeof ALL_PHASES[number];
 
 const env = (name: string, fallback: number): number => {
@@ -102,7 +108,7 @@ const CFG = {
   timeoutMs: env("TIMEOUT_MS", 60_000),
 };
 
-const PHASES: Phase[] = (Deno.env.get("PHASES") ?? ALL_PHASES.join(","))
+const PHASES: Phase[] = (Deno.env.get("PHASES") ?? DEFAULT_PHASES.join(","))
   .split(",")
   .map((p) => p.trim())
   .filter((p) => p !== "")
@@ -608,6 +614,28 @@ async function runPhase(phase: Phase, run: number): Promise<void> {
       );
       break;
     }
+    case "console": {
+      const cfg = {
+        n: env("CONSOLE_N", 1_000_000),
+        reps: env("CONSOLE_REPS", 40),
+        warm: env("CONSOLE_WARM", 5),
+        ticks: env("CONSOLE_TICKS", 20),
+      };
+      const pg = Deno.env.get("BENCH_PG") ?? DB ?? "postgres://postgres@127.0.0.1:5432/test";
+      // PostgreSQL's store is a copy of SQLite's (storeTransfer): building it
+      // through claims and results would take many minutes more.
+      await withFreshStore(null, async (sqlite) => {
+        log(`run ${run} console: sqlite`);
+        const v = await phaseConsole(sqlite, cfg, log);
+        recordConsole("sqlite", cfg.n, v);
+        logConsole(run, "sqlite", v);
+        log(`run ${run} console: postgres`);
+        const w = await withFreshStore(pg, (location) => phaseConsole(location, cfg, log, sqlite));
+        recordConsole("postgres", cfg.n, w);
+        logConsole(run, "postgres", w);
+      });
+      break;
+    }
     case "idle": {
       const v = await withFresh((location) =>
         phaseIdle(location, {
@@ -812,6 +840,54 @@ async function runPhase(phase: Phase, run: number): Promise<void> {
   log(`  (${((performance.now() - started) / 1000).toFixed(1)} s)`);
 }
 
+function logConsole(run: number, kind: string, v: ConsoleTimes): void {
+  log(
+    `run ${run} console ${kind}: slowest page ${v.pageP95MaxPath} p95 ${
+      v.pageP95MaxMs.toFixed(1)
+    } ms, search p95 ${
+      v.search.p95Ms.toFixed(1)
+    } ms, live ${v.liveReadsPerTick1} / ${v.liveReadsPerTick10} store calls per tick (1 / 10 viewers)`,
+  );
+}
+
+/** The console phase's figures of one store: `_pg` keys for PostgreSQL. */
+function recordConsole(kind: "sqlite" | "postgres", n: number, v: ConsoleTimes): void {
+  const pg = kind === "postgres" ? "_pg" : "";
+  const on = kind === "postgres" ? "PostgreSQL" : "SQLite";
+  const shown = n.toLocaleString("en-US");
+  const built = kind === "postgres" ? "copy SQLite's" : "build";
+  record(`console_build_s${pg}`, `console: ${built} ${shown} jobs, ${on}`, "s", v.buildMs / 1000);
+  for (const page of v.pages) {
+    record(`console_p95 ${page.route}${pg}`, `console: ${page.route} p95, ${on}`, "ms", page.p95Ms);
+  }
+  record(`console_page_p95_ms_max${pg}`, `console: slowest page p95, ${on}`, "ms", v.pageP95MaxMs);
+  record(
+    `console_search_p50_ms${pg}`,
+    `console: jobs by error text p50, ${on}`,
+    "ms",
+    v.search.p50Ms,
+  );
+  record(
+    `console_search_p95_ms${pg}`,
+    `console: jobs by error text p95, ${on}`,
+    "ms",
+    v.search.p95Ms,
+  );
+  record(`console_live_tick_ms${pg}`, `console: one live tick's reads, ${on}`, "ms", v.liveTickMs);
+  record(
+    `console_live_reads_per_tick_1${pg}`,
+    `console: store calls per live tick, 1 viewer, ${on}`,
+    "x",
+    v.liveReadsPerTick1,
+  );
+  record(
+    `console_live_reads_per_tick_10${pg}`,
+    `console: store calls per live tick, 10 viewers, ${on}`,
+    "x",
+    v.liveReadsPerTick10,
+  );
+}
+
 const t0 = performance.now();
 log(`phases ${PHASES.join(",")}, ${CFG.runs} runs, ${STORE}, deno ${Deno.version.deno}`);
 for (let run = 1; run <= CFG.runs; run++) {
@@ -930,6 +1006,18 @@ const KEYS = [
   "report_postgres_peak_mb",
   "idle_cpu_ms_per_s",
   "idle_tui_cpu_ms_per_s",
+  "console_build_s",
+  "console_page_p95_ms_max",
+  "console_search_p95_ms",
+  "console_live_tick_ms",
+  "console_live_reads_per_tick_1",
+  "console_live_reads_per_tick_10",
+  "console_build_s_pg",
+  "console_page_p95_ms_max_pg",
+  "console_search_p95_ms_pg",
+  "console_live_tick_ms_pg",
+  "console_live_reads_per_tick_1_pg",
+  "console_live_reads_per_tick_10_pg",
 ];
 for (const key of KEYS) {
   const row = rows.get(key);
@@ -968,6 +1056,11 @@ const stepVsJob = ["workflow_linear_step_vs_job", "workflow_fanout_step_vs_job"]
   .map((key) => rows.get(key))
   .filter((row) => row !== undefined)
   .map((row) => median(row.values));
+// Ten viewers of the live stream against one, on either store (the aim is 1).
+const liveRatios = ["", "_pg"].map((pg) =>
+  ratio(`console_live_reads_per_tick_10${pg}`, `console_live_reads_per_tick_1${pg}`)
+).filter((r) => r !== null);
+result.console_live_reads_10_vs_1 = liveRatios.length > 0 ? Math.max(...liveRatios) : null;
 result.step_vs_job = stepVsJob.length > 0 ? rounded("x", Math.max(...stepVsJob)) : null;
 Object.assign(result, {
   store: STORE,
