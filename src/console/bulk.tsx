@@ -22,7 +22,6 @@
  */
 
 import { mayTake } from "../admin/actions.ts";
-import { placeholderMessage, placeholderReason } from "../admin/audit.ts";
 import {
   abortBulk,
   BULK_ACTIONS,
@@ -36,7 +35,7 @@ import {
 import { searchWindowAbove } from "../admin/jobs.ts";
 import type { Principal } from "../http/access.ts";
 import type { BulkAction, BulkRun, JobMatch } from "../store/store.ts";
-import { type ConsoleRouter, type Ctx, pathTo, readForm } from "./common.ts";
+import { type ConsoleRouter, type Ctx, formReason, pathTo, readForm } from "./common.ts";
 import { errorPage } from "./error_page.tsx";
 import {
   capital,
@@ -177,11 +176,9 @@ async function start(router: ConsoleRouter, c: Ctx, p: Principal): Promise<Respo
   if (form === null) return await errorPage(c, 400, "The request is not a form this page sent.");
   const action = actionOf(form.get("action"));
   if (action === null) return await errorPage(c, 400, `"action" must be retry, cancel or discard`);
-  const reason = (form.get("reason") ?? "").trim();
-  const placeholder = placeholderReason(reason);
-  if (placeholder !== null) {
-    return await errorPage(c, 400, placeholderMessage(reason.slice(0, 100), placeholder));
-  }
+  const given = formReason(form, true);
+  if ("refused" in given) return await errorPage(c, 400, given.refused);
+  const reason = given.reason!;
   const read = readQuery(new URLSearchParams(form.get("filter") ?? ""), p);
   if (typeof read === "string") return await errorPage(c, 400, read);
   try {

@@ -23,7 +23,7 @@
  */
 
 import type { Context } from "hono";
-import type { Actor } from "../admin/audit.ts";
+import { type Actor, placeholderMessage, placeholderReason } from "../admin/audit.ts";
 import type { Clock } from "../clock.ts";
 import type { Logger } from "../kernel/logger.ts";
 import type { Store } from "../store/store.ts";
@@ -116,6 +116,30 @@ export function pathTo(base: string, ...segments: (string | number)[]): string {
   return [base.replace(/\/$/, ""), ...segments.map((s) => encodeURIComponent(String(s)))].join(
     "/",
   );
+}
+
+/** The longest reason a form may give, as the API's (`ActionBody`). */
+export const MAX_REASON = 1000;
+
+/**
+ * The `reason` of an action's form, trimmed: the text, null when it is
+ * empty and not `required`, or why it is refused (longer than
+ * {@linkcode MAX_REASON}, or a placeholder such as `TODO`, `n/a` or
+ * nothing at all, as `placeholderReason` in `src/admin/audit.ts` says).
+ * Every page's action reads its reason here.
+ */
+export function formReason(
+  form: URLSearchParams | null,
+  required: boolean,
+): { reason: string | null } | { refused: string } {
+  const text = (form?.get("reason") ?? "").trim();
+  if (text === "" && !required) return { reason: null };
+  if (text.length > MAX_REASON) {
+    return { refused: `The reason is longer than ${MAX_REASON} characters.` };
+  }
+  const placeholder = placeholderReason(text);
+  if (placeholder !== null) return { refused: placeholderMessage(text.slice(0, 100), placeholder) };
+  return { reason: text };
 }
 
 /** A form's body is read up to this many bytes, by default. */

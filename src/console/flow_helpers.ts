@@ -8,7 +8,6 @@
  * @module
  */
 
-import { placeholderMessage, placeholderReason } from "../admin/audit.ts";
 import type { Ctx } from "./common.ts";
 
 /** A query value that cannot be a filter's: refused with a 400 page by the caller. */
@@ -73,27 +72,6 @@ export function duration(ms: number): string {
 /** A count with thousands separators. */
 export function count(n: number): string {
   return n.toLocaleString("en-US");
-}
-
-/**
- * The reason of an action's form: its text, or why it is refused (empty
- * when `required`, or a placeholder such as `n/a`). An optional reason
- * left empty is null.
- */
-export function formReason(
-  form: URLSearchParams | null,
-  required: boolean,
-): { reason: string | null } | { refused: string } {
-  const text = (form?.get("reason") ?? "").trim();
-  if (text === "") {
-    return required ? { refused: "A reason is required, for the audit trail." } : {
-      reason: null,
-    };
-  }
-  if (text.length > 1000) return { refused: "The reason is longer than 1000 characters." };
-  const placeholder = placeholderReason(text);
-  if (placeholder !== null) return { refused: placeholderMessage(text, placeholder) };
-  return { reason: text };
 }
 
 /** The sentence of a `?done=` a page's redirect names, or null for one it does not know. */

@@ -21,7 +21,6 @@
  */
 
 import { mayTake } from "../admin/actions.ts";
-import { placeholderMessage, placeholderReason } from "../admin/audit.ts";
 import { type DefinitionChoice, definitionText, shortHash } from "../admin/definitions.ts";
 import {
   applyJobAction,
@@ -42,7 +41,7 @@ import { runSettingsOf } from "../kernel/run_settings.ts";
 import type { Attempt, Job } from "../kernel/types.ts";
 import { assetPath } from "./assets.ts";
 import type { ConsoleRouter, Ctx } from "./common.ts";
-import { pathTo, readForm } from "./common.ts";
+import { formReason, pathTo, readForm } from "./common.ts";
 import { errorPage } from "./error_page.tsx";
 import { capital, isoUtc, JOB_ACTIONS, shown, StateBadge } from "./jobs.tsx";
 import { Fragment, h } from "./jsx.ts";
@@ -391,12 +390,9 @@ function ReplayForm(props: { job: Job; live: boolean }) {
 async function reasonOf(c: Ctx): Promise<{ form: URLSearchParams; reason: string } | Response> {
   const form = await readForm(c);
   if (form === null) return await errorPage(c, 400, "The request is not a form this page sent.");
-  const reason = (form.get("reason") ?? "").trim();
-  const placeholder = placeholderReason(reason);
-  if (placeholder !== null) {
-    return await errorPage(c, 400, placeholderMessage(reason.slice(0, 100), placeholder));
-  }
-  return { form, reason };
+  const read = formReason(form, true);
+  if ("refused" in read) return await errorPage(c, 400, read.refused);
+  return { form, reason: read.reason! };
 }
 
 async function act(

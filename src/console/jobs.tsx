@@ -28,7 +28,6 @@
  */
 
 import { mayTake } from "../admin/actions.ts";
-import { placeholderMessage, placeholderReason } from "../admin/audit.ts";
 import {
   applyJobAction,
   type JobAction,
@@ -44,7 +43,7 @@ import type { JobFilter, JobMatch } from "../store/store.ts";
 import { escapeControl } from "../text/escape.ts";
 import { errorSummary } from "../text/stored_error.ts";
 import { assetPath } from "./assets.ts";
-import { type ConsoleRouter, type Ctx, NAV_ORDER, pathTo, readForm } from "./common.ts";
+import { type ConsoleRouter, type Ctx, formReason, NAV_ORDER, pathTo, readForm } from "./common.ts";
 import { errorPage } from "./error_page.tsx";
 import { Fragment, h } from "./jsx.ts";
 
@@ -369,11 +368,9 @@ async function bulk(
 ): Promise<Response> {
   const form = await readForm(c);
   if (form === null) return await errorPage(c, 400, "The request is not a form this page sent.");
-  const reason = (form.get("reason") ?? "").trim();
-  const placeholder = placeholderReason(reason);
-  if (placeholder !== null) {
-    return await errorPage(c, 400, placeholderMessage(reason.slice(0, 100), placeholder));
-  }
+  const read = formReason(form, true);
+  if ("refused" in read) return await errorPage(c, 400, read.refused);
+  const reason = read.reason!;
   const ids = [...new Set(form.getAll("id"))];
   if (ids.length === 0) return await errorPage(c, 400, `Select the jobs to ${action} first.`);
   if (ids.length > BULK_MAX) {

@@ -30,7 +30,6 @@
  */
 
 import { mayTake } from "../admin/actions.ts";
-import { placeholderMessage, placeholderReason } from "../admin/audit.ts";
 import {
   addPerson,
   listPeople,
@@ -52,7 +51,7 @@ import type { PrincipalRow, SessionRow } from "../store/store.ts";
 import { tryParseDuration } from "../text/durations.ts";
 import { escapeControl as shown } from "../text/escape.ts";
 import { auditOf, Instant } from "./audit.tsx";
-import { type ConsoleRouter, type Ctx, NAV_ORDER, pathTo, readForm } from "./common.ts";
+import { type ConsoleRouter, type Ctx, formReason, NAV_ORDER, pathTo, readForm } from "./common.ts";
 import { Fragment, h } from "./jsx.ts";
 import { sessionIdOf } from "./security.ts";
 
@@ -119,11 +118,9 @@ async function formOf(c: Ctx): Promise<URLSearchParams> {
 
 /** The form's `reason`: null when empty and not required; refused when a placeholder. */
 function reasonOf(form: URLSearchParams, required: boolean): string | null {
-  const reason = (form.get("reason") ?? "").trim();
-  if (reason === "" && !required) return null;
-  const why = placeholderReason(reason);
-  if (why !== null) throw new Refusal(400, placeholderMessage(reason, why));
-  return reason;
+  const read = formReason(form, required);
+  if ("refused" in read) throw new Refusal(400, read.refused);
+  return read.reason;
 }
 
 /** The checked roles of a form's `role` checkboxes. */

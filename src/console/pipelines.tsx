@@ -32,12 +32,11 @@ import type { Principal } from "../http/access.ts";
 import type { CompiledPipeline } from "../ingest/types.ts";
 import { redact } from "../kernel/redact.ts";
 import { escapeControl as visible } from "../text/escape.ts";
-import { type ConsoleRouter, type Ctx, NAV_ORDER, pathTo, readForm } from "./common.ts";
+import { type ConsoleRouter, type Ctx, formReason, NAV_ORDER, pathTo, readForm } from "./common.ts";
 import {
   count,
   doneMessage,
   duration,
-  formReason,
   isoUtc,
   pathId,
   queryId,

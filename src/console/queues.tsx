@@ -16,7 +16,6 @@
  */
 
 import { mayTake } from "../admin/actions.ts";
-import { placeholderMessage, placeholderReason } from "../admin/audit.ts";
 import { iso } from "../admin/job_json.ts";
 import { nodesView } from "../admin/nodes.ts";
 import { queuesView, type QueueView, setQueuePaused } from "../admin/queues.ts";
@@ -28,15 +27,14 @@ import { errorPage } from "./error_page.tsx";
 import {
   type ConsoleRouter,
   type Ctx,
+  formReason,
+  MAX_REASON,
   NAV_ORDER,
   type PageContent,
   pathTo,
   readForm,
 } from "./common.ts";
 import { Fragment, h } from "./jsx.ts";
-
-/** The longest reason a form may carry, as the API's. */
-export const MAX_REASON = 1000;
 
 /** Registers the Queues page and its actions. */
 export function registerQueues(router: ConsoleRouter): void {
@@ -55,9 +53,9 @@ export function registerQueues(router: ConsoleRouter): void {
       const name = c.req.param("name") ?? "";
       const form = await readForm(c);
       if (form === null) return await errorPage(c, 400, "The form could not be read.");
-      const reason = checkedFormReason(form.get("reason"));
-      if (reason.error !== null) {
-        return await queuesPage(router, c, p, { status: 400, message: reason.error });
+      const reason = formReason(form, true);
+      if ("refused" in reason) {
+        return await queuesPage(router, c, p, { status: 400, message: reason.refused });
       }
       const known = await view(router);
       if (!known.some((q) => q.name === name)) {
@@ -66,28 +64,10 @@ export function registerQueues(router: ConsoleRouter): void {
           message: `No queue ${JSON.stringify(name)} is used by a job, stored or served by a node.`,
         });
       }
-      await setQueuePaused(router.store, name, action === "pause", router.who(p, reason.text));
+      await setQueuePaused(router.store, name, action === "pause", router.who(p, reason.reason));
       return c.redirect("/queues", 303);
     });
   }
-}
-
-/**
- * A form's reason, trimmed, or why it is refused: a reason is required
- * (up to {@linkcode MAX_REASON} characters) and a placeholder (`TODO`,
- * `<why>`) is not one.
- */
-export function checkedFormReason(
-  value: string | null,
-): { text: string; error: null } | { text: null; error: string } {
-  const text = (value ?? "").trim();
-  if (text === "") return { text: null, error: "Write a reason: it goes in the audit trail." };
-  if (text.length > MAX_REASON) {
-    return { text: null, error: `The reason is longer than ${MAX_REASON} characters.` };
-  }
-  const placeholder = placeholderReason(text);
-  if (placeholder !== null) return { text: null, error: placeholderMessage(text, placeholder) };
-  return { text, error: null };
 }
 
 async function view(router: ConsoleRouter): Promise<QueueView[]> {

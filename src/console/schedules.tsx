@@ -51,13 +51,14 @@ import { errorPage } from "./error_page.tsx";
 import {
   type ConsoleRouter,
   type Ctx,
+  formReason,
+  MAX_REASON,
   NAV_ORDER,
   type PageContent,
   pathTo,
   readForm,
 } from "./common.ts";
 import { Fragment, h } from "./jsx.ts";
-import { checkedFormReason, MAX_REASON } from "./queues.tsx";
 
 /** How many next runs the list shows per schedule. */
 export const LIST_NEXT = 3;
@@ -98,15 +99,15 @@ export function registerSchedules(router: ConsoleRouter): void {
       if ((await rowOf(router, id, p)) === null) return await notFound(c, id);
       const form = await readForm(c);
       if (form === null) return await errorPage(c, 400, "The form could not be read.");
-      const reason = checkedFormReason(form.get("reason"));
-      if (reason.error !== null) {
-        return await detailPage(router, c, p, id, { status: 400, error: reason.error });
+      const reason = formReason(form, true);
+      if ("refused" in reason) {
+        return await detailPage(router, c, p, id, { status: 400, error: reason.refused });
       }
       await setScheduleEnabled(
         router.store,
         id,
         action === "enable",
-        router.who(p, reason.text),
+        router.who(p, reason.reason),
         null,
         p.tenant,
       );
@@ -120,9 +121,9 @@ export function registerSchedules(router: ConsoleRouter): void {
     if (row === null) return await notFound(c, id);
     const form = await readForm(c);
     if (form === null) return await errorPage(c, 400, "The form could not be read.");
-    const reason = checkedFormReason(form.get("reason"));
-    if (reason.error !== null) {
-      return await detailPage(router, c, p, id, { status: 400, error: reason.error });
+    const reason = formReason(form, true);
+    if ("refused" in reason) {
+      return await detailPage(router, c, p, id, { status: 400, error: reason.refused });
     }
     const [schedule] = storedSchedules([row]);
     if (!schedule) {
@@ -133,7 +134,7 @@ export function registerSchedules(router: ConsoleRouter): void {
       const result = await runScheduleNow(
         router.store,
         schedule,
-        router.who(p, reason.text),
+        router.who(p, reason.reason),
         environment === "" ? null : environment,
         p.tenant,
       );

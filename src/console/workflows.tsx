@@ -37,10 +37,9 @@ import { redact } from "../kernel/redact.ts";
 import { escapeControl as visible } from "../text/escape.ts";
 import { errorParts, errorSummary } from "../text/stored_error.ts";
 import { FINAL_RUN_STATES, RUN_STATES, type RunState } from "../workflow/types.ts";
-import { type ConsoleRouter, type Ctx, NAV_ORDER, pathTo, readForm } from "./common.ts";
+import { type ConsoleRouter, type Ctx, formReason, NAV_ORDER, pathTo, readForm } from "./common.ts";
 import {
   doneMessage,
-  formReason,
   isoUtc,
   pathId,
   queryId,
