@@ -175,7 +175,6 @@ td.actions form.inline input { width: 9rem; }
 td.actions details form { margin: 0.4rem 0; display: flex; flex-direction: column; align-items: start; gap: 0.3rem; }
 .note.ago { font-size: 0.85em; }
 .pager { display: flex; gap: 1rem; }
-button.danger { color: var(--danger); border-color: var(--danger); }
 .message.warn { border-color: var(--warn); color: var(--warn); }
 section.secret { border: 1px solid var(--warn); border-radius: 8px; padding: 0.25rem 1rem; margin: 0.75rem 0; }
 code.token-secret { font-size: 1.05em; user-select: all; overflow-wrap: anywhere; }
@@ -189,8 +188,6 @@ form.action { display: flex; flex-wrap: wrap; align-items: center; gap: 0.4rem 0
 form.action.inline { margin: 0; flex-wrap: nowrap; }
 form.action.inline input { width: 9rem; }
 .actions { display: flex; flex-wrap: wrap; gap: 0.5rem 2rem; margin: 0.5rem 0 1rem; }
-button.danger { color: var(--danger); border-color: var(--danger); }
-.sr { position: absolute; width: 1px; height: 1px; overflow: hidden; clip-path: inset(50%); white-space: nowrap; }
 td.clip { max-width: 28rem; overflow: hidden; text-overflow: ellipsis; }
 dl.facts { display: grid; grid-template-columns: max-content 1fr; gap: 0.25rem 1rem; margin: 0 0 1rem; }
 dl.facts dt { color: var(--muted); }
