@@ -214,9 +214,12 @@ for (const backend of ["sqlite", "postgres"] as const) {
           (await c.store.auditList({ target: "pipeline:catalog" }))[0]?.actor,
           "otto",
         );
+        // The page reads freshness and runs one after the other: a run that ends between the two
+        // reads shows completed beside "no run completed". Wait until a read sees both.
         await waitUntil("the run completed, on the page", async () => {
           await page.goto(`${c.url}/pipelines`);
-          return (await page.locator("[data-ingest-run] .badge.good").count()) === 1;
+          return (await page.locator("[data-ingest-run] .badge.good").count()) === 1 &&
+            /fresh/.test(await page.textContent("[data-freshness]") ?? "");
         }, SLOW);
         const cells = await page.locator("[data-ingest-run] td.num").allTextContents();
         assert.deepEqual(cells.slice(0, 3), ["40", "29", "9"], "received, sunk, dropped");
