@@ -42,7 +42,7 @@ import { phaseMemory } from "./memory.ts";
 import { phaseIdle } from "./idle.ts";
 import { CAPPED_OLD_SPACE_MB, phaseIngest } from "./ingest.ts";
 import { phaseReport } from "./report.ts";
-import { type ConsoleTimes, phaseConsole } from "./console.ts";
+import { type BulkTimes, type ConsoleTimes, phaseConsole, phaseConsoleBulk } from "./console.ts";
 
 const ALL_PHASES = [
   "bulk",
@@ -621,6 +621,7 @@ async function runPhase(phase: Phase, run: number): Promise<void> {
         warm: env("CONSOLE_WARM", 5),
         ticks: env("CONSOLE_TICKS", 20),
       };
+      const bulk = env("CONSOLE_BULK", 100_000);
       const pg = Deno.env.get("BENCH_PG") ?? DB ?? "postgres://postgres@127.0.0.1:5432/test";
       // PostgreSQL's store is a copy of SQLite's (storeTransfer): building it
       // through claims and results would take many minutes more.
@@ -630,9 +631,20 @@ async function runPhase(phase: Phase, run: number): Promise<void> {
         recordConsole("sqlite", cfg.n, v);
         logConsole(run, "sqlite", v);
         log(`run ${run} console: postgres`);
-        const w = await withFreshStore(pg, (location) => phaseConsole(location, cfg, log, sqlite));
+        const w = await withFreshStore(pg, async (location) => {
+          const times = await phaseConsole(location, cfg, log, sqlite);
+          if (bulk > 0) {
+            log(`run ${run} console: bulk retry, postgres`);
+            recordBulk("postgres", await phaseConsoleBulk(location, bulk, log));
+          }
+          return times;
+        });
         recordConsole("postgres", cfg.n, w);
         logConsole(run, "postgres", w);
+        if (bulk > 0) {
+          log(`run ${run} console: bulk retry, sqlite`);
+          recordBulk("sqlite", await phaseConsoleBulk(sqlite, bulk, log));
+        }
       });
       break;
     }
@@ -885,6 +897,32 @@ function recordConsole(kind: "sqlite" | "postgres", n: number, v: ConsoleTimes):
     `console: store calls per live tick, 10 viewers, ${on}`,
     "x",
     v.liveReadsPerTick10,
+  );
+}
+
+/** The console's bulk retry on one store: `_pg` keys for PostgreSQL. */
+function recordBulk(kind: "sqlite" | "postgres", v: BulkTimes): void {
+  const pg = kind === "postgres" ? "_pg" : "";
+  const on = kind === "postgres" ? "PostgreSQL" : "SQLite";
+  const of = `bulk retry of ${v.total.toLocaleString("en-US")}`;
+  record(
+    `console_bulk_preview_ms${pg}`,
+    `console: ${of}, preview request, ${on}`,
+    "ms",
+    v.previewMs,
+  );
+  record(`console_bulk_start_ms${pg}`, `console: ${of}, confirm request, ${on}`, "ms", v.startMs);
+  record(
+    `console_bulk_walk_s${pg}`,
+    `console: ${of}, the run to its end, ${on}`,
+    "s",
+    v.walkMs / 1000,
+  );
+  record(
+    `console_bulk_progress_max_ms${pg}`,
+    `console: ${of}, slowest progress page, ${on}`,
+    "ms",
+    v.progressMaxMs,
   );
 }
 

@@ -24,11 +24,20 @@
  * (`LiveFeed`) reads the store for 1 subscriber and then for 10 over
  * CONSOLE_TICKS ticks each (a fake clock drives its interval), counting
  * the store calls per tick through a counting store: ten viewers must cost
- * what one does. The bulk retry of 100,000 jobs is not measured here.
+ * what one does.
+ *
+ * Then ({@linkcode phaseConsoleBulk}) the bulk retry: CONSOLE_BULK (100,000)
+ * discarded jobs are added in a queue of their own, and the console retries all of them as a person
+ * does: the preview page (`GET /jobs/bulk`), the confirmation (`POST
+ * /jobs/bulk`, the snapshot of their ids in one transaction), then the run's
+ * `jobs.bulk` job walks them (the real worker, through `performJob`) while
+ * its progress page (`GET /bulk/:id`) is fetched again and again: each
+ * request's time, the walk's, and the jobs it changed.
  *
  * @module
  */
 
+import { bulkWorker } from "../src/admin/bulk_worker.ts";
 import { addPerson } from "../src/admin/people.ts";
 import { signIn } from "../src/admin/sessions.ts";
 import { FakeClock, SystemClock } from "../src/clock.ts";
@@ -40,6 +49,7 @@ import type { JobResult, NewJob } from "../src/kernel/types.ts";
 import { silentLogger } from "../src/kernel/logger.ts";
 import { JOB_STATES, type JobState, openStore, type Store } from "../src/store.ts";
 import { storeTransfer } from "../src/store/transfer.ts";
+import { performJob } from "../src/testing.ts";
 import { analyzeStore } from "./stores.ts";
 
 /** The phase's settings (see bench.ts for how they come from the environment). */
@@ -78,6 +88,22 @@ export interface ConsoleTimes {
   liveReadsPerTick10: number;
   /** The store time of one tick (median over the ticks of both runs). */
   liveTickMs: number;
+}
+
+/** The bulk retry's request times and its walk. */
+export interface BulkTimes {
+  /** Jobs the run took and changed. */
+  total: number;
+  changed: number;
+  /** `GET /jobs/bulk`: the preview's count. */
+  previewMs: number;
+  /** `POST /jobs/bulk`: the snapshot, the run and its job. */
+  startMs: number;
+  /** The walk of the run's job, start to end. */
+  walkMs: number;
+  /** `GET /bulk/:id` while the walk runs: how many, and their slowest. */
+  progressFetches: number;
+  progressMaxMs: number;
 }
 
 const MINUTE = 60_000;
@@ -284,13 +310,7 @@ async function timePages(
   const live = new LiveFeed(store, clock, silentLogger);
   const app = consoleApp({ store, clock, logger: silentLogger, live });
   try {
-    // A name of its own per store: a copied store holds the person the first one signed in.
-    const PERSON = `bench-${crypto.randomUUID().slice(0, 8)}`;
-    const who = { actor: "bench", reason: null, now: clock.now() };
-    await addPerson(store, { name: PERSON, roles: ["admin"], password: PASSWORD }, who, "host");
-    const session = await signIn(store, PERSON, PASSWORD, { now: clock.now() });
-    if (session === null) throw new Error("console: the bench's person could not sign in");
-    const cookie = `${SESSION_COOKIE}=${session.id}`;
+    const cookie = await signedIn(store, clock);
     const time = async (route: string, path: string): Promise<PageTimes> => {
       const samples: number[] = [];
       let status = 0;
@@ -328,6 +348,138 @@ async function timePages(
   } finally {
     await live.close();
   }
+}
+
+/** A new admin of `store` signed in: the cookie of their session. */
+async function signedIn(store: Store, clock: SystemClock): Promise<string> {
+  // A name of its own per store: a copied store holds the person the first one signed in.
+  const person = `bench-${crypto.randomUUID().slice(0, 8)}`;
+  const who = { actor: "bench", reason: null, now: clock.now() };
+  await addPerson(store, { name: person, roles: ["admin"], password: PASSWORD }, who, "host");
+  const session = await signIn(store, person, PASSWORD, { now: clock.now() });
+  if (session === null) throw new Error("console: the bench's person could not sign in");
+  return `${SESSION_COOKIE}=${session.id}`;
+}
+
+// --------------------------------------------------------------------- bulk
+
+/** The queue the bulk retry's jobs are added to, so the filter matches them alone. */
+const BULK_BENCH_QUEUE = "bench-bulk";
+
+/**
+ * Adds `n` discarded jobs in {@linkcode BULK_BENCH_QUEUE} to the store at
+ * `location` (one the phase measured), then retries all of them through the
+ * console as a person does (see the module's doc). Apart from
+ * {@linkcode phaseConsole}: the PostgreSQL store is a copy of SQLite's, made
+ * after SQLite's pages are timed and before its bulk retry.
+ */
+export async function phaseConsoleBulk(
+  location: string,
+  n: number,
+  log: (message: string) => void,
+): Promise<BulkTimes> {
+  const now = Date.now();
+  const { store } = await openStore(location, { mode: "write", now });
+  const system = new SystemClock();
+  const live = new LiveFeed(store, system, silentLogger);
+  const app = consoleApp({ store, clock: system, logger: silentLogger, live });
+  try {
+    return await timeBulk(store, app, await signedIn(store, system), n, now, log);
+  } finally {
+    await live.close();
+    await store.close();
+  }
+}
+
+async function timeBulk(
+  store: Store,
+  app: ReturnType<typeof consoleApp>,
+  cookie: string,
+  n: number,
+  now: number,
+  log: (message: string) => void,
+): Promise<BulkTimes> {
+  for (let at = 0; at < n; at += BATCH) {
+    const jobs = Array.from({ length: Math.min(BATCH, n - at) }, (_, k) => ({
+      ...newJob(at + k, now),
+      queue: BULK_BENCH_QUEUE,
+      scheduledAt: now,
+      // Plain jobs: an occurrence of the measured store's would be refused as taken.
+      scheduleId: null,
+      scheduledFor: null,
+      occurrence: null,
+      uniqueKey: null,
+      uniqueStates: null,
+    }));
+    const inserted = await store.jobsInsert({ jobs, now });
+    await store.jobsDiscard({ ids: inserted.map((r) => r.id), now, reason: "bench" });
+  }
+  const fetch = async (path: string, init: RequestInit = {}) => {
+    const started = performance.now();
+    const response = await app.fetch(
+      new Request(`http://127.0.0.1${path}`, {
+        ...init,
+        headers: { cookie, "sec-fetch-site": "same-origin", ...init.headers },
+        redirect: "manual",
+      }),
+      { remote: "127.0.0.1" },
+    );
+    await response.arrayBuffer();
+    return { response, ms: performance.now() - started };
+  };
+  const filter = new URLSearchParams({ state: "discarded", queue: BULK_BENCH_QUEUE });
+  const preview = await fetch(`/jobs/bulk?${filter}&action=retry`);
+  if (preview.response.status !== 200) {
+    throw new Error(`console: the bulk preview answered ${preview.response.status}`);
+  }
+  const start = await fetch("/jobs/bulk", {
+    method: "POST",
+    headers: { "content-type": "application/x-www-form-urlencoded" },
+    body: new URLSearchParams({ action: "retry", filter: String(filter), reason: "bench" }),
+  });
+  const location = start.response.headers.get("location") ?? "";
+  const id = Number(/^\/bulk\/(\d+)$/.exec(location)?.[1]);
+  if (start.response.status !== 303 || !Number.isSafeInteger(id)) {
+    throw new Error(`console: the bulk start answered ${start.response.status} ${location}`);
+  }
+  const clock = new FakeClock(Date.now());
+  const worker = bulkWorker({ store: () => store, clock });
+  const started = performance.now();
+  let walking = true;
+  const walk = performJob(worker, { kind: "bulk", run: id }, { clock, maxAttempts: 1 })
+    .finally(() => walking = false);
+  const progress: number[] = [];
+  while (walking) {
+    const page = await fetch(`/bulk/${id}`);
+    if (page.response.status !== 200) {
+      throw new Error(`console: the bulk page answered ${page.response.status}`);
+    }
+    progress.push(page.ms);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+  const result = await walk;
+  const walkMs = performance.now() - started;
+  const run = await store.bulkRunGet({ id });
+  if (result.outcome !== "completed" || run?.state !== "completed") {
+    throw new Error(`console: the bulk run ended ${result.outcome}, ${run?.state}`);
+  }
+  const times: BulkTimes = {
+    total: run.total,
+    changed: run.changed,
+    previewMs: preview.ms,
+    startMs: start.ms,
+    walkMs,
+    progressFetches: progress.length,
+    progressMaxMs: Math.max(0, ...progress),
+  };
+  log(
+    `  bulk retry of ${run.total.toLocaleString("en-US")}: preview ${
+      preview.ms.toFixed(0)
+    } ms, start ${start.ms.toFixed(0)} ms, walk ${(walkMs / 1000).toFixed(1)} s (${
+      run.changed.toLocaleString("en-US")
+    } changed), progress page max ${times.progressMaxMs.toFixed(0)} ms over ${progress.length}`,
+  );
+  return times;
 }
 
 // --------------------------------------------------------------------- live

@@ -125,3 +125,14 @@ export class FakeClock implements Clock {
     return this.#sleepers.length;
   }
 }
+
+/**
+ * Lets the rest of the process run (and another process take the write lock)
+ * before a long loop's next batch. A macrotask, not a microtask: a resolved
+ * promise (every call of the synchronous SQLite store answers one) would run
+ * the next batch before any timer, request or I/O callback of the process.
+ * Not a wait for time: it reads and waits for no clock.
+ */
+export function yieldToOthers(): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, 0));
+}

@@ -43,6 +43,7 @@ import type { JobFilter, JobMatch } from "../store/store.ts";
 import { escapeControl } from "../text/escape.ts";
 import { errorSummary } from "../text/stored_error.ts";
 import { assetPath } from "./assets.ts";
+import { LIVE_COUNT_CAP } from "./live.ts";
 import { type ConsoleRouter, type Ctx, formReason, NAV_ORDER, pathTo, readForm } from "./common.ts";
 import { errorPage } from "./error_page.tsx";
 import { Fragment, h } from "./jsx.ts";
@@ -134,6 +135,47 @@ export function jobMatch(query: JobsQuery, p: Principal): JobMatch {
   };
 }
 
+/**
+ * The jobs of `p`'s scope by state, as the live line shows them first: the
+ * installation's from the counts the store keeps (one cheap read), a
+ * tenant's null (counting them is the live feed's work, shared by every
+ * viewer of the tenant: the line fills from its first snapshot).
+ */
+async function stateTotals(
+  router: ConsoleRouter,
+  p: Principal,
+): Promise<Record<JobState, number> | null> {
+  if (p.tenant !== null) return null;
+  const totals = Object.fromEntries(JOB_STATES.map((s) => [s, 0])) as Record<JobState, number>;
+  for (const row of await router.store.jobsCount({})) totals[row.state] += row.count;
+  return totals;
+}
+
+/**
+ * The scope's jobs by state, each a link to the list of that state, kept
+ * current by the tab's live stream (`data-live`, as the overview's counts).
+ */
+function StateTotals(props: { totals: Record<JobState, number> | null }) {
+  return (
+    <p class="note states" data-states aria-label="Jobs by state, kept current">
+      Now: {JOB_STATES.map((s, k) => (
+        <>
+          {k === 0 ? "" : " · "}
+          <a key={s} href={`/jobs?state=${s}`}>
+            {s}{" "}
+            <span
+              data-live={JSON.stringify(["jobs", s])}
+              {...(props.totals === null ? { "data-live-cap": String(LIVE_COUNT_CAP) } : {})}
+            >
+              {props.totals === null ? "…" : props.totals[s].toLocaleString("en-US")}
+            </span>
+          </a>
+        </>
+      ))}
+    </p>
+  );
+}
+
 /** `query` as URL parameters (the filters only). */
 export function queryParams(query: JobsQuery): URLSearchParams {
   const params = new URLSearchParams();
@@ -174,15 +216,21 @@ async function listing(
     ...(after === null ? {} : { after }),
     limit: JOBS_PAGE_SIZE + 1,
   };
-  const rows = await jobsView(router.store, filter);
+  // The page and the count read at once: on PostgreSQL they take two of the
+  // pool's connections, so a search costs the slower of the two scans, not both.
+  const [rows, total, states] = await Promise.all([
+    jobsView(router.store, filter),
+    jobsMatching(router.store, match, { atMost: JOBS_COUNT_CAP + 1 }),
+    stateTotals(router, p),
+  ]);
   const { page, next } = keysetPage(rows, JOBS_PAGE_SIZE, (job) => job.id);
-  const total = await jobsMatching(router.store, match, { atMost: JOBS_COUNT_CAP + 1 });
   const acts = JOB_ACTIONS.filter((a) => mayTake(p.roles, `job.${a}`));
   const done = doneNote(new URL(c.req.url).searchParams);
   return (
     <>
       <script src={assetPath("jobs.js")} defer></script>
       {done}
+      <StateTotals totals={states} />
       <FilterForm query={query} p={p} />
       <p class="note" data-count>
         {total > JOBS_COUNT_CAP ? "100,000+" : total.toLocaleString("en-US")}{" "}

@@ -4,8 +4,8 @@
  * query per viewer.
  *
  * The feed reads a snapshot of what pages show live (jobs by queue and
- * state, the nodes' heartbeats; for a tenant's person, that tenant's jobs
- * by state) once per interval for each scope someone is watching (the
+ * state and their totals by state, the nodes' heartbeats; for a tenant's
+ * person, that tenant's jobs by state) once per interval for each scope someone is watching (the
  * installation, or each tenant with a person watching), and hands the same
  * snapshot to every stream of that scope. Ten viewers of one scope cost the
  * store what one does; with no viewer it reads nothing. A snapshot equal to
@@ -37,7 +37,10 @@ export interface LiveSnapshot {
   queues?: Record<string, Record<string, number>>;
   /** Installation-wide: each node's heartbeat age in seconds, and whether it is stale. */
   nodes?: Record<string, { age: number; stale: boolean }>;
-  /** A tenant's: its jobs by state (capped at {@linkcode LIVE_COUNT_CAP}). */
+  /**
+   * Jobs by state: a tenant's (capped at {@linkcode LIVE_COUNT_CAP}), or the
+   * installation's (the queues' summed, from the same read).
+   */
   jobs?: Record<string, number>;
 }
 
@@ -152,14 +155,16 @@ export class LiveFeed {
       return { jobs };
     }
     const queues: Record<string, Record<string, number>> = {};
+    const jobs: Record<string, number> = Object.fromEntries(JOB_STATES.map((s) => [s, 0]));
     for (const row of await this.#store.jobsCount({})) {
       (queues[row.queue] ??= {})[row.state] = row.count;
+      jobs[row.state] = (jobs[row.state] ?? 0) + row.count;
     }
     const nodes: Record<string, { age: number; stale: boolean }> = {};
     for (const node of await nodesView(this.#store, this.#clock.now())) {
       nodes[node.node] = { age: Math.round(node.heartbeatAgeMs / 1000), stale: node.stale };
     }
-    return { queues, nodes };
+    return { queues, nodes, jobs };
   }
 }
 

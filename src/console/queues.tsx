@@ -124,7 +124,13 @@ async function queuesPage(
                     <tr key={q.name} data-queue={q.name}>
                       <th scope="row">{q.name}</th>
                       {JOB_STATES.map((s) => (
-                        <td key={s} class="num">{q.counts[s].toLocaleString("en-US")}</td>
+                        <td
+                          key={s}
+                          class="num"
+                          data-live={JSON.stringify(["queues", q.name, s])}
+                        >
+                          {q.counts[s].toLocaleString("en-US")}
+                        </td>
                       ))}
                       <td>
                         {Object.entries(q.nodes).map(([node, n]) => `${node} (${n})`).join(", ") ||

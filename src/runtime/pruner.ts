@@ -16,6 +16,7 @@
 import { DEFAULT_DROPS_RETENTION_MS } from "../ingest/types.ts";
 import type { PrunerConfig } from "../config/types.ts";
 import type { Store } from "../store/store.ts";
+import { yieldToOthers } from "../clock.ts";
 
 const DAY = 24 * 60 * 60 * 1000;
 
@@ -124,15 +125,6 @@ export async function pruneJobs(
     );
   }
   return { deleted };
-}
-
-/**
- * Lets the rest of the process run (and another process take the write lock)
- * before the next batch. A macrotask, not a microtask: a resolved promise
- * would run the next batch before any timer or I/O callback of the producers.
- */
-function yieldToOthers(): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, 0));
 }
 
 /** A pass's batch size (checked) and its cutoffs by final state. */

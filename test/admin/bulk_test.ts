@@ -89,6 +89,41 @@ for (const backend of BACKENDS) {
     );
   });
 
+  test("the walk lets the process run between chunks (requests, heartbeats, claims)", async ({ store }) => {
+    await seedDiscarded(store, 3000);
+    const run = await startBulk(store, {
+      action: "retry",
+      filter: { state: "discarded" },
+      tenant: null,
+      who,
+    });
+    // A timer of the process: on SQLite every store call answers at once, so
+    // only a turn of the event loop between chunks lets it fire mid-walk.
+    const turns: number[] = [];
+    const seen: number[] = [];
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const tick = () => {
+      turns.push(seen.length);
+      timer = setTimeout(tick, 0);
+    };
+    timer = setTimeout(tick, 0);
+    const clock = new FakeClock(T0);
+    try {
+      const worker = bulkWorker({
+        store: () => spied(store, (done) => void seen.push(done)),
+        clock,
+      });
+      await performJob(worker, { kind: "bulk", run: run.id }, { clock });
+    } finally {
+      clearTimeout(timer);
+    }
+    assert.equal(seen.length, 6);
+    assert.ok(
+      turns.some((chunks) => chunks > 0 && chunks < 6),
+      `the process ran between chunks (timer turns after chunks: ${JSON.stringify(turns)})`,
+    );
+  });
+
   test("an abort mid-way stops the walk between chunks, the rest untouched", async ({ store }) => {
     await seedDiscarded(store, 5000);
     const filter = { state: "discarded" as const };

@@ -41,6 +41,8 @@ for (const backend of BACKENDS) {
       const stopOne = feed.subscribe(null, (s) => one.push(s));
       await waitUntil("the first snapshot", () => one.length === 1);
       assert.deepEqual(one[0]!.queues, { mail: { available: 2 } });
+      assert.equal(one[0]!.jobs!.available, 2, "the installation's totals by state");
+      assert.equal(one[0]!.jobs!.failed ?? one[0]!.jobs!.discarded, 0);
       assert.equal(await tick(), 1);
       // Nothing changed: nothing is sent again.
       assert.equal(one.length, 1);
