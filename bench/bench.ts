@@ -1056,6 +1056,12 @@ const KEYS = [
   "console_live_tick_ms_pg",
   "console_live_reads_per_tick_1_pg",
   "console_live_reads_per_tick_10_pg",
+  "console_bulk_start_ms",
+  "console_bulk_walk_s",
+  "console_bulk_progress_max_ms",
+  "console_bulk_start_ms_pg",
+  "console_bulk_walk_s_pg",
+  "console_bulk_progress_max_ms_pg",
 ];
 for (const key of KEYS) {
   const row = rows.get(key);
