@@ -407,10 +407,10 @@ function ThroughputChart(props: { series: Throughput }) {
         <text x={width} y={2 * half + 14} class="chart-label end">now</text>
       </svg>
       <figcaption class="note">
-        <span class="key completed">completed</span> {count(sumOf(props.series.completed))}
-        {" · "}
-        <span class="key failed">failed attempts</span> {count(sumOf(props.series.failed))}{" "}
-        in the last hour, per minute.
+        <span class="key completed" aria-hidden="true"></span>
+        {count(sumOf(props.series.completed))} completed ·{" "}
+        <span class="key failed" aria-hidden="true"></span>
+        {count(sumOf(props.series.failed))} failed attempts in the last hour, per minute.
       </figcaption>
     </figure>
   );
