@@ -4,9 +4,9 @@
  * throughput chart's and the queue's sparkline's text alternatives their
  * totals, and failed today counts the day's failed attempts (not the last
  * hour's only, not yesterday's); the attention list names a failing
- * schedule, a stale pipeline, a paged run and a stuck job, each linking to
+ * schedule, misfires, a stale pipeline, a paged run and a stuck job, each linking to
  * its page; a tenant's person sees its own tenant's items and none of
- * another's, and no queue, chart or node.
+ * another's, and no queue, chart or node; a hostile worker name is escaped.
  */
 
 import assert from "node:assert/strict";
@@ -25,6 +25,7 @@ import { completed, retryable } from "../store/conformance/helpers.ts";
 const ORIGIN = "http://127.0.0.1:9464";
 const MINUTE = 60_000;
 const NOW = Date.UTC(2026, 2, 7, 12, 30);
+const HOSTILE = "<img src=x onerror=alert(1)>";
 
 /** A bounded pipeline no run has completed: stale. */
 const CATALOG = definePipeline({
@@ -121,10 +122,22 @@ for (const backend of BACKENDS) {
       // A failing schedule of each tenant's.
       await failedOccurrence(store, "tick:acme", NOW - 7 * MINUTE, "acme");
       await failedOccurrence(store, "tick:globex", NOW - 7 * MINUTE, "globex");
+      // The planner skipped two of globex's occurrences (its misfire policy).
+      await store.schedulePlan({
+        id: "tick:globex",
+        now: NOW - 30 * MINUTE,
+        plan: () => ({
+          jobs: [],
+          cancelled: [],
+          misfires: 2,
+          lastMisfireFor: NOW - 31 * MINUTE,
+          plannedFor: NOW - 30 * MINUTE,
+        }),
+      });
       // Stuck: executing, their one-minute leases ran out minutes ago; one is globex's.
       const stuck = await claimAt(
         store,
-        newJob({ queue: "slow", worker: "w.slow", scheduledAt: NOW - 10 * MINUTE }),
+        newJob({ queue: "slow", worker: `w.slow${HOSTILE}`, scheduledAt: NOW - 10 * MINUTE }),
         NOW - 10 * MINUTE,
       );
       const globexStuck = await claimAt(
@@ -217,6 +230,10 @@ for (const backend of BACKENDS) {
       );
       assert.ok(find("schedule-failing", "/schedules/tick%3Aacme"));
       assert.ok(find("schedule-failing", "/schedules/tick%3Aglobex"));
+      assert.match(
+        find("schedule-misfires", "/schedules/tick%3Aglobex")?.text ?? "",
+        /misfired: 2 occurrences skipped, the last for 2026-03-07T11:59:00Z/,
+      );
       assert.match(find("pipeline-stale", "/pipelines")?.text ?? "", /catalog is stale/);
       assert.match(
         find("pipeline-run", "/pipelines")?.text ?? "",
@@ -224,10 +241,11 @@ for (const backend of BACKENDS) {
       );
       assert.match(
         find("job-stuck", `/jobs/${stuck.id}`)?.text ?? "",
-        /w\.slow on slow\) is executing 9 min past its lease, held by node-a/,
+        /w\.slow&lt;img src=x onerror=alert\(1\)&gt; on slow\) is executing 9 min past its lease, held by node-a/,
       );
+      assert.ok(!page.includes(HOSTILE), "the hostile worker is escaped");
       assert.ok(find("job-stuck", `/jobs/${globexStuck.id}`));
-      assert.equal(items.length, 7, JSON.stringify(items));
+      assert.equal(items.length, 8, JSON.stringify(items));
 
       const tenantPage = await overview(await signIn("amy"));
       const tenantItems = [
