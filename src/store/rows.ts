@@ -260,6 +260,16 @@ export function checkBounds(bounds: { after?: number; above?: number; atMost?: n
   }
 }
 
+/** Checks `jobsLeaseExpired`'s bounds: a RangeError names one that is not a whole number. */
+export function checkLeaseExpired(params: { now: number; limit: number }): void {
+  if (!Number.isSafeInteger(params.now)) {
+    throw new RangeError(`now must be a whole number of ms, got ${params.now}`);
+  }
+  if (!(Number.isSafeInteger(params.limit) && params.limit >= 0)) {
+    throw new RangeError(`limit must be a whole number >= 0, got ${params.limit}`);
+  }
+}
+
 /** A job's row as the job lifecycle reads it (see `lifecycle/jobs.ts`). */
 export function toLeasedJob(row: Row): LeasedJob {
   return {

@@ -675,6 +675,14 @@ export interface StoreJobs {
    */
   jobsList(params: JobFilter): Promise<Job[]>;
   /**
+   * Jobs still `executing` whose lease expired before `now` (no node renewed
+   * it and none has rescued it yet: stuck), the longest expired first, at
+   * most `limit`; with `tenant`, only that tenant's (in the statement).
+   * Reads the index of executing jobs by lease expiry only. A `now` or
+   * `limit` that is not a whole number is a RangeError naming it.
+   */
+  jobsLeaseExpired(params: { now: number; limit: number; tenant?: string }): Promise<Job[]>;
+  /**
    * How many jobs match `params`: what every page of {@linkcode jobsList}
    * with the same filters holds together. Filters of a queue and states
    * only are answered from the counts {@linkcode jobsCount} reads; a single

@@ -15,11 +15,13 @@
  * @module
  */
 
+import { pipelineNeedsAttention } from "../admin/attention.ts";
 import { pipelinesView, type PipelineView } from "../admin/pipelines.ts";
 import { type JobDetail, jobDetail, jobsMatching, redactJob } from "../admin/jobs.ts";
 import type { NodeView } from "../admin/nodes.ts";
 import { queuesView, type QueueView } from "../admin/queues.ts";
 import { type ScheduleStatus, schedulesView, storedConfig } from "../admin/schedules.ts";
+import { emptyThroughput, throughputByQueue } from "../admin/throughput.ts";
 import { statusView, type StoreCheck, storeCheck } from "../admin/store.ts";
 import {
   listWorkflowRuns,
@@ -39,10 +41,6 @@ import { exists } from "../text/files.ts";
 import { RUN_STATES, type RunState } from "../workflow/types.ts";
 import { type JobsFilter, type JobsTotal, SEARCH_COUNT_CAP, SEARCH_WINDOW } from "./search.ts";
 
-/** The throughput window of the overview: the last hour, by minute. */
-export const THROUGHPUT_BUCKET_MS = 60_000;
-/** How many buckets the sparklines cover. */
-export const THROUGHPUT_BUCKETS = 60;
 /** How many upcoming occurrences the schedules view shows. */
 export const UPCOMING = 5;
 /** How many of its newest runs an open pipeline shows. */
@@ -399,7 +397,7 @@ export function storeData(params: {
         now,
         heartbeatMs: params.heartbeatMs,
       });
-      const throughput = await throughputOf(store, now);
+      const throughput = await throughputByQueue(store, now);
       const pipelines = await pipelinesOf(store, loaded, now);
       return {
         now,
@@ -507,10 +505,7 @@ async function pipelinesOf(
 }
 
 /** A pipeline the overview names: stale, or its last run paged or failed. */
-export function needsAttention(view: PipelineView): boolean {
-  const last = view.recent[0]?.state;
-  return view.freshness?.stale === true || last === "paged" || last === "failed";
-}
+export const needsAttention: (view: PipelineView) => boolean = pipelineNeedsAttention;
 
 /** Runs by state over every definition, from the store's counts by definition and state. */
 export function runCounts(
@@ -543,36 +538,4 @@ async function searchWindowOf(
 function storeFilter(filter: JobsFilter): JobMatch {
   const { states, ...rest } = filter;
   return states === undefined || states.length === 0 ? rest : { ...rest, state: states };
-}
-
-function emptyThroughput(): { completed: number[]; failed: number[] } {
-  return {
-    completed: new Array(THROUGHPUT_BUCKETS).fill(0),
-    failed: new Array(THROUGHPUT_BUCKETS).fill(0),
-  };
-}
-
-/**
- * Completed and failed per queue and minute over the hour that ends with the
- * current minute. The window is aligned to whole minutes so that a bucket's
- * start is the same instant whichever way the store counts it.
- */
-async function throughputOf(
-  store: Store,
-  now: number,
-): Promise<Map<string, { completed: number[]; failed: number[] }>> {
-  const until = Math.floor(now / THROUGHPUT_BUCKET_MS) * THROUGHPUT_BUCKET_MS +
-    THROUGHPUT_BUCKET_MS;
-  const since = until - THROUGHPUT_BUCKETS * THROUGHPUT_BUCKET_MS;
-  const rows = await store.jobsThroughput({ since, until, bucketMs: THROUGHPUT_BUCKET_MS });
-  const byQueue = new Map<string, { completed: number[]; failed: number[] }>();
-  for (const row of rows) {
-    const index = Math.floor((row.bucket - since) / THROUGHPUT_BUCKET_MS);
-    if (index < 0 || index >= THROUGHPUT_BUCKETS) continue;
-    const series = byQueue.get(row.queue) ?? emptyThroughput();
-    series.completed[index]! += row.completed;
-    series.failed[index]! += row.failed;
-    byQueue.set(row.queue, series);
-  }
-  return byQueue;
 }

@@ -46,6 +46,34 @@ for (const backend of ["sqlite", "postgres"] as const) {
         ],
         now,
       });
+      // The last hour's throughput: two jobs of mail completed, one discarded (the daemon
+      // serves other queues, so these are claimed and recorded here).
+      await c.store.jobsInsert({
+        jobs: [0, 1, 2].map(() => newJob({ queue: "mail", scheduledAt: now, maxAttempts: 1 })),
+        now,
+      });
+      const { jobs: claimed } = await c.store.jobsClaim({
+        queue: "mail",
+        node: "e2e",
+        limit: 3,
+        now,
+        leaseMs: 60_000,
+      });
+      assert.equal(claimed.length, 3);
+      await c.store.jobsRecord({
+        node: "e2e",
+        now,
+        results: claimed.map((j, i) => ({
+          id: j.id,
+          fence: j.fence,
+          attempt: j.attempt,
+          startedAt: j.attemptedAt,
+          ...(i < 2 ? { outcome: "completed" as const } : {
+            outcome: "discarded" as const,
+            error: "boom",
+          }),
+        })),
+      });
       const problems: string[] = [];
 
       await t.step("sign-in leads to the overview with the store's queues and nodes", async () => {
@@ -70,6 +98,16 @@ for (const backend of ["sqlite", "postgres"] as const) {
           "Strict",
           "/",
         ]);
+        // The last hour's charts are inline SVG with classes (no CSP violation below).
+        assert.match(
+          await page.locator("svg[data-chart=throughput]").getAttribute("aria-label") ?? "",
+          /^Every queue, per minute: 2 completed, 1 failed attempt in the last hour$/,
+        );
+        assert.equal(
+          await page.locator("svg[data-sparkline=mail]").getAttribute("aria-label"),
+          "mail: 2 completed, 1 failed attempt in the last hour",
+        );
+        assert.equal(await page.textContent("[data-failed-today=mail]"), "1");
         await c.screenshot(w, "overview");
         problems.push(...w.problems());
         await w.context.close();

@@ -87,3 +87,13 @@ Deno.test("jobsCount(), jobsStage(), jobsThroughput() and jobsDeadLetters() read
   const dead = plan(t.store.db, SQL.jobsDeadLetters);
   assert.ok(dead.includes("SCAN jobs USING INDEX jobs_discarded"), dead.join(" | "));
 });
+
+Deno.test("jobsLeaseExpired() walks the index of executing jobs by lease expiry, no sort", async () => {
+  await using t = await tempStore();
+  const lines = plan(t.store.db, SQL.leaseExpired);
+  assert.ok(
+    lines.some((l) => /SEARCH jobs USING INDEX jobs_executing \(lease_expires_at<\?\)/.test(l)),
+    lines.join(" | "),
+  );
+  assert.ok(!lines.some((l) => l.includes("TEMP B-TREE")), lines.join(" | "));
+});

@@ -219,4 +219,18 @@ article.report { border: 1px solid var(--line); border-radius: 8px; padding: 0.2
 /* bulk */
 p.bulk-all { display: flex; flex-wrap: wrap; gap: 0.4rem 1.25rem; margin: 0 0 0.75rem; }
 section.bulk-run progress { width: 100%; max-width: 40rem; height: 1.1rem; }
+/* overview: attention list, throughput charts */
+ul.attention { margin: 0 0 1rem; padding-left: 1.25rem; }
+ul.attention li { margin: 0.25rem 0; }
+ul.attention li[data-attention="schedule-failing"] a,
+ul.attention li[data-attention="job-stuck"] a { color: var(--danger); }
+figure.throughput { margin: 0 0 1rem; }
+svg.chart .completed { fill: var(--ok); }
+svg.chart .failed { fill: var(--danger); }
+svg.chart .axis { stroke: var(--line); stroke-width: 1; }
+svg.chart .chart-label.end { text-anchor: end; }
+svg.sparkline { vertical-align: middle; }
+figcaption .key::before { content: ""; display: inline-block; width: 0.7em; height: 0.7em; margin-right: 0.3em; }
+figcaption .key.completed::before { background: var(--ok); }
+figcaption .key.failed::before { background: var(--danger); }
 `;

@@ -28,7 +28,7 @@ import type {
 } from "../../kernel/types.ts";
 import type { JobFilter, JobMatch, JobsStopParams, Lease, StoreJobs } from "../store.ts";
 import { searchesShown, SearchPaging } from "../search.ts";
-import { checkBounds, toLeasedJob } from "../rows.ts";
+import { checkBounds, checkLeaseExpired, toLeasedJob } from "../rows.ts";
 import {
   type JobOp,
   pruneJobs,
@@ -275,6 +275,23 @@ export function postgresJobs(core: PostgresCore): StoreJobs {
       if (!Number.isSafeInteger(params.id)) return null;
       const [row] = await core.sql`SELECT * FROM jobs WHERE id = ${params.id}::bigint`;
       return row ? toJob(row) : null;
+    },
+
+    async jobsLeaseExpired(
+      params: { now: number; limit: number; tenant?: string },
+    ): Promise<Job[]> {
+      checkLeaseExpired(params);
+      const q = core.sql;
+      // From the index jobs_executing; the tenant is in the statement.
+      const rows = params.tenant === undefined
+        ? await q`SELECT * FROM jobs
+          WHERE state = 'executing' AND lease_expires_at < ${params.now}::bigint
+          ORDER BY lease_expires_at, id LIMIT ${params.limit}::bigint`
+        : await q`SELECT * FROM jobs
+          WHERE state = 'executing' AND lease_expires_at < ${params.now}::bigint
+            AND tenant = ${params.tenant}
+          ORDER BY lease_expires_at, id LIMIT ${params.limit}::bigint`;
+      return rows.map(toJob);
     },
 
     async jobsList(params: JobFilter): Promise<Job[]> {

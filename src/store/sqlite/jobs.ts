@@ -38,7 +38,7 @@ import {
   stageJobs,
   stopJobs,
 } from "../lifecycle/jobs.ts";
-import { checkBounds, toLeasedJob } from "../rows.ts";
+import { checkBounds, checkLeaseExpired, toLeasedJob } from "../rows.ts";
 import { countsAnswer, sumMatching } from "../job_counts.ts";
 import { returnArrays, type SqliteCore } from "./core.ts";
 import { countRows, UNCOUNTED_MAX } from "./counts.ts";
@@ -281,6 +281,12 @@ export const SQL = {
     ON CONFLICT (job_id) DO UPDATE SET after = excluded.after, actor = excluded.actor,
       reason = excluded.reason, at = excluded.at`,
   jobGet: `SELECT * FROM jobs WHERE id = :id`,
+  // Executing jobs whose lease has run out, from the index jobs_executing;
+  // the tenant (null: any) is in the statement.
+  leaseExpired: `SELECT * FROM jobs
+    WHERE state = 'executing' AND lease_expires_at < :now
+      AND (:tenant IS NULL OR tenant = :tenant)
+    ORDER BY lease_expires_at, id LIMIT :limit`,
   attemptsList: `SELECT * FROM attempts WHERE job_id = :id ORDER BY fence`,
   workersList: `SELECT DISTINCT worker FROM jobs ORDER BY worker`,
   // A schedule's occurrence claimed, and one completed (see schedules.ts).
@@ -557,6 +563,19 @@ export function sqliteJobs(core: SqliteCore): StoreJobs {
         const row = q().jobGet.get({ id: params.id }) as Row | undefined;
         return row ? toJob(row) : null;
       });
+    },
+
+    jobsLeaseExpired(params: { now: number; limit: number; tenant?: string }): Promise<Job[]> {
+      try {
+        checkLeaseExpired(params);
+      } catch (error) {
+        return Promise.reject(error);
+      }
+      const { now, limit } = params;
+      const tenant = params.tenant ?? null;
+      return core.exclusive(() =>
+        (q().leaseExpired.all({ now, limit, tenant }) as Row[]).map(toJob)
+      );
     },
 
     jobsList(params: JobFilter): Promise<Job[]> {

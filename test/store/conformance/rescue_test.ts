@@ -6,7 +6,7 @@
 
 import assert from "node:assert/strict";
 import { BACKENDS, harnessTest } from "../../support/backends.ts";
-import { claimOne, completed, insert, LEASE_MS, newJob, stateOf, T0 } from "./helpers.ts";
+import { claim, claimOne, completed, insert, LEASE_MS, newJob, stateOf, T0 } from "./helpers.ts";
 
 for (const backend of BACKENDS) {
   const test = harnessTest(backend, T0);
@@ -66,6 +66,40 @@ for (const backend of BACKENDS) {
     assert.deepEqual(
       attempts.map((a) => [a.fence, a.node, a.outcome]),
       [[1, "node-a", "orphaned"], [2, "node-b", "completed"]],
+    );
+  });
+
+  test("jobsLeaseExpired lists executing jobs past their lease, oldest expiry first, in a tenant's scope", async ({ store }) => {
+    const [acme, globex, later] = await insert(store, [
+      newJob({ tenant: "acme" }),
+      newJob({ tenant: "globex" }),
+      newJob({ tenant: "acme" }),
+    ]);
+    await claim(store, { limit: 2 });
+    await claim(store, { now: T0 + 1000 });
+    // Nothing has expired yet.
+    assert.deepEqual(await store.jobsLeaseExpired({ now: T0 + LEASE_MS, limit: 10 }), []);
+    const expired = await store.jobsLeaseExpired({ now: T0 + LEASE_MS + 1, limit: 10 });
+    assert.deepEqual(expired.map((j) => j.id), [acme, globex]);
+    assert.equal(expired[0]!.attemptedBy, "node-a");
+    assert.equal(expired[0]!.state, "executing");
+    const all = await store.jobsLeaseExpired({ now: T0 + LEASE_MS + 2000, limit: 10 });
+    assert.deepEqual(all.map((j) => j.id), [acme, globex, later]);
+    assert.deepEqual(
+      (await store.jobsLeaseExpired({ now: T0 + LEASE_MS + 2000, limit: 1 })).map((j) => j.id),
+      [acme],
+    );
+    assert.deepEqual(
+      (await store.jobsLeaseExpired({ now: T0 + LEASE_MS + 2000, limit: 10, tenant: "acme" }))
+        .map((j) => j.id),
+      [acme, later],
+    );
+    // Rescued, a job is no longer stuck.
+    await store.jobsRescue({ now: T0 + LEASE_MS + 2000, limit: 10 });
+    assert.deepEqual(await store.jobsLeaseExpired({ now: T0 + LEASE_MS + 2000, limit: 10 }), []);
+    await assert.rejects(
+      () => store.jobsLeaseExpired({ now: T0, limit: 1.5 }),
+      (error) => error instanceof RangeError && /limit/.test(error.message),
     );
   });
 }
