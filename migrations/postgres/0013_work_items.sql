@@ -43,7 +43,7 @@ CREATE TABLE work_item_events (
   item_id bigint NOT NULL,
   at bigint NOT NULL,
   actor text NOT NULL,
-  kind text NOT NULL CHECK (kind IN ('added', 'updated', 'claimed', 'released', 'expired',
+  kind text NOT NULL CHECK (kind IN ('added', 'updated', 'rescored', 'claimed', 'released', 'expired',
     'skipped', 'reassigned', 'broken', 'done')),
   reason text,
   fence bigint,

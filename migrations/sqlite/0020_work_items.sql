@@ -43,7 +43,7 @@ CREATE TABLE work_item_events (
   item_id INTEGER NOT NULL,
   at INTEGER NOT NULL,
   actor TEXT NOT NULL,
-  kind TEXT NOT NULL CHECK (kind IN ('added', 'updated', 'claimed', 'released', 'expired',
+  kind TEXT NOT NULL CHECK (kind IN ('added', 'updated', 'rescored', 'claimed', 'released', 'expired',
     'skipped', 'reassigned', 'broken', 'done')),
   reason TEXT,
   fence INTEGER,

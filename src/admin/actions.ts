@@ -75,6 +75,8 @@ export const ACTIONS = {
   "work.skip": ADMIN,
   "work.do": ADMIN,
   "work.reassign": ACT,
+  /** Rescoring a queue's items after its rule changed. */
+  "work.rescore": ACT,
   "store.migrate": HOST_ONLY,
   "store.prune": HOST_ONLY,
   "store.moved": HOST_ONLY,

@@ -26,7 +26,8 @@ import {
   type WorkItemView,
 } from "../workqueue/items.ts";
 import { ACTIONS, type AdminAction, mayTake } from "./actions.ts";
-import { audit } from "./audit.ts";
+import { type Actor, audit } from "./audit.ts";
+import { scoreItem } from "../workqueue/definition.ts";
 import { didYouMean } from "../text/suggest.ts";
 
 /** How long a skip hides an item from the person who skipped it, when not said. @default 3_600_000 (1 h) */
@@ -485,4 +486,46 @@ export async function doWorkItem(
     });
     return { item: itemView(queue, outcome.item, who.now), jobId: outcome.jobId! };
   });
+}
+
+/**
+ * Rescores the open items of `queue` whose score came from another version
+ * of its rule (the file's weights changed, or a score was added or
+ * removed), at most `limit` of them, oldest first: each score is computed
+ * from the item's data by the rule in force and written only if no add
+ * changed the item since it was read. Audited once (`work.rescore`) when it
+ * rescored any. `left` says whether stale items may remain.
+ */
+export async function rescoreWorkQueue(
+  store: Store,
+  queue: WorkQueueDefinition,
+  who: Actor,
+  options: { limit?: number } = {},
+): Promise<{ rescored: number; left: boolean }> {
+  const limit = options.limit ?? 1000;
+  const version = queue.score?.version ?? null;
+  const stale = await store.workItemsStale({ queue: queue.id, ruleVersion: version, limit });
+  let rescored = 0;
+  for (const item of stale) {
+    const score = queue.score === null ? null : scoreItem(queue.score, item.data);
+    const wrote = await store.workItemRescore({
+      queue: queue.id,
+      key: item.key,
+      fromVersion: item.ruleVersion,
+      score,
+      now: who.now,
+    });
+    if (wrote) rescored++;
+  }
+  if (rescored > 0) {
+    await store.transaction((tx) =>
+      audit(tx, who, "work.rescore", `work:${queue.id}`, {
+        door: "cli",
+        queue: queue.id,
+        rescored,
+        ruleVersion: version,
+      })
+    );
+  }
+  return { rescored, left: stale.length === limit };
 }

@@ -18,6 +18,7 @@ import {
   nextWorkItem,
   reassignWorkItem,
   releaseWorkItem,
+  rescoreWorkQueue,
   skipWorkItem,
   type WorkActor,
   workActor,
@@ -37,6 +38,7 @@ import {
   parseJson,
   parseReason,
   quiet,
+  who,
   wholeNumber,
 } from "./common.ts";
 import { requireConfig } from "./config.ts";
@@ -44,7 +46,17 @@ import { principalGroup } from "./principals.ts";
 import { withStore } from "./store/open.ts";
 import { cell, echo, safeJson, table } from "./text.ts";
 
-const SUBCOMMANDS = ["add", "ls", "next", "claim", "release", "skip", "reassign", "do"] as const;
+const SUBCOMMANDS = [
+  "add",
+  "ls",
+  "next",
+  "claim",
+  "release",
+  "skip",
+  "reassign",
+  "do",
+  "rescore",
+] as const;
 
 interface WorkOptions {
   db?: string;
@@ -71,6 +83,7 @@ export function registerWorkCommands(program: Command, deps: CliDeps): void {
   for (const verb of ["claim", "release", "skip"] as const) itemCommand(group, deps, verb);
   reassignCommand(group, deps);
   doCommand(group, deps);
+  rescoreCommand(group, deps);
 }
 
 const AS_HELP = "the person who works (a person the store knows: jobs users add)";
@@ -469,5 +482,45 @@ function doCommand(group: Command, deps: CliDeps): void {
         deps.out(`${cell(key)}: ${cell(action)} runs as job ${done.jobId}; the item is done`);
       });
     },
+  );
+}
+
+function rescoreCommand(group: Command, deps: CliDeps): void {
+  quiet(
+    globalOptions(
+      group.command("rescore")
+        .description(
+          "rescore the open items a change of the queue's score rule left on another version " +
+            "(audited)",
+        )
+        .argument("<queue>", "the work queue")
+        .option("--limit <n>", "at most this many (default 1000)", wholeNumber(1, 1_000_000)),
+      {
+        db: { mode: "write" },
+        config: { for: "which declares the work queue and its rule" },
+        json: true,
+        audit: { reason: "optional" },
+      },
+    ).action(async (queueId: string, options: WorkOptions & { limit?: number }) => {
+      await run("work rescore", queueId, options, deps, "write", async (store, queue) => {
+        const result = await rescoreWorkQueue(
+          store,
+          queue,
+          who(options, deps),
+          options.limit === undefined ? {} : { limit: options.limit },
+        );
+        if (options.json) {
+          deps.out(safeJson({ queue: queue.id, ...result }));
+          return;
+        }
+        deps.out(
+          `work queue ${cell(queue.id)}: ${result.rescored} rescored${
+            result.left ? "; more are left: run it again" : ""
+          }`,
+        );
+      });
+    }),
+    deps,
+    "work rescore",
   );
 }

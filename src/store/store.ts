@@ -1288,6 +1288,7 @@ export interface WorkItemRow {
 export type WorkItemEventKind =
   | "added"
   | "updated"
+  | "rescored"
   | "claimed"
   | "released"
   | "expired"
@@ -1377,6 +1378,28 @@ export interface StoreWorkItems {
   workItemsList(
     params: { queue: string; tenant?: string; state?: WorkItemState; limit?: number },
   ): Promise<WorkItemRow[]>;
+  /**
+   * The open items of `queue` whose score came from another rule version
+   * than `ruleVersion` (null: unscored), oldest first, at most `limit`: those
+   * a change of the queue's rule left to rescore.
+   */
+  workItemsStale(
+    params: { queue: string; ruleVersion: string | null; limit: number },
+  ): Promise<WorkItemRow[]>;
+  /**
+   * Rewrites the item's score (keeping its data and place) when its score
+   * still came from `fromVersion`: an add that changed it since wins.
+   * Records `rescored`; answers whether it wrote.
+   */
+  workItemRescore(
+    params: {
+      queue: string;
+      key: string;
+      fromVersion: string | null;
+      score: WorkItemScore | null;
+      now: number;
+    },
+  ): Promise<boolean>;
   /** The item's history, oldest first. */
   workItemEvents(params: WorkItemRef): Promise<WorkItemEvent[]>;
   /**

@@ -180,3 +180,42 @@ Deno.test("main.ts lists a work queue's items with --json", async () => {
     assert.equal(listed.items[0].inputs.amount, 300);
   });
 });
+
+Deno.test("jobs work rescore rewrites the scores a changed weight left behind, audited", async () => {
+  await withFiles(SCHEDULES, async ({ db, config }) => {
+    const jobs = (args: string[]) =>
+      runJobs([...args, "--db", db, "--config", config, "--json"], { now: NOW, env: ENV });
+    await addPerson(db, "ada", "admin");
+    const added = await jobs([
+      "work",
+      "add",
+      "disputes",
+      "--key",
+      "d1",
+      "--data",
+      '{"amount": 1000}',
+    ]);
+    assert.equal(JSON.parse(added.out).score, 10);
+    await Deno.writeTextFile(config, SCHEDULES.replace("amount: 0.01", "amount: 0.02"));
+    const before = JSON.parse((await jobs(["work", "ls", "disputes"])).out);
+    assert.equal(before.items[0].score, 10);
+    const rescored = await jobs([
+      "work",
+      "rescore",
+      "disputes",
+      "--reason",
+      "amount weighs double",
+    ]);
+    assert.equal(rescored.code, 0, rescored.err);
+    assert.deepEqual(JSON.parse(rescored.out), { queue: "disputes", rescored: 1, left: false });
+    const after = JSON.parse((await jobs(["work", "ls", "disputes"])).out);
+    assert.equal(after.items[0].score, 20);
+    assert.equal(after.items[0].terms[0].weight, "0.02");
+    await withStore(db, async (store) => {
+      const trail = await store.auditList({ target: "work:disputes" });
+      assert.deepEqual(trail.map((a) => [a.action, a.actor, a.reason]), [
+        ["work.rescore", "root", "amount weighs double"],
+      ]);
+    });
+  });
+});

@@ -89,6 +89,7 @@ const CONCERN_OF: Readonly<Record<StoreOp["op"], OpConcern>> = {
   itemReassign: "workItems",
   itemDone: "workItems",
   itemJobInsert: "workItems",
+  itemRescore: "workItems",
   itemJobSet: "workItems",
   itemEventsInsert: "workItems",
 };

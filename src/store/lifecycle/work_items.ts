@@ -23,6 +23,7 @@ import type {
   WorkItemOutcome,
   WorkItemRef,
   WorkItemRow,
+  WorkItemScore,
 } from "../store.ts";
 
 /** The actor of what the store does itself: a claim that expired. */
@@ -99,6 +100,15 @@ export type WorkItemOp =
   } & Scoped)
   /** Inserts the action's job (its unique key taken: the row holding it, a duplicate). */
   | { op: "itemJobInsert"; job: NewJob; now: number }
+  /** Rewrites the open item's score when it still came from `fromVersion`; answers its id, or null. */
+  | {
+    op: "itemRescore";
+    queue: string;
+    key: string;
+    fromVersion: string | null;
+    score: WorkItemScore | null;
+    now: number;
+  }
   /** Records the action's job on the item. */
   | { op: "itemJobSet"; id: number; jobId: number }
   /** Inserts history rows. */
@@ -124,6 +134,7 @@ export interface WorkItemOpAnswers {
   itemReassign: WorkItemRow | null;
   itemDone: WorkItemRow | null;
   itemJobInsert: InsertResult;
+  itemRescore: number | null;
   itemJobSet: void;
   itemEventsInsert: void;
 }
@@ -427,4 +438,31 @@ export function* expireItems(
   params: { queue?: string; now: number; limit?: number },
 ): WorkItemOps<number> {
   return yield* expire(params.queue ?? null, null, params.now, params.limit ?? 1000);
+}
+
+/** Rewrites an item's score left by another rule version, recorded `rescored` by the store. */
+export function* rescoreItem(
+  params: {
+    queue: string;
+    key: string;
+    fromVersion: string | null;
+    score: WorkItemScore | null;
+    now: number;
+  },
+): WorkItemOps<boolean> {
+  const id = yield* ask({ op: "itemRescore", ...params });
+  if (id === null) return false;
+  yield* ask({
+    op: "itemEventsInsert",
+    rows: [
+      event({ id }, params.now, STORE_ACTOR, "rescored", {
+        detail: {
+          from: params.fromVersion,
+          ruleVersion: params.score?.version ?? null,
+          score: params.score?.score ?? null,
+        },
+      }),
+    ],
+  });
+  return true;
 }

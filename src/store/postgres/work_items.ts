@@ -28,6 +28,7 @@ import {
   nextItem,
   reassignItem,
   releaseItem,
+  rescoreItem,
   skipItem,
   type WorkItemOp,
 } from "../lifecycle/work_items.ts";
@@ -182,6 +183,19 @@ export async function answerWorkItemOp(
       );
     case "itemJobInsert":
       return (await insertJobs(core, q, [op.job], op.now))[0]!;
+    case "itemRescore": {
+      const score = op.score?.score ?? null;
+      const rate = op.score?.rate ?? null;
+      const rows = await q`UPDATE work_items SET score = ${score}::float8,
+          score_rate = ${rate}::float8,
+          score_rank = ${score}::float8 - ${rate}::float8 * requested_at,
+          inputs = ${op.score ? JSON.stringify(op.score.inputs) : null}::jsonb,
+          rule_version = ${op.score?.version ?? null}::text, updated_at = ${op.now}::bigint
+        WHERE queue = ${op.queue} AND key = ${op.key} AND state = 'open'
+          AND rule_version IS NOT DISTINCT FROM ${op.fromVersion}::text
+        RETURNING id`;
+      return rows[0] ? Number(rows[0].id) : null;
+    }
     case "itemJobSet":
       await q`UPDATE work_items SET action_job_id = ${op.jobId}::bigint
         WHERE id = ${op.id}::bigint`;
@@ -245,6 +259,20 @@ export function postgresWorkItems(core: PostgresCore): StoreWorkItems {
         ORDER BY w.score_rank DESC NULLS LAST, w.requested_at, w.id
         LIMIT ${params.limit ?? null}::bigint`;
       return rows.map(toWorkItem);
+    },
+
+    async workItemsStale(
+      params: { queue: string; ruleVersion: string | null; limit: number },
+    ): Promise<WorkItemRow[]> {
+      const rows = await core.sql`SELECT w.*, NULL AS action_state FROM work_items AS w
+        WHERE w.queue = ${params.queue} AND w.state = 'open'
+          AND w.rule_version IS DISTINCT FROM ${params.ruleVersion}::text
+        ORDER BY w.requested_at, w.id LIMIT ${params.limit}::bigint`;
+      return rows.map(toWorkItem);
+    },
+
+    workItemRescore(params) {
+      return decide(rescoreItem(params));
     },
 
     async workItemEvents(params: WorkItemRef): Promise<WorkItemEvent[]> {

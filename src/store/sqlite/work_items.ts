@@ -27,6 +27,7 @@ import {
   nextItem,
   reassignItem,
   releaseItem,
+  rescoreItem,
   skipItem,
   type WorkItemOp,
 } from "../lifecycle/work_items.ts";
@@ -115,6 +116,14 @@ const SQL = {
           OR claim_owner = :person)))
     RETURNING ${COLUMNS}`,
   jobSet: `UPDATE work_items SET action_job_id = :job WHERE id = :id`,
+  stale: `SELECT w.*, NULL AS action_state FROM work_items AS w
+    WHERE w.queue = :queue AND w.state = 'open' AND w.rule_version IS NOT :version
+    ORDER BY w.requested_at, w.id LIMIT :limit`,
+  rescore: `UPDATE work_items SET score = :score, score_rate = :rate,
+      score_rank = :score - :rate * requested_at, inputs = :inputs, rule_version = :version,
+      updated_at = :now
+    WHERE queue = :queue AND key = :key AND state = 'open' AND rule_version IS :from
+    RETURNING id`,
   eventsInsert: `INSERT INTO work_item_events (item_id, at, actor, kind, reason, fence, detail)
     SELECT value ->> 0, value ->> 1, value ->> 2, value ->> 3, value ->> 4, value ->> 5,
       value ->> 6
@@ -206,6 +215,19 @@ export function answerWorkItemOp(core: SqliteCore, op: WorkItemOp): unknown {
     case "itemJobSet":
       q.jobSet.run({ id: op.id, job: op.jobId });
       return undefined;
+    case "itemRescore": {
+      const row = q.rescore.get({
+        queue: op.queue,
+        key: op.key,
+        from: op.fromVersion,
+        score: op.score?.score ?? null,
+        rate: op.score?.rate ?? null,
+        inputs: op.score ? JSON.stringify(op.score.inputs) : null,
+        version: op.score?.version ?? null,
+        now: op.now,
+      }) as Row | undefined;
+      return row ? Number(row.id) : null;
+    }
     case "itemEventsInsert": {
       const rows = op.rows.map((r) => [
         r.itemId,
@@ -249,6 +271,22 @@ export function sqliteWorkItems(core: SqliteCore): StoreWorkItems {
           limit: params.limit ?? -1,
         }) as Row[]).map(toWorkItem)
       );
+    },
+
+    workItemsStale(
+      params: { queue: string; ruleVersion: string | null; limit: number },
+    ): Promise<WorkItemRow[]> {
+      return core.exclusive(() =>
+        (q().stale.all({
+          queue: params.queue,
+          version: params.ruleVersion,
+          limit: params.limit,
+        }) as Row[]).map(toWorkItem)
+      );
+    },
+
+    workItemRescore(params) {
+      return decide(rescoreItem(params));
     },
 
     workItemEvents(params: WorkItemRef): Promise<WorkItemEvent[]> {

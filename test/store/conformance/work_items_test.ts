@@ -491,4 +491,57 @@ for (const backend of BACKENDS) {
       2,
     );
   });
+
+  test("items left by another rule version are listed and rescored, unless an add changed them since", async ({ store }) => {
+    const clock = new FakeClock(T0);
+    const old = compileScore({
+      rule: "rule/dispute.urgency-score",
+      inputs: ["amount"],
+      weights: { amount: 0.01 },
+    });
+    const oldScore = (data: Record<string, unknown>) => {
+      const s = scoreItem(old, data);
+      return { score: s.score, rate: s.rate, inputs: s.inputs, version: s.version };
+    };
+    await add(store, "disputes", "a", clock.now(), { amount: 100 }, oldScore({ amount: 100 }));
+    clock.advance(10);
+    await add(store, "disputes", "b", clock.now(), { amount: 200 }, oldScore({ amount: 200 }));
+    clock.advance(10);
+    await add(store, "disputes", "c", clock.now(), { amount: 300 }, scored({ amount: 300 }));
+    const stale = await store.workItemsStale({
+      queue: "disputes",
+      ruleVersion: RULE.version,
+      limit: 10,
+    });
+    assert.deepEqual(stale.map((i) => i.key), ["a", "b"]);
+    // "b" is re-added under the new rule between the read and the rescore: the add wins.
+    await add(store, "disputes", "b", clock.now(), { amount: 250 }, scored({ amount: 250 }));
+    const results = [];
+    for (const item of stale) {
+      results.push(
+        await store.workItemRescore({
+          queue: "disputes",
+          key: item.key,
+          fromVersion: item.ruleVersion,
+          score: scored(item.data as Record<string, unknown>),
+          now: clock.now(),
+        }),
+      );
+    }
+    assert.deepEqual(results, [true, false]);
+    const a = await store.workItemGet({ queue: "disputes", key: "a" });
+    assert.equal(a?.ruleVersion, RULE.version);
+    assert.equal(a?.requestedAt, T0);
+    assert.equal((await store.workItemGet({ queue: "disputes", key: "b" }))?.score, 2.5);
+    assert.deepEqual(
+      await store.workItemsStale({ queue: "disputes", ruleVersion: RULE.version, limit: 10 }),
+      [],
+    );
+    const history = await store.workItemEvents({ queue: "disputes", key: "a" });
+    assert.deepEqual(history.map((e) => [e.kind, e.actor]), [["added", "ada"], [
+      "rescored",
+      "jobs",
+    ]]);
+    assert.equal(history[1]!.detail.from, old.version);
+  });
 }
