@@ -457,16 +457,17 @@ export async function doWorkItem(
     );
   }
   const ref = { queue: queue.id, key, ...scope(who) };
-  const row = await store.workItemGet(ref);
-  if (row === null) {
-    throw refused(queue, key, { ok: false, why: "missing", item: null }, who.now);
-  }
   const needClaim = queue.claim === "required";
-  const fence = needClaim
-    ? options.fence ?? (row.claimOwner === who.person ? row.claimFence : null)
-    : null;
-  const job = actionJob(queue, action, row, who.now);
   return await store.transaction(async (tx) => {
+    // Read in the transaction: the job carries the data the item has when it is done.
+    const row = await tx.workItemGet(ref);
+    if (row === null) {
+      throw refused(queue, key, { ok: false, why: "missing", item: null }, who.now);
+    }
+    const fence = needClaim
+      ? options.fence ?? (row.claimOwner === who.person ? row.claimFence : null)
+      : null;
+    const job = actionJob(queue, action, row, who.now);
     const outcome = await tx.workItemDo({
       ...ref,
       person: who.person,
