@@ -45,6 +45,9 @@ import { REPORT_QUEUE } from "./report/types.ts";
 import { REPORT_WORKER } from "./kernel/runs.ts";
 import { reportWorker } from "./runners/report.ts";
 import { checkRunnerArgs } from "./runners/builtin_args.ts";
+import { compileWorkQueue } from "./workqueue/definition.ts";
+import type { WorkQueueDefinition, WorkQueueOptions } from "./workqueue/types.ts";
+import { addParams, itemView, type NewWorkItem, type WorkItemView } from "./workqueue/items.ts";
 
 /** Options for {@linkcode Jobs}. */
 export interface JobsOptions<Tx extends StoreTx> {
@@ -65,6 +68,27 @@ export interface JobsOptions<Tx extends StoreTx> {
   random?: () => number;
   /** Workflows this process starts (registered after `workers`, whose defaults they take). */
   workflows?: (WorkflowDefinition | WorkflowOptions)[];
+  /**
+   * Work queues this process adds items to (a `ScheduleConfig`'s
+   * `workQueues`, or definitions checked and compiled here).
+   */
+  workQueues?: (WorkQueueDefinition | WorkQueueOptions)[];
+}
+
+/** The items of work queues, from the library: {@linkcode Jobs.workItems}. */
+export interface WorkItems<Tx> {
+  /**
+   * Adds an item to a registered work queue (by id, or a definition), its
+   * score computed by the queue's rule; with its key already in the queue,
+   * updates its data and score and keeps its place in line. Inside `tx`
+   * (or this Jobs' transaction callback) it commits with the caller's own
+   * writes.
+   */
+  add(
+    queue: string | WorkQueueDefinition,
+    item: NewWorkItem,
+    options?: TxOption<Tx>,
+  ): Promise<{ item: WorkItemView; created: boolean }>;
 }
 
 /** Options of {@linkcode Jobs.startWorkflow}. */
@@ -151,6 +175,7 @@ export class Jobs<Tx extends StoreTx = StoreTx> {
   #txWakes = new WeakMap<Tx, { queues: Set<string>; scheduled: boolean }>();
   #openTx = new AsyncLocalStorage<Tx>();
   #workflows = new Map<string, CompiledWorkflow>();
+  #workQueues = new Map<string, WorkQueueDefinition>();
 
   constructor(options: JobsOptions<Tx>) {
     this.store = options.store;
@@ -160,6 +185,46 @@ export class Jobs<Tx extends StoreTx = StoreTx> {
     this.random = options.random ?? Math.random;
     for (const worker of options.workers ?? []) this.register(worker);
     for (const workflow of options.workflows ?? []) this.registerWorkflow(workflow);
+    for (const queue of options.workQueues ?? []) this.registerWorkQueue(queue);
+  }
+
+  /**
+   * Adds a work queue this process adds items to: a compiled definition, or
+   * options checked (`checkWorkQueue`) and compiled here. A second queue
+   * with the same id is refused.
+   */
+  registerWorkQueue(queue: WorkQueueDefinition | WorkQueueOptions): WorkQueueDefinition {
+    if (this.#workQueues.has(queue.id)) {
+      throw new Error(`work queue "${queue.id}" is already registered`);
+    }
+    const compiled = "hash" in queue ? queue as WorkQueueDefinition : compileWorkQueue(queue);
+    this.#workQueues.set(compiled.id, compiled);
+    return compiled;
+  }
+
+  /** Items of work queues: `jobs.workItems.add(queue, { key, data, tenant }, { tx })`. */
+  get workItems(): WorkItems<Tx> {
+    return {
+      add: async (queue, item, options = {}) => {
+        const definition = typeof queue === "string" ? this.#workQueues.get(queue) : queue;
+        if (!definition) {
+          const known = [...this.#workQueues.keys()];
+          throw new Error(
+            `no work queue "${String(queue)}" is registered (${known.join(", ") || "none is"})`,
+          );
+        }
+        const now = this.clock.now();
+        const params = addParams(definition, item, "library", now);
+        const tx = options.tx ?? this.#openTx.getStore();
+        const added = await (tx ?? this.store).workItemAdd(params);
+        if (added === null) {
+          throw new Error(
+            `work queue "${definition.id}": item "${item.key}" belongs to another tenant`,
+          );
+        }
+        return { item: itemView(definition, added.item, now), created: added.created };
+      },
+    };
   }
 
   /** The workflows this process starts, by id, compiled. */

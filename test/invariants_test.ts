@@ -83,6 +83,7 @@ const LAYERS: readonly (readonly string[])[] = [
   ["store"],
   ["ingest"],
   ["report"],
+  ["workqueue"],
   ["config"],
   ["runners"],
   ["runtime"],

@@ -63,6 +63,20 @@ export const ACTIONS = {
   "session.revoke": ADMIN,
   "token.create": ADMIN,
   "token.revoke": ADMIN,
+  /**
+   * Human work queues (`work.ts`): items are added by operators (and
+   * programs); a queue is worked by admins and the roles its `roles:` names
+   * (the door adds those); a claim is handed to another person by an
+   * operator or an admin.
+   */
+  "work.add": ACT,
+  "work.claim": ADMIN,
+  "work.release": ADMIN,
+  "work.skip": ADMIN,
+  "work.do": ADMIN,
+  "work.reassign": ACT,
+  /** Rescoring a queue's items after its rule changed. */
+  "work.rescore": ACT,
   "store.migrate": HOST_ONLY,
   "store.prune": HOST_ONLY,
   "store.moved": HOST_ONLY,

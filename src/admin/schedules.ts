@@ -300,6 +300,7 @@ export async function storedConfig(
     workflows: [],
     pipelines: [],
     reports: [],
+    workQueues: [],
   };
 }
 

@@ -55,6 +55,7 @@ import { registerTuiCommand } from "./tui.ts";
 import { registerUserCommands } from "./users.ts";
 import { registerVersionCommand, versionLine } from "./version.ts";
 import { registerWorkflowCommands } from "./workflows.ts";
+import { registerWorkCommands } from "./work.ts";
 
 export { type CliDeps, CommandFailed } from "./common.ts";
 
@@ -171,6 +172,7 @@ export function buildProgram(deps: CliDeps): Command {
   registerConsoleCommand(program, deps);
   registerWorkflowCommands(program, deps);
   registerPipelineCommands(program, deps);
+  registerWorkCommands(program, deps);
   registerSettingsCommands(program, deps);
   registerReportCommands(program, deps);
   registerUserCommands(program, deps);

@@ -47,6 +47,8 @@ import { pipelineOptions } from "./pipelines.ts";
 import { reportOptions } from "./reports.ts";
 import { compileReport } from "../report/definition.ts";
 import { workflowOptions } from "./workflows.ts";
+import { workQueueOptions } from "./work_queues.ts";
+import { compileWorkQueue } from "../workqueue/definition.ts";
 
 /** The built-in defaults, used where neither a schedule nor `defaults:` sets a value. */
 export const SCHEDULE_DEFAULTS = Object.freeze({
@@ -106,6 +108,10 @@ export function build(raw: unknown, path: string): ScheduleConfig {
   const reports = ((raw as { reports?: unknown[] })?.reports ?? []).map((report) =>
     compileReport(reportOptions(report, folder), folder)
   );
+  // From the file as written, as reports are: `workQueueOptions` reads the lease's text.
+  const workQueues = ((raw as { work_queues?: unknown[] })?.work_queues ?? []).map((queue) =>
+    compileWorkQueue(workQueueOptions(queue, (run) => toStepRun(run as RawUseCase)), useCases)
+  );
   return compact<ScheduleConfig>({
     version: 1,
     queues: Object.fromEntries(
@@ -131,6 +137,7 @@ export function build(raw: unknown, path: string): ScheduleConfig {
     workflows,
     pipelines,
     reports,
+    workQueues,
   });
 }
 

@@ -33,6 +33,7 @@ import { dirname } from "node:path";
 import { checkPipelines } from "./pipelines.ts";
 import { checkReports, type QueryReader } from "./reports.ts";
 import { checkWorkflows } from "./workflows.ts";
+import { checkWorkQueues } from "./work_queues.ts";
 
 /**
  * The names of the workers the `workers:` module exports, to check each
@@ -106,6 +107,15 @@ export function validate(report: Reporter, workers?: WorkerNames, readQuery?: Qu
   checkPipelines(report, reported);
   checkReports(report, reported, dirname(report.file), readQuery);
   const pipelineIds = pipelineList.map((p) => fields(p)?.id).filter((id) => typeof id === "string");
+  const queueList = Array.isArray(root?.work_queues) ? root.work_queues as unknown[] : [];
+  for (const [index, queue] of queueList.entries()) {
+    const actions = fields(queue)?.actions;
+    for (const [i, action] of (Array.isArray(actions) ? actions : []).entries()) {
+      const run = fields(fields(action)?.run);
+      if (run) checkRun(report, ["work_queues", index, "actions", i, "run"], run, "run", RUNNERS);
+    }
+  }
+  checkWorkQueues(report, reported);
 
   const list = Array.isArray(root?.schedules) ? root.schedules as unknown[] : [];
   const firstLine = new Map<string, number>();
@@ -509,6 +519,17 @@ function workerFields(root: Fields): Array<{ path: Path; label: string; value: u
       label: "sink",
       value: fields(pipeline)?.sink,
     });
+  }
+  const queues = Array.isArray(root.work_queues) ? root.work_queues as unknown[] : [];
+  for (const [index, queue] of queues.entries()) {
+    const actions = fields(queue)?.actions;
+    for (const [i, action] of (Array.isArray(actions) ? actions : []).entries()) {
+      found.push({
+        path: ["work_queues", index, "actions", i, "run"],
+        label: "run",
+        value: fields(action)?.run,
+      });
+    }
   }
   return found;
 }

@@ -17,6 +17,7 @@ import { didYouMean, nearest } from "../text/suggest.ts";
 import type { PipelineProblemCode } from "../ingest/definition.ts";
 import type { ReportProblemCode } from "../report/definition.ts";
 import type { WorkflowProblemCode } from "../workflow/definition.ts";
+import type { WorkQueueProblemCode } from "../workqueue/definition.ts";
 
 /** What kind of problem a {@linkcode ConfigError} is. */
 export type ConfigErrorCode =
@@ -62,6 +63,12 @@ export type ConfigErrorCode =
    * `report-param-unbound`, `report-tenant-missing`...
    */
   | ReportProblemCode
+  /**
+   * A work queue that breaks a rule of `checkWorkQueue`, with that rule's
+   * code: `work-claim-missing`, `work-score-rule-missing`,
+   * `work-bulk-confirm-missing`, `work-action-unknown`, `work-input-unknown`...
+   */
+  | WorkQueueProblemCode
   /**
    * A warning, not an error: the program a `command` starts (its first argv
    * word) is not a file where it would run, or a bare name is not on PATH.
@@ -368,6 +375,13 @@ export class Reporter {
       const where = typeof id === "string" && id !== ""
         ? `report ${quote(id)}`
         : `report #${second + 1}`;
+      return [where, path.slice(2)];
+    }
+    if (first === "work_queues" && typeof second === "number") {
+      const id = valueAt(this.raw, [...path.slice(0, 2), "id"]);
+      const where = typeof id === "string" && id !== ""
+        ? `work queue ${quote(id)}`
+        : `work queue #${second + 1}`;
       return [where, path.slice(2)];
     }
     if (first === "sources" && second !== undefined) {

@@ -467,6 +467,63 @@ export const reportSchema = z.strictObject({
   limits: reportLimitsSchema.optional(),
 });
 
+const webhookUrl = z.string().superRefine((url, ctx) => {
+  if (!URL.canParse(url) || !/^https?:$/.test(new URL(url).protocol)) {
+    issue(ctx, "must be an http or https URL");
+  }
+});
+
+const emailAddress = z.string().superRefine((address, ctx) => {
+  if (!/^[^\s@]+@[^\s@]+$/.test(address)) {
+    issue(ctx, "must be an e-mail address such as finance@example.com");
+  }
+});
+
+/** One action of a work queue: one job per item, run by a use case of the file or its own `run:`. */
+const workActionSchema = z.strictObject({
+  id: slug,
+  use_case: nonEmpty.optional(),
+  run: z.strictObject(runner).optional(),
+  queue: name.optional(),
+});
+
+/** One bulk action of a work queue; `money` without `confirm_by` is `checkWorkQueue`'s. */
+const workBulkSchema = z.strictObject({
+  id: slug,
+  action: nonEmpty,
+  money: z.strictObject({ amount: nonEmpty, currency: nonEmpty }).optional(),
+  confirm_by: z.strictObject({
+    totp: nonEmpty.optional(),
+    command: command.optional(),
+    webhook: webhookUrl.optional(),
+    email: emailAddress.optional(),
+  }).optional(),
+  second_person: z.boolean().optional(),
+});
+
+/**
+ * One entry of `work_queues:`; the rules spanning fields (a claim mode, a
+ * rule for a score, a weight per input, actions that name something, a
+ * confirmation for money) are `checkWorkQueue`'s (`src/workqueue/definition.ts`).
+ */
+export const workQueueSchema = z.strictObject({
+  id: slug,
+  use_case: nonEmpty.optional(),
+  /** Required, but its absence is `checkWorkQueue`'s `work-claim-missing`. */
+  claim: z.enum(["disabled", "optional", "required"]).optional(),
+  lease: duration.optional(),
+  score: z.strictObject({
+    rule: nonEmpty.optional(),
+    inputs: z.array(nonEmpty).min(1),
+    /** The formula: input -> weight (`0.01`; the age's per unit of time, `2/day`). */
+    weights: z.record(z.string(), z.unknown()).optional(),
+  }).optional(),
+  show: z.array(nonEmpty).optional(),
+  actions: z.array(workActionSchema).optional(),
+  bulk: z.array(workBulkSchema).optional(),
+  roles: z.array(nonEmpty).optional(),
+});
+
 const queueSchema = z.strictObject({
   concurrency: whole().min(1).optional(),
   paused: z.boolean().optional(),
@@ -495,6 +552,7 @@ export const fileSchema = z.strictObject({
   sources: z.record(z.string(), namedSourceSchema).optional(),
   pipelines: z.array(pipelineSchema).optional(),
   reports: z.array(reportSchema).optional(),
+  work_queues: z.array(workQueueSchema).optional(),
   schedules: z.array(scheduleSchema).optional(),
 });
 
@@ -508,6 +566,8 @@ export type RawUseCase = z.output<typeof useCaseSchema>;
 export type RawWorkflow = z.output<typeof workflowSchema>;
 /** A pipeline as the schema outputs it: durations in milliseconds. */
 export type RawPipeline = z.output<typeof pipelineSchema>;
+/** A work queue as the schema outputs it: its lease in milliseconds. */
+export type RawWorkQueue = z.output<typeof workQueueSchema>;
 /** `pruner:` as the schema outputs it: durations in milliseconds, nothing defaulted. */
 export type RawPruner = z.output<typeof prunerSchema>;
 

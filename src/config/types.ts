@@ -9,6 +9,7 @@ import type { Schedule } from "../schedule/types.ts";
 import type { CompiledWorkflow, StepRun } from "../workflow/types.ts";
 import type { CompiledPipeline } from "../ingest/types.ts";
 import type { CompiledReport } from "../report/definition.ts";
+import type { WorkQueueDefinition } from "../workqueue/types.ts";
 
 /**
  * The file's `pruner:` section: how the daemon's retention sweep runs. Only
@@ -53,6 +54,12 @@ export interface ScheduleConfig {
    * resolved against the file's folder), in file order; empty when none.
    */
   reports: CompiledReport[];
+  /**
+   * The `work_queues:` section, each checked by `checkWorkQueue` and
+   * compiled (actions' use cases resolved, the score rule versioned), in
+   * file order; empty when none.
+   */
+  workQueues: WorkQueueDefinition[];
   /**
    * The `workers:` module, resolved against the schedules file's folder
    * (relative when the file's path is): its exported workers run the

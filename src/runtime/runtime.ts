@@ -19,7 +19,7 @@ import type { Registry } from "../kernel/executor.ts";
 import type { Lease, RescuedJob, Store } from "../store/store.ts";
 import { beat } from "./heartbeat.ts";
 import { Leadership } from "./leadership.ts";
-import { rescueOrphans } from "./lifeline.ts";
+import { rescueOrphans, returnExpiredClaims } from "./lifeline.ts";
 import type { Logger } from "../kernel/logger.ts";
 import { Producer } from "./producer.ts";
 import { LeaseExpiredError, LeaseLostError } from "../kernel/abort_reasons.ts";
@@ -299,6 +299,7 @@ export class Runtime {
         for (const job of report.jobs) this.#logRescued(job);
         this.wake(report.queues);
         await store.nodesExpire({ before: clock.now() - this.#options.nodeExpiryMs });
+        await returnExpiredClaims(store, clock.now());
       }),
       this.#every("pruner", () => read(this.#options.pruneMs), async () => {
         if (this.maintaining) await this.#prune(signal);

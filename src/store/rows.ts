@@ -18,6 +18,9 @@ import type {
   RescuedJob,
   ScheduleRow,
   SessionRow,
+  WorkItemEvent,
+  WorkItemEventKind,
+  WorkItemRow,
 } from "./store.ts";
 import type { LoadedRun } from "../workflow/bookkeeping.ts";
 import type { LeasedJob } from "./lifecycle/jobs.ts";
@@ -332,5 +335,50 @@ export function toBulkRun(row: Row): BulkRun {
     createdAt: Number(row.created_at),
     finishedAt: row.finished_at == null ? null : Number(row.finished_at),
     abortRequested: row.abort_requested === true || Number(row.abort_requested) === 1,
+  };
+}
+
+/** A row of `work_items` (with `action_state`, the state of its action's job, or null). */
+export function toWorkItem(row: Row): WorkItemRow {
+  const inputs = row.inputs == null ? null : json(row.inputs);
+  return {
+    id: Number(row.id),
+    queue: String(row.queue),
+    key: String(row.key),
+    tenant: row.tenant == null ? null : String(row.tenant),
+    data: json(row.data),
+    score: row.score == null ? null : Number(row.score),
+    scoreRate: row.score_rate == null ? null : Number(row.score_rate),
+    inputs: inputs as Record<string, unknown> | null,
+    ruleVersion: row.rule_version == null ? null : String(row.rule_version),
+    requestedAt: Number(row.requested_at),
+    updatedAt: Number(row.updated_at),
+    state: String(row.state) as WorkItemRow["state"],
+    claimOwner: row.claim_owner == null ? null : String(row.claim_owner),
+    claimExpiresAt: row.claim_expires_at == null ? null : Number(row.claim_expires_at),
+    claimFence: Number(row.claim_fence),
+    skippedBy: row.skipped_by == null ? null : String(row.skipped_by),
+    skippedUntil: row.skipped_until == null ? null : Number(row.skipped_until),
+    outcome: row.outcome == null ? null : String(row.outcome),
+    actionJobId: row.action_job_id == null ? null : Number(row.action_job_id),
+    actionState: row.action_state == null ? null : String(row.action_state) as JobState,
+    doneBy: row.done_by == null ? null : String(row.done_by),
+    doneAt: row.done_at == null ? null : Number(row.done_at),
+    doneReason: row.done_reason == null ? null : String(row.done_reason),
+  };
+}
+
+/** A row of `work_item_events`. */
+export function toWorkItemEvent(row: Row): WorkItemEvent {
+  const detail = json(row.detail);
+  return {
+    id: Number(row.id),
+    itemId: Number(row.item_id),
+    at: Number(row.at),
+    actor: String(row.actor),
+    kind: String(row.kind) as WorkItemEventKind,
+    reason: row.reason == null ? null : String(row.reason),
+    fence: row.fence == null ? null : Number(row.fence),
+    detail: detail !== null && typeof detail === "object" ? detail as Record<string, unknown> : {},
   };
 }

@@ -101,6 +101,16 @@ export const STORE_TX_METHODS = [
   "bulkRunCreate",
   "bulkRunGet",
   "bulkRunAbort",
+  "workItemAdd",
+  "workItemGet",
+  "workItemsList",
+  "workItemEvents",
+  "workItemClaim",
+  "workItemNext",
+  "workItemRelease",
+  "workItemSkip",
+  "workItemReassign",
+  "workItemDo",
 ] as const;
 
 /** The name of one method of {@linkcode STORE_TX_METHODS}. */
@@ -479,7 +489,8 @@ export interface Store<Tx extends StoreTx = StoreTx>
     StoreReports,
     StorePrincipals,
     StoreSessions,
-    StoreBulk {
+    StoreBulk,
+    StoreWorkItems {
   /** `sqlite` or `postgres`: for messages and metrics, never for branching in the kernel. */
   readonly kind: string;
 
@@ -1235,4 +1246,235 @@ export interface StoreBulk {
   bulkRunFinish(
     params: { id: number; state: Exclude<BulkRunState, "running">; now: number },
   ): Promise<boolean>;
+}
+
+/** Whether an item still waits for a person (`open`) or was acted on (`done`). */
+export type WorkItemState = "open" | "done";
+
+/**
+ * One item of a human work queue (`work_items`). Its claim is current only
+ * while `claimExpiresAt` is after now: an expired claim is no claim, and the
+ * next write that meets it clears it and records `expired`. The score kept is
+ * the rule's value at age 0 (`score`) and what it gains per ms of age
+ * (`scoreRate`); the score at an instant is `score + scoreRate * age`
+ * (`scoreAt` in `src/workqueue/definition.ts`).
+ */
+export interface WorkItemRow {
+  id: number;
+  queue: string;
+  key: string;
+  tenant: string | null;
+  data: unknown;
+  /** Null for an item of an unscored queue: it is listed by `requestedAt`. */
+  score: number | null;
+  scoreRate: number | null;
+  /** The inputs the score came from, as the data gave them (the age is derived). */
+  inputs: Record<string, unknown> | null;
+  ruleVersion: string | null;
+  /** When it was first added: kept across re-adds, so it keeps its place. */
+  requestedAt: number;
+  updatedAt: number;
+  state: WorkItemState;
+  claimOwner: string | null;
+  claimExpiresAt: number | null;
+  /** Rises with every claim taken (never with a renewal by its owner). */
+  claimFence: number;
+  skippedBy: string | null;
+  skippedUntil: number | null;
+  /** The action taken on it, once done. */
+  outcome: string | null;
+  /** The job that runs the action. */
+  actionJobId: number | null;
+  /** That job's state now (null once pruned, or before an action). */
+  actionState: JobState | null;
+  doneBy: string | null;
+  doneAt: number | null;
+  doneReason: string | null;
+}
+
+/** What happened to an item: each claim, return and action, by whom. */
+export type WorkItemEventKind =
+  | "added"
+  | "updated"
+  | "rescored"
+  | "claimed"
+  | "released"
+  | "expired"
+  | "skipped"
+  | "reassigned"
+  | "broken"
+  | "done";
+
+/** One line of an item's history (`work_item_events`). */
+export interface WorkItemEvent {
+  id: number;
+  itemId: number;
+  at: number;
+  /** Who: a person, or `jobs` for what the store did itself (an expired claim). */
+  actor: string;
+  kind: WorkItemEventKind;
+  reason: string | null;
+  /** The claim's fence the event concerns, where it concerns one. */
+  fence: number | null;
+  detail: Record<string, unknown>;
+}
+
+/** An item's score as the rule computed it when its inputs were given (see `WorkItemRow`). */
+export interface WorkItemScore {
+  score: number;
+  rate: number;
+  inputs: Record<string, unknown>;
+  version: string;
+}
+
+/** Params of {@linkcode StoreWorkItems.workItemAdd}. */
+export interface WorkItemAddParams {
+  queue: string;
+  key: string;
+  tenant: string | null;
+  data: unknown;
+  /** Null for an unscored queue. */
+  score: WorkItemScore | null;
+  actor: string;
+  now: number;
+}
+
+/** Which item: its queue and key, in a tenant's scope when `tenant` is given. */
+export interface WorkItemRef {
+  queue: string;
+  key: string;
+  tenant?: string;
+}
+
+/** Why a write on an item changed nothing. */
+export type WorkItemRefusal =
+  /** No such item (in the scope). */
+  | "missing"
+  /** It was acted on already. */
+  | "done"
+  /** Another person holds a current claim on it. */
+  | "held"
+  /** An action on a `required` queue by a person without the current claim. */
+  | "unclaimed"
+  /** The claim's fence given is not the current one (a late action after the claim moved on). */
+  | "stale";
+
+/** What a write on an item did: the item as it is now, or why nothing changed (and the item as it is). */
+export type WorkItemOutcome =
+  | { ok: true; item: WorkItemRow }
+  | { ok: false; why: WorkItemRefusal; item: WorkItemRow | null };
+
+/**
+ * Items of human work queues and their history. Every change and its
+ * history row commit together; a claim is one conditional write (owner,
+ * expiry, a fence that only rises), and each write first clears the claims
+ * of the item (or for `next`, the queue) that expired, recording `expired`.
+ */
+export interface StoreWorkItems {
+  /**
+   * Adds the item, or with its key already in the queue updates its data and
+   * score and keeps its `requestedAt` (its place in line). `created` says
+   * which. Null when the key is taken by an item of another tenant.
+   */
+  workItemAdd(params: WorkItemAddParams): Promise<{ item: WorkItemRow; created: boolean } | null>;
+  /** The item, or null. */
+  workItemGet(params: WorkItemRef): Promise<WorkItemRow | null>;
+  /**
+   * The queue's items in `state` (default `open`), in the order people get
+   * them: highest score first (ties and unscored items oldest first).
+   */
+  workItemsList(
+    params: { queue: string; tenant?: string; state?: WorkItemState; limit?: number },
+  ): Promise<WorkItemRow[]>;
+  /**
+   * The open items of `queue` whose score came from another rule version
+   * than `ruleVersion` (null: unscored), oldest first, at most `limit`: those
+   * a change of the queue's rule left to rescore.
+   */
+  workItemsStale(
+    params: { queue: string; ruleVersion: string | null; limit: number },
+  ): Promise<WorkItemRow[]>;
+  /**
+   * Rewrites the item's score (keeping its data and place) when its score
+   * still came from `fromVersion`: an add that changed it since wins.
+   * Records `rescored`; answers whether it wrote.
+   */
+  workItemRescore(
+    params: {
+      queue: string;
+      key: string;
+      fromVersion: string | null;
+      score: WorkItemScore | null;
+      now: number;
+    },
+  ): Promise<boolean>;
+  /** The item's history, oldest first. */
+  workItemEvents(params: WorkItemRef): Promise<WorkItemEvent[]>;
+  /**
+   * Claims the item for `person` until `now + leaseMs`: free (or its claim
+   * expired) it takes a new fence; held by `person` the claim is renewed
+   * with its fence kept; held by another it is `held`, unless `breakReason`
+   * is given (an `optional` queue's hold broken, recorded `broken`).
+   */
+  workItemClaim(
+    params: WorkItemRef & {
+      person: string;
+      now: number;
+      leaseMs: number;
+      breakReason?: string | null;
+    },
+  ): Promise<WorkItemOutcome>;
+  /**
+   * Claims the highest unclaimed open item `person` has not skipped (or
+   * whose skip ended), in one conditional write: racing callers get
+   * different items. Null when none is left.
+   */
+  workItemNext(
+    params: { queue: string; tenant?: string; person: string; now: number; leaseMs: number },
+  ): Promise<WorkItemRow | null>;
+  /** Gives back `person`'s current claim (`fence` given, only that claim). */
+  workItemRelease(
+    params: WorkItemRef & { person: string; now: number; fence?: number; reason?: string | null },
+  ): Promise<WorkItemOutcome>;
+  /**
+   * Hides the item from `person`'s `next` until `until`, giving back their
+   * claim; refused as `held` while another holds it.
+   */
+  workItemSkip(
+    params: WorkItemRef & { person: string; now: number; until: number; reason?: string | null },
+  ): Promise<WorkItemOutcome>;
+  /** Gives the item's claim to `to` (a new fence), whoever held it; `actor` is recorded. */
+  workItemReassign(
+    params: WorkItemRef & {
+      actor: string;
+      to: string;
+      now: number;
+      leaseMs: number;
+      reason: string | null;
+    },
+  ): Promise<WorkItemOutcome>;
+  /**
+   * Acts on the item: marks it done with `action`, inserts `job` (its unique
+   * key `<queue>/<key>/<action>`) and records the job on the item, in one
+   * transaction. With `needClaim` (a `required` queue) the statement that
+   * marks it done checks `person`'s current claim and `fence`; without it,
+   * another person's current hold refuses unless `breakReason` is given.
+   */
+  workItemDo(
+    params: WorkItemRef & {
+      person: string;
+      action: string;
+      job: NewJob;
+      needClaim: boolean;
+      fence: number | null;
+      breakReason?: string | null;
+      reason: string | null;
+      now: number;
+    },
+  ): Promise<WorkItemOutcome & { jobId?: number }>;
+  /**
+   * Clears the claims that expired by `now` (of `queue` when given), at most
+   * `limit`, recording `expired` for each; returns how many.
+   */
+  workItemsExpire(params: { queue?: string; now: number; limit?: number }): Promise<number>;
 }

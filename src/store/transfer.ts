@@ -36,7 +36,7 @@ import type { Store } from "./store.ts";
 import { MOVED_SETTING, type StoreMove } from "./errors.ts";
 
 /** How a column's values are compared and carried between the stores. */
-type ColumnKind = "int" | "text" | "bool" | "json";
+type ColumnKind = "int" | "real" | "text" | "bool" | "json";
 
 /** One table that is copied: its columns, its key, and whether its `id` comes from a sequence. */
 interface TableSpec {
@@ -68,12 +68,14 @@ export const TRANSFER_TABLES = [
   "principals",
   "sessions",
   "bulk_runs",
+  "work_items",
+  "work_item_events",
 ] as const;
 
 /** A table {@linkcode storeTransfer} copies. */
 export type TransferTable = typeof TRANSFER_TABLES[number];
 
-const int = "int", text = "text", bool = "bool", jsonb = "json";
+const int = "int", real = "real", text = "text", bool = "bool", jsonb = "json";
 
 const SPECS: readonly TableSpec[] = [
   {
@@ -289,6 +291,55 @@ const SPECS: readonly TableSpec[] = [
       ["created_at", int],
       ["finished_at", int],
       ["abort_requested", bool],
+    ],
+    key: ["id"],
+    paged: true,
+    sequence: true,
+  },
+  {
+    // Work items with their claims and fences: a claim held on the source holds on the copy.
+    name: "work_items",
+    columns: [
+      ["id", int],
+      ["queue", text],
+      ["key", text],
+      ["tenant", text],
+      ["data", jsonb],
+      ["score", real],
+      ["score_rate", real],
+      ["score_rank", real],
+      ["inputs", jsonb],
+      ["rule_version", text],
+      ["requested_at", int],
+      ["updated_at", int],
+      ["state", text],
+      ["claim_owner", text],
+      ["claim_expires_at", int],
+      ["claim_fence", int],
+      ["skipped_by", text],
+      ["skipped_until", int],
+      ["outcome", text],
+      ["action_job_id", int],
+      ["done_by", text],
+      ["done_at", int],
+      ["done_reason", text],
+    ],
+    key: ["id"],
+    paged: true,
+    sequence: true,
+  },
+  {
+    // Each item's history.
+    name: "work_item_events",
+    columns: [
+      ["id", int],
+      ["item_id", int],
+      ["at", int],
+      ["actor", text],
+      ["kind", text],
+      ["reason", text],
+      ["fence", int],
+      ["detail", jsonb],
     ],
     key: ["id"],
     paged: true,
@@ -545,6 +596,8 @@ function canonical(spec: TableSpec, row: Row): Canonical {
     switch (kind) {
       case "int":
         return num(value);
+      case "real":
+        return Number(value);
       case "text":
         return String(value);
       case "bool":

@@ -81,6 +81,7 @@ Deno.test("a schedule with only id, rhythm and run gets the built-in defaults", 
     workflows: [],
     pipelines: [],
     reports: [],
+    workQueues: [],
   });
   assert.equal(SCHEDULE_DEFAULTS.misfire, "fire_once");
   assert.equal(SCHEDULE_DEFAULTS.overlapPolicy, "allow");

@@ -9,7 +9,7 @@ import { FakeClock } from "../../src/clock.ts";
 import { Jobs } from "../../src/jobs.ts";
 import { waitUntil } from "../../src/testing.ts";
 import type { Logger } from "../../src/kernel/logger.ts";
-import { rescueOrphans } from "../../src/runtime/lifeline.ts";
+import { rescueOrphans, returnExpiredClaims } from "../../src/runtime/lifeline.ts";
 import { BACKENDS, newJob } from "../support/backends.ts";
 
 const T0 = Date.UTC(2026, 0, 1);
@@ -96,6 +96,50 @@ for (const backend of BACKENDS) {
         nextAttempt: 2,
       });
       assert.equal((await h.store.jobGet({ id: id! }))?.state, "available");
+    } finally {
+      await h.close();
+    }
+  });
+}
+
+for (const backend of BACKENDS) {
+  Deno.test(`[${backend.name}] returnExpiredClaims() returns work items whose claim ran out, recorded expired`, async () => {
+    const h = await backend.open(T0);
+    try {
+      for (const key of ["a", "b"]) {
+        await h.store.workItemAdd({
+          queue: "payouts",
+          key,
+          tenant: null,
+          data: {},
+          score: null,
+          actor: "ada",
+          now: T0,
+        });
+      }
+      await h.store.workItemClaim({
+        queue: "payouts",
+        key: "a",
+        person: "ada",
+        now: T0,
+        leaseMs: LEASE_MS,
+      });
+      await h.store.workItemClaim({
+        queue: "payouts",
+        key: "b",
+        person: "bob",
+        now: T0,
+        leaseMs: 2 * LEASE_MS,
+      });
+      assert.equal(await returnExpiredClaims(h.store, T0 + LEASE_MS), 1);
+      assert.equal((await h.store.workItemGet({ queue: "payouts", key: "a" }))?.claimOwner, null);
+      assert.equal((await h.store.workItemGet({ queue: "payouts", key: "b" }))?.claimOwner, "bob");
+      const history = await h.store.workItemEvents({ queue: "payouts", key: "a" });
+      assert.deepEqual(history.at(-1) && [history.at(-1)!.kind, history.at(-1)!.detail.owner], [
+        "expired",
+        "ada",
+      ]);
+      assert.equal(await returnExpiredClaims(h.store, T0 + LEASE_MS), 0);
     } finally {
       await h.close();
     }

@@ -184,6 +184,36 @@ async function seed(store: SqliteStore): Promise<{ prunedId: number }> {
   });
   await store.principalUpdate({ kind: "person", name: "ada", disabled: true, now: now + 1 });
   await store.principalUsed({ kind: "token", name: "ci", now: now + 2 });
+  // Work items: scored (a fraction), claimed, done with its action's job, and their history.
+  const rate = 2 / 86_400_000;
+  for (const [key, amount] of [["d1", 240], ["d2", 1900]] as const) {
+    await store.workItemAdd({
+      queue: "disputes",
+      key,
+      tenant: "acme",
+      data: { zeta: 1, amount, currency: "EUR", nested: { b: 2, a: [1, "x"] } },
+      score: {
+        score: amount / 100,
+        rate,
+        inputs: { amount, evidence_missing: null },
+        version: "v1",
+      },
+      actor: "ada",
+      now,
+    });
+  }
+  await store.workItemClaim({ queue: "disputes", key: "d1", person: "ada", now, leaseMs: HOUR });
+  await store.workItemDo({
+    queue: "disputes",
+    key: "d2",
+    person: "ada",
+    action: "refund",
+    job: newJob({ worker: "refund", uniqueKey: "disputes/d2/refund", scheduledAt: now }),
+    needClaim: false,
+    fence: null,
+    reason: "charged twice",
+    now,
+  });
   // An old node (a daemon killed long ago): not live, and not copied.
   await store.nodeBeat({ node: "old-node", queues: { default: 2 }, now: T0 - 2 * HOUR });
   // The highest job, pruned: its id must never be handed out again.
@@ -214,6 +244,14 @@ async function snapshot(store: Store) {
       (await store.workflowsList({})).map((r) => store.workflowGet({ id: r.id })),
     ),
     principals: await store.principalsList({}),
+    workItems: [
+      ...await store.workItemsList({ queue: "disputes" }),
+      ...await store.workItemsList({ queue: "disputes", state: "done" }),
+    ],
+    workItemEvents: [
+      ...await store.workItemEvents({ queue: "disputes", key: "d1" }),
+      ...await store.workItemEvents({ queue: "disputes", key: "d2" }),
+    ],
     secrets: [
       await store.principalSecretHash({ kind: "person", name: "ada" }),
       await store.principalSecretHash({ kind: "token", name: "ci" }),

@@ -1,6 +1,6 @@
 /**
  * Every primitive op the shared lifecycle modules yield (`jobs.ts`,
- * `schedules.ts`, `leaders.ts`, and the workflow bookkeeping's), and the
+ * `schedules.ts`, `leaders.ts`, `work_items.ts`, and the workflow bookkeeping's), and the
  * two ways a store drives a generator of them: synchronously inside its
  * write transaction (SQLite) or awaiting each answer (PostgreSQL, which
  * also pipelines the ops that answer nothing; see its adapter).
@@ -16,15 +16,16 @@ import type { Op } from "../../workflow/bookkeeping.ts";
 import type { JobOp } from "./jobs.ts";
 import type { LeaderOp } from "./leaders.ts";
 import type { ScheduleOp } from "./schedules.ts";
+import type { WorkItemOp } from "./work_items.ts";
 
 /** Any op a store answers for the shared lifecycle. */
-export type StoreOp = JobOp | ScheduleOp | LeaderOp | Op;
+export type StoreOp = JobOp | ScheduleOp | LeaderOp | Op | WorkItemOp;
 
 /** A generator of {@linkcode StoreOp}s returning `R`. */
 export type StoreOps<R> = Generator<StoreOp, R, unknown>;
 
 /** The concern whose file in each adapter answers an op. */
-export type OpConcern = "jobs" | "schedules" | "leaders" | "workflows";
+export type OpConcern = "jobs" | "schedules" | "leaders" | "workflows" | "workItems";
 
 /**
  * Which concern answers each op: one table for both adapters, exhaustive,
@@ -78,6 +79,19 @@ const CONCERN_OF: Readonly<Record<StoreOp["op"], OpConcern>> = {
   stepsDelete: "workflows",
   runsSet: "workflows",
   auditRecord: "workflows",
+  itemsExpire: "workItems",
+  itemUpsert: "workItems",
+  itemGet: "workItems",
+  itemTake: "workItems",
+  itemNextTake: "workItems",
+  itemRelease: "workItems",
+  itemSkip: "workItems",
+  itemReassign: "workItems",
+  itemDone: "workItems",
+  itemJobInsert: "workItems",
+  itemRescore: "workItems",
+  itemJobSet: "workItems",
+  itemEventsInsert: "workItems",
 };
 
 /** Whether a schedules file answers `op`. */
@@ -93,6 +107,11 @@ export function isLeaderOp(op: StoreOp): op is LeaderOp {
 /** Whether a workflows file answers `op` (the workflow bookkeeping's). */
 export function isWorkflowOp(op: StoreOp): op is Op {
   return CONCERN_OF[op.op] === "workflows";
+}
+
+/** Whether a work-items file answers `op`. */
+export function isWorkItemOp(op: StoreOp): op is WorkItemOp {
+  return CONCERN_OF[op.op] === "workItems";
 }
 
 /** Drives `ops` with a synchronous store (SQLite). */

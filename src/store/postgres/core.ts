@@ -25,6 +25,7 @@ import {
   isLeaderOp,
   isScheduleOp,
   isWorkflowOp,
+  isWorkItemOp,
   type StoreOp,
   type StoreOps,
 } from "../lifecycle/ops.ts";
@@ -35,6 +36,8 @@ import { answerJobOp, JOB_WRITES } from "./jobs.ts";
 import { answerScheduleOp, SCHEDULE_WRITES } from "./schedules.ts";
 import { answerLeaderOp } from "./nodes.ts";
 import { answerWorkflowOp, WORKFLOW_WRITES } from "./workflows.ts";
+import { answerWorkItemOp } from "./work_items.ts";
+import { WORK_ITEM_WRITES } from "../lifecycle/work_items.ts";
 
 /** A schema name this store accepts: it is spliced into SET and CREATE statements. */
 const SCHEMA_NAME = /^[a-z_][a-z0-9_]{0,62}$/;
@@ -47,6 +50,7 @@ const PIPELINED: ReadonlySet<StoreOp["op"]> = new Set<StoreOp["op"]>([
   ...JOB_WRITES,
   ...SCHEDULE_WRITES,
   ...WORKFLOW_WRITES,
+  ...WORK_ITEM_WRITES,
 ]);
 
 /**
@@ -247,6 +251,7 @@ export class PostgresCore {
     if (isScheduleOp(op)) return answerScheduleOp(this, op, q);
     if (isLeaderOp(op)) return answerLeaderOp(this, op, q);
     if (isWorkflowOp(op)) return answerWorkflowOp(this, op, q);
+    if (isWorkItemOp(op)) return answerWorkItemOp(this, op, q);
     return answerJobOp(this, op, q, counts);
   }
 }

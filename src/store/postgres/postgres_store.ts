@@ -51,6 +51,7 @@ import type {
   StoreTx,
   StoreTxMethods,
   StoreWorkflows,
+  StoreWorkItems,
 } from "../store.ts";
 import { STORE_TX_METHODS } from "../store.ts";
 import { SchemaTooNewError, SchemaTooOldError, StoreOpenError } from "../errors.ts";
@@ -68,6 +69,7 @@ import { postgresIngest } from "./ingest.ts";
 import { postgresReports } from "./reports.ts";
 import { postgresPrincipals } from "./principals.ts";
 import { postgresSessions } from "./sessions.ts";
+import { postgresWorkItems } from "./work_items.ts";
 import { postgresBulk } from "./bulk.ts";
 
 export { isLostSessionStray, reconnectBackoffS } from "./core.ts";
@@ -180,7 +182,8 @@ export interface PostgresStore
     StoreReports,
     StorePrincipals,
     StoreSessions,
-    StoreBulk {}
+    StoreBulk,
+    StoreWorkItems {}
 
 /**
  * The PostgreSQL implementation of {@linkcode Store}: its own members here,
@@ -223,6 +226,7 @@ export class PostgresStore implements Store<PostgresTx> {
       postgresPrincipals(core),
       postgresSessions(core),
       postgresBulk(core),
+      postgresWorkItems(core),
     );
   }
 
@@ -354,6 +358,7 @@ export class PostgresStore implements Store<PostgresTx> {
         ...postgresPrincipals(core),
         ...postgresSessions(core),
         ...postgresBulk(core),
+        ...postgresWorkItems(core),
       };
       const ended = () =>
         Promise.reject(new Error(`${this.location}: the transaction has ended; use the store`));

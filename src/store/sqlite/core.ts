@@ -26,6 +26,7 @@ import {
   isLeaderOp,
   isScheduleOp,
   isWorkflowOp,
+  isWorkItemOp,
   runStoreOps,
   type StoreOp,
   type StoreOps,
@@ -39,6 +40,7 @@ import { answerJobOp } from "./jobs.ts";
 import { answerScheduleOp } from "./schedules.ts";
 import { answerLeaderOp } from "./nodes.ts";
 import { answerWorkflowOp } from "./workflows.ts";
+import { answerWorkItemOp } from "./work_items.ts";
 
 /** A concern file's statements: their SQL texts by name. */
 export type SqlTexts<K extends string = string> = Readonly<Record<K, string>>;
@@ -533,6 +535,7 @@ export class SqliteCore {
     if (isScheduleOp(op)) return answerScheduleOp(this, op);
     if (isLeaderOp(op)) return answerLeaderOp(this, op);
     if (isWorkflowOp(op)) return answerWorkflowOp(this, op);
+    if (isWorkItemOp(op)) return answerWorkItemOp(this, op);
     return answerJobOp(this, op);
   }
 }

@@ -42,6 +42,7 @@ import type {
   StoreTxMethod,
   StoreTxMethods,
   StoreWorkflows,
+  StoreWorkItems,
 } from "../store.ts";
 import { STORE_TX_METHODS } from "../store.ts";
 import { SchemaTooNewError, SchemaTooOldError, StoreLostError, StoreOpenError } from "../errors.ts";
@@ -62,6 +63,7 @@ import { sqliteIngest } from "./ingest.ts";
 import { sqliteReports } from "./reports.ts";
 import { sqlitePrincipals } from "./principals.ts";
 import { sqliteSessions } from "./sessions.ts";
+import { sqliteWorkItems } from "./work_items.ts";
 import { sqliteBulk } from "./bulk.ts";
 
 /** Options for {@linkcode openSqliteStore}. */
@@ -166,7 +168,8 @@ export interface SqliteStore
     StoreReports,
     StorePrincipals,
     StoreSessions,
-    StoreBulk {}
+    StoreBulk,
+    StoreWorkItems {}
 
 /** The SQLite implementation of {@linkcode Store}. */
 export class SqliteStore implements Store<SqliteTx> {
@@ -208,6 +211,7 @@ export class SqliteStore implements Store<SqliteTx> {
       sqlitePrincipals(core),
       sqliteSessions(core),
       sqliteBulk(core),
+      sqliteWorkItems(core),
     );
   }
 
