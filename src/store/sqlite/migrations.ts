@@ -36,7 +36,7 @@ import ingestTenant from "../../../migrations/sqlite/0016_ingest_tenant.sql" wit
 };
 import sessions from "../../../migrations/sqlite/0017_sessions.sql" with { type: "text" };
 import bulkRuns from "../../../migrations/sqlite/0018_bulk_runs.sql" with { type: "text" };
-import workItems from "../../../migrations/sqlite/0020_work_items.sql" with { type: "text" };
+import workItems from "../../../migrations/sqlite/0019_work_items.sql" with { type: "text" };
 
 /** One numbered migration. */
 export interface Migration {
@@ -66,7 +66,7 @@ export const MIGRATIONS: readonly Migration[] = [
   { version: 17, name: "0017_sessions.sql", sql: sessions },
   { version: 18, name: "0018_bulk_runs.sql", sql: bulkRuns },
   // 0019 is another branch's; the integrator merges both.
-  { version: 20, name: "0020_work_items.sql", sql: workItems },
+  { version: 19, name: "0019_work_items.sql", sql: workItems },
 ];
 
 /** The migrations a database at schema `version` has not applied yet, in order. */
