@@ -84,6 +84,7 @@ const LAYERS: readonly (readonly string[])[] = [
   ["ingest"],
   ["report"],
   ["config"],
+  ["workqueue"],
   ["runners"],
   ["runtime"],
   ["admin"],

@@ -38,6 +38,18 @@ import type {
   PipelineSummary,
 } from "./ingest_types.ts";
 import type { ReportRun, ReportRunState } from "./report_types.ts";
+import type { StoreBulkRequests, StoreTotp } from "./bulk_request_types.ts";
+
+export type {
+  BulkRequest,
+  BulkRequestState,
+  ConfirmChannelKind,
+  ManifestEntry,
+  NewBulkRequest,
+  StoreBulkRequests,
+  StoreTotp,
+  TotpEnrolment,
+} from "./bulk_request_types.ts";
 
 /** What `migrate()` did. */
 export interface MigrationReport {
@@ -101,6 +113,16 @@ export const STORE_TX_METHODS = [
   "bulkRunCreate",
   "bulkRunGet",
   "bulkRunAbort",
+  "bulkRequestCreate",
+  "bulkRequestGet",
+  "bulkRequestLatest",
+  "bulkRequestTry",
+  "bulkRequestConfirm",
+  "bulkRequestEnd",
+  "totpEnrol",
+  "totpEnrolment",
+  "totpUse",
+  "totpDelete",
 ] as const;
 
 /** The name of one method of {@linkcode STORE_TX_METHODS}. */
@@ -479,7 +501,9 @@ export interface Store<Tx extends StoreTx = StoreTx>
     StoreReports,
     StorePrincipals,
     StoreSessions,
-    StoreBulk {
+    StoreBulk,
+    StoreBulkRequests,
+    StoreTotp {
   /** `sqlite` or `postgres`: for messages and metrics, never for branching in the kernel. */
   readonly kind: string;
 

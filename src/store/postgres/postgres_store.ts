@@ -39,6 +39,7 @@ import type {
   MigrationReport,
   Store,
   StoreBulk,
+  StoreBulkRequests,
   StoreCounts,
   StoreIngest,
   StoreJobs,
@@ -48,6 +49,7 @@ import type {
   StoreSchedules,
   StoreSessions,
   StoreSettings,
+  StoreTotp,
   StoreTx,
   StoreTxMethods,
   StoreWorkflows,
@@ -69,6 +71,7 @@ import { postgresReports } from "./reports.ts";
 import { postgresPrincipals } from "./principals.ts";
 import { postgresSessions } from "./sessions.ts";
 import { postgresBulk } from "./bulk.ts";
+import { postgresBulkRequests } from "./bulk_requests.ts";
 
 export { isLostSessionStray, reconnectBackoffS } from "./core.ts";
 
@@ -180,7 +183,9 @@ export interface PostgresStore
     StoreReports,
     StorePrincipals,
     StoreSessions,
-    StoreBulk {}
+    StoreBulk,
+    StoreBulkRequests,
+    StoreTotp {}
 
 /**
  * The PostgreSQL implementation of {@linkcode Store}: its own members here,
@@ -223,6 +228,7 @@ export class PostgresStore implements Store<PostgresTx> {
       postgresPrincipals(core),
       postgresSessions(core),
       postgresBulk(core),
+      postgresBulkRequests(core),
     );
   }
 
@@ -354,6 +360,7 @@ export class PostgresStore implements Store<PostgresTx> {
         ...postgresPrincipals(core),
         ...postgresSessions(core),
         ...postgresBulk(core),
+        ...postgresBulkRequests(core),
       };
       const ended = () =>
         Promise.reject(new Error(`${this.location}: the transaction has ended; use the store`));

@@ -29,6 +29,7 @@ import type {
   MigrationReport,
   Store,
   StoreBulk,
+  StoreBulkRequests,
   StoreCounts,
   StoreIngest,
   StoreJobs,
@@ -38,6 +39,7 @@ import type {
   StoreSchedules,
   StoreSessions,
   StoreSettings,
+  StoreTotp,
   StoreTx,
   StoreTxMethod,
   StoreTxMethods,
@@ -63,6 +65,7 @@ import { sqliteReports } from "./reports.ts";
 import { sqlitePrincipals } from "./principals.ts";
 import { sqliteSessions } from "./sessions.ts";
 import { sqliteBulk } from "./bulk.ts";
+import { sqliteBulkRequests } from "./bulk_requests.ts";
 
 /** Options for {@linkcode openSqliteStore}. */
 export interface SqliteOptions {
@@ -166,7 +169,9 @@ export interface SqliteStore
     StoreReports,
     StorePrincipals,
     StoreSessions,
-    StoreBulk {}
+    StoreBulk,
+    StoreBulkRequests,
+    StoreTotp {}
 
 /** The SQLite implementation of {@linkcode Store}. */
 export class SqliteStore implements Store<SqliteTx> {
@@ -208,6 +213,7 @@ export class SqliteStore implements Store<SqliteTx> {
       sqlitePrincipals(core),
       sqliteSessions(core),
       sqliteBulk(core),
+      sqliteBulkRequests(core),
     );
   }
 
