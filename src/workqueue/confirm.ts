@@ -68,6 +68,7 @@ export type RefusedWhy =
   | "not-enrolled"
   | "wrong-code"
   | "delivery-failed"
+  | "out-of-scope"
   | "bad-ttl";
 
 /** A refusal: `why` says which rule, the message is one sentence for the person. */
@@ -261,6 +262,7 @@ function summaryOf(request: BulkRequest): CodeSummary {
  * `bulk.request`; a refusal is audited `bulk.refused` and thrown.
  *
  * @throws {BulkRefused} `unknown-person` (no such enabled person), `bad-ttl`,
+ *   `out-of-scope` (a person of one tenant asking for another's items),
  *   `locked` (the manifest's last request is locked until it expires),
  *   `delivery-failed` (the channel did not take the code: the request is void)
  */
@@ -285,7 +287,8 @@ export async function requestCode(
       via,
     );
   }
-  if (!(await person(store, requester))) {
+  const asker = await person(store, requester);
+  if (!asker) {
     throw await refuse(
       store,
       now,
@@ -293,6 +296,21 @@ export async function requestCode(
       hash,
       "unknown-person",
       `no person "${requester}" (or they are disabled)`,
+      null,
+      via,
+    );
+  }
+  const tenant = params.tenant ?? null;
+  if (asker.tenant !== null && asker.tenant !== tenant) {
+    throw await refuse(
+      store,
+      now,
+      requester,
+      hash,
+      "out-of-scope",
+      `"${requester}" acts for tenant "${asker.tenant}" only, and these items are ${
+        tenant === null ? "installation-wide" : `tenant "${tenant}"'s`
+      }`,
       null,
       via,
     );
@@ -318,7 +336,10 @@ export async function requestCode(
         via,
       );
     }
-    if (latest?.state === "pending") {
+    if (latest?.state === "pending" && latest.expiresAt <= now) {
+      // Its time is up: a new window, with its own tries.
+      await tx.bulkRequestEnd({ id: latest.id, state: "expired", reason: "expired", now });
+    } else if (latest?.state === "pending") {
       // Superseded: its wrong tries carry over, so asking again resets nothing.
       if (await tx.bulkRequestEnd({ id: latest.id, state: "void", reason: "superseded", now })) {
         tries = latest.tries;
@@ -328,7 +349,7 @@ export async function requestCode(
       manifest: hash,
       queue: params.queue,
       bulk: params.bulk,
-      tenant: params.tenant ?? null,
+      tenant,
       items: params.manifest.items,
       totals: params.manifest.totals,
       requester,
@@ -350,7 +371,9 @@ export async function requestCode(
       channel: request.channel,
       secondPerson: request.secondPerson,
       expiresAt: iso(request.expiresAt),
-      ...(latest?.state === "pending" ? { supersedes: latest.id } : {}),
+      ...(tries > 0 || (latest?.state === "pending" && latest.expiresAt > now)
+        ? { supersedes: latest!.id, tries }
+        : {}),
     }, via);
     return request;
   });
@@ -409,7 +432,7 @@ function endedMessage(request: BulkRequest): { why: RefusedWhy; message: string 
  * `bulk.confirm`. The caller then runs the exact previewed set. Anything
  * else is audited `bulk.refused` and thrown.
  *
- * @throws {BulkRefused} `no-request`, `unknown-person`, `used` (the code
+ * @throws {BulkRefused} `no-request` (none, or another tenant's), `unknown-person`, `used` (the code
  *   worked already), `locked`, `void`, `expired`, `manifest-changed` (the
  *   request is now void), `self-approval`, `not-approver`, `not-enrolled`,
  *   `wrong-code` (counted; the {@linkcode CODE_TRIES}th is `locked`)
@@ -435,6 +458,20 @@ export async function confirmCode(
     );
   }
   const who = await person(store, confirmer);
+  if (who && who.tenant !== null && who.tenant !== held.tenant) {
+    // Another tenant's request is answered as a missing one: its existence is not theirs to know.
+    throw await refuse(
+      store,
+      now,
+      confirmer,
+      manifest,
+      "no-request",
+      `no code was asked for manifest ${manifest}: preview, then request one`,
+      null,
+      via,
+      { outOfScope: held.id },
+    );
+  }
   if (!who) {
     throw await refuse(
       store,

@@ -247,6 +247,56 @@ for (const backend of BACKENDS) {
     await refused(f.confirm("bob", wrong(code)), "locked");
   });
 
+  test("two approvers racing with the right code: one confirms, the other is refused as used", async (f) => {
+    await f.ask();
+    const code = await f.code();
+    const results = await Promise.allSettled([f.confirm("bob", code), f.confirm("dora", code)]);
+    const confirmed = results.filter((r) => r.status === "fulfilled");
+    assert.equal(confirmed.length, 1);
+    const [lost] = results.filter((r) => r.status === "rejected");
+    assert.ok((lost as PromiseRejectedResult).reason instanceof BulkRefused);
+    assert.equal((lost as PromiseRejectedResult).reason.why, "used");
+    assert.deepEqual((await f.trail()).sort(), [
+      "bulk.confirm",
+      "bulk.refused used",
+      "bulk.request",
+    ]);
+  });
+
+  test("a code expired unused gives way to a new one with tries of its own", async (f) => {
+    const first = await f.ask();
+    for (let i = 0; i < 4; i++) {
+      await refused(f.confirm("bob", wrong(await f.code())), "wrong-code");
+    }
+    f.clock.advance(10 * MINUTE);
+    const second = await f.ask();
+    assert.equal(second.tries, 0);
+    assert.equal((await f.store.bulkRequestGet({ id: first.id }))?.state, "expired");
+    await refused(f.confirm("bob", wrong(await f.code())), "wrong-code");
+    assert.equal((await f.confirm("bob", await f.code())).id, second.id);
+  });
+
+  test("tenants: a person of one tenant neither asks for another's items nor confirms another's code", async (f) => {
+    await f.store.principalInsert({
+      principal: {
+        kind: "person",
+        name: "tina",
+        roles: ["approver", "operator"],
+        tenant: "beta",
+        secretHash: "none",
+        createdBy: "t",
+      },
+      now: T0,
+    });
+    await refused(f.ask({ requester: "tina", tenant: "acme" }), "out-of-scope");
+    await refused(f.ask({ requester: "tina" }), "out-of-scope");
+    await f.ask({ tenant: "acme" });
+    const code = await f.code();
+    const hidden = await refused(f.confirm("tina", code), "no-request");
+    assert.equal(hidden.request, null);
+    assert.equal((await f.confirm("bob", code)).tenant, "acme");
+  });
+
   test("second_person: the requester cannot confirm, nor a person without the approver role", async (f) => {
     await f.ask();
     const code = await f.code();
