@@ -683,3 +683,30 @@ function wrongCode(
 ): Promise<BulkRefused> {
   return store.transaction((tx) => wrongTry(tx, now, request, params, "wrong code"));
 }
+
+/**
+ * A request as `jobs bulk request --json` and the API show it: instants as
+ * ISO UTC, the tries left; never a code nor its hash (the row has neither).
+ */
+export function bulkRequestJson(request: BulkRequest) {
+  return {
+    id: request.id,
+    manifest: request.manifest,
+    queue: request.queue,
+    bulk: request.bulk,
+    tenant: request.tenant,
+    count: request.items.length,
+    items: request.items,
+    totals: request.totals,
+    requester: request.requester,
+    channel: request.channel,
+    secondPerson: request.secondPerson,
+    state: request.state,
+    triesLeft: Math.max(0, CODE_TRIES - request.tries),
+    createdAt: iso(request.createdAt),
+    expiresAt: iso(request.expiresAt),
+    endedReason: request.endedReason,
+    confirmer: request.confirmer,
+    confirmedAt: request.confirmedAt === null ? null : iso(request.confirmedAt),
+  };
+}

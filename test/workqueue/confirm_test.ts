@@ -21,6 +21,7 @@ import type { Store } from "../../src/store/store.ts";
 import type { ChannelSpec } from "../../src/workqueue/channels.ts";
 import {
   BulkRefused,
+  bulkRequestJson,
   CODE_TRIES,
   type CodeRequest,
   confirmCode,
@@ -175,6 +176,30 @@ for (const backend of BACKENDS) {
     assert.equal(confirmed.confirmer, "bob");
     assert.equal(confirmed.confirmedAt, T0 + MINUTE);
     assert.deepEqual(confirmed.items.map((i) => i.id), ["d-1", "d-2", "d-3"]);
+    assert.deepEqual(bulkRequestJson(confirmed), {
+      id: request.id,
+      manifest: f.manifest.hash,
+      queue: "disputes",
+      bulk: "release",
+      tenant: null,
+      count: 3,
+      items: [
+        { id: "d-1", amount: "1900", currency: "EUR" },
+        { id: "d-2", amount: "500", currency: "EUR" },
+        { id: "d-3", amount: "42.5", currency: "USD" },
+      ],
+      totals: { EUR: "2400", USD: "42.5" },
+      requester: "ann",
+      channel: "command",
+      secondPerson: true,
+      state: "confirmed",
+      triesLeft: CODE_TRIES,
+      createdAt: new Date(T0).toISOString(),
+      expiresAt: new Date(T0 + 10 * MINUTE).toISOString(),
+      endedReason: null,
+      confirmer: "bob",
+      confirmedAt: new Date(T0 + MINUTE).toISOString(),
+    });
     await refused(f.confirm("bob", code), "used");
     await refused(f.confirm("dora", code), "used");
     assert.deepEqual(await f.trail(), [
