@@ -323,6 +323,7 @@ export async function requestCode(
   const made = await store.transaction(async (tx): Promise<BulkRequest | BulkRefused> => {
     const latest = await tx.bulkRequestLatest({ manifest: hash });
     let tries = 0;
+    let supersedes: number | null = null;
     if (latest?.state === "locked" && latest.expiresAt > now) {
       return await refuse(
         tx,
@@ -343,6 +344,7 @@ export async function requestCode(
       // Superseded: its wrong tries carry over, so asking again resets nothing.
       if (await tx.bulkRequestEnd({ id: latest.id, state: "void", reason: "superseded", now })) {
         tries = latest.tries;
+        supersedes = latest.id;
       }
     }
     const request = await tx.bulkRequestCreate({
@@ -371,9 +373,7 @@ export async function requestCode(
       channel: request.channel,
       secondPerson: request.secondPerson,
       expiresAt: iso(request.expiresAt),
-      ...(tries > 0 || (latest?.state === "pending" && latest.expiresAt > now)
-        ? { supersedes: latest!.id, tries }
-        : {}),
+      ...(supersedes === null ? {} : { supersedes, tries }),
     }, via);
     return request;
   });

@@ -266,6 +266,10 @@ for (const backend of BACKENDS) {
     const second = await f.ask();
     assert.equal(second.tries, 3);
     assert.equal((await f.store.bulkRequestGet({ id: first.id }))?.endedReason, "superseded");
+    const asked = (await f.store.auditList({ target: `manifest:${f.manifest.hash}` }))
+      .filter((r) => r.action === "bulk.request");
+    assert.equal(asked[1]?.details?.supersedes, first.id);
+    assert.equal(asked[1]?.details?.tries, 3);
     const code = await f.code();
     if (code !== old) await refused(f.confirm("bob", old), "wrong-code");
     else await refused(f.confirm("bob", wrong(old)), "wrong-code");
