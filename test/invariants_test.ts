@@ -85,6 +85,7 @@ const LAYERS: readonly (readonly string[])[] = [
   ["report"],
   ["workqueue"],
   ["config"],
+  ["workqueue"],
   ["runners"],
   ["runtime"],
   ["admin"],

@@ -20,6 +20,13 @@ import type { Role } from "./roles.ts";
 export const READ: readonly Role[] = ["viewer", "operator", "approver", "admin"];
 /** Acting on jobs, queues, schedules, workflows, pipelines and reports. */
 export const ACT: readonly Role[] = ["operator", "admin"];
+/**
+ * Bulk money (src/workqueue/confirm.ts): asking for a confirmation code and
+ * confirming with it. Who may confirm a given request is narrowed further by
+ * the request itself: with `second_person`, another person than the
+ * requester, holding `approver`; on a TOTP channel, a holder of its role.
+ */
+export const MONEY: readonly Role[] = ["operator", "approver", "admin"];
 /** People, tokens and settings. */
 export const ADMIN: readonly Role[] = ["admin"];
 /** No principal: the command line on the host only. */
@@ -49,6 +56,11 @@ export const ACTIONS = {
   "report.link": ACT,
   /** A download's credential is its signed link (minted by `report.link`), not a role. */
   "report.download": READ,
+  /** A confirmation code bound to a manifest, sent out of band. */
+  "bulk.request": MONEY,
+  "bulk.confirm": MONEY,
+  /** A request or a confirmation refused (a wrong code, self-approval, ...): audited, never taken. */
+  "bulk.refused": MONEY,
   "setting.set": ADMIN,
   "setting.unset": ADMIN,
   "user.add": ADMIN,
@@ -56,6 +68,8 @@ export const ACTIONS = {
   "user.disable": ADMIN,
   "user.enable": ADMIN,
   "user.remove": ADMIN,
+  /** Enrolling (or enrolling again) a person's TOTP authenticator. */
+  "user.totp": ADMIN,
   /** A person signing in to the console (or out): anyone with a role and their password. */
   "user.sign_in": READ,
   "user.sign_out": READ,

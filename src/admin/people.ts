@@ -5,7 +5,9 @@
  * `user:<name>`) in one store transaction; and checking a person's
  * password ({@linkcode authenticatePerson}), failed attempts limited per
  * name ({@linkcode SignInLimiter}). No hash or password is ever written to
- * the audit trail or returned.
+ * the audit trail or returned. And enrolling a person's TOTP authenticator
+ * ({@linkcode enrolTotp}, audited `user.totp`): its seed is shown once, in
+ * the `otpauth://` URI handed back to the one who enrols, and never again.
  *
  * @module
  */
@@ -25,6 +27,7 @@ import {
   type Role,
 } from "./roles.ts";
 import { hashPassword, verifyPassword } from "./secrets.ts";
+import { newTotpSecret, totpUri } from "../workqueue/totp.ts";
 
 /** The longest password taken: scrypt reads all of it, and no person types more. */
 export const MAX_PASSWORD_LENGTH = 1024;
@@ -198,6 +201,8 @@ export async function removePerson(store: Store, name: string, who: Actor): Prom
     if (!before) throw missing(name);
     await tx.principalDelete({ kind: "person", name });
     await tx.sessionsDeleteFor({ person: name });
+    // A name added again later must enrol anew: the old seed is not theirs.
+    await tx.totpDelete({ person: name });
     await audit(tx, who, "user.remove", `user:${name}`, {
       roles: before.roles,
       tenant: before.tenant,
@@ -304,4 +309,31 @@ async function checkedPassword(
   if (!ok || held.principal.disabled) return null;
   await store.principalUsed({ kind: "person", name, now });
   return { ...held.principal, lastUsedAt: now };
+}
+
+/** What {@linkcode enrolTotp} hands back, once: the URI an authenticator app scans. */
+export interface TotpEnrolled {
+  person: string;
+  /** `otpauth://totp/jobs:<name>?secret=...`: holds the seed; show it once, never store or log it. */
+  uri: string;
+  /** Whether an earlier enrolment was replaced (its codes stop working). */
+  replaced: boolean;
+}
+
+/**
+ * Enrols `name`'s TOTP authenticator with a new random seed, replacing
+ * the one they had, audited `user.totp` (with `replaced`, never the seed).
+ * The seed leaves only in the returned URI: the caller shows it once (as
+ * a QR code) to the person, who scans it.
+ */
+export async function enrolTotp(store: Store, name: string, who: Actor): Promise<TotpEnrolled> {
+  const secret = newTotpSecret();
+  return await store.transaction(async (tx) => {
+    const person = await tx.principalGet({ kind: "person", name });
+    if (!person) throw missing(name);
+    const before = await tx.totpEnrolment({ person: name });
+    await tx.totpEnrol({ person: name, secret, by: who.actor, now: who.now });
+    await audit(tx, who, "user.totp", `user:${name}`, { replaced: before !== null });
+    return { person: name, uri: totpUri(name, secret), replaced: before !== null };
+  });
 }

@@ -1,5 +1,5 @@
 /**
- * `jobs users add | list | set | disable | enable | remove`: the people who
+ * `jobs users add | list | set | disable | enable | remove | totp`: the people who
  * sign in, managed from the host, where the command line with store access
  * is the root of trust and needs no sign-in (it bootstraps the first admin:
  * `jobs users add ada --role admin`). A password is asked twice at a
@@ -13,6 +13,7 @@
 import type { Command } from "commander";
 import {
   addPerson,
+  enrolTotp,
   listPeople,
   MAX_PASSWORD_LENGTH,
   personJson,
@@ -32,9 +33,10 @@ import {
 } from "./common.ts";
 import { orRefused, principalGroup, rolesText, scopeText, when } from "./principals.ts";
 import { withStore } from "./store/open.ts";
+import { totpQrTerminal } from "../workqueue/totp.ts";
 import { cell, commandLine, iso, safeJson, table } from "./text.ts";
 
-const SUBCOMMANDS = ["add", "list", "set", "disable", "enable", "remove"] as const;
+const SUBCOMMANDS = ["add", "list", "set", "disable", "enable", "remove", "totp"] as const;
 
 const ROLES_HELP = `
 Roles (several may be held):
@@ -59,7 +61,7 @@ export function registerUserCommands(program: Command, deps: CliDeps): void {
     program,
     deps,
     "users",
-    "the people who sign in: add, list, set, disable, enable, remove (audited)",
+    "the people who sign in: add, list, set, disable, enable, remove, totp (audited)",
     SUBCOMMANDS,
   );
   addCommand(group, deps);
@@ -67,6 +69,7 @@ export function registerUserCommands(program: Command, deps: CliDeps): void {
   setCommand(group, deps);
   for (const disabled of [true, false]) disableCommand(group, deps, disabled);
   removeCommand(group, deps);
+  totpCommand(group, deps);
 }
 
 function write(command: Command): Command {
@@ -283,6 +286,39 @@ function removeCommand(group: Command, deps: CliDeps): void {
     }),
     deps,
     "users remove",
+  );
+}
+
+function totpCommand(group: Command, deps: CliDeps): void {
+  quiet(
+    write(
+      group.command("totp")
+        .description(
+          "enrol a person's authenticator app for confirmation codes (shown once; " +
+            "enrolling again replaces it)",
+        )
+        .argument("<name>", "the person"),
+    ).action(async (name: string, options: WriteOptions) => {
+      await withStore("users totp", dbPath(options.db, deps), "write", deps, async (store) => {
+        const enrolled = await orRefused(
+          "users totp",
+          () => enrolTotp(store, name, who(options, deps)),
+        );
+        if (options.json) {
+          return deps.out(JSON.stringify({ name, uri: enrolled.uri, replaced: enrolled.replaced }));
+        }
+        deps.out(
+          `user ${cell(name)}: scan this with an authenticator app, now: it is shown once` +
+            (enrolled.replaced ? " (the authenticator enrolled before stops working)" : ""),
+        );
+        for (const line of (await totpQrTerminal(enrolled.uri)).trimEnd().split("\n")) {
+          deps.out(line);
+        }
+        deps.out(enrolled.uri);
+      });
+    }),
+    deps,
+    "users totp",
   );
 }
 

@@ -25,14 +25,22 @@ export function startCommand(
   }
 }
 
-/** Starts `run`'s argv (or its script under /bin/sh) as the leader of a new process group. */
-export function spawnCommand(run: CommandRun, env: Record<string, string>): Deno.ChildProcess {
+/**
+ * Starts `run`'s argv (or its script under /bin/sh) as the leader of a new
+ * process group. Its stdin is empty unless `options.stdin` is `piped` (the
+ * caller writes to it and closes it).
+ */
+export function spawnCommand(
+  run: CommandRun,
+  env: Record<string, string>,
+  options: { stdin?: "null" | "piped" } = {},
+): Deno.ChildProcess {
   const [program, ...args] = run.shell ? ["/bin/sh", "-c", run.argv[0]!] : run.argv;
   return new Deno.Command(program!, {
     args,
     cwd: run.cwd,
     env,
-    stdin: "null",
+    stdin: options.stdin ?? "null",
     stdout: "piped",
     stderr: "piped",
     // A new session, hence a new process group led by the child (pgid = pid).

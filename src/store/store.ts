@@ -38,6 +38,18 @@ import type {
   PipelineSummary,
 } from "./ingest_types.ts";
 import type { ReportRun, ReportRunState } from "./report_types.ts";
+import type { StoreBulkRequests, StoreTotp } from "./bulk_request_types.ts";
+
+export type {
+  BulkRequest,
+  BulkRequestState,
+  ConfirmChannelKind,
+  ManifestEntry,
+  NewBulkRequest,
+  StoreBulkRequests,
+  StoreTotp,
+  TotpEnrolment,
+} from "./bulk_request_types.ts";
 
 /** What `migrate()` did. */
 export interface MigrationReport {
@@ -111,6 +123,16 @@ export const STORE_TX_METHODS = [
   "workItemSkip",
   "workItemReassign",
   "workItemDo",
+  "bulkRequestCreate",
+  "bulkRequestGet",
+  "bulkRequestLatest",
+  "bulkRequestTry",
+  "bulkRequestConfirm",
+  "bulkRequestEnd",
+  "totpEnrol",
+  "totpEnrolment",
+  "totpUse",
+  "totpDelete",
 ] as const;
 
 /** The name of one method of {@linkcode STORE_TX_METHODS}. */
@@ -490,7 +512,9 @@ export interface Store<Tx extends StoreTx = StoreTx>
     StorePrincipals,
     StoreSessions,
     StoreBulk,
-    StoreWorkItems {
+    StoreWorkItems,
+    StoreBulkRequests,
+    StoreTotp {
   /** `sqlite` or `postgres`: for messages and metrics, never for branching in the kernel. */
   readonly kind: string;
 

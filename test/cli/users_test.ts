@@ -191,6 +191,48 @@ Deno.test("jobs users set, disable, enable and remove change the person and are 
   });
 });
 
+Deno.test("jobs users totp enrols an authenticator: the URI and a QR code shown once, never listed; again replaces it; remove forgets it", async () => {
+  await withFiles("version: 1\nschedules: []\n", async ({ db }) => {
+    const run = (args: string[], now: number, stdin = "") =>
+      runJobs([...args, "--db", db], { now, env: ENV, stdin });
+    assert.equal((await run(["users", "add", "bob", "--role", "approver"], NOW, "pw\n")).code, 0);
+    const enrolled = await run(["users", "totp", "bob"], NOW + 1);
+    assert.equal(enrolled.code, 0, enrolled.err);
+    const lines = enrolled.out.split("\n");
+    assert.equal(
+      lines[0],
+      "user bob: scan this with an authenticator app, now: it is shown once",
+    );
+    assert.ok(lines.length > 12, "a QR code of several lines");
+    const uri = lines.at(-1)!;
+    assert.match(uri, /^otpauth:\/\/totp\/jobs:bob\?/);
+    const secret = new URL(uri).searchParams.get("secret")!;
+    await withStore(db, async (store) => {
+      assert.equal((await store.totpSecret({ person: "bob" }))?.secret, secret);
+      const [, row] = await store.auditList({ target: "user:bob" });
+      assert.deepEqual([row?.action, row?.actor, row?.details], ["user.totp", "root", {
+        replaced: false,
+      }]);
+    });
+    const listed = await run(["users", "list", "--json"], NOW + 2);
+    assert.ok(!listed.out.includes(secret), "no listing shows the seed");
+
+    const again = await run(["users", "totp", "bob", "--json"], NOW + 3);
+    assert.equal(again.code, 0, again.err);
+    const answer = JSON.parse(again.out);
+    assert.equal(answer.replaced, true);
+    assert.notEqual(new URL(answer.uri).searchParams.get("secret"), secret);
+    const nobody = await run(["users", "totp", "nobody"], NOW + 4);
+    assert.equal(nobody.code, 1);
+    assert.equal(nobody.err, `jobs users totp: no person "nobody"`);
+
+    assert.equal((await run(["users", "remove", "bob"], NOW + 5)).code, 0);
+    await withStore(db, async (store) => {
+      assert.equal(await store.totpEnrolment({ person: "bob" }), null);
+    });
+  });
+});
+
 Deno.test("jobs tokens create prints the secret once; list never shows it; revoke ends it", async () => {
   await withFiles("version: 1\nschedules: []\n", async ({ db }) => {
     const run = (args: string[], now = NOW) => runJobs([...args, "--db", db], { now, env: ENV });

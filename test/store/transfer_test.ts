@@ -214,6 +214,43 @@ async function seed(store: SqliteStore): Promise<{ prunedId: number }> {
     reason: "charged twice",
     now,
   });
+  // A TOTP enrolment with a spent step, and confirmation requests: one pending with its code's
+  // hash, one confirmed by TOTP.
+  await store.totpEnrol({ person: "ada", secret: "JBSWY3DPEHPK3PXP", by: "root", now });
+  await store.totpUse({ person: "ada", step: 98_765 });
+  const request = {
+    manifest: "a".repeat(64),
+    queue: "disputes",
+    bulk: "release",
+    tenant: "acme",
+    items: [{ id: "d-1", amount: "1900", currency: "EUR" }],
+    totals: { EUR: "1900" },
+    requester: "bob",
+    secondPerson: true,
+    expiresAt: now + HOUR,
+    now,
+  };
+  await store.bulkRequestCreate({
+    ...request,
+    channel: "email",
+    approverRole: null,
+    codeHash: "scrypt$ln=14,r=8,p=1$c2FsdA$aGFzaA",
+  });
+  const viaTotp = await store.bulkRequestCreate({
+    ...request,
+    manifest: "b".repeat(64),
+    channel: "totp",
+    approverRole: "approver",
+    codeHash: null,
+    tries: 2,
+  });
+  await store.bulkRequestConfirm({
+    id: viaTotp.id,
+    confirmer: "ada",
+    totpStep: 98_765,
+    limit: 5,
+    now: now + 1,
+  });
   // An old node (a daemon killed long ago): not live, and not copied.
   await store.nodeBeat({ node: "old-node", queues: { default: 2 }, now: T0 - 2 * HOUR });
   // The highest job, pruned: its id must never be handed out again.
@@ -256,6 +293,10 @@ async function snapshot(store: Store) {
       await store.principalSecretHash({ kind: "person", name: "ada" }),
       await store.principalSecretHash({ kind: "token", name: "ci" }),
     ],
+    totp: await store.totpSecret({ person: "ada" }),
+    bulkRequests: await Promise.all(
+      (await store.bulkRequestsList({})).map((r) => store.bulkRequestCodeHash({ id: r.id })),
+    ),
   };
 }
 

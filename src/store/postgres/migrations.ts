@@ -23,6 +23,9 @@ import ingestTenant from "../../../migrations/postgres/0009_ingest_tenant.sql" w
 import sessions from "../../../migrations/postgres/0010_sessions.sql" with { type: "text" };
 import bulkRuns from "../../../migrations/postgres/0011_bulk_runs.sql" with { type: "text" };
 import workItems from "../../../migrations/postgres/0012_work_items.sql" with { type: "text" };
+import bulkRequests from "../../../migrations/postgres/0013_bulk_requests.sql" with {
+  type: "text",
+};
 
 /** One numbered migration. */
 export interface Migration {
@@ -44,8 +47,8 @@ export const MIGRATIONS: readonly Migration[] = [
   { version: 9, name: "0009_ingest_tenant.sql", sql: ingestTenant },
   { version: 10, name: "0010_sessions.sql", sql: sessions },
   { version: 11, name: "0011_bulk_runs.sql", sql: bulkRuns },
-  // 0012 is another branch's; the integrator merges both.
   { version: 12, name: "0012_work_items.sql", sql: workItems },
+  { version: 13, name: "0013_bulk_requests.sql", sql: bulkRequests },
 ];
 
 /** The migrations a database at schema `version` has not applied yet, in order. */

@@ -39,6 +39,7 @@ import type {
   MigrationReport,
   Store,
   StoreBulk,
+  StoreBulkRequests,
   StoreCounts,
   StoreIngest,
   StoreJobs,
@@ -48,6 +49,7 @@ import type {
   StoreSchedules,
   StoreSessions,
   StoreSettings,
+  StoreTotp,
   StoreTx,
   StoreTxMethods,
   StoreWorkflows,
@@ -71,6 +73,7 @@ import { postgresPrincipals } from "./principals.ts";
 import { postgresSessions } from "./sessions.ts";
 import { postgresWorkItems } from "./work_items.ts";
 import { postgresBulk } from "./bulk.ts";
+import { postgresBulkRequests } from "./bulk_requests.ts";
 
 export { isLostSessionStray, reconnectBackoffS } from "./core.ts";
 
@@ -183,7 +186,9 @@ export interface PostgresStore
     StorePrincipals,
     StoreSessions,
     StoreBulk,
-    StoreWorkItems {}
+    StoreWorkItems,
+    StoreBulkRequests,
+    StoreTotp {}
 
 /**
  * The PostgreSQL implementation of {@linkcode Store}: its own members here,
@@ -227,6 +232,7 @@ export class PostgresStore implements Store<PostgresTx> {
       postgresSessions(core),
       postgresBulk(core),
       postgresWorkItems(core),
+      postgresBulkRequests(core),
     );
   }
 
@@ -359,6 +365,7 @@ export class PostgresStore implements Store<PostgresTx> {
         ...postgresSessions(core),
         ...postgresBulk(core),
         ...postgresWorkItems(core),
+        ...postgresBulkRequests(core),
       };
       const ended = () =>
         Promise.reject(new Error(`${this.location}: the transaction has ended; use the store`));

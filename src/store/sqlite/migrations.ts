@@ -37,6 +37,9 @@ import ingestTenant from "../../../migrations/sqlite/0016_ingest_tenant.sql" wit
 import sessions from "../../../migrations/sqlite/0017_sessions.sql" with { type: "text" };
 import bulkRuns from "../../../migrations/sqlite/0018_bulk_runs.sql" with { type: "text" };
 import workItems from "../../../migrations/sqlite/0019_work_items.sql" with { type: "text" };
+import bulkRequests from "../../../migrations/sqlite/0020_bulk_requests.sql" with {
+  type: "text",
+};
 
 /** One numbered migration. */
 export interface Migration {
@@ -65,8 +68,8 @@ export const MIGRATIONS: readonly Migration[] = [
   { version: 16, name: "0016_ingest_tenant.sql", sql: ingestTenant },
   { version: 17, name: "0017_sessions.sql", sql: sessions },
   { version: 18, name: "0018_bulk_runs.sql", sql: bulkRuns },
-  // 0019 is another branch's; the integrator merges both.
   { version: 19, name: "0019_work_items.sql", sql: workItems },
+  { version: 20, name: "0020_bulk_requests.sql", sql: bulkRequests },
 ];
 
 /** The migrations a database at schema `version` has not applied yet, in order. */

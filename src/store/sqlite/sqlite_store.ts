@@ -29,6 +29,7 @@ import type {
   MigrationReport,
   Store,
   StoreBulk,
+  StoreBulkRequests,
   StoreCounts,
   StoreIngest,
   StoreJobs,
@@ -38,6 +39,7 @@ import type {
   StoreSchedules,
   StoreSessions,
   StoreSettings,
+  StoreTotp,
   StoreTx,
   StoreTxMethod,
   StoreTxMethods,
@@ -65,6 +67,7 @@ import { sqlitePrincipals } from "./principals.ts";
 import { sqliteSessions } from "./sessions.ts";
 import { sqliteWorkItems } from "./work_items.ts";
 import { sqliteBulk } from "./bulk.ts";
+import { sqliteBulkRequests } from "./bulk_requests.ts";
 
 /** Options for {@linkcode openSqliteStore}. */
 export interface SqliteOptions {
@@ -169,7 +172,9 @@ export interface SqliteStore
     StorePrincipals,
     StoreSessions,
     StoreBulk,
-    StoreWorkItems {}
+    StoreWorkItems,
+    StoreBulkRequests,
+    StoreTotp {}
 
 /** The SQLite implementation of {@linkcode Store}. */
 export class SqliteStore implements Store<SqliteTx> {
@@ -212,6 +217,7 @@ export class SqliteStore implements Store<SqliteTx> {
       sqliteSessions(core),
       sqliteBulk(core),
       sqliteWorkItems(core),
+      sqliteBulkRequests(core),
     );
   }
 
