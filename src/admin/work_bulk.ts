@@ -314,19 +314,24 @@ interface PreviewRecord {
   at: number;
 }
 
-/** The newest preview of `manifest` (at or before `before` when given) `who` may see, or null. */
+/**
+ * The newest preview of `manifest` `who` may see (`exact`: of exactly
+ * that tenant, installation-wide included), at or before `before` when
+ * given, or null.
+ */
 async function previewOf(
   store: Store,
   manifest: string,
   who: Pick<WorkActor, "tenant">,
   before?: number,
+  exact = false,
 ): Promise<PreviewRecord | null> {
   const rows = await store.auditList({ target: `manifest:${manifest}` });
   for (const row of [...rows].reverse()) {
     if (row.action !== "bulk.preview" || (before !== undefined && row.at > before)) continue;
     const d = row.details as Record<string, unknown>;
     const tenant = typeof d.tenant === "string" ? d.tenant : null;
-    if (who.tenant !== null && tenant !== who.tenant) continue;
+    if ((exact || who.tenant !== null) && tenant !== who.tenant) continue;
     return {
       queue: String(d.queue),
       bulk: String(d.bulk),
@@ -442,7 +447,7 @@ export async function confirmWorkBulk(
   let queue: WorkQueueDefinition | null = null;
   let bulk: WorkBulk | null = null;
   if (held !== null && (who.tenant === null || who.tenant === held.tenant)) {
-    const preview = await previewOf(store, manifest, { tenant: null }, held.createdAt);
+    const preview = await previewOf(store, manifest, { tenant: held.tenant }, held.createdAt, true);
     queue = workQueue(queues, held.queue);
     bulk = workBulk(queue, held.bulk);
     const keys = preview?.keys ?? null;

@@ -262,6 +262,38 @@ for (const backend of BACKENDS) {
         const p2 = await f.store.workItemGet({ queue: "payouts", key: "p-2" });
         assert.equal(p2?.state, "open", "nothing ran");
 
+        // A new item matching an all-open selection voids a code as well.
+        const all = await previewWorkBulk(
+          f.store,
+          [queue],
+          { queue: "payouts", bulk: "release-all" },
+          await f.as("dora"),
+        );
+        await requestWorkBulk(
+          f.store,
+          deps,
+          [queue],
+          { manifest: all.manifest.hash },
+          await f.as("dora"),
+        );
+        const allCode = codeOf(mail.messages.at(-1));
+        await addWorkItem(
+          f.store,
+          queue,
+          { key: "p-4", data: { amount: "1", currency: "EUR" } },
+          await f.as("ann"),
+        );
+        await refused(
+          confirmWorkBulk(
+            f.store,
+            f,
+            [queue],
+            { manifest: all.manifest.hash, code: allCode },
+            await f.as("bob"),
+          ),
+          "manifest-changed",
+        );
+
         // A claim changes the set too: a request made now is refused.
         f.clock.advance(1000);
         const again = await previewWorkBulk(f.store, [queue], sel, await f.as("dora"));
