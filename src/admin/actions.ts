@@ -56,6 +56,8 @@ export const ACTIONS = {
   "report.link": ACT,
   /** A download's credential is its signed link (minted by `report.link`), not a role. */
   "report.download": READ,
+  /** A bulk money action's preview: the exact set, its amounts and totals, its manifest. */
+  "bulk.preview": MONEY,
   /** A confirmation code bound to a manifest, sent out of band. */
   "bulk.request": MONEY,
   "bulk.confirm": MONEY,

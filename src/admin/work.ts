@@ -49,7 +49,11 @@ export class WorkRefused extends Error {
       | "work-item-done"
       | "work-item-held"
       | "work-item-unclaimed"
-      | "work-claim-stale",
+      | "work-claim-stale"
+      | "work-bulk-unknown"
+      | "work-bulk-no-money"
+      | "work-bulk-empty"
+      | "work-bulk-unpreviewed",
     message: string,
     /** The item as it is, when the refusal concerns one. */
     readonly item: WorkItemView | null = null,

@@ -34,6 +34,7 @@
  */
 
 import { hostname } from "node:os";
+import { type SmtpSettings, smtpSettingsFromEnv } from "../workqueue/channels.ts";
 import {
   derivedPublicUrl,
   isWildcard,
@@ -176,6 +177,15 @@ export function registerDaemonCommand(program: Command, deps: CliDeps): void {
       }
       const publicUrl = givenPublicUrl(options.publicUrl, deps.env);
       const sessionTimeouts = consoleTimeouts(deps.env);
+      let smtp: SmtpSettings | null;
+      try {
+        smtp = smtpSettingsFromEnv({
+          JOBS_SMTP_URL: deps.env("JOBS_SMTP_URL"),
+          JOBS_SMTP_FROM: deps.env("JOBS_SMTP_FROM"),
+        });
+      } catch (error) {
+        throw new CommandFailed(`jobs daemon: ${(error as Error).message}`, 2);
+      }
       const db = dbPath(options.db, deps);
       // The store is created when missing, but not its directory: say so before anything starts.
       const missing = await locationProblem(db, "create", deps.program, storeOrigin(db, deps));
@@ -194,6 +204,7 @@ export function registerDaemonCommand(program: Command, deps: CliDeps): void {
         stateDir: options.stateDir,
         writeMoved: writeMoved(deps) ?? undefined,
         sessionTimeouts,
+        smtp,
       }, deps);
     }),
     deps,
@@ -246,6 +257,8 @@ export interface DaemonOptions {
    * @default idle 30 min, absolute 12 h
    */
   sessionTimeouts?: SessionTimeouts;
+  /** The SMTP server of mailed confirmation codes (`JOBS_SMTP_URL`); null: none. */
+  smtp?: SmtpSettings | null;
 }
 
 /**
@@ -458,7 +471,9 @@ export async function runDaemon(options: DaemonOptions, deps: DaemonDeps): Promi
       definitions: () => ({
         workflows: (source.config.workflows ?? []).map((w) => withWorkerDefaults(w, jobs.registry)),
         pipelines: source.config.pipelines,
+        workQueues: source.config.workQueues,
       }),
+      smtp: options.smtp ?? null,
       reports: {
         reports: () => source.config.reports,
         storage: outputs,

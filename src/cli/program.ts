@@ -56,6 +56,7 @@ import { registerUserCommands } from "./users.ts";
 import { registerVersionCommand, versionLine } from "./version.ts";
 import { registerWorkflowCommands } from "./workflows.ts";
 import { registerWorkCommands } from "./work.ts";
+import { registerWorkBulkCommands } from "./work_bulk.ts";
 
 export { type CliDeps, CommandFailed } from "./common.ts";
 
@@ -173,6 +174,7 @@ export function buildProgram(deps: CliDeps): Command {
   registerWorkflowCommands(program, deps);
   registerPipelineCommands(program, deps);
   registerWorkCommands(program, deps);
+  registerWorkBulkCommands(program, deps);
   registerSettingsCommands(program, deps);
   registerReportCommands(program, deps);
   registerUserCommands(program, deps);

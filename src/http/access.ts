@@ -251,6 +251,73 @@ export const API_ROUTES: readonly ApiRoute[] = [
     ...acts("report.link"),
     summary: "A download link to a completed run's output, signed with its tenant",
   },
+  // Work queues and their bulk money (a token works as itself; it never confirms money).
+  {
+    method: "GET",
+    path: "/api/v1/work/:queue/items",
+    roles: READ,
+    summary: "A work queue's items in the order people get them, with scores (a tenant's: its own)",
+  },
+  {
+    method: "POST",
+    path: "/api/v1/work/:queue/items",
+    ...acts("work.add"),
+    summary: "Add an item to a work queue, or update the one with its key (keeps its place)",
+  },
+  {
+    method: "GET",
+    path: "/api/v1/work/:queue/items/:key",
+    roles: READ,
+    summary: "One item with its data, claim and history",
+  },
+  {
+    method: "POST",
+    path: "/api/v1/work/:queue/next",
+    ...acts("work.claim"),
+    summary: "Claim the queue's highest unclaimed item for the principal",
+  },
+  {
+    method: "POST",
+    path: "/api/v1/work/:queue/items/:key/claim",
+    ...acts("work.claim"),
+    summary: "Claim an item for the principal (break: another's optional hold, with a reason)",
+  },
+  {
+    method: "POST",
+    path: "/api/v1/work/:queue/items/:key/release",
+    ...acts("work.release"),
+    summary: "Give back the principal's claim on an item",
+  },
+  {
+    method: "POST",
+    path: "/api/v1/work/:queue/items/:key/skip",
+    ...acts("work.skip"),
+    summary: "Hide an item from the principal's next for an hour, giving back its claim",
+  },
+  {
+    method: "POST",
+    path: "/api/v1/work/:queue/items/:key/actions/:action",
+    ...acts("work.do"),
+    summary: "Act on an item: its action runs as one job keyed <queue>/<item>/<action>",
+  },
+  {
+    method: "POST",
+    path: "/api/v1/work/:queue/bulk/:bulk/preview",
+    ...acts("bulk.preview"),
+    summary: "The exact set a bulk money action would act on: amounts, totals, manifest",
+  },
+  {
+    method: "POST",
+    path: "/api/v1/bulk/:manifest/request",
+    ...acts("bulk.request"),
+    summary: "Send a code bound to a previewed manifest out of band (never in the answer)",
+  },
+  {
+    method: "POST",
+    path: "/api/v1/bulk/:manifest/confirm",
+    ...acts("bulk.confirm"),
+    summary: "Refused to every token (bulk-confirm-person-only): a person confirms money",
+  },
   // Settings, nodes and status.
   {
     method: "GET",

@@ -42,6 +42,7 @@ import type { Store } from "../store/store.ts";
 import type { Logger } from "../kernel/logger.ts";
 import { METRICS_CONTENT_TYPE, type MetricsSnapshot, renderMetrics } from "./metrics.ts";
 import { apiApp, type ApiDefinitions } from "./api/app.ts";
+import type { SmtpSettings } from "../workqueue/channels.ts";
 import { consoleApp } from "../console/app.ts";
 import { LiveFeed } from "../console/live.ts";
 import type { SessionTimeouts } from "../admin/sessions.ts";
@@ -79,6 +80,8 @@ export interface HttpServerOptions {
    * `POST /api/v1/drops/{id}/replay`). Without them those answer 409.
    */
   definitions?: () => ApiDefinitions;
+  /** The SMTP server mailed confirmation codes go through (`JOBS_SMTP_URL`, `JOBS_SMTP_FROM`). */
+  smtp?: SmtpSettings | null;
   /**
    * The queues the schedules file declares and the daemon runs, as they are
    * now: each gets its `/metrics` series (`jobs_jobs`, and
@@ -171,6 +174,7 @@ export async function startHttpServer(options: HttpServerOptions): Promise<HttpS
     ...(reports ? { reports } : {}),
     ...(options.reports ? { settingReports: options.reports.reports } : {}),
     ...(options.definitions ? { definitions: options.definitions } : {}),
+    ...(options.smtp ? { smtp: options.smtp } : {}),
   });
 
   const live = new LiveFeed(store, clock, logger);

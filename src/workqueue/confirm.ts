@@ -235,9 +235,14 @@ async function refuse(
   return new BulkRefused(why, message, request);
 }
 
-/** The person `name`, enabled, or null. */
+/**
+ * The person `name`, enabled, or null. A token of the API asks as itself,
+ * named as the audit trail names it (`token:<name>`).
+ */
 async function person(store: Store, name: string): Promise<PrincipalRow | null> {
-  const row = await store.principalGet({ kind: "person", name });
+  const row = name.startsWith("token:")
+    ? await store.principalGet({ kind: "token", name: name.slice("token:".length) })
+    : await store.principalGet({ kind: "person", name });
   return row && !row.disabled ? row : null;
 }
 

@@ -16,6 +16,9 @@ import { apiHarness, runWithDrops, threeTenants } from "./api_support.ts";
 import { startWorkflowRun } from "../../src/admin/workflows.ts";
 import { definePipeline } from "../../src/ingest/definition.ts";
 import { compileWorkflow } from "../../src/workflow/definition.ts";
+import { compileWorkQueue } from "../../src/workqueue/definition.ts";
+import { addWorkItem, workActor } from "../../src/admin/work.ts";
+import { previewWorkBulk } from "../../src/admin/work_bulk.ts";
 
 /** Globex's rows of every kind, and the word only globex's rows contain. */
 interface Seeded {
@@ -29,6 +32,9 @@ interface Seeded {
   workflowRun: number;
   /** Globex's drop. */
   drop: number;
+  /** Globex's work item (of PAYOUTS) and the manifest of its bulk preview. */
+  workKey: string;
+  manifest: string;
 }
 
 /** A workflow and a pipeline both tenants may start. */
@@ -44,6 +50,21 @@ const CATALOG = definePipeline({
   dropReasons: ["duplicate", "poison"],
   sink: { worker: "sink" },
   freshness: { mode: "bounded", withinMs: 3_600_000 },
+});
+
+/** A work queue both tenants' items are in, with a bulk money action. */
+const PAYOUTS = compileWorkQueue({
+  id: "payouts",
+  claim: "optional",
+  leaseMs: 3_600_000,
+  actions: [{ id: "pay", run: { kind: "worker", worker: "pay_out" } }],
+  bulk: [{
+    id: "release",
+    action: "pay",
+    money: { amount: "amount", currency: "currency" },
+    confirmBy: { totp: "approver" },
+    secondPerson: true,
+  }],
 });
 
 /** What a route is called with: globex's ids in the path, a valid body, a query. */
@@ -152,6 +173,47 @@ const WALK: Record<string, Step> = {
   [routeKey("GET", "/api/v1/tokens")]: {},
   [routeKey("POST", "/api/v1/tokens")]: { body: { name: "mallory", roles: ["admin"] } },
   [routeKey("POST", "/api/v1/tokens/:name/revoke")]: { params: () => ({ name: "globex-ci" }) },
+  // A work queue is not a tenant's (its items are): globex's name is no queue at all.
+  [routeKey("GET", "/api/v1/work/:queue/items")]: { params: () => ({ queue: "globex-payouts" }) },
+  [routeKey("POST", "/api/v1/work/:queue/items")]: {
+    params: () => ({ queue: "globex-payouts" }),
+    body: { key: "walk", data: {} },
+  },
+  [routeKey("POST", "/api/v1/work/:queue/next")]: {
+    params: () => ({ queue: "globex-payouts" }),
+    body: {},
+  },
+  [routeKey("GET", "/api/v1/work/:queue/items/:key")]: {
+    params: (s) => ({ queue: "payouts", key: s.workKey }),
+  },
+  [routeKey("POST", "/api/v1/work/:queue/items/:key/claim")]: {
+    params: (s) => ({ queue: "payouts", key: s.workKey }),
+    body: { break: true, ...REASON },
+  },
+  [routeKey("POST", "/api/v1/work/:queue/items/:key/release")]: {
+    params: (s) => ({ queue: "payouts", key: s.workKey }),
+    body: {},
+  },
+  [routeKey("POST", "/api/v1/work/:queue/items/:key/skip")]: {
+    params: (s) => ({ queue: "payouts", key: s.workKey }),
+    body: {},
+  },
+  [routeKey("POST", "/api/v1/work/:queue/items/:key/actions/:action")]: {
+    params: (s) => ({ queue: "payouts", key: s.workKey, action: "pay" }),
+    body: { break: true, ...REASON },
+  },
+  [routeKey("POST", "/api/v1/work/:queue/bulk/:bulk/preview")]: {
+    params: (s) => ({ queue: "payouts", bulk: "release", key: s.workKey }),
+    body: { keys: ["globex-p1"] },
+  },
+  [routeKey("POST", "/api/v1/bulk/:manifest/request")]: {
+    params: (s) => ({ manifest: s.manifest }),
+    body: {},
+  },
+  [routeKey("POST", "/api/v1/bulk/:manifest/confirm")]: {
+    params: (s) => ({ manifest: s.manifest }),
+    body: { code: "123456" },
+  },
   [routeKey("GET", "/api/v1/schedules/:id/next")]: { params: (s) => ({ id: s.schedule }) },
   [routeKey("POST", "/api/v1/schedules/:id/run")]: {
     params: (s) => ({ id: s.schedule }),
@@ -213,12 +275,23 @@ async function seed(store: Store, now: number): Promise<Seeded> {
     now,
   });
   const [drop] = await runWithDrops(store, "catalog", now, [["duplicate", "globex-sku"]], "globex");
+  const clerk = await workActor(store, "globex-admin", { door: "library", now });
+  await addWorkItem(store, PAYOUTS, {
+    key: "globex-p1",
+    data: { amount: "100", currency: "EUR" },
+  }, clerk);
+  const preview = await previewWorkBulk(store, [PAYOUTS], {
+    queue: "payouts",
+    bulk: "release",
+  }, clerk);
   return {
     job: ids.globex,
     schedule: "nightly:globex",
     reportRun: made.run.id,
     workflowRun: workflow.id,
     drop: drop!,
+    workKey: "globex-p1",
+    manifest: preview.manifest.hash,
   };
 }
 
@@ -236,6 +309,8 @@ async function globexState(store: Store, s: Seeded): Promise<unknown> {
       .map((p) => [p.name, p.disabled, p.updatedAt]),
     workflow: (await store.workflowGet({ id: s.workflowRun }))?.run.state,
     drops: (await store.ingestDropsList({ pipeline: "catalog" })).map((d) => [d.id, d.replayedAt]),
+    work: await store.workItemGet({ queue: "payouts", key: s.workKey }),
+    manifestAudit: (await store.auditList({ target: `manifest:${s.manifest}` })).length,
     globexAudit:
       (await store.auditPage({ limit: 1000 })).filter((row) => /globex/.test(row.target)).length,
   };
@@ -256,7 +331,7 @@ for (const backend of BACKENDS) {
         storage: () => ({}) as never,
         base: () => Promise.resolve("https://jobs.example.test"),
       },
-      definitions: () => ({ workflows: [SOLO], pipelines: [CATALOG] }),
+      definitions: () => ({ workflows: [SOLO], pipelines: [CATALOG], workQueues: [PAYOUTS] }),
     });
     const s = await seed(api.store, api.clock.now());
     const before = await globexState(api.store, s);

@@ -45,6 +45,9 @@ import { registerSettings, type SettingReports } from "./settings.ts";
 import { registerStatus } from "./status.ts";
 import { registerPipelines } from "./pipelines.ts";
 import { registerWorkflows } from "./workflows.ts";
+import { registerWork } from "./work.ts";
+import type { SmtpSettings } from "../../workqueue/channels.ts";
+import type { WorkQueueDefinition } from "../../workqueue/types.ts";
 
 export { type ApiEnv, MAX_BODY_BYTES, MAX_JSON_DEPTH } from "./common.ts";
 
@@ -68,6 +71,8 @@ export interface ApiOptions {
    * routes answer 409 `definitions-unavailable`.
    */
   definitions?: () => ApiDefinitions;
+  /** The SMTP server mailed confirmation codes go through (`JOBS_SMTP_URL`); none: e-mail fails. */
+  smtp?: SmtpSettings | null;
 }
 
 /** The schedules file's definitions the API starts runs of. */
@@ -75,6 +80,8 @@ export interface ApiDefinitions {
   /** Its workflows, their attempts filled from the daemon's workers (as its own starts run). */
   workflows: readonly CompiledWorkflow[];
   pipelines: readonly CompiledPipeline[];
+  /** Its work queues (`/api/v1/work`); none when not given. */
+  workQueues?: readonly WorkQueueDefinition[];
 }
 
 /**
@@ -155,6 +162,7 @@ export async function apiApp(options: ApiOptions): Promise<Hono<Env>> {
   registerPrincipals(router);
   registerWorkflows(router, options.definitions);
   registerPipelines(router, options.definitions);
+  registerWork(router, options.definitions, options.smtp ?? null);
   return app;
 }
 

@@ -22,6 +22,7 @@ import { SETTINGS_SCHEMAS } from "./settings.ts";
 import { STATUS_SCHEMAS } from "./status.ts";
 import { PIPELINES_SCHEMAS } from "./pipelines.ts";
 import { WORKFLOWS_SCHEMAS } from "./workflows.ts";
+import { WORK_SCHEMAS } from "./work.ts";
 
 /** The schemas of each route of the table, by its key: each noun's, and this document's. */
 export const ROUTE_SCHEMAS: Readonly<Record<string, RouteSchemas>> = {
@@ -40,6 +41,7 @@ export const ROUTE_SCHEMAS: Readonly<Record<string, RouteSchemas>> = {
   ...PRINCIPALS_SCHEMAS,
   ...WORKFLOWS_SCHEMAS,
   ...PIPELINES_SCHEMAS,
+  ...WORK_SCHEMAS,
 };
 
 /** `schema` as JSON Schema 2020-12 (OpenAPI 3.1's dialect), without its `$schema`. */
