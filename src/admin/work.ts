@@ -117,9 +117,26 @@ export function workQueue(queues: readonly WorkQueueDefinition[], id: string): W
   );
 }
 
-/** Whether `who` may take `action` on `queue`: by the action table, or a role the queue names. */
+/**
+ * The actions a role a queue names (`roles: [support]`) may take on it:
+ * working its items. Adding items, handing a claim to another person and
+ * rescoring stay with the roles of the action table.
+ */
+export const WORKING_ACTIONS: readonly AdminAction[] = [
+  "work.claim",
+  "work.release",
+  "work.skip",
+  "work.do",
+];
+
+/**
+ * Whether a principal holding `roles` may take `action` on `queue`: by the
+ * action table, or, for a working action ({@linkcode WORKING_ACTIONS}), by
+ * a role the queue names. A role no table and no queue names grants nothing.
+ */
 export function mayWork(queue: WorkQueueDefinition, roles: readonly string[], action: AdminAction) {
-  return mayTake(roles, action) || roles.some((role) => queue.roles.includes(role));
+  return mayTake(roles, action) ||
+    (WORKING_ACTIONS.includes(action) && roles.some((role) => queue.roles.includes(role)));
 }
 
 function allow(queue: WorkQueueDefinition, who: WorkActor, action: AdminAction): void {
@@ -128,7 +145,12 @@ function allow(queue: WorkQueueDefinition, who: WorkActor, action: AdminAction):
     "work-forbidden",
     `${who.person} may not ${action.slice("work.".length)} on work queue "${queue.id}" ` +
       `(roles ${who.roles.join(", ") || "none"}; it takes ${
-        [...new Set([...rolesOf(action), ...queue.roles])].join(", ")
+        [
+          ...new Set([
+            ...rolesOf(action),
+            ...(WORKING_ACTIONS.includes(action) ? queue.roles : []),
+          ]),
+        ].join(", ")
       })`,
   );
 }

@@ -218,3 +218,10 @@ Deno.test("jobs check refuses an action's worker the workers module does not exp
   assert.equal(e.line, 19);
   assert.match(e.message, /run.worker "reject_dispute" is not a worker of "\.\/workers.ts"/);
 });
+
+Deno.test("jobs check refuses a queue role no person could hold, at its line", () => {
+  const e = only(errors(ISSUE.map((l) => l.replace("[support]", '[support, "Support Team"]'))));
+  assert.equal(e.code, "work-role-invalid");
+  assert.equal(e.line, 26);
+  assert.match(e.message, /role "Support Team" is not a role's name/);
+});
