@@ -96,6 +96,9 @@ export const STORE_TX_METHODS = [
   "workflowRetry",
   "workflowCursorSet",
   "ingestDropReplayed",
+  /** A chunk's commit and what it reads, in a transaction with the work items a sink adds. */
+  "ingestFailuresGet",
+  "ingestChunkCommit",
   "reportRunCreate",
   "reportRunGet",
   "principalInsert",
