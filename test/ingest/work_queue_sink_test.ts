@@ -126,7 +126,7 @@ for (const backend of BACKENDS) {
     }
   });
 
-  Deno.test(`${backend.name}: a work queue sink keys items by the record's identity and gives a tenant's run its tenant`, async () => {
+  Deno.test(`${backend.name}: a work queue sink keys items by the record's identity, gives a tenant's run its tenant, and fails a record whose key is another tenant's`, async () => {
     const dir = await tempDir();
     await using bj = await backendJobs(backend, [screen]);
     try {
@@ -137,7 +137,20 @@ for (const backend of BACKENDS) {
       await Deno.writeTextFile(feed, "");
       await jobs.ingest(pipeline);
       await drainJobs(jobs, { queue: "ingest", withScheduled: true });
-      await Deno.writeTextFile(feed, [line(1, 700), line(2, 800), line(3, 20)].join("\n") + "\n");
+      await Deno.writeTextFile(
+        feed,
+        [line(1, 700), line(2, 800), line(3, 20), line(4, 900)].join("\n") + "\n",
+      );
+      // cb-4 is an item of another tenant already: the acme run's record fails alone.
+      await store.workItemAdd({
+        queue: "disputes",
+        key: "cb-4",
+        tenant: "globex",
+        data: { amount: 1 },
+        score: null,
+        actor: "ada",
+        now: bj.clock.now(),
+      });
       const [job] = await store.jobsInsert({
         jobs: [ingestJob(pipeline, { now: bj.clock.now(), tenant: "acme" })],
         now: bj.clock.now(),
@@ -149,7 +162,14 @@ for (const backend of BACKENDS) {
       assert.deepEqual(items.map((i) => [i.key, i.tenant]).sort(), [
         ["cb-1", "acme"],
         ["cb-2", "acme"],
+        ["cb-4", "globex"],
       ]);
+      assert.deepEqual([run.counts.sunk, run.counts.failed], [2, 1]);
+      assert.deepEqual(
+        (await store.workItemGet({ queue: "disputes", key: "cb-4" }))!.data,
+        { amount: 1 },
+        "another tenant's item is untouched",
+      );
     } finally {
       await dir.cleanup();
     }
