@@ -61,13 +61,16 @@ export {
   checkPipeline,
   definePipeline,
   type NamedSourceOption,
+  type PipelineContext,
   PipelineDefinitionError,
   type PipelineOptions,
   type PipelineProblem,
   type PipelineProblemCode,
   type PipelineStepOptions,
   type ProcessorOption,
+  type SinkOption,
   type SourceOption,
+  type WorkQueueSinkOption,
 } from "./ingest/definition.ts";
 export {
   defineSink,
@@ -91,9 +94,11 @@ export {
   type IngestRunState,
   type NamedSource,
   type Overflow,
+  type PipelineSink,
   type PipelineSummary,
   type ProcessorRun,
   type SourceFormat,
   type SourceSpec,
+  type WorkQueueSink,
 } from "./ingest/types.ts";
 export { INGEST_WORKER } from "./kernel/runs.ts";

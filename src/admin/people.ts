@@ -24,7 +24,6 @@ import {
   checkTenant,
   PrincipalRefused,
   refuseTokenMinting,
-  type Role,
 } from "./roles.ts";
 import { hashPassword, verifyPassword } from "./secrets.ts";
 import { newTotpSecret, totpUri } from "../workqueue/totp.ts";
@@ -78,7 +77,7 @@ export async function addPerson(
 ): Promise<PrincipalRow> {
   refuseTokenMinting(by, "person");
   const name = checkPrincipalName("person", person.name);
-  const roles: Role[] = checkRoles(person.roles);
+  const roles = checkRoles(person.roles);
   const tenant = checkTenant(person.tenant);
   // Hashed before the transaction: scrypt is slow on purpose, the write lock is not.
   const secretHash = await hashPassword(checkPassword(person.password));

@@ -6,13 +6,20 @@
  * - `viewer`: reads everything in its scope (args and errors redacted);
  * - `operator`: acts on jobs, queues, schedules, workflows, pipelines and reports;
  * - `approver`: confirms what needs a second person (never their own request);
- * - `admin`: people, tokens and settings.
+ * - `admin`: people, tokens and settings;
+ * - a work queue's role (`support`): any other name by the rule
+ *   {@linkcode QUEUE_ROLE}, which grants nothing but working (claim, next,
+ *   release, skip, do) the work queues whose `roles:` name it. The action
+ *   table (`actions.ts`) and the route tables name built-in roles only, so
+ *   such a role is denied everything else by default. A name one edit away
+ *   from a built-in one (`admn`, `opertor`) is refused as the typo it is.
  *
  * @module
  */
 
 import { NAME } from "../config/schema.ts";
-import { didYouMean } from "../text/suggest.ts";
+import { didYouMean, editDistance } from "../text/suggest.ts";
+import { QUEUE_ROLE } from "../workqueue/types.ts";
 
 /** Every role, from the least to the most. */
 export const ROLES = ["viewer", "operator", "approver", "admin"] as const;
@@ -66,20 +73,38 @@ export function refuseTokenMinting(by: ActingAs, what: "token" | "person"): void
   );
 }
 
-/** `roles` checked and without repeats, in the order given; at least one. */
-export function checkRoles(roles: readonly string[]): Role[] {
+/** Whether `role` is one of the built-in {@linkcode ROLES}. */
+export function isBuiltInRole(role: string): role is Role {
+  return (ROLES as readonly string[]).includes(role);
+}
+
+/**
+ * `roles` checked and without repeats, in the order given; at least one.
+ * Each is a built-in role or a work queue's role ({@linkcode QUEUE_ROLE});
+ * a name one edit from a built-in one is refused as a typo of it, so a
+ * slip of the keyboard never makes a role that silently grants nothing.
+ * Whether a work queue names a custom role is not checked here: people are
+ * kept in the store and queues in the schedules file, which may change
+ * apart; a role no queue names grants nothing.
+ */
+export function checkRoles(roles: readonly string[]): string[] {
   if (roles.length === 0) {
     throw new PrincipalRefused("no-role", `at least one role is needed (${ROLES.join(", ")})`);
   }
   for (const role of roles) {
-    if (!(ROLES as readonly string[]).includes(role)) {
+    if (isBuiltInRole(role)) continue;
+    const typo = ROLES.some((builtIn) => editDistance(role, builtIn) <= 1);
+    if (typo || !QUEUE_ROLE.test(role)) {
       throw new PrincipalRefused(
         "bad-role",
-        `"${role}" is not a role (${ROLES.join(", ")})${didYouMean(role, ROLES)}`,
+        `${JSON.stringify(role)} is not a role (${ROLES.join(", ")}${
+          typo ? "" : ", or a work queue's: a lowercase letter, then up to 39 lowercase " +
+            "letters, digits, _ or -"
+        })${didYouMean(role, ROLES)}`,
       );
     }
   }
-  return [...new Set(roles)] as Role[];
+  return [...new Set(roles)];
 }
 
 /** A person's name: the rule of queue and worker names, and `@` for an email address. */

@@ -121,9 +121,26 @@ export function workQueue(queues: readonly WorkQueueDefinition[], id: string): W
   );
 }
 
-/** Whether `who` may take `action` on `queue`: by the action table, or a role the queue names. */
+/**
+ * The actions a role a queue names (`roles: [support]`) may take on it:
+ * working its items. Adding items, handing a claim to another person and
+ * rescoring stay with the roles of the action table.
+ */
+export const WORKING_ACTIONS: readonly AdminAction[] = [
+  "work.claim",
+  "work.release",
+  "work.skip",
+  "work.do",
+];
+
+/**
+ * Whether a principal holding `roles` may take `action` on `queue`: by the
+ * action table, or, for a working action ({@linkcode WORKING_ACTIONS}), by
+ * a role the queue names. A role no table and no queue names grants nothing.
+ */
 export function mayWork(queue: WorkQueueDefinition, roles: readonly string[], action: AdminAction) {
-  return mayTake(roles, action) || roles.some((role) => queue.roles.includes(role));
+  return mayTake(roles, action) ||
+    (WORKING_ACTIONS.includes(action) && roles.some((role) => queue.roles.includes(role)));
 }
 
 function allow(queue: WorkQueueDefinition, who: WorkActor, action: AdminAction): void {
@@ -132,7 +149,12 @@ function allow(queue: WorkQueueDefinition, who: WorkActor, action: AdminAction):
     "work-forbidden",
     `${who.person} may not ${action.slice("work.".length)} on work queue "${queue.id}" ` +
       `(roles ${who.roles.join(", ") || "none"}; it takes ${
-        [...new Set([...rolesOf(action), ...queue.roles])].join(", ")
+        [
+          ...new Set([
+            ...rolesOf(action),
+            ...(WORKING_ACTIONS.includes(action) ? queue.roles : []),
+          ]),
+        ].join(", ")
       })`,
   );
 }
@@ -533,4 +555,49 @@ export async function rescoreWorkQueue(
     );
   }
   return { rescored, left: stale.length === limit };
+}
+
+/** One work queue's series on `/metrics` (`src/http/metrics.ts`). */
+export interface WorkQueueMetrics {
+  queue: string;
+  /** Its open items: `jobs_work_items_open`. */
+  open: number;
+  /** How long its oldest open item has waited, 0 when none: `jobs_work_oldest_open_age_seconds`. */
+  oldestOpenAgeSeconds: number;
+  /** Claims that ran out, as its items' histories record them: `jobs_work_claims_expired_total`. */
+  claimsExpired: number;
+  /** Items done by the action taken: `jobs_work_actions_total`. */
+  done: Record<string, number>;
+}
+
+/**
+ * Every work queue's figures at `now`, for `/metrics`: the queues of
+ * `declared` first, in the file's order, each with every action of it (zeros
+ * while nothing happened, so an alert has a series to read), then the
+ * store's other queues by name. One read of the store (`workItemsStats`),
+ * installation-wide: metrics are the operator's, not a tenant's.
+ */
+export async function workQueueMetrics(
+  store: Pick<Store, "workItemsStats">,
+  declared: readonly WorkQueueDefinition[],
+  now: number,
+): Promise<WorkQueueMetrics[]> {
+  const stored = new Map((await store.workItemsStats()).map((s) => [s.queue, s]));
+  const ids = [
+    ...declared.map((q) => q.id),
+    ...[...stored.keys()].filter((id) => !declared.some((q) => q.id === id)),
+  ];
+  return ids.map((queue) => {
+    const s = stored.get(queue);
+    const actions = declared.find((q) => q.id === queue)?.actions ?? [];
+    const done: Record<string, number> = Object.fromEntries(actions.map((a) => [a.id, 0]));
+    Object.assign(done, s?.done);
+    return {
+      queue,
+      open: s?.open ?? 0,
+      oldestOpenAgeSeconds: s?.oldestOpenAt == null ? 0 : Math.max(0, now - s.oldestOpenAt) / 1000,
+      claimsExpired: s?.claimsExpired ?? 0,
+      done,
+    };
+  });
 }

@@ -249,7 +249,11 @@ export async function checkCommand(
   const pipelines = config.pipelines.map((p) => ({
     id: p.id,
     steps: p.steps.map((step) => ({ name: step.name, mark: step.mark, sources: step.sources })),
-    sink: p.sink.kind === "worker" ? p.sink.worker : p.sink.argv.join(" "),
+    sink: p.sink.kind === "worker"
+      ? p.sink.worker
+      : p.sink.kind === "work_queue"
+      ? `work queue ${p.sink.queue}`
+      : p.sink.argv.join(" "),
     dropReasons: p.dropReasons,
   }));
   // Each report with the bounds it is held to.

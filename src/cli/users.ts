@@ -44,6 +44,8 @@ Roles (several may be held):
   operator  acts on jobs, queues, schedules, workflows, pipelines and reports
   approver  confirms what needs a second person
   admin     people, tokens and settings
+  <other>   a work queue's role (support): works the queues whose roles: name it,
+            and nothing else (a lowercase letter, then a-z 0-9 _ -, up to 40)
 
 The password is asked twice at a terminal (not shown), else read from stdin:
   printf '%s\\n' "$PASSWORD" | jobsctl users add ada --role admin`;

@@ -98,19 +98,21 @@ export function build(raw: unknown, path: string): ScheduleConfig {
   const byId = new Map(workflows.map((workflow) => [workflow.id, workflow]));
   // Paths of a pipeline are the file's: resolved against its folder, absolute.
   const folder = resolve(dirname(path));
+  // From the file as written, as reports are: `workQueueOptions` reads the lease's text.
+  const workQueues = ((raw as { work_queues?: unknown[] })?.work_queues ?? []).map((queue) =>
+    compileWorkQueue(workQueueOptions(queue, (run) => toStepRun(run as RawUseCase)), useCases)
+  );
+  // A pipeline sinking into a work queue carries the queue's definition.
   const pipelines = ((raw as { pipelines?: unknown[] })?.pipelines ?? []).map((pipeline) =>
     compilePipeline(
       pipelineOptions(pipeline, (raw as { sources?: unknown }).sources, folder),
       folder,
+      { workQueues: workQueues as unknown as ({ id: string } & Record<string, unknown>)[] },
     )
   );
   const pipelinesById = new Map(pipelines.map((pipeline) => [pipeline.id, pipeline]));
   const reports = ((raw as { reports?: unknown[] })?.reports ?? []).map((report) =>
     compileReport(reportOptions(report, folder), folder)
-  );
-  // From the file as written, as reports are: `workQueueOptions` reads the lease's text.
-  const workQueues = ((raw as { work_queues?: unknown[] })?.work_queues ?? []).map((queue) =>
-    compileWorkQueue(workQueueOptions(queue, (run) => toStepRun(run as RawUseCase)), useCases)
   );
   return compact<ScheduleConfig>({
     version: 1,

@@ -96,7 +96,20 @@ export function validate(report: Reporter, workers?: WorkerNames, readQuery?: Qu
       const run = fields(fields(step)?.run);
       if (run) checkRun(report, [...path, "steps", i, "run"], run, "run", PROCESSORS);
     }
-    if (fields(p.sink)) checkRun(report, [...path, "sink"], fields(p.sink)!, "sink", PROCESSORS);
+    const sink = fields(p.sink);
+    if (sink) {
+      checkRun(report, [...path, "sink"], sink, "sink", SINKS);
+      for (const key of ["key", "tenant"]) {
+        if (sink[key] !== undefined && sink.work_queue === undefined) {
+          report.add(
+            "schedule-invalid",
+            [...path, "sink"],
+            `sink.${key} applies only to work_queue`,
+            key,
+          );
+        }
+      }
+    }
     if (fields(p.source)) {
       checkRun(report, [...path, "source"], fields(p.source)!, "source", FEEDS);
     }
@@ -177,6 +190,8 @@ function dotted(label: string, key: string): string {
 const RUNNERS = ["command", "http", "worker"] as const;
 /** What a pipeline step or sink runs. */
 const PROCESSORS = ["command", "worker"] as const;
+/** Where a pipeline's kept records go. */
+const SINKS = ["command", "worker", "work_queue"] as const;
 /** Where a pipeline reads from. */
 const FEEDS = ["file", "glob", "command", "http"] as const;
 

@@ -24,6 +24,7 @@ import {
   type NamedSourceOption,
   type PipelineOptions,
   type ProcessorOption,
+  type SinkOption,
   type SourceOption,
 } from "../ingest/definition.ts";
 import type { Freshness } from "../ingest/types.ts";
@@ -69,6 +70,15 @@ export function pipelineOptions(
     if (typeof run.worker === "string") return { worker: run.worker };
     return undefined;
   };
+  const sinkOption = (value: unknown): SinkOption | undefined => {
+    const sink = fields(value);
+    if (sink?.work_queue === undefined) return processorOption(value);
+    return compact({
+      workQueue: typeof sink.work_queue === "string" ? sink.work_queue : "",
+      key: typeof sink.key === "string" ? sink.key : undefined,
+      tenant: typeof sink.tenant === "string" ? sink.tenant : undefined,
+    });
+  };
   const p = fields(value) ?? {};
   const buffer = fields(p.buffer);
   const steps = Array.isArray(p.steps) ? p.steps : [];
@@ -91,7 +101,7 @@ export function pipelineOptions(
       overflow: buffer.overflow as NonNullable<PipelineOptions["buffer"]>["overflow"],
     }),
     poisonAfter: typeof p.poison_after === "number" ? p.poison_after : undefined,
-    sink: processorOption(p.sink) as ProcessorOption,
+    sink: sinkOption(p.sink) as SinkOption,
     sinkBatch: typeof p.sink_batch === "number" ? p.sink_batch : undefined,
     freshness: p.freshness === undefined ? undefined : freshnessOf(p.freshness),
     sources: Object.fromEntries(
@@ -201,6 +211,11 @@ export function checkPipelines(report: Reporter, reported: readonly Path[]): voi
     }
   }
   const list = Array.isArray(root?.pipelines) ? root.pipelines as unknown[] : [];
+  // A work queue sink names one of the file's queues (checked by work_queues' own rules).
+  const workQueues = (Array.isArray(root?.work_queues) ? root.work_queues as unknown[] : [])
+    .map((q) => fields(q)?.id)
+    .filter((id): id is string => typeof id === "string")
+    .map((id) => ({ id }));
   const firstLine = new Map<string, number>();
   for (const [index, item] of list.entries()) {
     if (!fields(item)) continue;
@@ -218,7 +233,7 @@ export function checkPipelines(report: Reporter, reported: readonly Path[]): voi
       }
     }
     const options = pipelineOptions(item, root?.sources);
-    for (const problem of checkPipeline(options)) {
+    for (const problem of checkPipeline(options, { workQueues })) {
       const path: Path = ["pipelines", index, ...problem.path];
       if (reported.some((at) => within(at, path))) continue;
       // The reporter names the pipeline; `checkPipeline` does too, for the library.

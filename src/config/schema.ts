@@ -348,6 +348,22 @@ const processor = z.strictObject({
   worker: name.optional(),
 });
 
+/**
+ * Where a pipeline's kept records go: what a step runs, or a work queue
+ * (`work_queue: disputes`, with the record fields of the item's `key` and
+ * `tenant` when not the record's identity and the run's tenant).
+ */
+const pipelineSink = z.strictObject({
+  command: command.optional(),
+  shell: z.boolean().optional(),
+  cwd: nonEmpty.optional(),
+  env: stringMap.optional(),
+  worker: name.optional(),
+  work_queue: nonEmpty.optional(),
+  key: nonEmpty.optional(),
+  tenant: nonEmpty.optional(),
+});
+
 /** Where a pipeline's records come from. */
 const pipelineSource = z.strictObject({
   file: nonEmpty.optional(),
@@ -382,7 +398,7 @@ export const pipelineSchema = z.strictObject({
     overflow: z.enum(["block", "drop_oldest", "page"]).optional(),
   }).optional(),
   poison_after: whole().min(1).optional(),
-  sink: processor,
+  sink: pipelineSink,
   sink_batch: whole().min(1).max(MAX_BATCH_SIZE).optional(),
   freshness: z.strictObject({
     mode: z.enum(["bounded", "advisory"]),

@@ -21,7 +21,8 @@ export interface Principal {
   /** The token's or person's name; `installation` for the daemon's `--token`. */
   name: string;
   kind: "token" | "person" | "installation";
-  roles: readonly Role[];
+  /** Its roles; one the route tables do not name (a work queue's) opens no route. */
+  roles: readonly string[];
   /** The tenant it is scoped to, or null: installation-wide. */
   tenant: string | null;
 }

@@ -16,6 +16,13 @@
  * scrape: whether a bounded pipeline is stale, what it promises and when its
  * newest run completed.
  *
+ * Human work queues add, read through their door (`workQueueMetrics`) in
+ * one store read on each scrape when the server is given the file's
+ * queues: the open items and the age of the oldest per queue, the claims
+ * that expired per queue, and the items done per queue and outcome (the
+ * action taken). The last two are counters kept in the store (items'
+ * histories and done rows), so they survive a restart of the daemon.
+ *
  * Labels carry only names an operator chose (queue, worker, schedule id,
  * workflow and step id, pipeline id and drop reason from its closed set):
  * never job args, record text, error text or anything else a job or a
@@ -26,6 +33,8 @@
  */
 
 import { freshnessOf, totalDropped } from "../admin/pipelines.ts";
+import { workQueueMetrics } from "../admin/work.ts";
+import type { WorkQueueDefinition } from "../workqueue/types.ts";
 import type { CompiledPipeline } from "../ingest/types.ts";
 import { JOB_STATES, type JobState } from "../kernel/types.ts";
 import type { Store } from "../store/store.ts";
@@ -372,12 +381,21 @@ export interface QueueMetricsParams {
   declared?: readonly string[];
 }
 
+/** What {@linkcode renderMetrics} needs for the work queues' series. */
+export interface WorkQueueMetricsParams {
+  /** The schedules file's work queues: each gets its series even while it holds no item. */
+  queues: readonly WorkQueueDefinition[];
+  /** The scrape's instant, UTC epoch ms, from the caller's clock: the oldest item's age. */
+  now: number;
+}
+
 /**
  * Renders the page: reads job counts, queues, nodes and schedules from the
  * store (reads only), then the optional snapshot, then (when `ingest` is
  * given) the pipelines' freshness from the store's ingest summaries. With
  * `queueParams`, the declared queues get their series too, and each queue
- * how long its oldest available job has waited.
+ * how long its oldest available job has waited. With `work`, the work
+ * queues' series.
  * Throws when the store does.
  */
 export async function renderMetrics(
@@ -385,6 +403,7 @@ export async function renderMetrics(
   snapshot?: MetricsSnapshot,
   ingest?: IngestFreshnessParams,
   queueParams?: QueueMetricsParams,
+  work?: WorkQueueMetricsParams,
 ): Promise<string> {
   const [counts, queues, nodes, schedules, outcomes, runs, compensations] = await Promise.all([
     store.jobsCount({}),
@@ -524,7 +543,45 @@ export async function renderMetrics(
   // Read only when asked: a caller without pipelines may hand a store
   // that has no ingest tables to read.
   if (ingest) renderFreshness(page, ingest, await store.ingestSummaries({ since: ingest.now }));
+  if (work) renderWorkQueues(page, await workQueueMetrics(store, work.queues, work.now));
   return page.toString();
+}
+
+/** The work queues' series, one sample per queue (per queue and outcome for actions). */
+function renderWorkQueues(
+  page: Page,
+  queues: readonly Awaited<ReturnType<typeof workQueueMetrics>>[number][],
+): void {
+  page.family("jobs_work_items_open", "gauge", "Open items of the work queue.");
+  for (const q of queues) page.sample("jobs_work_items_open", { queue: q.queue }, q.open);
+  page.family(
+    "jobs_work_oldest_open_age_seconds",
+    "gauge",
+    "How long the oldest open item of the work queue has waited since it was first added, in " +
+      "seconds (0 when none is open).",
+  );
+  for (const q of queues) {
+    page.sample("jobs_work_oldest_open_age_seconds", { queue: q.queue }, q.oldestOpenAgeSeconds);
+  }
+  page.family(
+    "jobs_work_claims_expired_total",
+    "counter",
+    "Claims on the work queue's items that ran out and returned the item, as the items' " +
+      "histories record them (the store's count, kept across restarts).",
+  );
+  for (const q of queues) {
+    page.sample("jobs_work_claims_expired_total", { queue: q.queue }, q.claimsExpired);
+  }
+  page.family(
+    "jobs_work_actions_total",
+    "counter",
+    "Items of the work queue acted on, by the action taken (outcome), as the store keeps them.",
+  );
+  for (const q of queues) {
+    for (const [outcome, n] of Object.entries(q.done)) {
+      page.sample("jobs_work_actions_total", { queue: q.queue, outcome }, n);
+    }
+  }
 }
 
 /** The ingest engine's counters: records by outcome, drops by reason, runs by state. */

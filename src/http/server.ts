@@ -33,6 +33,7 @@
  * @module
  */
 
+import type { WorkQueueDefinition } from "../workqueue/types.ts";
 import { hostname } from "node:os";
 import { derivedPublicUrl } from "../admin/public_url.ts";
 import type { Clock } from "../clock.ts";
@@ -73,6 +74,13 @@ export interface HttpServerOptions {
    * `jobs_ingest_last_completed_timestamp_seconds`) read from the store.
    */
   pipelines?: () => readonly CompiledPipeline[];
+  /**
+   * The schedules file's work queues as they are now (read on each scrape):
+   * when given, `/metrics` adds each queue's series (`jobs_work_items_open`,
+   * `jobs_work_oldest_open_age_seconds`, `jobs_work_claims_expired_total`,
+   * `jobs_work_actions_total`), read from the store in one call.
+   */
+  workQueues?: () => readonly WorkQueueDefinition[];
   /**
    * The schedules file's workflows and pipelines as they are now (read on
    * each request, so a reloaded file counts): what `/api/v1` starts runs
@@ -261,11 +269,13 @@ export async function startHttpServer(options: HttpServerOptions): Promise<HttpS
   const metrics = async (): Promise<Response> => {
     try {
       const pipelines = options.pipelines?.();
+      const workQueues = options.workQueues?.();
       const page = await renderMetrics(
         store,
         options.metrics?.(),
         pipelines ? { pipelines, now: clock.now() } : undefined,
         { now: clock.now(), declared: options.queues?.() ?? [] },
+        workQueues ? { queues: workQueues, now: clock.now() } : undefined,
       );
       return new Response(page, {
         status: 200,

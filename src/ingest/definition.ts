@@ -17,6 +17,7 @@
  */
 
 import { createHash } from "node:crypto";
+import { didYouMean } from "../text/suggest.ts";
 import { isAbsolute, resolve } from "node:path";
 import {
   type CompiledPipeline,
@@ -29,10 +30,12 @@ import {
   type NamedSource,
   type Overflow,
   OVERFLOW_REASON,
+  type PipelineSink,
   POISON_REASON,
   type ProcessorRun,
   type SourceFormat,
   type SourceSpec,
+  type WorkQueueSink,
 } from "./types.ts";
 
 /** A step's or a sink's `run`: a TypeScript step/sink by name (or the object), or a command. */
@@ -40,6 +43,27 @@ export type ProcessorOption =
   | { worker: string }
   | { name: string }
   | { command: string | string[]; shell?: boolean; cwd?: string; env?: Record<string, string> };
+
+/**
+ * A sink that makes each record an item of a work queue: the queue's id
+ * (resolved against the work queues the file or the caller gives) or its
+ * definition, and optionally the record fields holding the item's key and
+ * tenant (by default the record's identity and the run's tenant).
+ */
+export interface WorkQueueSinkOption {
+  workQueue: string | ({ id: string } & Record<string, unknown>);
+  key?: string;
+  tenant?: string;
+}
+
+/** What a pipeline's kept records go to: a step-like processor, or a work queue. */
+export type SinkOption = ProcessorOption | WorkQueueSinkOption;
+
+/** What checking and compiling a pipeline may resolve names against. */
+export interface PipelineContext {
+  /** The work queues a `workQueue` sink may name by id (the file's `work_queues:`). */
+  workQueues?: readonly ({ id: string } & Record<string, unknown>)[];
+}
 
 /** One step as its author writes it: `{ drop: name, run }` or `{ enrich: name, sources, run }`. */
 export interface PipelineStepOptions {
@@ -80,7 +104,7 @@ export interface PipelineOptions {
   buffer?: { capacity?: number; overflow?: Overflow };
   /** @default 3 */
   poisonAfter?: number;
-  sink: ProcessorOption;
+  sink: SinkOption;
   /** @default 500 */
   sinkBatch?: number;
   freshness?: Freshness;
@@ -111,6 +135,8 @@ export type PipelineProblemCode =
   | "key-missing"
   | "source-invalid"
   | "sink-missing"
+  /** A work queue sink naming no work queue of the file (or the caller's). */
+  | "sink-queue-unknown"
   | "buffer-invalid"
   | "freshness-invalid";
 
@@ -134,8 +160,14 @@ export class PipelineDefinitionError extends Error {
 
 const q = (value: unknown) => JSON.stringify(value);
 
-/** Every rule `options` breaks; none when it may be compiled. */
-export function checkPipeline(options: PipelineOptions): PipelineProblem[] {
+/**
+ * Every rule `options` breaks; none when it may be compiled. A work queue
+ * sink's queue named by id must be one of `context.workQueues`.
+ */
+export function checkPipeline(
+  options: PipelineOptions,
+  context: PipelineContext = {},
+): PipelineProblem[] {
   const problems: PipelineProblem[] = [];
   const where = `pipeline ${q(options.id)}`;
   const add = (code: PipelineProblemCode, path: (string | number)[], message: string) =>
@@ -182,8 +214,31 @@ export function checkPipeline(options: PipelineOptions): PipelineProblem[] {
       }
     }
   }
-  if (!options.sink || !processorOf(options.sink)) {
-    add("sink-missing", ["sink"], "has no sink (a worker or a command)");
+  const sink = options.sink as SinkOption | undefined;
+  if (sink && typeof sink === "object" && "workQueue" in sink) {
+    const queue = sink.workQueue;
+    if (typeof queue === "string") {
+      const ids = (context.workQueues ?? []).map((q) => q.id);
+      if (!ids.includes(queue)) {
+        add(
+          "sink-queue-unknown",
+          ["sink", "work_queue"],
+          `sinks into work queue ${q(queue)}, which work_queues: does not declare (${
+            ids.join(", ") || "it declares none"
+          })${didYouMean(queue, ids)}`,
+        );
+      }
+    } else if (!queue || typeof queue !== "object" || typeof queue.id !== "string") {
+      add("sink-queue-unknown", ["sink", "work_queue"], "names no work queue");
+    }
+    for (const field of ["key", "tenant"] as const) {
+      const value = sink[field];
+      if (value !== undefined && (typeof value !== "string" || value === "")) {
+        add("sink-missing", ["sink", field], `sink ${field} must name a record field`);
+      }
+    }
+  } else if (!sink || !processorOf(sink as ProcessorOption)) {
+    add("sink-missing", ["sink"], "has no sink (a worker, a command or a work queue)");
   }
   const capacity = options.buffer?.capacity ?? DEFAULT_BUFFER_CAPACITY;
   if (!Number.isInteger(capacity) || capacity < 1) {
@@ -261,14 +316,22 @@ export function checkPipeline(options: PipelineOptions): PipelineProblem[] {
  * );
  * ```
  */
-export function definePipeline(options: PipelineOptions, baseDir?: string): CompiledPipeline {
-  const problems = checkPipeline(options);
+export function definePipeline(
+  options: PipelineOptions,
+  baseDir?: string,
+  context: PipelineContext = {},
+): CompiledPipeline {
+  const problems = checkPipeline(options, context);
   if (problems.length > 0) throw new PipelineDefinitionError(options.id, problems);
-  return compilePipeline(options, baseDir);
+  return compilePipeline(options, baseDir, context);
 }
 
-/** The compiled form of a pipeline that passed {@linkcode checkPipeline}. */
-export function compilePipeline(options: PipelineOptions, baseDir?: string): CompiledPipeline {
+/** The compiled form of a pipeline that passed {@linkcode checkPipeline} with `context`. */
+export function compilePipeline(
+  options: PipelineOptions,
+  baseDir?: string,
+  context: PipelineContext = {},
+): CompiledPipeline {
   const path = (p: string) => isAbsolute(p) ? p : resolve(baseDir ?? ".", p);
   const source = sourceOf(options.source, path)!;
   const steps: CompiledStep[] = options.steps.map((s) => ({
@@ -293,7 +356,7 @@ export function compilePipeline(options: PipelineOptions, baseDir?: string): Com
       overflow: options.buffer?.overflow ?? "block",
     },
     poisonAfter: options.poisonAfter ?? DEFAULT_POISON_AFTER,
-    sink: processorOf(options.sink, path)!,
+    sink: sinkOf(options.sink, path, context),
     sinkBatch: options.sinkBatch ?? 500,
     freshness: options.freshness ?? null,
     sources,
@@ -318,6 +381,25 @@ function commandOf(
     ...(c.cwd ? { cwd: path(c.cwd) } : {}),
     ...(c.env ? { env: { ...c.env } } : {}),
   };
+}
+
+function sinkOf(
+  sink: SinkOption,
+  path: (p: string) => string,
+  context: PipelineContext,
+): PipelineSink {
+  if (!("workQueue" in sink)) return processorOf(sink, path)!;
+  const definition = typeof sink.workQueue === "string"
+    ? context.workQueues?.find((q) => q.id === sink.workQueue)
+    : sink.workQueue;
+  const compiled: WorkQueueSink = {
+    kind: "work_queue",
+    queue: definition!.id,
+    key: sink.key ?? null,
+    tenant: sink.tenant ?? null,
+    definition: definition!,
+  };
+  return compiled;
 }
 
 function processorOf(

@@ -9,6 +9,12 @@
  * lease lost stops the run at once: the next owner resumes from the last
  * committed cursor, and only records after it are read (and sunk) again.
  *
+ * A work queue sink (`sink: { work_queue }`) adds each kept record as an
+ * item in the same transaction as the chunk's commit: the items, the
+ * counts and the cursor commit together, or none of them (a lost lease
+ * adds no item). Adding a key again updates the item and keeps its place,
+ * so a chunk read again after a crash changes nothing twice.
+ *
  * A failing record (it did not parse, it is nested deeper than
  * {@linkcode MAX_RECORD_DEPTH} levels, a step failed or answered a drop
  * outside the set, the sink refused it, the engine could not write it or a
@@ -27,7 +33,7 @@ import { JobFailure } from "../kernel/error_text.ts";
 import type { Registry } from "../kernel/executor.ts";
 import { redact } from "../kernel/redact.ts";
 import type { JobContext } from "../kernel/worker.ts";
-import type { Store } from "../store/store.ts";
+import type { Store, StoreTxMethods, WorkItemAddParams } from "../store/store.ts";
 import type { Logger } from "../kernel/logger.ts";
 import { LeaseLostError } from "../kernel/abort_reasons.ts";
 import { RecordBuffer } from "./buffer.ts";
@@ -57,6 +63,8 @@ import {
   OVERFLOW_REASON,
   POISON_REASON,
   type ProcessorRun,
+  type WorkItemParamsOf,
+  type WorkQueueSink,
 } from "./types.ts";
 import { nestedDeeper } from "../text/nesting.ts";
 
@@ -70,6 +78,12 @@ export interface RunDeps {
   killGraceMs?: number;
   /** Told the buffer of each run (tests read its high-water mark). */
   onBuffer?: (buffer: RecordBuffer) => void;
+  /**
+   * Makes a record the params of a work item's add, scored by its queue's
+   * rule: given by the runner (work queues are a layer above ingest). A run
+   * whose sink is a work queue fails without it.
+   */
+  workItemParams?: WorkItemParamsOf;
 }
 
 /** Most records per chunk (one commit each). */
@@ -95,7 +109,17 @@ interface StepProcessor extends Processor {
 }
 
 interface SinkProcessor extends Processor {
+  kind: "processor";
   write(items: Item[]): Promise<void>;
+}
+
+/** A work queue sink: each item's add params, made before the chunk's transaction. */
+interface QueueSink extends Processor {
+  kind: "work_queue";
+  /** The add params of each item it may add; an item it cannot is marked failed. */
+  prepare(items: Item[], now: number): [Item, WorkItemAddParams][];
+  /** The failure of an item whose add the store refused (its key is another tenant's). */
+  refused(item: Item): void;
 }
 
 /** Runs one `jobs.ingest` job's run; see the module doc. */
@@ -133,7 +157,9 @@ export async function runPipeline(
       processors.push(p);
       return p;
     });
-    const sink = sinkProcessor(pipeline, run, { deps, signal, sources, runEnv });
+    const sink = pipeline.sink.kind === "work_queue"
+      ? queueSink(pipeline.id, pipeline.sink, deps, ctx.job.tenant)
+      : sinkProcessor(pipeline, run, { deps, signal, sources, runEnv });
     processors.push(sink);
 
     feed = args.replay
@@ -244,7 +270,7 @@ function addDelta(counts: IngestCounts, delta: ChunkDelta): void {
 interface ChunkDeps {
   pipeline: CompiledPipeline;
   steps: StepProcessor[];
-  sink: SinkProcessor;
+  sink: SinkProcessor | QueueSink;
   store: Store;
   lease: { runId: number; jobId: number; fence: number };
   clock: Clock;
@@ -351,56 +377,74 @@ async function processChunk(
     alive = kept;
   }
   delta.kept = alive.length;
-  if (alive.length > 0) await d.sink.write(alive);
-  for (const item of alive) {
-    if (item.failed) itemFailed(item);
-    else {
-      delta.sunk++;
-      cleared.push(item.identity!);
-    }
+  const sink = d.sink;
+  if (sink.kind === "processor") {
+    if (alive.length > 0) await sink.write(alive);
+    return await settle(d.store);
   }
+  // The items and the chunk's bookkeeping in one transaction: both or neither.
+  const adds = sink.prepare(alive, d.clock.now());
+  return await d.store.transaction(async (tx) => {
+    for (const [item, params] of adds) {
+      if ((await tx.workItemAdd(params)) === null) sink.refused(item);
+    }
+    return await settle(tx);
+  });
 
-  if (failing.length > 0) {
-    const poisonable = pipeline.dropReasons.includes(POISON_REASON);
-    const so = await d.store.ingestFailuresGet({
-      pipeline: pipeline.id,
-      records: [...new Set(failing.map((f) => f.identity))],
-    });
-    for (const f of failing) {
-      const before = so.get(f.identity) ?? 0;
-      if (poisonable && before + 1 >= pipeline.poisonAfter) {
-        dropOf(
-          POISON_REASON,
-          f.step,
-          f.identity.startsWith("raw:") ? null : f.identity,
-          f.raw,
-          f.value,
-        );
-        cleared.push(f.identity);
-      } else {
-        delta.failed++;
-        failures.push({
-          record: f.identity,
-          error: redact(f.error).slice(0, 4096),
-          excerpt: excerptOf(f.raw),
-        });
+  /** What became of the chunk's kept and failing records, committed on `db`. */
+  async function settle(
+    db: Pick<StoreTxMethods, "ingestFailuresGet" | "ingestChunkCommit">,
+  ): Promise<ChunkDelta> {
+    for (const item of alive) {
+      if (item.failed) itemFailed(item);
+      else {
+        delta.sunk++;
+        cleared.push(item.identity!);
       }
     }
+
+    if (failing.length > 0) {
+      const poisonable = pipeline.dropReasons.includes(POISON_REASON);
+      const so = await db.ingestFailuresGet({
+        pipeline: pipeline.id,
+        records: [...new Set(failing.map((f) => f.identity))],
+      });
+      for (const f of failing) {
+        const before = so.get(f.identity) ?? 0;
+        if (poisonable && before + 1 >= pipeline.poisonAfter) {
+          dropOf(
+            POISON_REASON,
+            f.step,
+            f.identity.startsWith("raw:") ? null : f.identity,
+            f.raw,
+            f.value,
+          );
+          cleared.push(f.identity);
+        } else {
+          delta.failed++;
+          failures.push({
+            record: f.identity,
+            error: redact(f.error).slice(0, 4096),
+            excerpt: excerptOf(f.raw),
+          });
+        }
+      }
+    }
+    if (d.signal.aborted) throw d.signal.reason;
+    const ok = await db.ingestChunkCommit({
+      lease: d.lease,
+      pipeline: pipeline.id,
+      delta,
+      pending: 0,
+      cursor,
+      drops,
+      failures,
+      cleared,
+      now: d.clock.now(),
+    });
+    if (!ok) throw new LeaseLostError(d.lease.jobId);
+    return delta;
   }
-  if (d.signal.aborted) throw d.signal.reason;
-  const ok = await d.store.ingestChunkCommit({
-    lease: d.lease,
-    pipeline: pipeline.id,
-    delta,
-    pending: 0,
-    cursor,
-    drops,
-    failures,
-    cleared,
-    now: d.clock.now(),
-  });
-  if (!ok) throw new LeaseLostError(d.lease.jobId);
-  return delta;
 }
 
 /** A record's identity: one key field as its string, several as JSON array text; null when one is missing. */
@@ -714,6 +758,7 @@ function sinkProcessor(
     }
     const ctx = stepContext(pipeline, run, null, "sink", p);
     return {
+      kind: "processor",
       name: "sink",
       close: () => Promise.resolve(),
       async write(items) {
@@ -733,8 +778,10 @@ function sinkProcessor(
   }
   let process: LineProcess | null = null;
   const command = pipeline.sink;
+  if (command.kind !== "command") throw new JobFailure(`${where} is not a command`);
   const env = { ...p.runEnv, JOBS_STEP: "sink" };
   return {
+    kind: "processor",
     name: "sink",
     close: () => process?.close() ?? Promise.resolve(),
     async write(items) {
@@ -758,6 +805,75 @@ function sinkProcessor(
           else throw process.protocolError(a, `{"ok": true} or {"error": "..."}`);
         }
       }
+    },
+  };
+}
+
+/** A record field as an item's key or tenant: a non-empty string, or a number as its text. */
+function fieldText(value: Record<string, unknown>, field: string): string | null {
+  const v = value[field];
+  if (typeof v === "string" && v !== "") return v;
+  if (typeof v === "number" && Number.isFinite(v)) return String(v);
+  return null;
+}
+
+/**
+ * The sink of `pipeline` into a work queue: each kept record an item of
+ * `sink.queue`, added by `pipeline:<id>`, keyed by the record's `sink.key`
+ * field or its identity, of the record's `sink.tenant` field or the run's
+ * tenant (a tenant's run adds items of its own tenant only).
+ */
+function queueSink(
+  pipeline: string,
+  sink: WorkQueueSink,
+  deps: RunDeps,
+  runTenant: string | null,
+): QueueSink {
+  const where = `pipeline "${pipeline}" sink (work queue "${sink.queue}")`;
+  const paramsOf = deps.workItemParams;
+  if (paramsOf === undefined) {
+    throw new JobFailure(`${where}: this process cannot add work items (no work queue rule given)`);
+  }
+  const actor = `pipeline:${pipeline}`;
+  const fail = (item: Item, error: string) =>
+    item.failed = { step: "sink", error: `${where}: ${error}` };
+  return {
+    kind: "work_queue",
+    name: "sink",
+    close: () => Promise.resolve(),
+    prepare(items, now) {
+      const adds: [Item, WorkItemAddParams][] = [];
+      for (const item of items) {
+        const key = sink.key === null ? item.identity! : fieldText(item.value, sink.key);
+        if (key === null) {
+          fail(item, `record has no key field "${sink.key}" (a string or a number)`);
+          continue;
+        }
+        let tenant = runTenant;
+        if (sink.tenant !== null) {
+          tenant = fieldText(item.value, sink.tenant);
+          if (tenant === null) {
+            fail(item, `record has no tenant field "${sink.tenant}" (a string)`);
+            continue;
+          }
+          if (runTenant !== null && tenant !== runTenant) {
+            fail(item, `record of tenant "${tenant}" in a run of tenant "${runTenant}"`);
+            continue;
+          }
+        }
+        try {
+          adds.push([
+            item,
+            paramsOf(sink.definition, { key, data: item.value, tenant }, actor, now),
+          ]);
+        } catch (error) {
+          fail(item, reasonOf(error));
+        }
+      }
+      return adds;
+    },
+    refused(item) {
+      fail(item, `its item belongs to another tenant`);
     },
   };
 }

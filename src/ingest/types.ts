@@ -15,6 +15,7 @@
  */
 
 import type { RunSpec } from "../kernel/runs.ts";
+import type { WorkItemAddParams } from "../store/store.ts";
 
 // The rows the store keeps of ingest runs are words of the store (a lower
 // layer); ingest uses them under the same names.
@@ -85,6 +86,46 @@ export type ProcessorRun =
   | { kind: "worker"; worker: string }
   | Extract<RunSpec, { kind: "command" }>;
 
+/**
+ * A sink that makes each record reaching it an item of a work queue: the
+ * records a pipeline cannot decide, left for people (`sink: { work_queue:
+ * disputes }`). The item's key is the record's `key` field when named, else
+ * the record's identity (the pipeline's `key:`); its tenant the record's
+ * `tenant` field when named, else the run's; its data the record as the
+ * steps left it. Adding a key again updates the item and keeps its place.
+ */
+export interface WorkQueueSink {
+  kind: "work_queue";
+  /** The queue's id. */
+  queue: string;
+  /** The record field holding the item's key; null: the record's identity. */
+  key: string | null;
+  /** The record field holding the item's tenant; null: the run's tenant. */
+  tenant: string | null;
+  /**
+   * The queue as the schedules file declared it (a `WorkQueueDefinition` of
+   * `src/workqueue/`, a layer above this one), carried as data so a run
+   * reads nothing from the file; the runner scores each item by it.
+   */
+  definition: { id: string } & Record<string, unknown>;
+}
+
+/** Where a pipeline's kept records go: a TypeScript sink, a command, or a work queue. */
+export type PipelineSink = ProcessorRun | WorkQueueSink;
+
+/**
+ * The store's params of adding one record as an item of a work queue sink's
+ * queue, its score computed by the queue's rule (given to a run by the
+ * runner, from the layer that knows work queues); throws an `Error` whose
+ * message says why the record cannot be an item (the record's failure).
+ */
+export type WorkItemParamsOf = (
+  definition: WorkQueueSink["definition"],
+  item: { key: string; data: Record<string, unknown>; tenant: string | null },
+  actor: string,
+  now: number,
+) => WorkItemAddParams;
+
 /** One step of a pipeline, compiled. */
 export interface CompiledStep {
   /** The step's name (the value of its `drop:` or `enrich:` key). */
@@ -116,7 +157,7 @@ export interface CompiledPipeline {
   dropReasons: string[];
   buffer: { capacity: number; overflow: Overflow };
   poisonAfter: number;
-  sink: ProcessorRun;
+  sink: PipelineSink;
   /** Records handed to the sink at once. @default 500 */
   sinkBatch: number;
   freshness: Freshness | null;

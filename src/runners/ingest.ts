@@ -18,6 +18,8 @@ import { type CompiledPipeline, type IngestJobArgs } from "../ingest/types.ts";
 import { INGEST_WORKER } from "../kernel/runs.ts";
 import type { Store } from "../store/store.ts";
 import type { Logger } from "../kernel/logger.ts";
+import { addParams } from "../workqueue/items.ts";
+import type { WorkQueueDefinition } from "../workqueue/types.ts";
 
 export { INGEST_WORKER };
 
@@ -69,8 +71,23 @@ export function ingestWorker(options: IngestWorkerOptions): Worker<IngestJobArgs
         workers: options.workers(),
         killGraceMs: options.killGraceMs,
         onBuffer: options.onBuffer,
+        workItemParams: workItemParams,
       }),
   });
+}
+
+/**
+ * A record as a work item's add, scored by its queue's rule: the queue's
+ * definition a pipeline carries is the one `build` compiled from the file
+ * (or a library user's `compileWorkQueue`).
+ */
+function workItemParams(
+  definition: Record<string, unknown>,
+  item: { key: string; data: Record<string, unknown>; tenant: string | null },
+  actor: string,
+  now: number,
+) {
+  return addParams(definition as unknown as WorkQueueDefinition, item, actor, now);
 }
 
 /**

@@ -21,6 +21,7 @@ import type {
   WorkItemEvent,
   WorkItemEventKind,
   WorkItemRow,
+  WorkQueueStats,
 } from "./store.ts";
 import type { LoadedRun } from "../workflow/bookkeeping.ts";
 import type { LeasedJob } from "./lifecycle/jobs.ts";
@@ -366,6 +367,32 @@ export function toWorkItem(row: Row): WorkItemRow {
     doneAt: row.done_at == null ? null : Number(row.done_at),
     doneReason: row.done_reason == null ? null : String(row.done_reason),
   };
+}
+
+/**
+ * The rows of the work queues' aggregate read (`kind` `open`, `done` or
+ * `expired`, with `n`, and for `open` the oldest `requested_at`, for
+ * `done` the `outcome`) as one {@linkcode WorkQueueStats} per queue, by name.
+ */
+export function toWorkQueueStats(rows: readonly Row[]): WorkQueueStats[] {
+  const byQueue = new Map<string, WorkQueueStats>();
+  for (const row of rows) {
+    const queue = String(row.queue);
+    let stats = byQueue.get(queue);
+    if (!stats) {
+      byQueue.set(
+        queue,
+        stats = { queue, open: 0, oldestOpenAt: null, claimsExpired: 0, done: {} },
+      );
+    }
+    const n = Number(row.n);
+    if (row.kind === "open") {
+      stats.open = n;
+      stats.oldestOpenAt = row.oldest == null ? null : Number(row.oldest);
+    } else if (row.kind === "expired") stats.claimsExpired = n;
+    else stats.done[String(row.outcome)] = n;
+  }
+  return [...byQueue.values()].sort((a, b) => a.queue < b.queue ? -1 : a.queue > b.queue ? 1 : 0);
 }
 
 /** A row of `work_item_events`. */

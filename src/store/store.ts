@@ -96,6 +96,9 @@ export const STORE_TX_METHODS = [
   "workflowRetry",
   "workflowCursorSet",
   "ingestDropReplayed",
+  /** A chunk's commit and what it reads, in a transaction with the work items a sink adds. */
+  "ingestFailuresGet",
+  "ingestChunkCommit",
   "reportRunCreate",
   "reportRunGet",
   "principalInsert",
@@ -1343,6 +1346,23 @@ export interface WorkItemEvent {
   detail: Record<string, unknown>;
 }
 
+/**
+ * One work queue's figures for `/metrics`, as the store holds them: its open
+ * items and the request time of the oldest, the claims that ran out (the
+ * `expired` entries of its items' histories) and its done items by the
+ * action taken.
+ */
+export interface WorkQueueStats {
+  queue: string;
+  open: number;
+  /** `requestedAt` of its oldest open item; null when none is open. */
+  oldestOpenAt: number | null;
+  /** Claims that expired (returned by the store, not released by their owner). */
+  claimsExpired: number;
+  /** Done items by the action taken (`outcome`). */
+  done: Record<string, number>;
+}
+
 /** An item's score as the rule computed it when its inputs were given (see `WorkItemRow`). */
 export interface WorkItemScore {
   score: number;
@@ -1418,6 +1438,12 @@ export interface StoreWorkItems {
   workItemsStale(
     params: { queue: string; ruleVersion: string | null; limit: number },
   ): Promise<WorkItemRow[]>;
+  /**
+   * Every queue's figures that has items ({@linkcode WorkQueueStats}), by
+   * queue name: one read of aggregates over indexes (`/metrics` on each
+   * scrape), installation-wide.
+   */
+  workItemsStats(): Promise<WorkQueueStats[]>;
   /**
    * Rewrites the item's score (keeping its data and place) when its score
    * still came from `fromVersion`: an add that changed it since wins.

@@ -25,6 +25,7 @@ import {
   CLAIM_MODES,
   type ClaimMode,
   type ConfirmBy,
+  QUEUE_ROLE,
   type ScoreRule,
   type ScoreWeight,
   type WorkAction,
@@ -55,7 +56,9 @@ export type WorkQueueProblemCode =
   /** A `confirm_by` that names no channel, or several. */
   | "work-confirm-invalid"
   /** Two actions, or two bulk actions, of one queue with one id. */
-  | "work-id-duplicate";
+  | "work-id-duplicate"
+  /** A `roles:` entry no person could hold (not by the rule of a role's name). */
+  | "work-role-invalid";
 
 /** One broken rule: its code, the path of the field under the queue, and what is wrong. */
 export interface WorkQueueProblem {
@@ -243,6 +246,17 @@ export function checkWorkQueue(
             : `confirm_by has both ${channels[0]} and ${channels[1]}, choose one`,
         );
       }
+    }
+  }
+  for (const [i, role] of (options.roles ?? []).entries()) {
+    if (!QUEUE_ROLE.test(role)) {
+      add(
+        "work-role-invalid",
+        ["roles", i],
+        `role ${
+          JSON.stringify(role)
+        } is not a role's name (a lowercase letter, then up to 39 lowercase letters, digits, _ or -)`,
+      );
     }
   }
   return problems;

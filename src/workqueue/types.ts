@@ -23,6 +23,15 @@ export type ClaimMode = "disabled" | "optional" | "required";
 /** Every claim mode, in the order the file's message lists them. */
 export const CLAIM_MODES: readonly ClaimMode[] = ["disabled", "optional", "required"];
 
+/**
+ * The rule of a role a work queue may name in `roles:` beyond the four
+ * built-in ones (`support`, `finance-review`): a lowercase letter, then up
+ * to 39 lowercase letters, digits, `_` or `-`. A person or a token may hold
+ * such a role (`jobs users add --role support`); it grants nothing but the
+ * working of the queues that name it.
+ */
+export const QUEUE_ROLE = /^[a-z][a-z0-9_-]{0,39}$/;
+
 /** The input every score may name without a field of the item's data: its age, now - requested_at. */
 export const AGE_INPUT = "age";
 

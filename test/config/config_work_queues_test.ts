@@ -218,3 +218,52 @@ Deno.test("jobs check refuses an action's worker the workers module does not exp
   assert.equal(e.line, 19);
   assert.match(e.message, /run.worker "reject_dispute" is not a worker of "\.\/workers.ts"/);
 });
+
+Deno.test("jobs check refuses a queue role no person could hold, at its line", () => {
+  const e = only(errors(ISSUE.map((l) => l.replace("[support]", '[support, "Support Team"]'))));
+  assert.equal(e.code, "work-role-invalid");
+  assert.equal(e.line, 26);
+  assert.match(e.message, /role "Support Team" is not a role's name/);
+});
+
+/** The issue's queue fed by a pipeline whose sink is `sink` (at line 35). */
+function withPipeline(sink: string): string[] {
+  return [
+    ...ISSUE,
+    "pipelines:", //                                          27
+    "  - id: chargebacks", //                                 28
+    "    source: { file: ./chargebacks.ndjson }", //          29
+    "    key: id", //                                         30
+    "    steps:", //                                          31
+    "      - drop: auto-refund", //                           32
+    "        run: { worker: screen }", //                     33
+    "    drop_reasons: [auto-refunded, poison]", //           34
+    `    sink: ${sink}`, //                                    35
+  ];
+}
+
+Deno.test("a pipeline's work queue sink carries the queue's definition", () => {
+  const result = parse(withPipeline("{ work_queue: disputes, key: case, tenant: merchant }"));
+  if (!result.ok) assert.fail(result.errors.map((e) => e.message).join("\n"));
+  const sink = result.config.pipelines[0]!.sink;
+  assert.equal(sink.kind, "work_queue");
+  if (sink.kind !== "work_queue") return;
+  assert.deepEqual([sink.queue, sink.key, sink.tenant], ["disputes", "case", "merchant"]);
+  assert.deepEqual(sink.definition, result.config.workQueues[0]);
+});
+
+Deno.test("jobs check refuses a work queue sink naming no queue of the file, at its line", () => {
+  const e = only(errors(withPipeline("{ work_queue: dispute }")));
+  assert.equal(e.code, "sink-queue-unknown");
+  assert.equal(e.line, 35);
+  assert.match(
+    e.message,
+    /work queue "dispute", which work_queues: does not declare \(disputes\); did you mean "disputes"\?/,
+  );
+});
+
+Deno.test("jobs check refuses a sink key or tenant without work_queue", () => {
+  const e = only(errors(withPipeline("{ worker: save, key: case }")));
+  assert.equal(e.code, "schedule-invalid");
+  assert.match(e.message, /sink\.key applies only to work_queue/);
+});

@@ -26,6 +26,9 @@ import workItems from "../../../migrations/postgres/0012_work_items.sql" with { 
 import bulkRequests from "../../../migrations/postgres/0013_bulk_requests.sql" with {
   type: "text",
 };
+import workQueueMetrics from "../../../migrations/postgres/0014_work_queue_metrics.sql" with {
+  type: "text",
+};
 
 /** One numbered migration. */
 export interface Migration {
@@ -49,6 +52,7 @@ export const MIGRATIONS: readonly Migration[] = [
   { version: 11, name: "0011_bulk_runs.sql", sql: bulkRuns },
   { version: 12, name: "0012_work_items.sql", sql: workItems },
   { version: 13, name: "0013_bulk_requests.sql", sql: bulkRequests },
+  { version: 14, name: "0014_work_queue_metrics.sql", sql: workQueueMetrics },
 ];
 
 /** The migrations a database at schema `version` has not applied yet, in order. */

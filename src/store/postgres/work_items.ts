@@ -18,6 +18,7 @@ import type {
   WorkItemRef,
   WorkItemRow,
   WorkItemState,
+  WorkQueueStats,
 } from "../store.ts";
 import {
   addItem,
@@ -32,7 +33,7 @@ import {
   skipItem,
   type WorkItemOp,
 } from "../lifecycle/work_items.ts";
-import { toWorkItem, toWorkItemEvent } from "../rows.ts";
+import { toWorkItem, toWorkItemEvent, toWorkQueueStats } from "../rows.ts";
 import type { PostgresCore } from "./core.ts";
 import type { Sql } from "./fragments.ts";
 import { insertJobs } from "./jobs.ts";
@@ -269,6 +270,22 @@ export function postgresWorkItems(core: PostgresCore): StoreWorkItems {
           AND w.rule_version IS DISTINCT FROM ${params.ruleVersion}::text
         ORDER BY w.requested_at, w.id LIMIT ${params.limit}::bigint`;
       return rows.map(toWorkItem);
+    },
+
+    async workItemsStats(): Promise<WorkQueueStats[]> {
+      // /metrics: each an aggregate over an index (work_items_order,
+      // work_items_done, work_item_events_expired).
+      const rows = await core.sql`SELECT queue, 'open' AS kind, NULL::text AS outcome,
+          count(*) AS n, min(requested_at) AS oldest
+        FROM work_items WHERE state = 'open' GROUP BY queue
+        UNION ALL
+        SELECT queue, 'done', outcome, count(*), NULL
+        FROM work_items WHERE state = 'done' GROUP BY queue, outcome
+        UNION ALL
+        SELECT w.queue, 'expired', NULL, count(*), NULL
+        FROM work_item_events AS e JOIN work_items AS w ON w.id = e.item_id
+        WHERE e.kind = 'expired' GROUP BY w.queue`;
+      return toWorkQueueStats(rows);
     },
 
     workItemRescore(params) {

@@ -40,6 +40,9 @@ import workItems from "../../../migrations/sqlite/0019_work_items.sql" with { ty
 import bulkRequests from "../../../migrations/sqlite/0020_bulk_requests.sql" with {
   type: "text",
 };
+import workQueueMetrics from "../../../migrations/sqlite/0021_work_queue_metrics.sql" with {
+  type: "text",
+};
 
 /** One numbered migration. */
 export interface Migration {
@@ -70,6 +73,7 @@ export const MIGRATIONS: readonly Migration[] = [
   { version: 18, name: "0018_bulk_runs.sql", sql: bulkRuns },
   { version: 19, name: "0019_work_items.sql", sql: workItems },
   { version: 20, name: "0020_bulk_requests.sql", sql: bulkRequests },
+  { version: 21, name: "0021_work_queue_metrics.sql", sql: workQueueMetrics },
 ];
 
 /** The migrations a database at schema `version` has not applied yet, in order. */

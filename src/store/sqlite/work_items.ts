@@ -17,6 +17,7 @@ import type {
   WorkItemRef,
   WorkItemRow,
   WorkItemState,
+  WorkQueueStats,
 } from "../store.ts";
 import {
   addItem,
@@ -31,7 +32,7 @@ import {
   skipItem,
   type WorkItemOp,
 } from "../lifecycle/work_items.ts";
-import { toWorkItem, toWorkItemEvent } from "../rows.ts";
+import { toWorkItem, toWorkItemEvent, toWorkQueueStats } from "../rows.ts";
 import type { SqliteCore } from "./core.ts";
 import { insertJobs } from "./jobs.ts";
 import type { Row } from "./rows.ts";
@@ -116,6 +117,17 @@ const SQL = {
           OR claim_owner = :person)))
     RETURNING ${COLUMNS}`,
   jobSet: `UPDATE work_items SET action_job_id = :job WHERE id = :id`,
+  // /metrics: each an aggregate over an index (work_items_order, work_items_done,
+  // work_item_events_expired).
+  stats: `SELECT queue, 'open' AS kind, NULL AS outcome, count(*) AS n, min(requested_at) AS oldest
+      FROM work_items WHERE state = 'open' GROUP BY queue
+    UNION ALL
+    SELECT queue, 'done', outcome, count(*), NULL
+      FROM work_items WHERE state = 'done' GROUP BY queue, outcome
+    UNION ALL
+    SELECT w.queue, 'expired', NULL, count(*), NULL
+      FROM work_item_events AS e JOIN work_items AS w ON w.id = e.item_id
+      WHERE e.kind = 'expired' GROUP BY w.queue`,
   stale: `SELECT w.*, NULL AS action_state FROM work_items AS w
     WHERE w.queue = :queue AND w.state = 'open' AND w.rule_version IS NOT :version
     ORDER BY w.requested_at, w.id LIMIT :limit`,
@@ -283,6 +295,10 @@ export function sqliteWorkItems(core: SqliteCore): StoreWorkItems {
           limit: params.limit,
         }) as Row[]).map(toWorkItem)
       );
+    },
+
+    workItemsStats(): Promise<WorkQueueStats[]> {
+      return core.exclusive(() => toWorkQueueStats(q().stats.all() as Row[]));
     },
 
     workItemRescore(params) {

@@ -840,4 +840,52 @@ for (const backend of BACKENDS) {
     );
     assert.deepEqual(await keys("catalog"), []);
   });
+
+  test("a chunk's commit and the work items its sink adds commit together, or neither", async ({ store }) => {
+    const { lease } = await openRun(store, "chargebacks");
+    const chunk = (fence: number, cursor: string) => ({
+      lease: { ...lease, fence },
+      pipeline: "chargebacks",
+      delta: delta({ received: 1, kept: 1, sunk: 1 }),
+      pending: 0,
+      cursor,
+      drops: [],
+      failures: [],
+      cleared: [],
+      now: NOW,
+    });
+    const item = (key: string) => ({
+      queue: "disputes",
+      key,
+      tenant: null,
+      data: { amount: 1 },
+      score: null,
+      actor: "pipeline:chargebacks",
+      now: NOW,
+    });
+    // A lost lease: the commit writes nothing, and the sink's add rolls back with it.
+    await assert.rejects(
+      store.transaction(async (tx) => {
+        assert.ok(await tx.workItemAdd(item("D-1")));
+        assert.deepEqual(
+          await tx.ingestFailuresGet({ pipeline: "chargebacks", records: ["x"] }),
+          new Map(),
+        );
+        if (!(await tx.ingestChunkCommit(chunk(lease.fence + 1, "c1")))) {
+          throw new Error("lease lost");
+        }
+      }),
+      /lease lost/,
+    );
+    assert.equal(await store.workItemGet({ queue: "disputes", key: "D-1" }), null);
+    assert.equal((await store.ingestRunGet({ id: lease.runId }))!.counts.sunk, 0);
+    await store.transaction(async (tx) => {
+      assert.ok(await tx.workItemAdd(item("D-2")));
+      assert.equal(await tx.ingestChunkCommit(chunk(lease.fence, "c2")), true);
+    });
+    assert.ok(await store.workItemGet({ queue: "disputes", key: "D-2" }));
+    const run = (await store.ingestRunGet({ id: lease.runId }))!;
+    assert.equal(run.counts.sunk, 1);
+    assert.equal(run.cursor, "c2");
+  });
 }

@@ -544,4 +544,45 @@ for (const backend of BACKENDS) {
     ]]);
     assert.equal(history[1]!.detail.from, old.version);
   });
+
+  test("workItemsStats() gives each queue its open items, oldest request, expired claims and done by outcome", async ({ store }) => {
+    const clock = new FakeClock(T0);
+    assert.deepEqual(await store.workItemsStats(), []);
+    for (const key of ["p1", "p2", "p3", "p4"]) {
+      await add(store, "payouts", key, clock.now());
+      clock.advance(HOUR);
+    }
+    await add(store, "reviews", "r1", clock.now());
+    const reviewsAt = clock.now();
+    const next = (person: string) =>
+      store.workItemNext({ queue: "payouts", person, now: clock.now(), leaseMs: HOUR });
+    assert.equal((await next("ada"))?.key, "p1");
+    clock.advance(HOUR + 1);
+    // The lapsed claim is cleared (recorded expired) by the next write that meets it.
+    assert.equal((await next("bob"))?.key, "p1");
+    for (const [key, action] of [["p2", "refund"], ["p3", "refund"], ["p4", "reject"]]) {
+      const done = await store.workItemDo({
+        queue: "payouts",
+        key: key!,
+        person: "ada",
+        action: action!,
+        job: actionJob("payouts", key!, action!, clock.now()),
+        needClaim: false,
+        fence: null,
+        reason: null,
+        now: clock.now(),
+      });
+      assert.ok(done.ok, key);
+    }
+    assert.deepEqual(await store.workItemsStats(), [
+      {
+        queue: "payouts",
+        open: 1,
+        oldestOpenAt: T0,
+        claimsExpired: 1,
+        done: { refund: 2, reject: 1 },
+      },
+      { queue: "reviews", open: 1, oldestOpenAt: reviewsAt, claimsExpired: 0, done: {} },
+    ]);
+  });
 }
