@@ -261,6 +261,42 @@ export async function listWorkItems(
   return rows.map((row) => itemView(queue, row, who.now));
 }
 
+/** One work queue's open items as a person sees them: counts, the oldest's age, a change marker. */
+export interface WorkQueueOverview {
+  queue: WorkQueueDefinition;
+  open: number;
+  claimed: number;
+  /** The oldest open item's age at `now`, or null when none is open. */
+  oldestAgeMs: number | null;
+  /** Changes whenever an open item's claim, fence or data does (what the live feed sends). */
+  marker: string;
+}
+
+/**
+ * Each of `queues` with its open items in `who`'s scope (their tenant's
+ * only, for a tenant's person), from one read of every queue.
+ */
+export async function workQueuesOverview(
+  store: Store,
+  queues: readonly WorkQueueDefinition[],
+  who: Pick<WorkActor, "tenant" | "now">,
+): Promise<WorkQueueOverview[]> {
+  const summary = await store.workItemsSummary({
+    ...(who.tenant === null ? {} : { tenant: who.tenant }),
+    now: who.now,
+  });
+  return queues.map((queue) => {
+    const s = summary.find((row) => row.queue === queue.id);
+    return {
+      queue,
+      open: s?.open ?? 0,
+      claimed: s?.claimed ?? 0,
+      oldestAgeMs: s ? Math.max(0, who.now - s.oldestRequestedAt) : null,
+      marker: s?.marker ?? "0",
+    };
+  });
+}
+
 /** One item with its history, or null. */
 export async function workItemDetail(
   store: Store,

@@ -459,6 +459,8 @@ export async function runDaemon(options: DaemonOptions, deps: DaemonDeps): Promi
         workflows: (source.config.workflows ?? []).map((w) => withWorkerDefaults(w, jobs.registry)),
         pipelines: source.config.pipelines,
       }),
+      // What the console's Work pages list and act on, read on each request.
+      workQueues: () => source.config.workQueues ?? [],
       reports: {
         reports: () => source.config.reports,
         storage: outputs,

@@ -243,6 +243,61 @@ export const CONSOLE_ROUTES: readonly ConsoleRoute[] = [
     ...acts("report.link"),
     summary: "Mint a download link of a completed run",
   },
+  // Human work queues (`work.tsx`): the door decides per queue again (its `roles:`, claim mode).
+  {
+    method: "GET",
+    path: "/work",
+    roles: READ,
+    summary: "Work queues the person may work: open, claimed, the oldest item's age",
+  },
+  {
+    method: "GET",
+    path: "/work/:queue",
+    roles: READ,
+    summary: "A work queue's open items in order, each score with its inputs, claims, Next",
+  },
+  {
+    method: "POST",
+    path: "/work/:queue/next",
+    ...acts("work.claim"),
+    summary: "Claims the best free item of a work queue and goes to it",
+  },
+  {
+    method: "GET",
+    path: "/work/:queue/:key",
+    roles: READ,
+    summary: "A work item: data, score with inputs, claim, history, actions and their outcome",
+  },
+  {
+    method: "POST",
+    path: "/work/:queue/:key/claim",
+    ...acts("work.claim"),
+    summary: "Claims a work item (on an optional queue, breaks a hold with a reason)",
+  },
+  {
+    method: "POST",
+    path: "/work/:queue/:key/release",
+    ...acts("work.release"),
+    summary: "Gives back one's claim on a work item",
+  },
+  {
+    method: "POST",
+    path: "/work/:queue/:key/skip",
+    ...acts("work.skip"),
+    summary: "Skips a work item for a while (not handed to the person again by Next)",
+  },
+  {
+    method: "POST",
+    path: "/work/:queue/:key/reassign",
+    ...acts("work.reassign"),
+    summary: "Hands a work item's claim to another person, with a reason",
+  },
+  {
+    method: "POST",
+    path: "/work/:queue/:key/do/:action",
+    ...acts("work.do"),
+    summary: "Takes a declared action on a work item, with a reason: one job, linked",
+  },
   // Bulk.
   { method: "GET", path: "/jobs/bulk", roles: READ, summary: "How many jobs a bulk action takes" },
   {

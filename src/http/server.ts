@@ -43,6 +43,7 @@ import type { Logger } from "../kernel/logger.ts";
 import { METRICS_CONTENT_TYPE, type MetricsSnapshot, renderMetrics } from "./metrics.ts";
 import { apiApp, type ApiDefinitions } from "./api/app.ts";
 import { consoleApp } from "../console/app.ts";
+import type { WorkQueueDefinition } from "../workqueue/types.ts";
 import { LiveFeed } from "../console/live.ts";
 import type { SessionTimeouts } from "../admin/sessions.ts";
 import { tokenChecker } from "./bearer.ts";
@@ -79,6 +80,12 @@ export interface HttpServerOptions {
    * `POST /api/v1/drops/{id}/replay`). Without them those answer 409.
    */
   definitions?: () => ApiDefinitions;
+  /**
+   * The schedules file's work queues as they are now (read on each request,
+   * so a reloaded file counts): what the console's Work pages list and act
+   * on, and what its live feed counts. Without them the console shows none.
+   */
+  workQueues?: () => readonly WorkQueueDefinition[];
   /**
    * The queues the schedules file declares and the daemon runs, as they are
    * now: each gets its `/metrics` series (`jobs_jobs`, and
@@ -173,7 +180,7 @@ export async function startHttpServer(options: HttpServerOptions): Promise<HttpS
     ...(options.definitions ? { definitions: options.definitions } : {}),
   });
 
-  const live = new LiveFeed(store, clock, logger);
+  const live = new LiveFeed(store, clock, logger, undefined, options.workQueues);
   const web = consoleApp({
     store,
     clock,
@@ -182,6 +189,7 @@ export async function startHttpServer(options: HttpServerOptions): Promise<HttpS
     ...(options.sessionTimeouts ? { timeouts: options.sessionTimeouts } : {}),
     ...(reports ? { reports } : {}),
     ...(options.definitions ? { definitions: options.definitions } : {}),
+    ...(options.workQueues ? { workQueues: options.workQueues } : {}),
   });
 
   const handler = async (request: Request, info: Deno.ServeHandlerInfo): Promise<Response> => {
