@@ -157,6 +157,12 @@ export const CONSOLE_ROUTES: readonly ConsoleRoute[] = [
   },
   {
     method: "POST",
+    path: "/people/:name/totp",
+    ...acts("user.totp"),
+    summary: "Enrols a person's TOTP authenticator: its QR code shown once",
+  },
+  {
+    method: "POST",
     path: "/people/:name/remove",
     ...acts("user.remove"),
     summary: "Removes a person (their sessions end)",

@@ -103,6 +103,7 @@ const WALK: Record<string, Step> = {
   },
   "POST /people/:name/disable": { params: (s) => ({ name: s.person }), form: REASON },
   "POST /people/:name/enable": { params: (s) => ({ name: s.person }), form: REASON },
+  "POST /people/:name/totp": { params: (s) => ({ name: s.person }), form: REASON },
   "POST /people/:name/remove": {
     params: (s) => ({ name: s.person }),
     form: { ...REASON, confirm: "on" },
@@ -265,6 +266,7 @@ async function globexState(store: Store, s: Seeded): Promise<unknown> {
     reportRun: (await store.reportRunGet({ id: s.reportRun }))?.state,
     bulkRun: await store.bulkRunGet({ id: s.bulkRun }),
     work: await store.workItemGet({ queue: "disputes", key: s.workItem }),
+    totp: await store.totpEnrolment({ person: s.person }),
   };
 }
 

@@ -7,7 +7,9 @@
  * and 409 when posted anyway); an action with a reason lands as the
  * person through the console's door, its job linked on the item with its
  * history; a tenant's person sees and claims no other tenant's item; a
- * cross-site POST is refused.
+ * cross-site POST is refused. An admin enrols a person's TOTP
+ * authenticator: the QR code of the stored seed is drawn once, as the
+ * page's own SVG, audited `user.totp`.
  */
 
 import assert from "node:assert/strict";
@@ -17,6 +19,8 @@ import { FakeClock } from "../../src/clock.ts";
 import { consoleApp } from "../../src/console/app.ts";
 import { SESSION_COOKIE } from "../../src/console/security.ts";
 import { compileWorkQueue } from "../../src/workqueue/definition.ts";
+import { totpQrSvg, totpUri } from "../../src/workqueue/totp.ts";
+import { qrDrawing } from "../../src/console/people.tsx";
 import { type Backend, BACKENDS } from "../support/backends.ts";
 
 const ORIGIN = "http://127.0.0.1:9464";
@@ -287,5 +291,41 @@ for (const backend of BACKENDS) {
     assert.equal((await c.call("acme-ann", "POST", "/work/disputes/next", {})).status, 409);
     const globex = await c.store.workItemGet({ queue: "disputes", key: "globex-d" });
     assert.equal(globex?.claimOwner, null);
+  });
+
+  Deno.test(`${backend.name}: an admin enrols a person's authenticator: its QR code drawn once, audited`, async () => {
+    await using c = await harness(backend);
+    const refused = await c.call("vera", "POST", "/people/bob/totp", { reason: "new phone" });
+    assert.equal(refused.status, 403);
+    const noReason = await c.call("ada", "POST", "/people/bob/totp", {});
+    assert.equal(noReason.status, 400);
+    assert.equal(await c.store.totpEnrolment({ person: "bob" }), null, "nothing enrolled");
+    assert.equal(
+      (await c.call("ada", "POST", "/people/nobody/totp", { reason: "new phone" })).status,
+      404,
+    );
+
+    const people = await c.call("ada", "GET", "/people");
+    assert.match(people.text, /action="\/people\/bob\/totp"/);
+    const enrolled = await c.call("ada", "POST", "/people/bob/totp", { reason: "new phone" });
+    assert.equal(enrolled.status, 200);
+    assert.match(enrolled.text, /data-totp-enrolled="bob"/);
+    assert.match(enrolled.text, /<svg class="totp-qr"/);
+    assert.ok(!/ style=/.test(enrolled.text), "no inline style");
+    assert.ok(!enrolled.text.includes("data:"), "no data: URL (the CSP refuses them)");
+    const stored = await c.store.totpSecret({ person: "bob" });
+    assert.ok(stored);
+    assert.ok(!enrolled.text.includes(stored.secret), "the seed is not shown as text");
+    assert.ok(!enrolled.text.includes("otpauth"), "nor the URI");
+    const qr = qrDrawing(await totpQrSvg(totpUri("bob", stored.secret)));
+    assert.ok(enrolled.text.includes(`d="${qr.dark}"`), "the QR code is the stored seed's");
+    const again = await c.call("ada", "GET", "/people");
+    assert.ok(!again.text.includes("totp-qr"), "shown once");
+    const [row] = await c.store.auditList({ target: "user:bob" }).then((rows) =>
+      rows.filter((r) => r.action === "user.totp")
+    );
+    assert.equal(row?.actor, "ada");
+    assert.equal(row?.reason, "new phone");
+    assert.equal(row?.details.replaced, false);
   });
 }
