@@ -436,7 +436,7 @@ async function itemPage(
         <p>
           <a href={pathTo("/work", queue.id)}>Back to {queue.id}</a>
         </p>
-        <dl class="fields work-item">
+        <dl class="facts work-item">
           <dt>State</dt>
           <dd data-state>{item.state}</dd>
           <dt>Score</dt>
@@ -671,12 +671,13 @@ function History(props: { events: WorkItemEvent[]; now: number }) {
   );
 }
 
-/** The few details of an event worth a person's eye, as text. */
+/** The details of an event a person reads (instants as UTC), as text. */
 function detailText(e: WorkItemEvent): string {
   const parts: string[] = [];
   for (const [k, v] of Object.entries(e.detail)) {
-    if (v === null || typeof v === "object") continue;
-    parts.push(`${k} ${String(v)}`);
+    if (v === null || typeof v === "object" || k === "ruleVersion" || k === "duplicate") continue;
+    const instant = typeof v === "number" && (/At$/.test(k) || k === "until");
+    parts.push(`${k} ${instant ? iso(v) : String(v)}`);
   }
   if (e.fence !== null) parts.push(`fence ${e.fence}`);
   return parts.length === 0 ? "" : ` (${parts.join(", ")})`;
