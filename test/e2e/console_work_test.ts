@@ -14,6 +14,12 @@ import { addWorkItem, type WorkActor } from "../../src/admin/work.ts";
 import { waitUntil } from "../../src/testing.ts";
 import { compileWorkQueue } from "../../src/workqueue/definition.ts";
 import { consoleFixture } from "./console_support.ts";
+import type { Locator } from "playwright-core";
+
+/** The attribute `name` of every element `locator` finds, in order. */
+async function attributes(locator: Locator, name: string): Promise<(string | null)[]> {
+  return await Promise.all((await locator.all()).map((l) => l.getAttribute(name)));
+}
 
 const DAY = 86_400_000;
 
@@ -94,8 +100,9 @@ for (const backend of ["sqlite", "postgres"] as const) {
         ada.page.waitForURL(`${c.url}/work/disputes`),
         ada.page.click("table[data-table=work-queues] a >> text=disputes"),
       ]);
-      const rows = await ada.page.locator("table[data-table=work-items] tbody tr").evaluateAll(
-        (trs) => trs.map((tr) => tr.getAttribute("data-item")),
+      const rows = await attributes(
+        ada.page.locator("table[data-table=work-items] tbody tr"),
+        "data-item",
       );
       assert.deepEqual(rows, ["dispute-1900", "dispute-120"]);
       const first = await ada.page.locator(`tr[data-item="dispute-1900"] td[data-score]`)
@@ -135,10 +142,14 @@ for (const backend of ["sqlite", "postgres"] as const) {
       const row = await c.store.workItemGet({ queue: "disputes", key: "dispute-1900" });
       assert.equal(row?.state, "done");
       assert.equal(link, `/jobs/${row!.actionJobId}`);
-      const history = await ada.page.locator("table[data-table=work-history] tbody tr")
-        .evaluateAll((trs) =>
-          trs.map((tr) => [tr.getAttribute("data-event"), tr.children[1]!.textContent])
-        );
+      const events = ada.page.locator("table[data-table=work-history] tbody tr");
+      const history = [];
+      for (const row of await events.all()) {
+        history.push([
+          await row.getAttribute("data-event"),
+          await row.locator("td").nth(1).textContent(),
+        ]);
+      }
       assert.deepEqual(history, [["added", "e2e"], ["claimed", "ada"], ["done", "ada"]]);
       assert.match(
         (await ada.page.locator("table[data-table=work-history]").textContent()) ?? "",
