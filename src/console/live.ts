@@ -5,7 +5,8 @@
  *
  * The feed reads a snapshot of what pages show live (jobs by queue and
  * state and their totals by state, the nodes' heartbeats; for a tenant's
- * person, that tenant's jobs by state) once per interval for each scope someone is watching (the
+ * person, that tenant's jobs by state; and the work queues' open and
+ * claimed items with a change marker, from one `workItemsSummary` read) once per interval for each scope someone is watching (the
  * installation, or each tenant with a person watching), and hands the same
  * snapshot to every stream of that scope. Ten viewers of one scope cost the
  * store what one does; with no viewer it reads nothing. A snapshot equal to

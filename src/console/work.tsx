@@ -413,7 +413,8 @@ async function itemPage(
     (!heldByOther || queue.claim === "optional");
   const canRelease = open && claims && mine &&
     may(p, queue, "/work/:queue/:key/release", "work.release");
-  const canSkip = open && !heldByOther && may(p, queue, "/work/:queue/:key/skip", "work.skip");
+  const canSkip = open && claims && !heldByOther &&
+    may(p, queue, "/work/:queue/:key/skip", "work.skip");
   const canReassign = open && claims &&
     may(p, queue, "/work/:queue/:key/reassign", "work.reassign");
   const canDo = open && may(p, queue, "/work/:queue/:key/do/:action", "work.do") &&
