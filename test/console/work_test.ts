@@ -328,4 +328,48 @@ for (const backend of BACKENDS) {
     assert.equal(row?.reason, "new phone");
     assert.equal(row?.details.replaced, false);
   });
+
+  Deno.test(`${backend.name}: release, expiry, reassign and skip each show in the history as what they were`, async () => {
+    await using c = await harness(backend);
+    await c.add("d1", { amount: 1000, currency: "EUR", evidence_missing: true }, 2);
+    await c.add("d2", { amount: 10, currency: "EUR", evidence_missing: false }, 1);
+
+    assert.equal((await c.call("ada", "POST", "/work/disputes/d1/claim", {})).status, 303);
+    assert.equal(
+      (await c.call("ada", "POST", "/work/disputes/d1/release", { reason: "lunch" })).status,
+      303,
+    );
+    assert.equal((await c.call("ada", "POST", "/work/disputes/next", {})).status, 303);
+    c.clock.advance(DISPUTES.leaseMs + 1);
+    // Bob's Next clears ada's lapsed claim: the history says expired, not released by ada.
+    const bobs = await c.call("bob", "POST", "/work/disputes/next", {});
+    assert.equal(bobs.headers.get("location"), "/work/disputes/d1");
+    const reassign = await c.call("ada", "POST", "/work/disputes/d1/reassign", {
+      to: "ada",
+      reason: "bob is off today",
+    });
+    assert.equal(reassign.status, 303);
+    const page = await c.call("ada", "GET", "/work/disputes/d1");
+    const events = [...page.text.matchAll(/<tr data-event="(\w+)"><td>.*?<\/td><td>([^<]*)<\/td>/g)]
+      .map((m) => [m[1], m[2]]);
+    assert.deepEqual(events, [
+      ["added", "root"],
+      ["claimed", "ada"],
+      ["released", "ada"],
+      ["claimed", "ada"],
+      ["expired", "jobs"],
+      ["claimed", "bob"],
+      ["reassigned", "ada"],
+    ]);
+    assert.match(page.text, /claim expired \(returned to the queue\)/);
+    assert.match(page.text, /bob is off today/);
+    assert.match(page.text, /data-claim-owner="ada"/);
+
+    const skipped = await c.call("ada", "POST", "/work/disputes/d1/skip", {});
+    assert.equal(skipped.status, 303);
+    const next = await c.call("ada", "POST", "/work/disputes/next", {});
+    assert.equal(next.headers.get("location"), "/work/disputes/d2", "the skipped item is not next");
+    const empty = await c.call("ada", "POST", "/work/disputes/d1/reassign", { reason: "x y z" });
+    assert.equal(empty.status, 400, "reassign names someone");
+  });
 }
