@@ -25,7 +25,7 @@ import {
   WorkItemInvalid,
   type WorkItemView,
 } from "../workqueue/items.ts";
-import { ACTIONS, type AdminAction, mayTake } from "./actions.ts";
+import { ACTIONS, type AdminAction, mayTake, READ } from "./actions.ts";
 import { type Actor, audit } from "./audit.ts";
 import { scoreItem } from "../workqueue/definition.ts";
 import { didYouMean } from "../text/suggest.ts";
@@ -141,6 +141,34 @@ export const WORKING_ACTIONS: readonly AdminAction[] = [
 export function mayWork(queue: WorkQueueDefinition, roles: readonly string[], action: AdminAction) {
   return mayTake(roles, action) ||
     (WORKING_ACTIONS.includes(action) && roles.some((role) => queue.roles.includes(role)));
+}
+
+/**
+ * Whether `roles` may see `queue`'s items: every built-in role reads (as
+ * the action table's reads), a work queue's own role (`support`) only the
+ * queues whose `roles:` name it.
+ */
+export function mayRead(queue: WorkQueueDefinition, roles: readonly string[]): boolean {
+  return READ.some((role) => roles.includes(role)) || roles.some((r) => queue.roles.includes(r));
+}
+
+/**
+ * The queue `id` of `queues` as `roles` may see it: refused as unknown
+ * (`work-queue-unknown`) or, for a queue role the queue does not name, as
+ * `work-forbidden`.
+ */
+export function workQueueFor(
+  queues: readonly WorkQueueDefinition[],
+  id: string,
+  roles: readonly string[],
+): WorkQueueDefinition {
+  const queue = workQueue(queues, id);
+  if (mayRead(queue, roles)) return queue;
+  throw new WorkRefused(
+    "work-forbidden",
+    `work queue "${queue.id}" is worked by ${["admin", ...queue.roles].join(", ")}; ` +
+      `the roles ${roles.join(", ") || "none"} do not name it`,
+  );
 }
 
 function allow(queue: WorkQueueDefinition, who: WorkActor, action: AdminAction): void {
@@ -285,6 +313,42 @@ export async function listWorkItems(
     ...options,
   });
   return rows.map((row) => itemView(queue, row, who.now));
+}
+
+/** One work queue's open items as a person sees them: counts, the oldest's age, a change marker. */
+export interface WorkQueueOverview {
+  queue: WorkQueueDefinition;
+  open: number;
+  claimed: number;
+  /** The oldest open item's age at `now`, or null when none is open. */
+  oldestAgeMs: number | null;
+  /** Changes whenever an open item's claim, fence or data does (what the live feed sends). */
+  marker: string;
+}
+
+/**
+ * Each of `queues` with its open items in `who`'s scope (their tenant's
+ * only, for a tenant's person), from one read of every queue.
+ */
+export async function workQueuesOverview(
+  store: Store,
+  queues: readonly WorkQueueDefinition[],
+  who: Pick<WorkActor, "tenant" | "now">,
+): Promise<WorkQueueOverview[]> {
+  const summary = await store.workItemsSummary({
+    ...(who.tenant === null ? {} : { tenant: who.tenant }),
+    now: who.now,
+  });
+  return queues.map((queue) => {
+    const s = summary.find((row) => row.queue === queue.id);
+    return {
+      queue,
+      open: s?.open ?? 0,
+      claimed: s?.claimed ?? 0,
+      oldestAgeMs: s ? Math.max(0, who.now - s.oldestRequestedAt) : null,
+      marker: s?.marker ?? "0",
+    };
+  });
 }
 
 /** One item with its history, or null. */

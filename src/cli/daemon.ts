@@ -466,7 +466,9 @@ export async function runDaemon(options: DaemonOptions, deps: DaemonDeps): Promi
       queues: () => [...new Set([...Object.keys(queuesOf(source)), ...Object.keys(queues)])],
       // The file's pipelines, for their freshness: read again on every scrape.
       pipelines: () => source.config.pipelines,
-      workQueues: () => source.config.workQueues,
+      // The file's work queues: the console's Work pages, its live feed and
+      // /metrics read them on each request and scrape.
+      workQueues: () => source.config.workQueues ?? [],
       // What /api/v1 starts runs of, read on each request; a workflow's
       // attempts filled from this daemon's workers, as its scheduled starts are.
       definitions: () => ({

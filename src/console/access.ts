@@ -31,6 +31,8 @@ export interface ConsoleRoute {
   roles: readonly Role[];
   /** What the route does, when it acts (a page names none): its roles are the action's. */
   action?: AdminAction;
+  /** A work queue's own roles pass too; the door decides per queue (see `ApiRoute.queueRoles`). */
+  queueRoles?: true;
   /** One line: what it shows or does. */
   summary: string;
 }
@@ -157,6 +159,12 @@ export const CONSOLE_ROUTES: readonly ConsoleRoute[] = [
   },
   {
     method: "POST",
+    path: "/people/:name/totp",
+    ...acts("user.totp"),
+    summary: "Enrols a person's TOTP authenticator: its QR code shown once",
+  },
+  {
+    method: "POST",
     path: "/people/:name/remove",
     ...acts("user.remove"),
     summary: "Removes a person (their sessions end)",
@@ -242,6 +250,69 @@ export const CONSOLE_ROUTES: readonly ConsoleRoute[] = [
     path: "/reports/runs/:run/links",
     ...acts("report.link"),
     summary: "Mint a download link of a completed run",
+  },
+  // Human work queues (`work.tsx`): the door decides per queue again (its `roles:`, claim mode).
+  {
+    method: "GET",
+    path: "/work",
+    queueRoles: true,
+    roles: READ,
+    summary: "Work queues the person may work: open, claimed, the oldest item's age",
+  },
+  {
+    method: "GET",
+    path: "/work/:queue",
+    queueRoles: true,
+    roles: READ,
+    summary: "A work queue's open items in order, each score with its inputs, claims, Next",
+  },
+  {
+    method: "POST",
+    path: "/work/:queue/next",
+    queueRoles: true,
+    ...acts("work.claim"),
+    summary: "Claims the best free item of a work queue and goes to it",
+  },
+  {
+    method: "GET",
+    path: "/work/:queue/:key",
+    queueRoles: true,
+    roles: READ,
+    summary: "A work item: data, score with inputs, claim, history, actions and their outcome",
+  },
+  {
+    method: "POST",
+    path: "/work/:queue/:key/claim",
+    queueRoles: true,
+    ...acts("work.claim"),
+    summary: "Claims a work item (on an optional queue, breaks a hold with a reason)",
+  },
+  {
+    method: "POST",
+    path: "/work/:queue/:key/release",
+    queueRoles: true,
+    ...acts("work.release"),
+    summary: "Gives back one's claim on a work item",
+  },
+  {
+    method: "POST",
+    path: "/work/:queue/:key/skip",
+    queueRoles: true,
+    ...acts("work.skip"),
+    summary: "Skips a work item for a while (not handed to the person again by Next)",
+  },
+  {
+    method: "POST",
+    path: "/work/:queue/:key/reassign",
+    ...acts("work.reassign"),
+    summary: "Hands a work item's claim to another person, with a reason",
+  },
+  {
+    method: "POST",
+    path: "/work/:queue/:key/do/:action",
+    queueRoles: true,
+    ...acts("work.do"),
+    summary: "Takes a declared action on a work item, with a reason: one job, linked",
   },
   // Bulk.
   { method: "GET", path: "/jobs/bulk", roles: READ, summary: "How many jobs a bulk action takes" },

@@ -40,6 +40,7 @@ import { PAGES } from "./pages.ts";
 import { crossSite, SECURITY_HEADERS, sessionIdOf } from "./security.ts";
 import { registerSignIn } from "./sign_in.tsx";
 import { LiveFeed } from "./live.ts";
+import type { WorkQueueDefinition } from "../workqueue/types.ts";
 
 /** Options of {@linkcode consoleApp}. */
 export interface ConsoleOptions {
@@ -63,6 +64,12 @@ export interface ConsoleOptions {
   definitions?: () => ApiDefinitions;
   /** The schedules file's reports, their storage and where links point (as `ApiOptions.reports`). */
   reports?: ApiReports;
+  /**
+   * The schedules file's work queues as they are now (read on each request,
+   * so a reloaded file counts): what the Work pages list and act on, and
+   * what the live feed counts. Without them the console shows no queue.
+   */
+  workQueues?: () => readonly WorkQueueDefinition[];
 }
 
 /** The console application: `app.fetch(request, { remote })`. */
@@ -107,6 +114,7 @@ export function consoleApp(options: ConsoleOptions): Hono<ConsoleEnv> {
     logger,
     ...(options.definitions ? { definitions: options.definitions } : {}),
     ...(options.reports ? { reports: options.reports } : {}),
+    workQueues: options.workQueues ?? (() => []),
     page(method, path, handler) {
       const route = consoleRouteOf(method, path);
       app.on(method, path, sameOrigin, async (c) => {
@@ -128,7 +136,8 @@ export function consoleApp(options: ConsoleOptions): Hono<ConsoleEnv> {
       return await renderPage(c, { ...content, principal, nav });
     },
     who: (p, reason) => ({ actor: actorOf(p), reason, now: clock.now() }),
-    live: options.live ?? new LiveFeed(store, clock, logger),
+    live: options.live ??
+      new LiveFeed(store, clock, logger, undefined, options.workQueues ?? (() => [])),
   };
 
   for (const register of PAGES) register(router);

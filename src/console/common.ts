@@ -32,6 +32,7 @@ import type { ApiDefinitions } from "../http/api/app.ts";
 import type { ApiReports } from "../http/api/reports.ts";
 import type { ConsoleMethod } from "./access.ts";
 import type { LiveFeed } from "./live.ts";
+import type { WorkQueueDefinition } from "../workqueue/types.ts";
 
 /** What the server hands each request besides itself: where it comes from. */
 export interface ConsoleBindings {
@@ -66,6 +67,7 @@ export const NAV_ORDER = {
   workflows: 40,
   pipelines: 50,
   reports: 60,
+  work: 65,
   audit: 70,
   people: 80,
   tokens: 82,
@@ -100,6 +102,8 @@ export interface ConsoleRouter {
   definitions?: () => ApiDefinitions;
   /** The schedules file's reports, their storage and where links point; absent: none. */
   reports?: ApiReports;
+  /** The schedules file's work queues as they are now (`ConsoleOptions.workQueues`). */
+  workQueues: () => readonly WorkQueueDefinition[];
   /** The actor of an action `principal` takes now, with its reason. */
   who(principal: Principal, reason: string | null): Actor;
   /** The console's one shared poller of what pages show live (`live.ts`). */

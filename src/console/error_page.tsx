@@ -1,7 +1,7 @@
 /** @jsxRuntime classic */
 /** @jsx h */
 /**
- * The page of a refusal or a failure (403, 404, 500): one sentence and a
+ * The page of a refusal or a failure (400, 403, 404, 409, 500): one sentence and a
  * way back, never a stack or a value the server did not choose.
  *
  * @module
@@ -14,7 +14,7 @@ import { h } from "./jsx.ts";
 /** An answer of `status` saying `message`. */
 export async function errorPage(
   c: Context,
-  status: 400 | 403 | 404 | 500,
+  status: 400 | 403 | 404 | 409 | 500,
   message: string,
 ): Promise<Response> {
   const title = status === 403
@@ -23,6 +23,8 @@ export async function errorPage(
     ? "Not found"
     : status === 400
     ? "Bad request"
+    : status === 409
+    ? "Conflict"
     : "Server error";
   const html = await (
     <Document title={title}>

@@ -5,7 +5,8 @@
  *
  * The feed reads a snapshot of what pages show live (jobs by queue and
  * state and their totals by state, the nodes' heartbeats; for a tenant's
- * person, that tenant's jobs by state) once per interval for each scope someone is watching (the
+ * person, that tenant's jobs by state; and the work queues' open and
+ * claimed items with a change marker, from one `workItemsSummary` read) once per interval for each scope someone is watching (the
  * installation, or each tenant with a person watching), and hands the same
  * snapshot to every stream of that scope. Ten viewers of one scope cost the
  * store what one does; with no viewer it reads nothing. A snapshot equal to
@@ -24,6 +25,7 @@ import { JOB_STATES } from "../kernel/types.ts";
 import type { Logger } from "../kernel/logger.ts";
 import { redact } from "../kernel/redact.ts";
 import type { Store } from "../store/store.ts";
+import type { WorkQueueDefinition } from "../workqueue/types.ts";
 
 /** How often the feed reads a watched scope. */
 export const LIVE_INTERVAL_MS = 1000;
@@ -42,6 +44,12 @@ export interface LiveSnapshot {
    * installation's (the queues' summed, from the same read).
    */
   jobs?: Record<string, number>;
+  /**
+   * The schedules file's work queues in the scope (a tenant's items for a
+   * tenant's person): each one's open and claimed items and a marker that
+   * changes with any claim, fence or item, from one read of every queue.
+   */
+  work?: Record<string, { open: number; claimed: number; marker: string }>;
 }
 
 /** A stream's callback: one snapshot, as it is sent. */
@@ -74,7 +82,17 @@ export class LiveFeed {
   /** Snapshots read since the feed started: what a test counts. */
   reads = 0;
 
-  constructor(store: Store, clock: Clock, logger: Logger, intervalMs = LIVE_INTERVAL_MS) {
+  readonly #workQueues: () => readonly WorkQueueDefinition[];
+
+  /** `workQueues`: the schedules file's work queues as they are now, whose claims the feed counts. */
+  constructor(
+    store: Store,
+    clock: Clock,
+    logger: Logger,
+    intervalMs = LIVE_INTERVAL_MS,
+    workQueues: () => readonly WorkQueueDefinition[] = () => [],
+  ) {
+    this.#workQueues = workQueues;
     this.#store = store;
     this.#clock = clock;
     this.#logger = logger;
@@ -145,6 +163,27 @@ export class LiveFeed {
   /** One read of a scope: the store's counts and the nodes, or the tenant's counts. */
   async #read(tenant: string | null): Promise<LiveSnapshot> {
     this.reads++;
+    const work = await this.#work(tenant);
+    return { ...(await this.#counts(tenant)), ...(work === null ? {} : { work }) };
+  }
+
+  /** The scope's work queues' claims (one statement for every queue), or null when none is declared. */
+  async #work(tenant: string | null): Promise<LiveSnapshot["work"] | null> {
+    const declared = this.#workQueues();
+    if (declared.length === 0) return null;
+    const summary = await this.#store.workItemsSummary({
+      ...(tenant === null ? {} : { tenant }),
+      now: this.#clock.now(),
+    });
+    const work: NonNullable<LiveSnapshot["work"]> = {};
+    for (const queue of declared) {
+      const s = summary.find((row) => row.queue === queue.id);
+      work[queue.id] = { open: s?.open ?? 0, claimed: s?.claimed ?? 0, marker: s?.marker ?? "0" };
+    }
+    return work;
+  }
+
+  async #counts(tenant: string | null): Promise<LiveSnapshot> {
     if (tenant !== null) {
       const jobs: Record<string, number> = {};
       for (const state of JOB_STATES) {

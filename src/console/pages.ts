@@ -19,6 +19,7 @@ import { registerPipelines } from "./pipelines.tsx";
 import { registerReports } from "./reports.tsx";
 import { registerWorkflows } from "./workflows.tsx";
 import { registerBulk } from "./bulk.tsx";
+import { registerWork } from "./work.tsx";
 
 /** Every page's registration. */
 export const PAGES: readonly ((router: ConsoleRouter) => void)[] = [
@@ -34,4 +35,5 @@ export const PAGES: readonly ((router: ConsoleRouter) => void)[] = [
   registerWorkflows,
   registerPipelines,
   registerReports,
+  registerWork,
 ];

@@ -26,12 +26,21 @@
  * text is shown with control characters and bidi overrides as visible
  * escapes (`escapeControl`).
  *
+ * An admin enrols a person's TOTP authenticator (`POST /people/:name/totp`,
+ * `user.totp` through `enrolTotp`, with a reason): the answer, not a
+ * redirect, shows the seed's QR code this once as inline SVG drawn by the
+ * page (no `data:` image: the CSP's `default-src 'self'` refuses those), and
+ * nothing shows it again. An admin enrols, not the person: the code is the
+ * factor from outside the session that confirms bulk money, so a session
+ * alone (a stolen cookie) must not be able to replace it.
+ *
  * @module
  */
 
 import { mayTake } from "../admin/actions.ts";
 import {
   addPerson,
+  enrolTotp,
   listPeople,
   removePerson,
   setPerson,
@@ -49,6 +58,7 @@ import { createToken, listTokens, revokeToken, type TokenView } from "../admin/t
 import type { Principal } from "../http/access.ts";
 import type { PrincipalRow, SessionRow } from "../store/store.ts";
 import { tryParseDuration } from "../text/durations.ts";
+import { totpQrSvg } from "../workqueue/totp.ts";
 import { escapeControl as shown } from "../text/escape.ts";
 import { auditOf, Instant } from "./audit.tsx";
 import { type ConsoleRouter, type Ctx, formReason, NAV_ORDER, pathTo, readForm } from "./common.ts";
@@ -213,6 +223,8 @@ interface PeopleState {
   error?: string | null;
   /** What the add form held when it was refused (never the password). */
   draft?: { name: string; displayName: string; roles: string[]; tenant: string };
+  /** The authenticator just enrolled: its QR code, shown on this one answer only. */
+  enrolled?: { person: string; qr: QrDrawing; replaced: boolean };
 }
 
 function registerPeoplePage(router: ConsoleRouter): void {
@@ -235,6 +247,7 @@ function registerPeoplePage(router: ConsoleRouter): void {
     const body = (
       <>
         <Messages done={state.done ?? null} error={state.error ?? null} />
+        {state.enrolled ? <Enrolled enrolled={state.enrolled} /> : null}
         <section aria-labelledby="people-list">
           <h2 id="people-list">Everyone who signs in</h2>
           <PeopleTable people={page} p={p} now={router.clock.now()} />
@@ -328,6 +341,25 @@ function registerPeoplePage(router: ConsoleRouter): void {
     );
   }
 
+  router.page("POST", "/people/:name/totp", async (c, p) => {
+    try {
+      installationWide(p);
+      const form = await formOf(c);
+      const name = param(c, "name");
+      const enrolled = await enrolTotp(store, name, router.who(p, reasonOf(form, true)));
+      return await show(c, p, {
+        enrolled: {
+          person: enrolled.person,
+          qr: qrDrawing(await totpQrSvg(enrolled.uri)),
+          replaced: enrolled.replaced,
+        },
+      });
+    } catch (error) {
+      const refused = refusalOf(error);
+      return await show(c, p, { error: refused.message }, refused.status);
+    }
+  });
+
   router.page(
     "POST",
     "/people/:name/remove",
@@ -416,6 +448,26 @@ function PersonActions(props: { person: PrincipalRow; p: Principal; row: number 
             />
             <button type="submit">{toggle === "disable" ? "Disable" : "Enable"}</button>
           </form>
+        )
+        : null}
+      {mayTake(p.roles, "user.totp") && !person.disabled
+        ? (
+          <details>
+            <summary>Authenticator</summary>
+            <form method="post" action={pathTo("/people", person.name, "totp")}>
+              <label for={`${id}-totp-reason`}>
+                Enrol {shown(person.name)}'s TOTP authenticator (replaces the one they had)
+              </label>
+              <input
+                id={`${id}-totp-reason`}
+                name="reason"
+                required
+                placeholder="why enrol"
+                autocomplete="off"
+              />
+              <button type="submit" data-action="totp">Enrol and show the QR code</button>
+            </form>
+          </details>
         )
         : null}
       {mayTake(p.roles, "user.set") || mayTake(p.roles, "user.remove")
@@ -819,4 +871,52 @@ function SessionsTable(
 function agentShown(agent: string | null): string {
   if (agent === null) return "";
   return shown(agent.length > MAX_AGENT_SHOWN ? `${agent.slice(0, MAX_AGENT_SHOWN)}…` : agent);
+}
+
+/** A QR code as the page draws it: its view box and its two paths, never markup from elsewhere. */
+interface QrDrawing {
+  viewBox: string;
+  light: string;
+  dark: string;
+}
+
+/**
+ * The drawing of `totpQrSvg`'s document: its view box and the `d` of its
+ * light and dark paths, each checked to be only numbers and path commands,
+ * so what the page draws is its own `<svg>` (classes, no style).
+ */
+export function qrDrawing(svg: string): QrDrawing {
+  const viewBox = /viewBox="([\d .]+)"/.exec(svg)?.[1];
+  const light = /<path fill="#ffffff" d="([MmHhVvZz\d .-]+)"/.exec(svg)?.[1];
+  const dark = /<path stroke="#000000" d="([MmHhVvZz\d .-]+)"/.exec(svg)?.[1];
+  if (!viewBox || !light || !dark) {
+    throw new Error("the QR code's SVG is not in the shape expected");
+  }
+  return { viewBox, light, dark };
+}
+
+function Enrolled(props: { enrolled: NonNullable<PeopleState["enrolled"]> }) {
+  const { person, qr, replaced } = props.enrolled;
+  return (
+    <section class="secret" aria-labelledby="totp-enrolled" data-totp-enrolled={person}>
+      <h2 id="totp-enrolled">Authenticator of {shown(person)} enrolled</h2>
+      <p class="warning">
+        {shown(person)}{" "}
+        scans this now with their authenticator app: it is shown this once and never again{replaced
+          ? "; the authenticator they had no longer works"
+          : ""}.
+      </p>
+      <svg
+        class="totp-qr"
+        xmlns="http://www.w3.org/2000/svg"
+        viewBox={qr.viewBox}
+        shape-rendering="crispEdges"
+        role="img"
+        aria-label={`TOTP QR code of ${person}`}
+      >
+        <path class="qr-light" d={qr.light} />
+        <path class="qr-dark" d={qr.dark} />
+      </svg>
+    </section>
+  );
 }

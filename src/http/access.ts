@@ -14,7 +14,7 @@
  */
 
 import { ACTIONS, ADMIN, type AdminAction, READ } from "../admin/actions.ts";
-import type { Role } from "../admin/roles.ts";
+import { type Role, ROLES } from "../admin/roles.ts";
 
 /** Who acts through the API, as the credential says. */
 export interface Principal {
@@ -60,8 +60,19 @@ export interface ApiRoute {
   roles: readonly Role[];
   /** What the route does, when it acts (a read names none): its roles are the action's. */
   action?: AdminAction;
+  /**
+   * A route of the work queues that a queue's own role (`support`, by its
+   * `roles:`) may also pass: the door then decides per queue
+   * (`mayWork`), and refuses a queue that does not name the role.
+   */
+  queueRoles?: true;
   /** One line for the OpenAPI document. */
   summary: string;
+}
+
+/** Whether `role` is one of a work queue's (none of the built-in ones). */
+function queueRole(role: string): boolean {
+  return !(ROLES as readonly string[]).includes(role);
 }
 
 /** The role table: every route of `/api/v1`, denying by default whatever it does not name. */
@@ -256,6 +267,7 @@ export const API_ROUTES: readonly ApiRoute[] = [
   {
     method: "GET",
     path: "/api/v1/work/:queue/items",
+    queueRoles: true,
     roles: READ,
     summary: "A work queue's items in the order people get them, with scores (a tenant's: its own)",
   },
@@ -268,36 +280,42 @@ export const API_ROUTES: readonly ApiRoute[] = [
   {
     method: "GET",
     path: "/api/v1/work/:queue/items/:key",
+    queueRoles: true,
     roles: READ,
     summary: "One item with its data, claim and history",
   },
   {
     method: "POST",
     path: "/api/v1/work/:queue/next",
+    queueRoles: true,
     ...acts("work.claim"),
     summary: "Claim the queue's highest unclaimed item for the principal",
   },
   {
     method: "POST",
     path: "/api/v1/work/:queue/items/:key/claim",
+    queueRoles: true,
     ...acts("work.claim"),
     summary: "Claim an item for the principal (break: another's optional hold, with a reason)",
   },
   {
     method: "POST",
     path: "/api/v1/work/:queue/items/:key/release",
+    queueRoles: true,
     ...acts("work.release"),
     summary: "Give back the principal's claim on an item",
   },
   {
     method: "POST",
     path: "/api/v1/work/:queue/items/:key/skip",
+    queueRoles: true,
     ...acts("work.skip"),
     summary: "Hide an item from the principal's next for an hour, giving back its claim",
   },
   {
     method: "POST",
     path: "/api/v1/work/:queue/items/:key/actions/:action",
+    queueRoles: true,
     ...acts("work.do"),
     summary: "Act on an item: its action runs as one job keyed <queue>/<item>/<action>",
   },
@@ -419,7 +437,8 @@ export function refusal(
   if (route === undefined) {
     return { status: 403, code: "forbidden", message: "no role may use this route" };
   }
-  if (!route.roles.some((role) => principal.roles.includes(role))) {
+  const byQueue = route.queueRoles === true && principal.roles.some(queueRole);
+  if (!byQueue && !route.roles.some((role) => principal.roles.includes(role))) {
     const needed = route.roles.length === 1
       ? `the role "${route.roles[0]}"`
       : `one of the roles ${route.roles.map((r) => `"${r}"`).join(", ")}`;

@@ -75,13 +75,6 @@ export interface HttpServerOptions {
    */
   pipelines?: () => readonly CompiledPipeline[];
   /**
-   * The schedules file's work queues as they are now (read on each scrape):
-   * when given, `/metrics` adds each queue's series (`jobs_work_items_open`,
-   * `jobs_work_oldest_open_age_seconds`, `jobs_work_claims_expired_total`,
-   * `jobs_work_actions_total`), read from the store in one call.
-   */
-  workQueues?: () => readonly WorkQueueDefinition[];
-  /**
    * The schedules file's workflows and pipelines as they are now (read on
    * each request, so a reloaded file counts): what `/api/v1` starts runs
    * of (`POST /api/v1/workflows`, `POST /api/v1/pipelines/{name}/runs`,
@@ -90,6 +83,15 @@ export interface HttpServerOptions {
   definitions?: () => ApiDefinitions;
   /** The SMTP server mailed confirmation codes go through (`JOBS_SMTP_URL`, `JOBS_SMTP_FROM`). */
   smtp?: SmtpSettings | null;
+  /**
+   * The schedules file's work queues as they are now (read on each request
+   * and scrape, so a reloaded file counts): what the console's Work pages
+   * list and act on, what its live feed counts, and each queue's series on
+   * `/metrics` (`jobs_work_items_open`, `jobs_work_oldest_open_age_seconds`,
+   * `jobs_work_claims_expired_total`, `jobs_work_actions_total`), read from
+   * the store in one call. Without them the console shows none.
+   */
+  workQueues?: () => readonly WorkQueueDefinition[];
   /**
    * The queues the schedules file declares and the daemon runs, as they are
    * now: each gets its `/metrics` series (`jobs_jobs`, and
@@ -185,7 +187,7 @@ export async function startHttpServer(options: HttpServerOptions): Promise<HttpS
     ...(options.smtp ? { smtp: options.smtp } : {}),
   });
 
-  const live = new LiveFeed(store, clock, logger);
+  const live = new LiveFeed(store, clock, logger, undefined, options.workQueues);
   const web = consoleApp({
     store,
     clock,
@@ -194,6 +196,7 @@ export async function startHttpServer(options: HttpServerOptions): Promise<HttpS
     ...(options.sessionTimeouts ? { timeouts: options.sessionTimeouts } : {}),
     ...(reports ? { reports } : {}),
     ...(options.definitions ? { definitions: options.definitions } : {}),
+    ...(options.workQueues ? { workQueues: options.workQueues } : {}),
   });
 
   const handler = async (request: Request, info: Deno.ServeHandlerInfo): Promise<Response> => {

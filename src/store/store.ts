@@ -1408,6 +1408,17 @@ export type WorkItemOutcome =
   | { ok: true; item: WorkItemRow }
   | { ok: false; why: WorkItemRefusal; item: WorkItemRow | null };
 
+/** One queue's open items, as {@linkcode StoreWorkItems.workItemsSummary} counts them. */
+export interface WorkQueueSummary {
+  queue: string;
+  open: number;
+  claimed: number;
+  /** The oldest open item's request time (UTC ms). */
+  oldestRequestedAt: number;
+  /** Changes whenever an open item's claim, fence or data does. */
+  marker: string;
+}
+
 /**
  * Items of human work queues and their history. Every change and its
  * history row commit together; a claim is one conditional write (owner,
@@ -1458,6 +1469,15 @@ export interface StoreWorkItems {
       now: number;
     },
   ): Promise<boolean>;
+  /**
+   * Per queue with open items (of `tenant` when given): how many are open,
+   * how many of those hold a live claim at `now`, the oldest one's
+   * `requestedAt`, and a `marker` that changes whenever a claim, fence or
+   * item of the queue does (the sum of the open items' fences and their
+   * newest `updatedAt`): what the console's index and live feed read, one
+   * statement for every queue.
+   */
+  workItemsSummary(params: { tenant?: string; now: number }): Promise<WorkQueueSummary[]>;
   /** The item's history, oldest first. */
   workItemEvents(params: WorkItemRef): Promise<WorkItemEvent[]>;
   /**

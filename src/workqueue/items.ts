@@ -137,6 +137,8 @@ export interface WorkItemView {
   state: WorkItemState;
   /** The current claim; null when none holds (an expired one included). */
   claim: { owner: string; expiresAt: number; fence: number } | null;
+  /** A claim whose lease ran out that nothing has cleared yet: shown as expired, not held. */
+  lapsed: { owner: string; expiredAt: number } | null;
   skipped: { by: string; until: number } | null;
   /** The action taken, once done, and its job. */
   outcome: string | null;
@@ -168,6 +170,9 @@ export function itemView(queue: WorkQueueDefinition, row: WorkItemRow, now: numb
     state: row.state,
     claim: held
       ? { owner: row.claimOwner!, expiresAt: row.claimExpiresAt!, fence: row.claimFence }
+      : null,
+    lapsed: row.claimOwner !== null && !held
+      ? { owner: row.claimOwner, expiredAt: row.claimExpiresAt ?? 0 }
       : null,
     skipped: row.skippedBy !== null && (row.skippedUntil ?? 0) > now
       ? { by: row.skippedBy, until: row.skippedUntil! }

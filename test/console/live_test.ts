@@ -3,6 +3,8 @@
  * viewers of one scope cost the store what one does, each watched scope is
  * read once a tick, nothing is read without a viewer, an unchanged snapshot
  * is not sent again, and a tenant's scope holds its tenant's counts only.
+ * The work queues' claims cost one store call per scope a tick, whoever
+ * watches, and a claim by someone else reaches every viewer.
  */
 
 import assert from "node:assert/strict";
@@ -12,6 +14,15 @@ import { LiveFeed, type LiveSnapshot } from "../../src/console/live.ts";
 import { silentLogger } from "../../src/kernel/logger.ts";
 import { waitUntil } from "../../src/testing.ts";
 import { BACKENDS } from "../support/backends.ts";
+import type { Store } from "../../src/store/store.ts";
+import { compileWorkQueue } from "../../src/workqueue/definition.ts";
+
+const DISPUTES = compileWorkQueue({
+  id: "disputes",
+  claim: "required",
+  leaseMs: 3_600_000,
+  actions: [{ id: "refund", run: { kind: "worker", worker: "refund_dispute" } }],
+});
 
 for (const backend of BACKENDS) {
   Deno.test(`${backend.name}: ten viewers of a scope cost one read a tick; a tenant's scope is its own`, async () => {
@@ -82,6 +93,78 @@ for (const backend of BACKENDS) {
       const last = feed.reads;
       clock.advance(10_000);
       assert.equal(feed.reads, last, "nobody watches: nothing is read");
+    } finally {
+      await feed.close();
+      await h.close();
+    }
+  });
+
+  Deno.test(`${backend.name}: work queues' claims cost one store call per scope a tick, and a claim reaches every viewer`, async () => {
+    const clock = new FakeClock();
+    const h = await backend.open(clock.now());
+    let summaries = 0;
+    const counted = new Proxy(h.store, {
+      get(target, name, receiver) {
+        if (name === "workItemsSummary") {
+          return (params: Parameters<Store["workItemsSummary"]>[0]) => {
+            summaries++;
+            return target.workItemsSummary(params);
+          };
+        }
+        const value = Reflect.get(target, name, receiver);
+        return typeof value === "function" ? value.bind(target) : value;
+      },
+    });
+    for (const [key, tenant] of [["a", null], ["b", null], ["t", "acme"]] as const) {
+      await h.store.workItemAdd({
+        queue: "disputes",
+        key,
+        tenant,
+        data: {},
+        score: null,
+        actor: "root",
+        now: clock.now(),
+      });
+    }
+    const feed = new LiveFeed(counted, clock, silentLogger, 1000, () => [DISPUTES]);
+    const parked = () => waitUntil("the poller parked", () => clock.sleepers === 1);
+    const tick = async () => {
+      await parked();
+      const before = summaries;
+      clock.advance(1000);
+      await waitUntil("the tick's reads", () => summaries > before);
+      await parked();
+      return summaries - before;
+    };
+    try {
+      const viewers = Array.from({ length: 10 }, () => [] as LiveSnapshot[]);
+      const stops = viewers.map((got) => feed.subscribe(null, (s) => got.push(s)));
+      await waitUntil("every first snapshot", () => viewers.every((g) => g.length === 1));
+      assert.equal(viewers[0]![0]!.work!.disputes!.open, 3);
+      assert.equal(viewers[0]![0]!.work!.disputes!.claimed, 0);
+      for (let n = 1; n <= 3; n++) assert.equal(await tick(), 1, "ten viewers: one call a tick");
+
+      // Someone claims: every viewer gets the new count and a new marker.
+      const marker = viewers[0]![0]!.work!.disputes!.marker;
+      await h.store.workItemNext({
+        queue: "disputes",
+        person: "bob",
+        now: clock.now(),
+        leaseMs: 3_600_000,
+      });
+      await tick();
+      await waitUntil("the claim", () => viewers.every((g) => g.length === 2));
+      assert.equal(viewers[3]![1]!.work!.disputes!.claimed, 1);
+      assert.notEqual(viewers[3]![1]!.work!.disputes!.marker, marker);
+
+      // A tenant's viewer: its own scope's items, one more call a tick.
+      const acme: LiveSnapshot[] = [];
+      const stopAcme = feed.subscribe("acme", (s) => acme.push(s));
+      await waitUntil("acme's snapshot", () => acme.length === 1);
+      assert.equal(acme[0]!.work!.disputes!.open, 1);
+      assert.equal(await tick(), 2, "two scopes: two calls a tick");
+      for (const stop of stops) stop();
+      stopAcme();
     } finally {
       await feed.close();
       await h.close();

@@ -24,6 +24,7 @@ import { startWorkflowRun } from "../../src/admin/workflows.ts";
 import { startBulk } from "../../src/admin/bulk.ts";
 import { definePipeline } from "../../src/ingest/definition.ts";
 import { compileWorkflow } from "../../src/workflow/definition.ts";
+import { compileWorkQueue } from "../../src/workqueue/definition.ts";
 
 /** A workflow and a pipeline both tenants may start. */
 const SOLO = compileWorkflow({
@@ -53,6 +54,7 @@ interface Seeded {
   drop: number;
   reportRun: number;
   bulkRun: number;
+  workItem: string;
 }
 
 /** How a step calls its route: globex's ids in the path, a form, a query. */
@@ -101,6 +103,7 @@ const WALK: Record<string, Step> = {
   },
   "POST /people/:name/disable": { params: (s) => ({ name: s.person }), form: REASON },
   "POST /people/:name/enable": { params: (s) => ({ name: s.person }), form: REASON },
+  "POST /people/:name/totp": { params: (s) => ({ name: s.person }), form: REASON },
   "POST /people/:name/remove": {
     params: (s) => ({ name: s.person }),
     form: { ...REASON, confirm: "on" },
@@ -127,7 +130,41 @@ const WALK: Record<string, Step> = {
   "POST /reports/:id/runs": { params: () => ({ id: "globex-statement" }), form: REASON },
   "POST /reports/runs/:run/links": { params: (s) => ({ run: String(s.reportRun) }), form: {} },
   "POST /sessions/:handle/revoke": { params: (s) => ({ handle: s.session }), form: REASON },
+  // A work queue is every tenant's (its items are each one's): acme sees its own, not globex's.
+  "GET /work": {},
+  "GET /work/:queue": { params: () => ({ queue: "disputes" }), shared: true },
+  "POST /work/:queue/next": { params: () => ({ queue: "disputes" }), form: REASON },
+  "GET /work/:queue/:key": { params: (s) => ({ queue: "disputes", key: s.workItem }) },
+  "POST /work/:queue/:key/claim": {
+    params: (s) => ({ queue: "disputes", key: s.workItem }),
+    form: REASON,
+  },
+  "POST /work/:queue/:key/release": {
+    params: (s) => ({ queue: "disputes", key: s.workItem }),
+    form: REASON,
+  },
+  "POST /work/:queue/:key/skip": {
+    params: (s) => ({ queue: "disputes", key: s.workItem }),
+    form: REASON,
+  },
+  "POST /work/:queue/:key/reassign": {
+    params: (s) => ({ queue: "disputes", key: s.workItem }),
+    form: { ...REASON, to: "acme-all" },
+  },
+  "POST /work/:queue/:key/do/:action": {
+    params: (s) => ({ queue: "disputes", key: s.workItem, action: "refund" }),
+    form: REASON,
+  },
 };
+
+/** The work queue both tenants' items are in. */
+const DISPUTES = compileWorkQueue({
+  id: "disputes",
+  claim: "optional",
+  leaseMs: 3_600_000,
+  show: ["customer"],
+  actions: [{ id: "refund", run: { kind: "worker", worker: "refund_dispute" } }],
+});
 
 /** Globex's rows: a job with its args, a schedule, a person with a session, a token. */
 async function seed(store: Store, now: number): Promise<Seeded> {
@@ -188,7 +225,18 @@ async function seed(store: Store, now: number): Promise<Seeded> {
     tenant: "globex",
     who: { actor: "globex-clerk", reason: "globex's own", now },
   });
+  const added = await store.workItemAdd({
+    queue: "disputes",
+    key: "globex-dispute",
+    tenant: "globex",
+    data: { customer: "globex-corp" },
+    score: null,
+    actor: "globex-clerk",
+    now,
+  });
+  assert.ok(added);
   return {
+    workItem: "globex-dispute",
     bulkRun: bulk.id,
     workflowRun: workflow.id,
     drop: drop!,
@@ -217,6 +265,8 @@ async function globexState(store: Store, s: Seeded): Promise<unknown> {
     drops: (await store.ingestDropsList({ pipeline: "catalog" })).map((d) => [d.id, d.replayedAt]),
     reportRun: (await store.reportRunGet({ id: s.reportRun }))?.state,
     bulkRun: await store.bulkRunGet({ id: s.bulkRun }),
+    work: await store.workItemGet({ queue: "disputes", key: s.workItem }),
+    totp: await store.totpEnrolment({ person: s.person }),
   };
 }
 
@@ -236,6 +286,7 @@ for (const backend of BACKENDS) {
       clock,
       logger: () => {},
       definitions: () => ({ workflows: [SOLO], pipelines: [CATALOG] }),
+      workQueues: () => [DISPUTES],
       reports: {
         reports: () => [],
         storage: () => ({}) as never,

@@ -2,12 +2,15 @@
  * A work queue's role opens no route of `/api/v1` outside the work queues:
  * a token holding only `support` is refused (403) on every route the router
  * registers but those of work queues, which read the role against the
- * queue's `roles:` themselves.
+ * queue's `roles:` themselves: such a token lists, takes and acts on the
+ * items of a queue naming its role, and is refused (`work-forbidden`) on
+ * another's.
  */
 
 import assert from "node:assert/strict";
 import { routeKey } from "../../src/http/access.ts";
 import { registeredRoutes } from "../../src/http/api/app.ts";
+import { compileWorkQueue } from "../../src/workqueue/definition.ts";
 import { BACKENDS } from "../support/backends.ts";
 import { apiHarness } from "./api_support.ts";
 
@@ -32,5 +35,59 @@ for (const backend of BACKENDS) {
     // The refusals are the role's: a built-in role on the same credential path passes.
     assert.equal((await api.call("GET", "/api/v1/me", viewer)).status, 200);
     assert.ok(routes.includes(routeKey("GET", "/api/v1/me")));
+  });
+}
+
+for (const backend of BACKENDS) {
+  Deno.test(`${backend.name}: a support token works the queue whose roles name it, and no other`, async () => {
+    const disputes = compileWorkQueue({
+      id: "disputes",
+      claim: "required",
+      leaseMs: 3_600_000,
+      actions: [{ id: "refund", run: { kind: "worker", worker: "refund_dispute" } }],
+      roles: ["support"],
+    });
+    const payouts = compileWorkQueue({
+      id: "payouts",
+      claim: "required",
+      leaseMs: 3_600_000,
+      actions: [{ id: "pay", run: { kind: "worker", worker: "pay_out" } }],
+    });
+    await using api = await apiHarness(backend, {
+      definitions: () => ({ workflows: [], pipelines: [], workQueues: [disputes, payouts] }),
+    });
+    const admin = await api.token("ops", ["admin"]);
+    const support = await api.token("helpdesk", ["support"]);
+    for (const queue of ["disputes", "payouts"]) {
+      const added = await api.call("POST", `/api/v1/work/${queue}/items`, admin, { key: "k1" });
+      assert.equal(added.status, 200, added.text);
+    }
+    // Adding stays the operators' and admins'.
+    const add = await api.call("POST", "/api/v1/work/disputes/items", support, { key: "k2" });
+    assert.equal(add.status, 403, add.text);
+    assert.equal(add.json.error.code, "role-required");
+
+    const listed = await api.call("GET", "/api/v1/work/disputes/items", support);
+    assert.equal(listed.status, 200, listed.text);
+    const next = await api.call("POST", "/api/v1/work/disputes/next", support, {});
+    assert.equal(next.status, 200, next.text);
+    assert.equal(next.json.item.claim.owner, "token:helpdesk");
+    const done = await api.call("POST", "/api/v1/work/disputes/items/k1/actions/refund", support, {
+      reason: "charged twice",
+    });
+    assert.equal(done.status, 200, done.text);
+
+    for (
+      const [method, path] of [
+        ["GET", "/api/v1/work/payouts/items"],
+        ["GET", "/api/v1/work/payouts/items/k1"],
+        ["POST", "/api/v1/work/payouts/next"],
+        ["POST", "/api/v1/work/payouts/items/k1/claim"],
+      ] as const
+    ) {
+      const refused = await api.call(method, path, support, method === "GET" ? undefined : {});
+      assert.equal(refused.status, 403, `${method} ${path}: ${refused.text}`);
+      assert.equal(refused.json.error.code, "work-forbidden", path);
+    }
   });
 }

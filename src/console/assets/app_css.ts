@@ -233,4 +233,15 @@ svg.sparkline { vertical-align: middle; }
 figcaption .key::before { content: ""; display: inline-block; width: 0.7em; height: 0.7em; margin-right: 0.3em; }
 figcaption .key.completed::before { background: var(--ok); }
 figcaption .key.failed::before { background: var(--danger); }
+/* Work queues (work.tsx) and TOTP enrolment (people.tsx). */
+[hidden] { display: none !important; }
+p.live-changed { border-left: 3px solid var(--warn, #b58900); padding-left: 0.5rem; }
+form.work-next { margin: 0.5rem 0 1rem; }
+table.work-items td[data-score] { white-space: nowrap; }
+ul.terms { margin: 0; padding-left: 1.2rem; }
+pre.work-data { max-height: 24rem; overflow: auto; }
+section.work-actions form.inline-action { display: block; margin: 0.4rem 0; }
+svg.totp-qr { width: 16rem; height: 16rem; display: block; margin: 1rem 0; }
+svg.totp-qr .qr-light { fill: #ffffff; }
+svg.totp-qr .qr-dark { stroke: #000000; fill: none; }
 `;

@@ -26,7 +26,7 @@ import {
   skipWorkItem,
   type WorkActor,
   workItemDetail,
-  workQueue,
+  workQueueFor,
   WorkRefused,
 } from "../../admin/work.ts";
 import { previewWorkBulk, requestWorkBulk } from "../../admin/work_bulk.ts";
@@ -186,10 +186,13 @@ export const WORK_SCHEMAS: Readonly<Record<string, RouteSchemas>> = {
   },
 };
 
-/** The stable status of each refusal of the door. */
-const STATUS: Readonly<Record<WorkRefused["code"], 400 | 403 | 404 | 409>> = {
+/**
+ * The stable status of each refusal of the door, over the API and in the
+ * console alike (an item of another tenant is 404, as a missing one).
+ */
+export const WORK_REFUSAL_STATUS: Readonly<Record<WorkRefused["code"], 400 | 403 | 404 | 409>> = {
   "work-queue-unknown": 404,
-  "work-person-unknown": 403,
+  "work-person-unknown": 400,
   "work-forbidden": 403,
   "work-claims-disabled": 409,
   "work-action-unknown": 404,
@@ -256,7 +259,7 @@ export function registerWork(
       return await fn();
     } catch (error) {
       if (error instanceof WorkRefused) {
-        throw new ApiError(STATUS[error.code], error.code, error.message);
+        throw new ApiError(WORK_REFUSAL_STATUS[error.code], error.code, error.message);
       }
       if (error instanceof BulkRefused) {
         const status = error.why === "unknown-person" || error.why === "out-of-scope" ||
@@ -268,7 +271,8 @@ export function registerWork(
       throw error;
     }
   };
-  const queueOf = (c: Ctx) => doors(() => Promise.resolve(workQueue(queues(), param(c, "queue"))));
+  const queueOf = (c: Ctx, p: Principal) =>
+    doors(() => Promise.resolve(workQueueFor(queues(), param(c, "queue"), p.roles)));
   const manifestOf = (c: Ctx) => {
     const manifest = param(c, "manifest");
     if (!looksLikeManifest(manifest)) {
@@ -283,7 +287,7 @@ export function registerWork(
 
   api.on("GET", "/api/v1/work/:queue/items", async (c, p) => {
     const query = readQuery(c, WorkItemsQuery);
-    const queue = await queueOf(c);
+    const queue = await queueOf(c, p);
     const items = await listWorkItems(store, queue, { tenant: p.tenant, now: clock.now() }, {
       state: query.state ?? "open",
       limit: pageLimit(query.limit),
@@ -293,7 +297,7 @@ export function registerWork(
 
   api.on("POST", "/api/v1/work/:queue/items", async (c, p) => {
     const body = await readBody(c, WorkItemAddBody);
-    const queue = await queueOf(c);
+    const queue = await queueOf(c, p);
     const added = await doors(() =>
       addWorkItem(store, queue, { key: body.key, data: body.data ?? {} }, who(p, null))
     );
@@ -301,7 +305,7 @@ export function registerWork(
   });
 
   api.on("GET", "/api/v1/work/:queue/items/:key", async (c, p) => {
-    const queue = await queueOf(c);
+    const queue = await queueOf(c, p);
     const key = param(c, "key");
     const detail = await workItemDetail(store, queue, key, { tenant: p.tenant, now: clock.now() });
     if (!detail) {
@@ -325,7 +329,7 @@ export function registerWork(
   api.on("POST", "/api/v1/work/:queue/next", async (c, p) => {
     const body = await readBody(c, WorkActionBody);
     checkedReason(body.reason);
-    const queue = await queueOf(c);
+    const queue = await queueOf(c, p);
     const item = await doors(() => nextWorkItem(store, queue, who(p, body.reason ?? null)));
     return c.json({ item: item && itemJson(item) });
   });
@@ -334,7 +338,7 @@ export function registerWork(
     api.on("POST", `/api/v1/work/:queue/items/:key/${verb}`, async (c, p) => {
       const body = await readBody(c, WorkActionBody);
       checkedReason(body.reason);
-      const queue = await queueOf(c);
+      const queue = await queueOf(c, p);
       const key = param(c, "key");
       const actor = who(p, body.reason ?? null);
       const item = await doors(() =>
@@ -357,7 +361,7 @@ export function registerWork(
   api.on("POST", "/api/v1/work/:queue/items/:key/actions/:action", async (c, p) => {
     const body = await readBody(c, WorkActionBody);
     checkedReason(body.reason);
-    const queue = await queueOf(c);
+    const queue = await queueOf(c, p);
     const done = await doors(() =>
       doWorkItem(store, queue, param(c, "key"), param(c, "action"), who(p, body.reason ?? null), {
         ...(body.fence === undefined ? {} : { fence: body.fence }),

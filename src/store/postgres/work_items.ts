@@ -19,6 +19,7 @@ import type {
   WorkItemRow,
   WorkItemState,
   WorkQueueStats,
+  WorkQueueSummary,
 } from "../store.ts";
 import {
   addItem,
@@ -247,6 +248,25 @@ export function postgresWorkItems(core: PostgresCore): StoreWorkItems {
 
     async workItemGet(params: WorkItemRef): Promise<WorkItemRow | null> {
       return await get(core.sql, { ...params, tenant: params.tenant ?? null });
+    },
+
+    async workItemsSummary(
+      params: { tenant?: string; now: number },
+    ): Promise<WorkQueueSummary[]> {
+      const tenant = params.tenant ?? null;
+      const rows = await core.sql`SELECT queue, COUNT(*) AS open,
+          COUNT(*) FILTER (WHERE claim_owner IS NOT NULL AND claim_expires_at > ${params.now})
+            AS claimed,
+          MIN(requested_at) AS oldest, SUM(claim_fence) AS fences, MAX(updated_at) AS updated
+        FROM work_items WHERE state = 'open' AND (${tenant}::text IS NULL OR tenant = ${tenant}::text)
+        GROUP BY queue ORDER BY queue`;
+      return rows.map((r) => ({
+        queue: String(r.queue),
+        open: Number(r.open),
+        claimed: Number(r.claimed),
+        oldestRequestedAt: Number(r.oldest),
+        marker: `${Number(r.fences)}:${Number(r.updated)}`,
+      }));
     },
 
     async workItemsList(

@@ -18,6 +18,7 @@ import type {
   WorkItemRow,
   WorkItemState,
   WorkQueueStats,
+  WorkQueueSummary,
 } from "../store.ts";
 import {
   addItem,
@@ -136,6 +137,12 @@ const SQL = {
       updated_at = :now
     WHERE queue = :queue AND key = :key AND state = 'open' AND rule_version IS :from
     RETURNING id`,
+  summary: `SELECT queue, COUNT(*) AS open,
+      SUM(CASE WHEN claim_owner IS NOT NULL AND claim_expires_at > :now THEN 1 ELSE 0 END)
+        AS claimed,
+      MIN(requested_at) AS oldest, SUM(claim_fence) AS fences, MAX(updated_at) AS updated
+    FROM work_items WHERE state = 'open' AND (:tenant IS NULL OR tenant = :tenant)
+    GROUP BY queue ORDER BY queue`,
   eventsInsert: `INSERT INTO work_item_events (item_id, at, actor, kind, reason, fence, detail)
     SELECT value ->> 0, value ->> 1, value ->> 2, value ->> 3, value ->> 4, value ->> 5,
       value ->> 6
@@ -282,6 +289,20 @@ export function sqliteWorkItems(core: SqliteCore): StoreWorkItems {
           // SQLite's LIMIT -1: no limit.
           limit: params.limit ?? -1,
         }) as Row[]).map(toWorkItem)
+      );
+    },
+
+    workItemsSummary(params: { tenant?: string; now: number }): Promise<WorkQueueSummary[]> {
+      return core.exclusive(() =>
+        (q().summary.all({ tenant: params.tenant ?? null, now: params.now }) as Row[]).map(
+          (r) => ({
+            queue: String(r.queue),
+            open: Number(r.open),
+            claimed: Number(r.claimed),
+            oldestRequestedAt: Number(r.oldest),
+            marker: `${Number(r.fences)}:${Number(r.updated)}`,
+          }),
+        )
       );
     },
 

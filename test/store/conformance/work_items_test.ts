@@ -585,4 +585,43 @@ for (const backend of BACKENDS) {
       { queue: "reviews", open: 1, oldestOpenAt: reviewsAt, claimsExpired: 0, done: {} },
     ]);
   });
+
+  test("the summary counts each queue's open and claimed items, and its marker moves with a claim", async ({ store }) => {
+    const clock = new FakeClock(T0);
+    await add(store, "disputes", "a", clock.now());
+    await add(store, "disputes", "b", clock.now() + 10);
+    await add(store, "payouts", "p", clock.now() + 20);
+    await store.workItemAdd({
+      queue: "disputes",
+      key: "t",
+      tenant: "acme",
+      data: {},
+      score: null,
+      actor: "ada",
+      now: clock.now() + 30,
+    });
+    const before = await store.workItemsSummary({ now: clock.now() + 100 });
+    assert.deepEqual(
+      before.map((s) => [s.queue, s.open, s.claimed, s.oldestRequestedAt]),
+      [["disputes", 3, 0, T0], ["payouts", 1, 0, T0 + 20]],
+    );
+    const acme = await store.workItemsSummary({ tenant: "acme", now: clock.now() + 100 });
+    assert.deepEqual(acme.map((s) => [s.queue, s.open, s.oldestRequestedAt]), [[
+      "disputes",
+      1,
+      T0 + 30,
+    ]]);
+    await store.workItemNext({ queue: "disputes", person: "ada", now: T0 + 100, leaseMs: HOUR });
+    const claimed = await store.workItemsSummary({ now: T0 + 200 });
+    assert.equal(claimed[0]!.claimed, 1);
+    assert.notEqual(claimed[0]!.marker, before[0]!.marker, "a claim moves the marker");
+    assert.equal(claimed[1]!.marker, before[1]!.marker, "another queue's marker stays");
+    const expired = await store.workItemsSummary({ now: T0 + 100 + HOUR });
+    assert.equal(expired[0]!.claimed, 0, "an expired claim is not counted, cleared or not");
+    await store.workItemRelease({ queue: "disputes", key: "a", person: "ada", now: T0 + 300 });
+    await store.workItemNext({ queue: "disputes", person: "bob", now: T0 + 400, leaseMs: HOUR });
+    const moved = await store.workItemsSummary({ now: T0 + 500 });
+    assert.equal(moved[0]!.claimed, 1);
+    assert.notEqual(moved[0]!.marker, claimed[0]!.marker, "a claim handed on moves the marker");
+  });
 }
