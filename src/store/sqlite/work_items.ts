@@ -17,6 +17,7 @@ import type {
   WorkItemRef,
   WorkItemRow,
   WorkItemState,
+  WorkQueueStats,
 } from "../store.ts";
 import {
   addItem,
@@ -116,6 +117,20 @@ const SQL = {
           OR claim_owner = :person)))
     RETURNING ${COLUMNS}`,
   jobSet: `UPDATE work_items SET action_job_id = :job WHERE id = :id`,
+  stats: `SELECT COUNT(*) AS open,
+      COALESCE(SUM(claim_owner IS NOT NULL AND claim_expires_at > :now), 0) AS claimed,
+      COALESCE(SUM(claim_owner IS NOT NULL AND claim_expires_at <= :now), 0) AS expired,
+      MIN(requested_at) AS oldest
+    FROM work_items WHERE queue = :queue AND state = 'open'
+      AND (:tenant IS NULL OR tenant = :tenant)`,
+  doneCount: `SELECT COUNT(*) AS n FROM work_items
+    WHERE queue = :queue AND state = 'done' AND done_at >= :since
+      AND (:tenant IS NULL OR tenant = :tenant)`,
+  leadMiddle: `SELECT AVG(lead) AS lead FROM (SELECT done_at - requested_at AS lead
+      FROM work_items
+      WHERE queue = :queue AND state = 'done' AND done_at >= :since
+        AND (:tenant IS NULL OR tenant = :tenant)
+      ORDER BY lead LIMIT :take OFFSET :skip)`,
   stale: `SELECT w.*, NULL AS action_state FROM work_items AS w
     WHERE w.queue = :queue AND w.state = 'open' AND w.rule_version IS NOT :version
     ORDER BY w.requested_at, w.id LIMIT :limit`,
@@ -271,6 +286,38 @@ export function sqliteWorkItems(core: SqliteCore): StoreWorkItems {
           limit: params.limit ?? -1,
         }) as Row[]).map(toWorkItem)
       );
+    },
+
+    workItemsStats(
+      params: { queue: string; tenant?: string; now: number; since: number },
+    ): Promise<WorkQueueStats> {
+      return core.exclusive(() => {
+        const where = {
+          queue: params.queue,
+          tenant: params.tenant ?? null,
+          since: params.since,
+        };
+        const open = q().stats.get({
+          queue: params.queue,
+          tenant: where.tenant,
+          now: params.now,
+        }) as Row;
+        const done = Number((q().doneCount.get(where) as Row).n);
+        // The median: the middle lead time, or the mean of the middle two.
+        const middle = done === 0 ? null : q().leadMiddle.get({
+          ...where,
+          take: 2 - (done % 2),
+          skip: Math.floor((done - 1) / 2),
+        }) as Row;
+        return {
+          open: Number(open.open),
+          claimed: Number(open.claimed),
+          expired: Number(open.expired),
+          oldestRequestedAt: open.oldest === null ? null : Number(open.oldest),
+          done,
+          leadMedianMs: middle === null ? null : Number(middle.lead),
+        };
+      });
     },
 
     workItemsStale(
