@@ -949,14 +949,17 @@ for (const backend of BACKENDS) {
         (await nextWorkItem(store, disputes!, { ...who("fay"), now: clock.now() }))?.key,
         "dsp-1",
       );
-      // Each tick reads again (one that met a read still running is owed to the next).
+      // Each tick reads again (one that met a read still running is owed to the next);
+      // a tick every 100 ms leaves the event loop to PostgreSQL's answers between frames.
       shown = await waitUntil("fay's claim on the screen", () => {
         clock.advance(1000);
         const last = r.lastFrame() ?? "";
         return /> +49\.\d dsp-1 +fay, \d+m(\d+s)? left/.test(last) && last.includes("claimed 1")
           ? last
           : null;
-      });
+      }, { intervalMs: 100 });
+      assert.match(shown, /open 3 {2}claimed 1 {2}expired 0/, "next cleared ed's lapsed claim");
+      assert.match(shown, /\n +25\.2 dsp-2 +EXPIRED ed /, "and its history says it expired");
       r.stdin.write("l");
       shown = await frame("[reviews]", "no open items");
       r.unmount();

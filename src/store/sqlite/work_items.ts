@@ -117,11 +117,16 @@ const SQL = {
           OR claim_owner = :person)))
     RETURNING ${COLUMNS}`,
   jobSet: `UPDATE work_items SET action_job_id = :job WHERE id = :id`,
-  stats: `SELECT COUNT(*) AS open,
-      COALESCE(SUM(claim_owner IS NOT NULL AND claim_expires_at > :now), 0) AS claimed,
-      COALESCE(SUM(claim_owner IS NOT NULL AND claim_expires_at <= :now), 0) AS expired,
-      MIN(requested_at) AS oldest
-    FROM work_items WHERE queue = :queue AND state = 'open'
+  // A queue's open items counted and their oldest found in its listing's
+  // index alone (no row read); its claims through the index of claims.
+  openStats: `SELECT COUNT(*) AS open, MIN(requested_at) AS oldest FROM work_items
+    WHERE queue = :queue AND state = 'open'`,
+  openStatsTenant: `SELECT COUNT(*) AS open, MIN(requested_at) AS oldest FROM work_items
+    WHERE queue = :queue AND state = 'open' AND tenant = :tenant`,
+  claimStats: `SELECT COALESCE(SUM(claim_expires_at > :now), 0) AS claimed,
+      COALESCE(SUM(claim_expires_at <= :now), 0) AS expired
+    FROM work_items
+    WHERE claim_owner IS NOT NULL AND +queue = :queue AND +state = 'open'
       AND (:tenant IS NULL OR tenant = :tenant)`,
   doneCount: `SELECT COUNT(*) AS n FROM work_items
     WHERE queue = :queue AND state = 'done' AND done_at >= :since
@@ -297,7 +302,10 @@ export function sqliteWorkItems(core: SqliteCore): StoreWorkItems {
           tenant: params.tenant ?? null,
           since: params.since,
         };
-        const open = q().stats.get({
+        const open = (params.tenant === undefined
+          ? q().openStats.get({ queue: params.queue })
+          : q().openStatsTenant.get({ queue: params.queue, tenant: params.tenant })) as Row;
+        const claims = q().claimStats.get({
           queue: params.queue,
           tenant: where.tenant,
           now: params.now,
@@ -311,8 +319,8 @@ export function sqliteWorkItems(core: SqliteCore): StoreWorkItems {
         }) as Row;
         return {
           open: Number(open.open),
-          claimed: Number(open.claimed),
-          expired: Number(open.expired),
+          claimed: Number(claims.claimed),
+          expired: Number(claims.expired),
           oldestRequestedAt: open.oldest === null ? null : Number(open.oldest),
           done,
           leadMedianMs: middle === null ? null : Number(middle.lead),
