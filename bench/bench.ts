@@ -16,6 +16,7 @@
  * PHASES=limit,process,process3,bulk,single deno task bench   # each against what SQLite allows
  * PHASES=idle deno task bench                  # CPU of an idle daemon and an idle dashboard
  * PHASES=console RUNS=1 deno task bench        # the web console at 1,000,000 jobs, SQLite and PostgreSQL
+ * PHASES=work RUNS=3 deno task bench           # a work queue of 100,000 open items, SQLite and PostgreSQL
  * BENCH_DB=postgres://postgres@127.0.0.1:5432/test deno task bench   # the same on PostgreSQL
  * ```
  *
@@ -43,6 +44,7 @@ import { phaseIdle } from "./idle.ts";
 import { CAPPED_OLD_SPACE_MB, phaseIngest } from "./ingest.ts";
 import { phaseReport } from "./report.ts";
 import { type BulkTimes, type ConsoleTimes, phaseConsole, phaseConsoleBulk } from "./console.ts";
+import { phaseWork, type WorkTimes } from "./work.ts";
 
 const ALL_PHASES = [
   "bulk",
@@ -63,9 +65,11 @@ const ALL_PHASES = [
   "idle",
   // Opt-in (PHASES=console): two stores of 1,000,000 jobs take minutes to build.
   "console",
+  // Opt-in (PHASES=work): two stores of 100,000 work items take a minute or more to build.
+  "work",
 ] as const;
 /** The phases a run without PHASES runs. */
-const DEFAULT_PHASES = ALL_PHASES.filter((p) => p !== "console");
+const DEFAULT_PHASES = ALL_PHASES.filter((p) => p !== "console" && p !== "work");
 type Phase = typeof ALL_PHASES[number];
 
 const env = (name: string, fallback: number): number => {
@@ -648,6 +652,34 @@ async function runPhase(phase: Phase, run: number): Promise<void> {
       });
       break;
     }
+    case "work": {
+      const cfg = {
+        n: env("WORK_N", 100_000),
+        page: env("WORK_PAGE", 50),
+        reps: env("WORK_REPS", 21),
+        people: env("WORK_PEOPLE", 20),
+        nexts: env("WORK_NEXTS", 25),
+      };
+      const pg = Deno.env.get("BENCH_PG") ?? DB ?? "postgres://postgres@127.0.0.1:5432/test";
+      for (const kind of ["sqlite", "postgres"] as const) {
+        log(`run ${run} work: ${kind}`);
+        const v = await withFreshStore(
+          kind === "sqlite" ? null : pg,
+          (location) => phaseWork(location, cfg, log),
+        );
+        recordWork(kind, cfg, v);
+        log(
+          `run ${run} work ${kind}: first page ${v.listMs.toFixed(1)} ms, watch ${
+            v.watchMs.toFixed(1)
+          } ms, next p50 ${v.next.p50Ms.toFixed(1)} p95 ${v.next.p95Ms.toFixed(1)} max ${
+            v.next.maxMs.toFixed(1)
+          } ms; claims piling up: p50 ${v.nextHeld.p50Ms.toFixed(1)} p95 ${
+            v.nextHeld.p95Ms.toFixed(1)
+          } ms`,
+        );
+      }
+      break;
+    }
     case "idle": {
       const v = await withFresh((location) =>
         phaseIdle(location, {
@@ -900,6 +932,29 @@ function recordConsole(kind: "sqlite" | "postgres", n: number, v: ConsoleTimes):
   );
 }
 
+/** The work phase's figures of one store: `_pg` keys for PostgreSQL. */
+function recordWork(
+  kind: "sqlite" | "postgres",
+  cfg: { n: number; page: number; people: number; nexts: number },
+  v: WorkTimes,
+): void {
+  const pg = kind === "postgres" ? "_pg" : "";
+  const on = `${cfg.n.toLocaleString("en-US")} open items, ${
+    kind === "postgres" ? "PostgreSQL" : "SQLite"
+  }`;
+  record(`work_build_s${pg}`, `work: build, ${on}`, "s", v.buildMs / 1000);
+  record(`work_list_ms${pg}`, `work: first page of ${cfg.page}, ${on}`, "ms", v.listMs);
+  record(`work_watch_ms${pg}`, `work: the TUI's Work tab read, ${on}`, "ms", v.watchMs);
+  for (const [held, times] of [["", v.next], ["_held", v.nextHeld]] as const) {
+    const people = `${cfg.people} at once x ${cfg.nexts}${held ? ", claims piling up" : ""}`;
+    const key = `work_next${held}`;
+    record(`${key}_p50_ms${pg}`, `work: next p50, ${people}, ${on}`, "ms", times.p50Ms);
+    record(`${key}_p95_ms${pg}`, `work: next p95, ${people}, ${on}`, "ms", times.p95Ms);
+    record(`${key}_max_ms${pg}`, `work: next max, ${people}, ${on}`, "ms", times.maxMs);
+    record(`${key}_per_s${pg}`, `work: nexts per second, ${people}, ${on}`, "runs/s", times.perS);
+  }
+}
+
 /** The console's bulk retry on one store: `_pg` keys for PostgreSQL. */
 function recordBulk(kind: "sqlite" | "postgres", v: BulkTimes): void {
   const pg = kind === "postgres" ? "_pg" : "";
@@ -1062,6 +1117,28 @@ const KEYS = [
   "console_bulk_start_ms_pg",
   "console_bulk_walk_s_pg",
   "console_bulk_progress_max_ms_pg",
+  "work_build_s",
+  "work_list_ms",
+  "work_watch_ms",
+  "work_next_p50_ms",
+  "work_next_p95_ms",
+  "work_next_max_ms",
+  "work_next_per_s",
+  "work_next_held_p50_ms",
+  "work_next_held_p95_ms",
+  "work_next_held_max_ms",
+  "work_next_held_per_s",
+  "work_build_s_pg",
+  "work_list_ms_pg",
+  "work_watch_ms_pg",
+  "work_next_p50_ms_pg",
+  "work_next_p95_ms_pg",
+  "work_next_max_ms_pg",
+  "work_next_per_s_pg",
+  "work_next_held_p50_ms_pg",
+  "work_next_held_p95_ms_pg",
+  "work_next_held_max_ms_pg",
+  "work_next_held_per_s_pg",
 ];
 for (const key of KEYS) {
   const row = rows.get(key);

@@ -15,7 +15,13 @@
  * @module
  */
 
-import type { Store, StoreTx, WorkItemOutcome, WorkItemRefusal } from "../store/store.ts";
+import type {
+  Store,
+  StoreTx,
+  WorkItemOutcome,
+  WorkItemRefusal,
+  WorkQueueStanding,
+} from "../store/store.ts";
 import type { WorkQueueDefinition } from "../workqueue/types.ts";
 import {
   actionJob,
@@ -664,4 +670,81 @@ export async function workQueueMetrics(
       done,
     };
   });
+}
+
+// ---------------------------------------------------------------------------
+// Watching a queue (the TUI's Work tab): read-only, no actor, nothing audited.
+
+/** How far back a queue's lead time looks: the items done in the last day. */
+export const LEAD_WINDOW_MS = 86_400_000;
+
+/** One open item as a watcher sees it: the item as people read it, and how its last claim ended. */
+export interface WorkWatchItem extends WorkItemView {
+  /**
+   * Its last claim, when its lease ran out and nobody claimed it since:
+   * still on the row (not cleared yet) or cleared by the store (its history
+   * says `expired`). Shown as expired, never as released by its owner.
+   */
+  expiredClaim: { owner: string; expiredAt: number } | null;
+}
+
+/** A queue as a watcher sees it: how it stands, and its first open items in listing order. */
+export interface WorkQueueWatch {
+  queue: WorkQueueDefinition;
+  stats: WorkQueueStanding;
+  /** The oldest open item's age at now; null when none is open. */
+  oldestAgeMs: number | null;
+  items: WorkWatchItem[];
+}
+
+/**
+ * `queue` as it stands at `who.now`: its stats (open, claimed, expired
+ * claims, the oldest open item, the median lead time of the items done in
+ * the last {@linkcode LEAD_WINDOW_MS}) and its first `limit` open items in
+ * the order people get them, each claim that lapsed shown as expired (the
+ * history is read for the items on the page that were claimed and are free).
+ */
+export async function watchWorkQueue(
+  store: Pick<Store, "workItemsList" | "workQueueStanding" | "workItemEvents">,
+  queue: WorkQueueDefinition,
+  who: Pick<WorkActor, "tenant" | "now">,
+  options: { limit: number },
+): Promise<WorkQueueWatch> {
+  const tenant = who.tenant === null ? {} : { tenant: who.tenant };
+  const [stats, rows] = await Promise.all([
+    store.workQueueStanding({
+      queue: queue.id,
+      ...tenant,
+      now: who.now,
+      since: who.now - LEAD_WINDOW_MS,
+    }),
+    store.workItemsList({ queue: queue.id, ...tenant, limit: options.limit }),
+  ]);
+  const items = await Promise.all(rows.map(async (row): Promise<WorkWatchItem> => {
+    const view = itemView(queue, row, who.now);
+    if (view.claim !== null || row.claimFence === 0) return { ...view, expiredClaim: null };
+    if (row.claimOwner !== null) {
+      return { ...view, expiredClaim: { owner: row.claimOwner, expiredAt: row.claimExpiresAt! } };
+    }
+    const events = await store.workItemEvents({ queue: queue.id, key: row.key, ...tenant });
+    const ended = events.findLast((e) =>
+      ["claimed", "released", "expired", "skipped", "reassigned", "broken"].includes(e.kind)
+    );
+    const owner = ended?.detail.owner;
+    const at = ended?.detail.expiredAt;
+    return {
+      ...view,
+      expiredClaim: ended?.kind === "expired" && typeof owner === "string" && typeof at === "number"
+        ? { owner, expiredAt: at }
+        : null,
+    };
+  }));
+  return {
+    queue,
+    stats,
+    oldestAgeMs: stats.oldestRequestedAt === null
+      ? null
+      : Math.max(0, who.now - stats.oldestRequestedAt),
+    items,
+  };
 }

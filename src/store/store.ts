@@ -1371,6 +1371,21 @@ export interface WorkItemScore {
   version: string;
 }
 
+/** How a work queue stands (see {@linkcode StoreWorkItems.workQueueStanding}). */
+export interface WorkQueueStanding {
+  open: number;
+  /** Open items under a current claim. */
+  claimed: number;
+  /** Open items whose claim expired and was not cleared yet: back in the queue. */
+  expired: number;
+  /** When the oldest open item was requested; null when none is open. */
+  oldestRequestedAt: number | null;
+  /** Items done since `since`. */
+  done: number;
+  /** The median of their lead times (done - requested), in ms; null when none. */
+  leadMedianMs: number | null;
+}
+
 /** Params of {@linkcode StoreWorkItems.workItemAdd}. */
 export interface WorkItemAddParams {
   queue: string;
@@ -1441,6 +1456,17 @@ export interface StoreWorkItems {
   workItemsList(
     params: { queue: string; tenant?: string; state?: WorkItemState; limit?: number },
   ): Promise<WorkItemRow[]>;
+  /**
+   * How `queue` stands at `now` (in `tenant`'s scope when given): its open
+   * items, those under a current claim and those whose claim expired and
+   * is not cleared yet, when its oldest open item was requested, and of the
+   * items done since `since`, how many and the median of their lead times
+   * (done - requested). One pass over the queue's open items and one over
+   * its done ones: a watcher's read, not a hot path's.
+   */
+  workQueueStanding(
+    params: { queue: string; tenant?: string; now: number; since: number },
+  ): Promise<WorkQueueStanding>;
   /**
    * The open items of `queue` whose score came from another rule version
    * than `ruleVersion` (null: unscored), oldest first, at most `limit`: those

@@ -6,7 +6,9 @@
  * `src/admin/workflows.ts` (a page of runs with their step counts, one run
  * as its view), pipelines through `src/admin/pipelines.ts` (the schedules
  * file's and those the store has runs of, with their last run, drops and
- * freshness; one with its newest runs), and the schedules file reloaded
+ * freshness; one with its newest runs), work queues through
+ * `src/admin/work.ts` (the file's queues, one watched: its stats, lead time
+ * and first open items with their claims), and the schedules file reloaded
  * when it changes.
  *
  * The store is opened lazily and never created: a missing file is an
@@ -22,6 +24,7 @@ import type { NodeView } from "../admin/nodes.ts";
 import { queuesView, type QueueView } from "../admin/queues.ts";
 import { type ScheduleStatus, schedulesView, storedConfig } from "../admin/schedules.ts";
 import { emptyThroughput, throughputByQueue } from "../admin/throughput.ts";
+import { watchWorkQueue, type WorkQueueWatch } from "../admin/work.ts";
 import { statusView, type StoreCheck, storeCheck } from "../admin/store.ts";
 import {
   listWorkflowRuns,
@@ -119,6 +122,16 @@ export interface RunsPage {
   counts: Record<RunState, number>;
 }
 
+/** The work screen: every work queue of the file, and the one watched. */
+export interface WorkScreen {
+  /** Every work queue's id, in the file's order. */
+  queues: string[];
+  /** The queue watched (the one asked for, else the first); null when the file declares none. */
+  watch: WorkQueueWatch | null;
+  /** Why the schedules file (and so its queues) could not be used: each error. */
+  configProblems: string[];
+}
+
 /** What the dashboard reads. Every method may reject: the dashboard shows why and keeps the last data. */
 export interface DashboardData {
   /** Where the data comes from, for the title bar. */
@@ -145,6 +158,11 @@ export interface DashboardData {
   /** One pipeline with its newest {@linkcode PIPELINE_RUNS} runs; null when none is `id`. */
   pipeline(id: string, now: number): Promise<PipelineView | null>;
   /**
+   * The work queues of the schedules file, `queue` (else the first)
+   * watched at `now` with its first `limit` open items.
+   */
+  work(queue: string | null, limit: number, now: number): Promise<WorkScreen>;
+  /**
    * Whether the store may have changed since this was last asked (it says
    * so once). A SQLite file the dashboard opened itself tells (see
    * change_watch.ts); where the store cannot tell (PostgreSQL notifies new
@@ -165,7 +183,8 @@ export type ReadRequest =
   | { view: "workflows"; query: RunsQuery }
   | { view: "workflow"; id: number }
   | { view: "pipelines" }
-  | { view: "pipeline"; id: string };
+  | { view: "pipeline"; id: string }
+  | { view: "work"; queue: string | null; limit: number };
 
 /** The answer to a {@linkcode ReadRequest}. */
 export type ReadResult =
@@ -177,7 +196,8 @@ export type ReadResult =
   | { view: "workflows"; page: RunsPage }
   | { view: "workflow"; id: number; run: WorkflowRunView | null }
   | { view: "pipelines"; pipelines: PipelineView[] }
-  | { view: "pipeline"; id: string; pipeline: PipelineView | null };
+  | { view: "pipeline"; id: string; pipeline: PipelineView | null }
+  | { view: "work"; work: WorkScreen };
 
 /** Makes the read `request` asks for, as of `now`. */
 export async function readView(
@@ -213,6 +233,8 @@ export async function readView(
         id: request.id,
         pipeline: await data.pipeline(request.id, now),
       };
+    case "work":
+      return { view: "work", work: await data.work(request.queue, request.limit, now) };
   }
 }
 
@@ -486,6 +508,20 @@ export function storeData(params: {
       return {
         ...view,
         recent: await store.ingestRunsList({ pipeline: id, limit: PIPELINE_RUNS }),
+      };
+    },
+    async work(queue, limit, now) {
+      const store = await get();
+      const loaded = await params.config();
+      const queues = loaded.config?.workQueues ?? [];
+      const watched = queues.find((q) => q.id === queue) ?? queues[0];
+      return {
+        queues: queues.map((q) => q.id),
+        // The operator watches every tenant's items.
+        watch: watched
+          ? await watchWorkQueue(store, watched, { tenant: null, now }, { limit })
+          : null,
+        configProblems: loaded.problems,
       };
     },
   };

@@ -21,7 +21,7 @@ export type { ConfirmDialog, MenuDialog, Overlay, PickerDialog, PromptDialog } f
 
 /** The key bindings, as the help shows them. */
 export const HELP: [string, string][] = [
-  ["1-6, tab", "overview, jobs, schedules, dead letters, workflows, pipelines"],
+  ["1-7, tab", "overview, jobs, schedules, dead letters, workflows, pipelines, work"],
   ["j k, ↓ ↑", "move (in a list) or scroll (in a detail or preview)"],
   ["n b, PgDn PgUp", "next and previous page of jobs (g: first page)"],
   ["⏎", "open: a queue's, schedule's or group's jobs; a job, run or pipeline"],
@@ -35,6 +35,7 @@ export const HELP: [string, string][] = [
   ["P", "pause or resume the selected queue (overview)"],
   ["R, x", "run the selected schedule now; disable or enable it (asks a reason)"],
   ["5: ⏎ r c f", "open a run, retry it (failed), cancel it; f: runs by state"],
+  ["7: h l, [ ]", "the previous and next work queue"],
   ["y n", "answer a confirmation"],
   ["?, q", "this help; quit"],
 ];

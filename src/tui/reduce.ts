@@ -41,6 +41,7 @@ import {
   viewOf,
 } from "./state.ts";
 import { runKey, runsKey, workflowActed } from "./workflows/keys.ts";
+import { workKey } from "./work/keys.ts";
 
 /** The next state and what the shell should do. */
 export interface Step {
@@ -172,6 +173,8 @@ function applyRead(state: DashboardState, result: ReadResult): DashboardState {
       return state.pipeline?.id === result.id
         ? { ...state, pipeline: { ...state.pipeline, data: result.pipeline } }
         : state;
+    case "work":
+      return { ...state, work: result.work };
   }
 }
 
@@ -204,6 +207,7 @@ function onKey(state: DashboardState, key: Key, ctx: Context): DashboardState {
     return pipelineKey(state, key, down, up);
   }
   if (state.tab === "pipelines") return pipelinesKey(state, key, down, up);
+  if (state.tab === "work") return workKey(state, key, down, up);
   return deadLettersKey(state, key, down, up);
 }
 

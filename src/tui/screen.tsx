@@ -18,6 +18,7 @@ import { OverviewView } from "./overview/view.tsx";
 import { PipelinePane, PipelinesList } from "./pipelines/view.tsx";
 import { SchedulesView } from "./schedules/view.tsx";
 import { WorkflowRunPane, WorkflowsList } from "./workflows/view.tsx";
+import { WorkView } from "./work/view.tsx";
 import { rule } from "./seg.ts";
 import {
   CHROME_LINES,
@@ -179,6 +180,18 @@ function screen(state: DashboardState, now: number, width: number, height: numbe
       />
     );
   }
+  if (state.tab === "work") {
+    return (
+      <WorkView
+        work={state.work}
+        queue={state.workQueue}
+        cursor={clamp(state.workCursor, state.work?.watch?.items.length ?? 0)}
+        width={width}
+        height={height}
+        now={now}
+      />
+    );
+  }
   return (
     <DeadLettersView
       groups={state.dead}
@@ -272,7 +285,7 @@ export function footer(state: DashboardState): string {
   if (overlay?.kind === "picker") return "j/k move · space choose · ⏎ list them · esc/q cancel";
   if (overlay?.kind === "help") return "any key closes the help";
   if (state.tab === "overview") {
-    return "j/k queue · ⏎ its jobs · P pause/resume · 1-6 views · ? help · q quit";
+    return "j/k queue · ⏎ its jobs · P pause/resume · 1-7 views · ? help · q quit";
   }
   if (state.tab === "jobs" && state.detail !== null) {
     return "j/k scroll · r retry · c cancel · d discard · p replay · esc back · ? · q";
@@ -281,17 +294,18 @@ export function footer(state: DashboardState): string {
     return "j/k ⏎ · / search · f filter · o order · n/b page · r c d p · B bulk · ? · q";
   }
   if (state.tab === "schedules") {
-    return "j/k · ⏎ its jobs · R run now · x disable/enable · 1-6 views · ? help · q quit";
+    return "j/k · ⏎ its jobs · R run now · x disable/enable · 1-7 views · ? help · q quit";
   }
   if (state.tab === "workflows" && state.run !== null) {
-    return "j/k scroll · r retry · c cancel · esc back · 1-6 views · ? help · q quit";
+    return "j/k scroll · r retry · c cancel · esc back · 1-7 views · ? help · q quit";
   }
   if (state.tab === "workflows") {
-    return "j/k · ⏎ open run · r retry · c cancel · f state · n/b page · 1-6 · ? · q";
+    return "j/k · ⏎ open run · r retry · c cancel · f state · n/b page · 1-7 · ? · q";
   }
   if (state.tab === "pipelines" && state.pipeline !== null) {
-    return "j/k scroll · esc back · 1-6 views · ? help · q quit";
+    return "j/k scroll · esc back · 1-7 views · ? help · q quit";
   }
-  if (state.tab === "pipelines") return "j/k · ⏎ open pipeline · 1-6 views · ? help · q quit";
-  return "j/k · ⏎ the group's jobs · 1-6 views · ? help · q quit";
+  if (state.tab === "pipelines") return "j/k · ⏎ open pipeline · 1-7 views · ? help · q quit";
+  if (state.tab === "work") return "j/k move · h/l queue · 1-7 views · ? help · q quit";
+  return "j/k · ⏎ the group's jobs · 1-7 views · ? help · q quit";
 }

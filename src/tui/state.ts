@@ -23,6 +23,7 @@ import type {
   ReadResult,
   RunsQuery,
   ScheduleInfo,
+  WorkScreen,
 } from "./data.ts";
 import type { Key } from "./keys.ts";
 import type { LineEdit } from "./line_edit.ts";
@@ -37,6 +38,7 @@ export const TABS = [
   { id: "dead", key: "4", label: "Dead letters", short: "Dead" },
   { id: "workflows", key: "5", label: "Workflows", short: "Flows" },
   { id: "pipelines", key: "6", label: "Pipelines", short: "Pipes" },
+  { id: "work", key: "7", label: "Work", short: "Work" },
 ] as const;
 
 /** One of the screens. */
@@ -52,6 +54,12 @@ export const CHROME_LINES = 4;
 export const JOBS_HEADER_LINES = 2;
 /** Lines above the rows of the workflow runs list (the counts line and the column header). */
 export const RUNS_HEADER_LINES = 2;
+
+/**
+ * Lines above the items of the work screen: the queues, the queue's
+ * definition, its stats and lead time, and the column header.
+ */
+export const WORK_HEADER_LINES = 4;
 
 /** A line of the status bar. */
 export interface Status {
@@ -226,6 +234,12 @@ export interface DashboardState {
   /** The open pipeline, or null for the list. */
   pipeline: PipelineDetailState | null;
 
+  /** The work queues and the one watched, as read; null until read. */
+  work: WorkScreen | null;
+  /** The work queue chosen (its tab), or null for the first. */
+  workQueue: string | null;
+  workCursor: number;
+
   read: ReadState;
 }
 
@@ -323,6 +337,9 @@ export function initialState(options: InitialOptions): DashboardState {
     pipelines: null,
     pipelineCursor: 0,
     pipeline: null,
+    work: null,
+    workQueue: null,
+    workCursor: 0,
     read: { seq: 0, key: null, inFlight: null },
   };
 }
@@ -347,6 +364,11 @@ export function pageSize(state: DashboardState): number {
 /** How many runs a page of the workflow runs list holds at this terminal's height. */
 export function runsPageSize(state: DashboardState): number {
   return Math.max(1, contentHeight(state) - RUNS_HEADER_LINES);
+}
+
+/** How many open items the work screen reads at this terminal's height. */
+export function workPageSize(state: DashboardState): number {
+  return Math.max(1, contentHeight(state) - WORK_HEADER_LINES);
 }
 
 /** `index` kept within `count` items (0 when there are none). */
@@ -433,6 +455,13 @@ export function readOf(state: DashboardState): { key: string; request: ReadReque
     return { key: `pipeline:${id}`, request: { view: "pipeline", id } };
   }
   if (state.tab === "pipelines") return { key: "pipelines", request: { view: "pipelines" } };
+  if (state.tab === "work") {
+    const limit = workPageSize(state);
+    return {
+      key: `work:${JSON.stringify([state.workQueue, limit])}`,
+      request: { view: "work", queue: state.workQueue, limit },
+    };
+  }
   return { key: "dead", request: { view: "dead", limit: DEAD_LETTER_GROUPS } };
 }
 

@@ -135,22 +135,22 @@ Deno.test("the tab bar keeps a PostgreSQL store's host, database and schema at 8
     assert.doesNotMatch(frame, /s3cret/);
     return frame.split("\n")[0];
   };
-  // The keys alone leave room for every part but the password and sslmode.
+  // The keys alone leave room for every part but the user, the password and sslmode.
   assert.equal(
     await tabs(80),
-    "jobs [1 Overview] 2 3 4 5 6  postgres://postgres@127.0.0.1:5432/test?schema=foo",
+    "jobs [1 Overview] 2 3 4 5 6 7  postgres://127.0.0.1:5432/test?schema=foo",
   );
-  assert.equal(await tabs(60), "jobs [1 Overview] 2 3 4 5 6  127.0.0.1/test?schema=foo");
+  assert.equal(await tabs(60), "jobs [1 Overview] 2 3 4 5 6 7  127.0.0.1/test?schema=foo");
   assert.equal(
     await tabs(60, true),
-    "jobs [1 Overview] 2 3 4 5 6  READ-ONLY  12…1/test?schema=foo",
+    "jobs [1 Overview] 2 3 4 5 6 7  READ-ONLY  1…/test?schema=foo",
   );
   assert.equal(
     await tabs(80, true, " (MOVED to postgres://db2/jobs: read only)"),
-    "jobs [1 Overview] 2 3 4 5 6  READ-ONLY  127.0.0.1/test?schema=foo (MOVED to pos…",
+    "jobs [1 Overview] 2 3 4 5 6 7  READ-ONLY  127.0.0.1/test?schema=foo (MOVED to p…",
     "the location before the note",
   );
-  assert.equal(await tabs(50), "jobs [1 Overview] 2 3 4 5 6  12….1/test?schema=foo");
+  assert.equal(await tabs(50), "jobs [1 Overview] 2 3 4 5 6 7  1…1/test?schema=foo");
 });
 
 Deno.test("the header's rule is the terminal's width on every screen, at 80x24, 100x30 and 140x40", async () => {
@@ -258,7 +258,7 @@ Deno.test("6 lists the pipelines at 80x24 with their freshness and drops; Enter 
   assert.match(frame, /> catalog\s+STALE 2h\s+41\s+completed\s+2h ago/);
   assert.match(frame, /dropped 1h: none {3}1d: duplicate 12 · below-threshold 3/);
   assert.match(frame, /bank\s+advisory \(erp\)\s+7\s+failed/);
-  assert.match(frame, /j\/k · ⏎ open pipeline · 1-6 views · \? help · q quit/);
+  assert.match(frame, /j\/k · ⏎ open pipeline · 1-7 views · \? help · q quit/);
   d.press(DOWN, ENTER);
   frame = await d.frame("pipeline bank  7 runs in the store", "error: sink answered 503");
   assertFits(frame, 80, 24);
@@ -655,4 +655,47 @@ Deno.test("parseSearch: key:value words filter, the rest is the search text, bad
     error:
       'state "dead" is not a job state (scheduled, available, executing, retryable, completed, cancelled, discarded)',
   });
+});
+
+Deno.test("7 watches the work queues at 80x24: scores with their inputs, claims held and expired, lead times; h/l switch queues", async () => {
+  const d = dashboard();
+  let frame = await d.frame("host-a:100");
+  assert.match(frame, / 7 Work/, "the tab bar names the work queues");
+  d.press("7");
+  frame = await d.frame("[7 Work]", "[disputes]", "dsp-17");
+  assertFits(frame, 80, 24);
+  assert.match(frame, /queues \[disputes\] {2}reviews {3}h\/l switch/);
+  assert.match(frame, /claim required · lease 1h · score rule\/dispute\.urgency-score/);
+  assert.match(
+    frame,
+    /open 3 {2}claimed 1 {2}expired 1 {2}oldest 6d {2}lead time 4h \(median of 5 done in 1d\)/,
+  );
+  // Listing order, each score with the inputs that set it; who holds the claim and for how long.
+  assert.match(frame, /> +61 dsp-17 +bo, 50m left +amount 1900, age 6d, evidence_missing tr/);
+  assert.match(frame, /\n +29 dsp-9 +EXPIRED ada 1h ago +amount 2500, age 2d, evidence_missing f/);
+  assert.match(frame, /\n +0\.7 dsp-21 +- +amount 40, age 3h, evidence_missing false/);
+  assert.ok(frame.indexOf("dsp-17") < frame.indexOf("dsp-9"), "listing order");
+  assert.ok(frame.indexOf("dsp-9") < frame.indexOf("dsp-21"), "listing order");
+  assert.match(frame, /j\/k move · h\/l queue · 1-7 views · \? help · q quit/);
+  d.press("l");
+  frame = await d.frame("[reviews]", "rev-1");
+  assertFits(frame, 80, 24);
+  assert.match(frame, /claim optional · lease 30m · no score: oldest first/);
+  assert.match(
+    frame,
+    /open 1 {2}claimed 0 {2}expired 0 {2}oldest 2h {2}lead time - \(none done in 1d\)/,
+  );
+  assert.match(frame, /> +- rev-1 +- +age 2h/);
+  d.press("l");
+  await d.frame("[disputes]", "dsp-17");
+  // A claim taken elsewhere shows on the next refresh.
+  const watch = d.state.work[0]!;
+  watch.items[2] = {
+    ...watch.items[2]!,
+    claim: { owner: "cy", expiresAt: NOW + 3_600_000, fence: 1 },
+  };
+  watch.stats = { ...watch.stats, claimed: 2 };
+  d.clock.advance(1000);
+  frame = await d.frame("cy, 59m59s left", "claimed 2");
+  d.r.unmount();
 });

@@ -36,6 +36,11 @@ import {
 import type { JobsFilter } from "../../src/tui/search.ts";
 import { FINAL_RUN_STATES, type RunState } from "../../src/workflow/types.ts";
 import { scheduleOf } from "../support/schedules.ts";
+import type { WorkQueueWatch, WorkWatchItem } from "../../src/admin/work.ts";
+import type { WorkItemRow } from "../../src/store/store.ts";
+import { itemView } from "../../src/workqueue/items.ts";
+import { compileWorkQueue, scoreItem } from "../../src/workqueue/definition.ts";
+import type { WorkQueueDefinition } from "../../src/workqueue/types.ts";
 
 /** 2026-03-08T12:00:00Z, the fixtures' now. */
 export const NOW = Date.UTC(2026, 2, 8, 12);
@@ -471,6 +476,113 @@ export function fixturePipelines(): PipelineView[] {
   ];
 }
 
+const HOUR = 3_600_000;
+const DAY = 86_400_000;
+
+/** The disputes queue of the issue: claim required, a one-hour lease, scored. */
+export const DISPUTES: WorkQueueDefinition = compileWorkQueue({
+  id: "disputes",
+  useCase: "use-case/payments.review-dispute",
+  claim: "required",
+  leaseMs: HOUR,
+  score: {
+    rule: "rule/dispute.urgency-score",
+    inputs: ["amount", "age", "evidence_missing"],
+    weights: { amount: 0.01, age: "2/day", evidence_missing: 30 },
+  },
+  actions: [{ id: "refund", run: { kind: "worker", worker: "refund_dispute" } }],
+});
+
+/** An unscored queue, claims optional: oldest first. */
+export const REVIEWS: WorkQueueDefinition = compileWorkQueue({
+  id: "reviews",
+  claim: "optional",
+  leaseMs: 30 * 60_000,
+  actions: [{ id: "approve", run: { kind: "worker", worker: "approve_review" } }],
+});
+
+/** An open item of `queue` as a watcher sees it, requested `ageMs` before NOW. */
+export function fixtureWorkItem(
+  queue: WorkQueueDefinition,
+  key: string,
+  ageMs: number,
+  fields: {
+    data?: Record<string, unknown>;
+    claim?: { owner: string; expiresAt: number };
+    expiredClaim?: { owner: string; expiredAt: number };
+  } = {},
+): WorkWatchItem {
+  const data = fields.data ?? {};
+  const score = queue.score === null ? null : scoreItem(queue.score, data);
+  const row: WorkItemRow = {
+    id: 1,
+    queue: queue.id,
+    key,
+    tenant: null,
+    data,
+    score: score?.score ?? null,
+    scoreRate: score?.rate ?? null,
+    inputs: score?.inputs ?? null,
+    ruleVersion: score?.version ?? null,
+    requestedAt: NOW - ageMs,
+    updatedAt: NOW - ageMs,
+    state: "open",
+    claimOwner: fields.claim?.owner ?? null,
+    claimExpiresAt: fields.claim?.expiresAt ?? null,
+    claimFence: fields.claim || fields.expiredClaim ? 1 : 0,
+    skippedBy: null,
+    skippedUntil: null,
+    outcome: null,
+    actionJobId: null,
+    actionState: null,
+    doneBy: null,
+    doneAt: null,
+    doneReason: null,
+  };
+  return { ...itemView(queue, row, NOW), expiredClaim: fields.expiredClaim ?? null };
+}
+
+/** Two watched queues: disputes (one claimed, one whose claim expired, one free) and reviews. */
+export function fixtureWork(): WorkQueueWatch[] {
+  return [{
+    queue: DISPUTES,
+    stats: {
+      open: 3,
+      claimed: 1,
+      expired: 1,
+      oldestRequestedAt: NOW - 6 * DAY,
+      done: 5,
+      leadMedianMs: 4 * HOUR,
+    },
+    oldestAgeMs: 6 * DAY,
+    items: [
+      fixtureWorkItem(DISPUTES, "dsp-17", 6 * DAY, {
+        data: { amount: 1900, currency: "EUR", evidence_missing: true },
+        claim: { owner: "bo", expiresAt: NOW + 50 * 60_000 },
+      }),
+      fixtureWorkItem(DISPUTES, "dsp-9", 2 * DAY, {
+        data: { amount: 2500, currency: "EUR", evidence_missing: false },
+        expiredClaim: { owner: "ada", expiredAt: NOW - HOUR },
+      }),
+      fixtureWorkItem(DISPUTES, "dsp-21", 3 * HOUR, {
+        data: { amount: 40, currency: "EUR", evidence_missing: false },
+      }),
+    ],
+  }, {
+    queue: REVIEWS,
+    stats: {
+      open: 1,
+      claimed: 0,
+      expired: 0,
+      oldestRequestedAt: NOW - 2 * HOUR,
+      done: 0,
+      leadMedianMs: null,
+    },
+    oldestAgeMs: 2 * HOUR,
+    items: [fixtureWorkItem(REVIEWS, "rev-1", 2 * HOUR)],
+  }];
+}
+
 /** What a fixture data source holds; tests change it between refreshes. */
 export interface FixtureState {
   jobs: Job[];
@@ -483,6 +595,8 @@ export interface FixtureState {
   runs: WorkflowRunView[];
   /** Pipelines as their views, in list order. */
   pipelines: PipelineView[];
+  /** Work queues as watched, in the file's order. */
+  work: WorkQueueWatch[];
   /** When set, every read rejects with this message (a locked or missing store). */
   failWith: string | null;
 }
@@ -558,6 +672,7 @@ export function fixtureState(jobs: Job[] = manyJobs(30)): FixtureState {
     audit: {},
     runs: fixtureRuns(),
     pipelines: fixturePipelines(),
+    work: fixtureWork(),
     failWith: null,
   };
 }
@@ -633,6 +748,15 @@ export function fixtureData(state: FixtureState) {
     pipeline(id) {
       check();
       return Promise.resolve(state.pipelines.find((p) => p.id === id) ?? null);
+    },
+    work(queue, limit) {
+      check();
+      const watch = state.work.find((w) => w.queue.id === queue) ?? state.work[0];
+      return Promise.resolve({
+        queues: state.work.map((w) => w.queue.id),
+        watch: watch ? { ...watch, items: watch.items.slice(0, limit) } : null,
+        configProblems: [],
+      });
     },
   };
   return { data, queries, counts, runQueries };

@@ -583,9 +583,11 @@ Deno.test("Enter on an empty pipelines list opens nothing, and Tab reaches the p
   d.press("5", named("tab"));
   assert.equal(d.state.tab, "pipelines");
   d.press(named("tab"));
+  assert.equal(d.state.tab, "work", "the work queues come after the pipelines");
+  d.press(named("tab"));
   assert.equal(d.state.tab, "overview", "Tab wraps around");
   d.press(named("tab", { shift: true }));
-  assert.equal(d.state.tab, "pipelines");
+  assert.equal(d.state.tab, "work");
 });
 
 Deno.test("an answer for a pipeline no longer open leaves the open one alone", async () => {
@@ -602,4 +604,35 @@ Deno.test("an answer for a pipeline no longer open leaves the open one alone", a
   });
   assert.equal(step.state.pipeline?.id, "catalog");
   assert.equal(step.state.pipeline?.data, null);
+});
+
+Deno.test("the work tab reads the chosen queue at the screen's height; h/l and ←/→ move between queues, wrapping, the cursor back at the top", async () => {
+  const d = await started({ tab: "work" });
+  assert.equal(d.state.work?.watch?.queue.id, "disputes", "the first queue until one is chosen");
+  assert.deepEqual(d.press("j", "j", "j"), []);
+  assert.equal(d.state.workCursor, 2, "the cursor stops at the last item");
+  const effects = d.press("l");
+  assert.equal(d.state.workQueue, "reviews");
+  assert.equal(d.state.workCursor, 0);
+  assert.deepEqual(effects, [{
+    kind: "read",
+    seq: d.state.read.seq,
+    request: { view: "work", queue: "reviews", limit: 16 },
+  }]);
+  await d.settle();
+  assert.equal(d.state.work?.watch?.queue.id, "reviews");
+  d.press("l");
+  assert.equal(d.state.workQueue, "disputes", "l wraps around");
+  d.press(named("leftArrow"));
+  assert.equal(d.state.workQueue, "reviews", "← wraps the other way");
+  d.press("[");
+  assert.equal(d.state.workQueue, "disputes");
+  await d.settle();
+  // A file with one queue: nothing to switch to.
+  d.fixture.work = d.fixture.work.slice(0, 1);
+  d.send({ kind: "tick" });
+  await d.settle();
+  assert.deepEqual(d.state.work?.queues, ["disputes"]);
+  assert.deepEqual(d.press("l"), []);
+  assert.equal(d.state.workQueue, "disputes");
 });

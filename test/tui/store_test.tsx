@@ -29,6 +29,8 @@ import { compileWorkflow } from "../../src/workflow/definition.ts";
 import { type ChunkDelta, INGEST_QUEUE, type IngestRunState } from "../../src/ingest/types.ts";
 import { INGEST_WORKER } from "../../src/kernel/runs.ts";
 import type { Store } from "../../src/store/store.ts";
+import { nextWorkItem, type WorkActor } from "../../src/admin/work.ts";
+import { actionJob, addParams } from "../../src/workqueue/items.ts";
 
 const NOW = Date.UTC(2026, 2, 6, 12, 0, 30);
 const noConfig = () => Promise.resolve({ config: null, problems: [] });
@@ -721,7 +723,7 @@ Deno.test("the pipelines screen on a real store: runs made through the store sea
   assert.match(shown, /dropped 1h: none {3}1d: duplicate 12 · below-threshold 3/);
   assert.match(shown, new RegExp(`  bank\\s+-\\s+${failed}\\s+failed\\s+10m ago\\s+50\\s+40\\s+8`));
   assert.match(shown, /dropped 1h: duplicate 2 {3}1d: duplicate 2/);
-  assert.match(shown, /j\/k · ⏎ open pipeline · 1-6 views/);
+  assert.match(shown, /j\/k · ⏎ open pipeline · 1-7 views/);
   r.stdin.write("\r");
   shown = await frame("pipeline catalog  2 runs in the store", "runs (2 newest of 2)");
   assert.match(shown, /freshness {2}STALE: last complete run 2h ago, promised within 15m/);
@@ -799,3 +801,171 @@ Deno.test("an idle dashboard reads and draws nothing while the store does not ch
     await other.close();
   }
 });
+
+const WORK_FILE = [
+  "version: 1",
+  "work_queues:",
+  "  - id: disputes",
+  "    claim: required",
+  "    lease: 1h",
+  "    score:",
+  "      rule: rule/dispute.urgency-score",
+  "      inputs: [amount, age, evidence_missing]",
+  "      weights: { amount: 0.01, age: 2/day, evidence_missing: 30 }",
+  "    actions:",
+  "      - id: refund",
+  "        run: { worker: refund_dispute }",
+  "  - id: reviews",
+  "    claim: optional",
+  "    lease: 30m",
+  "    actions:",
+  "      - id: approve",
+  "        run: { worker: approve_review }",
+].join("\n");
+
+for (const backend of BACKENDS) {
+  Deno.test(`[${backend.name}] the work tab on a real store: a queue's items in listing order with their scores and inputs, claims held and expired, lead time, and a claim taken while it watches`, async () => {
+    const harness = await backend.open(NOW);
+    const dir = await Deno.makeTempDir();
+    try {
+      const store = harness.store;
+      const path = `${dir}/schedules.yaml`;
+      await Deno.writeTextFile(path, WORK_FILE);
+      const config = configFile(path);
+      const loaded = await config();
+      assert.deepEqual(loaded.problems, []);
+      const [disputes] = loaded.config!.workQueues;
+      const clock = new FakeClock(NOW - 2 * 3_600_000);
+      const who = (person: string): WorkActor => ({
+        person,
+        roles: ["admin"],
+        tenant: null,
+        door: "library",
+        reason: null,
+        now: clock.now(),
+      });
+      const add = (key: string, data: Record<string, unknown>) =>
+        store.workItemAdd(addParams(disputes!, { key, data }, "ada", clock.now()));
+      // Two hours ago: three items; bo takes the best, whose claim lapses an hour later.
+      await add("dsp-1", { amount: 1900, evidence_missing: true });
+      await add("dsp-2", { amount: 2500, evidence_missing: false });
+      await add("dsp-3", { amount: 40, evidence_missing: false });
+      assert.equal((await nextWorkItem(store, disputes!, who("bo")))?.key, "dsp-1");
+      // Done within the hour: two items whose lead times are 10 and 30 minutes.
+      for (const [key, minutes] of [["old-1", 10], ["old-2", 30]] as const) {
+        await add(key, { amount: 1 });
+        clock.advance(minutes * 60_000);
+        await store.workItemDo({
+          queue: "disputes",
+          key,
+          person: "cy",
+          action: "refund",
+          job: actionJob(
+            disputes!,
+            disputes!.actions[0]!,
+            { key, tenant: null, data: {} },
+            clock.now(),
+          ),
+          needClaim: false,
+          fence: null,
+          reason: null,
+          now: clock.now(),
+        });
+      }
+      clock.set(NOW - 30 * 60_000);
+      // The lifeline clears bo's lapsed claim: its history says expired.
+      assert.equal(await store.workItemsExpire({ now: clock.now() }), 1);
+      clock.advance(60_000);
+      assert.equal((await nextWorkItem(store, disputes!, who("di")))?.key, "dsp-1");
+      await store.workItemRelease({
+        queue: "disputes",
+        key: "dsp-1",
+        person: "di",
+        now: clock.now(),
+      });
+      // dsp-2: claimed by ed, lapsed ten minutes ago and not cleared yet.
+      await store.workItemClaim({
+        queue: "disputes",
+        key: "dsp-2",
+        person: "ed",
+        now: NOW - 70 * 60_000,
+        leaseMs: 3_600_000,
+      });
+      clock.set(NOW);
+
+      const data = storeData({ source: fixedStore(store), config, clock });
+      const screen = await data.work(null, 10, NOW);
+      assert.deepEqual(screen.queues, ["disputes", "reviews"]);
+      const watch = screen.watch!;
+      assert.deepEqual(watch.stats, {
+        open: 3,
+        claimed: 0,
+        expired: 1,
+        oldestRequestedAt: NOW - 2 * 3_600_000,
+        done: 2,
+        leadMedianMs: 20 * 60_000,
+      });
+      assert.deepEqual(
+        watch.items.map((i) => [i.key, i.claim?.owner ?? null, i.expiredClaim?.owner ?? null]),
+        [["dsp-1", null, null], ["dsp-2", null, "ed"], ["dsp-3", null, null]],
+        "released is not expired; lapsed (cleared or not) is",
+      );
+
+      const r = render(
+        <App
+          data={data}
+          actions={storeActions({
+            source: fixedStore(store),
+            config,
+            clock,
+            actor: "bob",
+            environment: null,
+          })}
+          clock={clock}
+          program="jobsctl"
+          color={false}
+          initialTab="work"
+        />,
+      );
+      const frame = (...texts: string[]) =>
+        waitUntil(`a frame with ${texts.map((t) => JSON.stringify(t)).join(", ")}`, () => {
+          const shown = r.lastFrame() ?? "";
+          return texts.every((t) => shown.includes(t)) ? shown : null;
+        });
+      let shown = await frame("[7 Work]", "[disputes]", "dsp-3");
+      assert.match(
+        shown,
+        /open 3 {2}claimed 0 {2}expired 1 {2}oldest 2h {2}lead time 20m \(median of 2 done in 1d\)/,
+      );
+      assert.match(shown, /> +49\.2 dsp-1 +- +amount 1900, age 2h, evidence_missing true/);
+      assert.match(
+        shown,
+        /\n +25\.2 dsp-2 +EXPIRED ed 10m ago +amount 2500, age 2h, evidence_missing f/,
+      );
+      assert.match(shown, /\n +0\.6 dsp-3 +- +amount 40, age 2h, evidence_missing false/);
+      // Someone presses next while the operator watches: the next refresh shows the claim.
+      clock.advance(1000);
+      assert.equal(
+        (await nextWorkItem(store, disputes!, { ...who("fay"), now: clock.now() }))?.key,
+        "dsp-1",
+      );
+      // Each tick reads again (one that met a read still running is owed to the next);
+      // a tick every 100 ms leaves the event loop to PostgreSQL's answers between frames.
+      shown = await waitUntil("fay's claim on the screen", () => {
+        clock.advance(1000);
+        const last = r.lastFrame() ?? "";
+        return /> +49\.\d dsp-1 +fay, \d+m(\d+s)? left/.test(last) && last.includes("claimed 1")
+          ? last
+          : null;
+      }, { intervalMs: 100 });
+      assert.match(shown, /open 3 {2}claimed 1 {2}expired 0/, "next cleared ed's lapsed claim");
+      assert.match(shown, /\n +25\.2 dsp-2 +EXPIRED ed /, "and its history says it expired");
+      r.stdin.write("l");
+      shown = await frame("[reviews]", "no open items");
+      r.unmount();
+    } finally {
+      await harness.close();
+      await Deno.remove(dir, { recursive: true });
+    }
+  });
+}

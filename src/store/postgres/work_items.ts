@@ -18,6 +18,7 @@ import type {
   WorkItemRef,
   WorkItemRow,
   WorkItemState,
+  WorkQueueStanding,
   WorkQueueStats,
   WorkQueueSummary,
 } from "../store.ts";
@@ -280,6 +281,33 @@ export function postgresWorkItems(core: PostgresCore): StoreWorkItems {
         ORDER BY w.score_rank DESC NULLS LAST, w.requested_at, w.id
         LIMIT ${params.limit ?? null}::bigint`;
       return rows.map(toWorkItem);
+    },
+
+    async workQueueStanding(
+      params: { queue: string; tenant?: string; now: number; since: number },
+    ): Promise<WorkQueueStanding> {
+      const tenant = params.tenant ?? null;
+      const [open] = await core.sql`SELECT count(*) AS open,
+          count(*) FILTER (WHERE claim_owner IS NOT NULL
+            AND claim_expires_at > ${params.now}::bigint) AS claimed,
+          count(*) FILTER (WHERE claim_owner IS NOT NULL
+            AND claim_expires_at <= ${params.now}::bigint) AS expired,
+          min(requested_at) AS oldest
+        FROM work_items WHERE queue = ${params.queue} AND state = 'open'
+          AND (${tenant}::text IS NULL OR tenant = ${tenant}::text)`;
+      const [done] = await core.sql`SELECT count(*) AS n,
+          percentile_cont(0.5) WITHIN GROUP (ORDER BY done_at - requested_at) AS lead
+        FROM work_items WHERE queue = ${params.queue} AND state = 'done'
+          AND done_at >= ${params.since}::bigint
+          AND (${tenant}::text IS NULL OR tenant = ${tenant}::text)`;
+      return {
+        open: Number(open!.open),
+        claimed: Number(open!.claimed),
+        expired: Number(open!.expired),
+        oldestRequestedAt: open!.oldest === null ? null : Number(open!.oldest),
+        done: Number(done!.n),
+        leadMedianMs: done!.lead === null ? null : Number(done!.lead),
+      };
     },
 
     async workItemsStale(

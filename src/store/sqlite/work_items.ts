@@ -17,6 +17,7 @@ import type {
   WorkItemRef,
   WorkItemRow,
   WorkItemState,
+  WorkQueueStanding,
   WorkQueueStats,
   WorkQueueSummary,
 } from "../store.ts";
@@ -129,6 +130,25 @@ const SQL = {
     SELECT w.queue, 'expired', NULL, count(*), NULL
       FROM work_item_events AS e JOIN work_items AS w ON w.id = e.item_id
       WHERE e.kind = 'expired' GROUP BY w.queue`,
+  // A queue's open items counted and their oldest found in its listing's
+  // index alone (no row read); its claims through the index of claims.
+  openStats: `SELECT COUNT(*) AS open, MIN(requested_at) AS oldest FROM work_items
+    WHERE queue = :queue AND state = 'open'`,
+  openStatsTenant: `SELECT COUNT(*) AS open, MIN(requested_at) AS oldest FROM work_items
+    WHERE queue = :queue AND state = 'open' AND tenant = :tenant`,
+  claimStats: `SELECT COALESCE(SUM(claim_expires_at > :now), 0) AS claimed,
+      COALESCE(SUM(claim_expires_at <= :now), 0) AS expired
+    FROM work_items
+    WHERE claim_owner IS NOT NULL AND +queue = :queue AND +state = 'open'
+      AND (:tenant IS NULL OR tenant = :tenant)`,
+  doneCount: `SELECT COUNT(*) AS n FROM work_items
+    WHERE queue = :queue AND state = 'done' AND done_at >= :since
+      AND (:tenant IS NULL OR tenant = :tenant)`,
+  leadMiddle: `SELECT AVG(lead) AS lead FROM (SELECT done_at - requested_at AS lead
+      FROM work_items
+      WHERE queue = :queue AND state = 'done' AND done_at >= :since
+        AND (:tenant IS NULL OR tenant = :tenant)
+      ORDER BY lead LIMIT :take OFFSET :skip)`,
   stale: `SELECT w.*, NULL AS action_state FROM work_items AS w
     WHERE w.queue = :queue AND w.state = 'open' AND w.rule_version IS NOT :version
     ORDER BY w.requested_at, w.id LIMIT :limit`,
@@ -304,6 +324,41 @@ export function sqliteWorkItems(core: SqliteCore): StoreWorkItems {
           }),
         )
       );
+    },
+
+    workQueueStanding(
+      params: { queue: string; tenant?: string; now: number; since: number },
+    ): Promise<WorkQueueStanding> {
+      return core.exclusive(() => {
+        const where = {
+          queue: params.queue,
+          tenant: params.tenant ?? null,
+          since: params.since,
+        };
+        const open = (params.tenant === undefined
+          ? q().openStats.get({ queue: params.queue })
+          : q().openStatsTenant.get({ queue: params.queue, tenant: params.tenant })) as Row;
+        const claims = q().claimStats.get({
+          queue: params.queue,
+          tenant: where.tenant,
+          now: params.now,
+        }) as Row;
+        const done = Number((q().doneCount.get(where) as Row).n);
+        // The median: the middle lead time, or the mean of the middle two.
+        const middle = done === 0 ? null : q().leadMiddle.get({
+          ...where,
+          take: 2 - (done % 2),
+          skip: Math.floor((done - 1) / 2),
+        }) as Row;
+        return {
+          open: Number(open.open),
+          claimed: Number(claims.claimed),
+          expired: Number(claims.expired),
+          oldestRequestedAt: open.oldest === null ? null : Number(open.oldest),
+          done,
+          leadMedianMs: middle === null ? null : Number(middle.lead),
+        };
+      });
     },
 
     workItemsStale(

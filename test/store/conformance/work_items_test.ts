@@ -624,4 +624,63 @@ for (const backend of BACKENDS) {
     assert.equal(moved[0]!.claimed, 1);
     assert.notEqual(moved[0]!.marker, claimed[0]!.marker, "a claim handed on moves the marker");
   });
+
+  test("a queue's stats: open, claimed, expired claims, the oldest open, and the median lead time of the last day", async ({ store }) => {
+    const now = T0 + 2 * DAY;
+    const empty = await store.workQueueStanding({ queue: "disputes", now, since: now - DAY });
+    assert.deepEqual(empty, {
+      open: 0,
+      claimed: 0,
+      expired: 0,
+      oldestRequestedAt: null,
+      done: 0,
+      leadMedianMs: null,
+    });
+    // Four done with lead times 1h, 2h, 4h and 10h, the last three in the last day;
+    // one done two days ago does not count.
+    const leads = [[0, 1], [DAY + 1, 2], [DAY + 2, 4], [DAY + 3, 10]];
+    for (const [i, [at, hours]] of leads.entries()) {
+      const key = `done${i}`;
+      await add(store, "disputes", key, T0 + at!);
+      const done = await store.workItemDo({
+        queue: "disputes",
+        key,
+        person: "ada",
+        action: "refund",
+        job: actionJob("disputes", key, "refund", T0 + at! + hours! * HOUR),
+        needClaim: false,
+        fence: null,
+        reason: null,
+        now: T0 + at! + hours! * HOUR,
+      });
+      assert.ok(done.ok, key);
+    }
+    // Open: one claimed and current, one whose claim expired, one free; another queue's item.
+    await add(store, "disputes", "held", now - 3 * HOUR);
+    await add(store, "disputes", "lapsed", now - 5 * HOUR);
+    await add(store, "disputes", "free", now - HOUR);
+    await add(store, "reviews", "elsewhere", T0);
+    const claim = (key: string, at: number) =>
+      store.workItemClaim({ queue: "disputes", key, person: "bo", now: at, leaseMs: HOUR });
+    assert.ok((await claim("held", now - 10 * 60_000)).ok);
+    assert.ok((await claim("lapsed", now - 2 * HOUR)).ok);
+    const stats = await store.workQueueStanding({ queue: "disputes", now, since: now - DAY });
+    assert.deepEqual(stats, {
+      open: 3,
+      claimed: 1,
+      expired: 1,
+      oldestRequestedAt: now - 5 * HOUR,
+      done: 3,
+      leadMedianMs: 4 * HOUR,
+    });
+    // An even count: the mean of the middle two.
+    const wider = await store.workQueueStanding({ queue: "disputes", now, since: 0 });
+    assert.equal(wider.done, 4);
+    assert.equal(wider.leadMedianMs, 3 * HOUR);
+    assert.equal(
+      (await store.workQueueStanding({ queue: "disputes", tenant: "acme", now, since: 0 })).open,
+      0,
+      "another tenant's scope sees none",
+    );
+  });
 }
