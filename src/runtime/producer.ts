@@ -13,6 +13,7 @@ import { ShutdownError } from "../kernel/abort_reasons.ts";
 import { type CursorStore, execute, type Registry } from "../kernel/executor.ts";
 import type { ClaimedJob, JobResult } from "../kernel/types.ts";
 import type { Lease, Store } from "../store/store.ts";
+import type { FlowLimits } from "../kernel/flow.ts";
 import { setImmediate } from "node:timers";
 import type { Logger } from "../kernel/logger.ts";
 import type { StoreHealth } from "./store_health.ts";
@@ -32,6 +33,11 @@ export interface ProducerDeps {
   cursors?: CursorStore;
   /** Told the queues a record gave new available jobs (the next steps of workflow runs). */
   onEnqueued?: (queues: string[]) => void;
+  /**
+   * The flow limits the file or the library declares for `queue`, read at
+   * each claim (a reload applies from the next); the store adds those stored.
+   */
+  flow?: (queue: string) => FlowLimits | null;
 }
 
 interface Running {
@@ -248,6 +254,7 @@ export class Producer {
             now: clock.now(),
             leaseMs,
             results,
+            flow: this.#deps.flow?.(this.queue) ?? null,
           });
           this.#outages = 0;
           health.succeeded(this.#source);

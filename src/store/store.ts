@@ -38,6 +38,7 @@ import type {
   PipelineSummary,
 } from "./ingest_types.ts";
 import type { ReportRun, ReportRunState } from "./report_types.ts";
+import type { FlowLimits, StoredLimits } from "../kernel/flow.ts";
 
 /** What `migrate()` did. */
 export interface MigrationReport {
@@ -71,6 +72,8 @@ export const STORE_TX_METHODS = [
   "jobsList",
   "queuePause",
   "queuesList",
+  "queueLimitsSet",
+  "queueLimitsList",
   "schedulesSync",
   "schedulesList",
   "scheduleSetEnabled",
@@ -472,6 +475,7 @@ export interface Store<Tx extends StoreTx = StoreTx>
     StoreJobs,
     StoreCounts,
     StoreSettings,
+    StoreFlow,
     StoreNodes,
     StoreSchedules,
     StoreWorkflows,
@@ -555,6 +559,14 @@ export interface StoreJobs {
     results?: JobResult[];
     /** Claim jobs due by this instant instead of `now` (test drains of scheduled jobs). */
     dueBy?: number;
+    /**
+     * The queue's flow limits as this node's file or library declares them;
+     * each limit stored for the queue (`queueLimitsSet`) overrides its
+     * counterpart. A limited queue, or one holding tenants' jobs, is claimed
+     * within its limits and round robin across its keys (see
+     * src/store/lifecycle/flow.ts).
+     */
+    flow?: FlowLimits | null;
   }): Promise<{ jobs: ClaimedJob[]; report: RecordReport }>;
   /**
    * Writes the end of attempts, each only if its lease (id, executing, node,
@@ -745,6 +757,20 @@ export interface StoreCounts {
       latestAt: number;
     }[]
   >;
+}
+
+/** A queue's stored flow limits (`jobs queues set`), each overriding the file's when set. */
+export interface QueueLimitsRow extends StoredLimits {
+  name: string;
+  updatedAt: number;
+}
+
+/** Flow limits an operator stored per queue; every claim of the queue reads them. */
+export interface StoreFlow {
+  /** Stores the queue's limits (a row with none set is removed). */
+  queueLimitsSet(params: { name: string; limits: StoredLimits; now: number }): Promise<void>;
+  /** Every queue with stored limits, by name. */
+  queueLimitsList(): Promise<QueueLimitsRow[]>;
 }
 
 /** Operator settings, queue switches and the audit trail. */

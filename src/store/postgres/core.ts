@@ -22,6 +22,7 @@ import { isStoreUnreachable, StoreLockedError, StoreOpenError } from "../errors.
 import { describeLocation } from "../location.ts";
 import { CountTally } from "../job_counts.ts";
 import {
+  isFlowOp,
   isLeaderOp,
   isScheduleOp,
   isWorkflowOp,
@@ -35,6 +36,7 @@ import { answerJobOp, JOB_WRITES } from "./jobs.ts";
 import { answerScheduleOp, SCHEDULE_WRITES } from "./schedules.ts";
 import { answerLeaderOp } from "./nodes.ts";
 import { answerWorkflowOp, WORKFLOW_WRITES } from "./workflows.ts";
+import { answerFlowOp } from "./flow.ts";
 
 /** A schema name this store accepts: it is spliced into SET and CREATE statements. */
 const SCHEMA_NAME = /^[a-z_][a-z0-9_]{0,62}$/;
@@ -247,6 +249,7 @@ export class PostgresCore {
     if (isScheduleOp(op)) return answerScheduleOp(this, op, q);
     if (isLeaderOp(op)) return answerLeaderOp(this, op, q);
     if (isWorkflowOp(op)) return answerWorkflowOp(this, op, q);
+    if (isFlowOp(op)) return answerFlowOp(op, q, counts);
     return answerJobOp(this, op, q, counts);
   }
 }

@@ -29,6 +29,8 @@ import type {
 import type { JobFilter, JobMatch, JobsStopParams, Lease, StoreJobs } from "../store.ts";
 import { searchesShown, SearchPaging } from "../search.ts";
 import { checkBounds, toLeasedJob } from "../rows.ts";
+import { claimFlow } from "../lifecycle/flow.ts";
+import { type FlowLimits, isLimited } from "../../kernel/flow.ts";
 import {
   type JobOp,
   pruneJobs,
@@ -86,50 +88,18 @@ export function postgresJobs(core: PostgresCore): StoreJobs {
       leaseMs: number;
       results?: JobResult[];
       dueBy?: number;
+      flow?: FlowLimits | null;
     }): Promise<{ jobs: ClaimedJob[]; report: RecordReport }> {
       const results = params.results ?? [];
-      if (results.every(isPlainCompletion)) {
-        return await claimAfterCompletions(core, params, results);
-      }
-      const claimed = await core.sql.begin(async (tx) => {
-        const counts = new CountTally();
-        const report = params.results?.length
-          ? await core.lifecycle(
-            tx,
-            recordResults({ node: params.node, now: params.now, results: params.results }),
-            counts,
-          )
-          : { recorded: [], lost: [] };
-        if (params.limit <= 0) {
-          await addCounts(tx, counts);
-          return { jobs: [], report };
-        }
-        const { node, now } = params;
-        // The picked ids as an array, not a join: once the table has
-        // statistics, a join of a few hundred picked rows is planned as a hash
-        // join over a sequential scan of every job, which grows with the table.
-        const rows = await tx`WITH picked AS (${pickRunnable(tx, params)})
-          UPDATE jobs SET ${takeLease(tx, { node, now, leaseMs: params.leaseMs })}
-          WHERE jobs.id = ANY(ARRAY(SELECT id FROM picked))
-          RETURNING jobs.id, queue, worker, args, meta, tags, occurrence, attempt, max_attempts,
-            priority, fence, inserted_at, scheduled_at, attempted_at, schedule_id, tenant`;
-        counts.move(params.queue, "available", "executing", rows.length);
-        await addCounts(tx, counts);
-        // RETURNING has no order of its own: hand them out in claim order.
-        const jobs = rows.map(toClaimed).sort((a, b) =>
-          a.priority - b.priority || a.scheduledAt - b.scheduledAt || a.id - b.id
-        );
-        // A schedule's claimed occurrences start it.
-        const occurrences = rows.filter((r) => r.schedule_id != null).map((r) => Number(r.id));
-        if (occurrences.length > 0) {
-          await tx`UPDATE schedules
-            SET last_started_at = greatest(coalesce(last_started_at, 0), ${now}::bigint)
-            FROM ${schedulesOf(tx, occurrences)} WHERE schedules.id = s.id`;
-        }
-        return { jobs, report };
-      });
+      const limited = isLimited(params.flow);
+      const claimed = !limited && results.every(isPlainCompletion)
+        ? await claimAfterCompletions(core, params, results)
+        : await recordAndClaim(core, params, limited);
+      // None: the queue is empty, paused, or limited by the store or its tenants.
+      if (limited || claimed.jobs.length > 0 || params.limit <= 0) return claimed;
+      const jobs = await core.sql.begin(async (tx) => await core.lifecycle(tx, claimFlow(params)));
       await core.countsWritten(params.now);
-      return claimed;
+      return { jobs, report: claimed.report };
     },
 
     async jobsRecord(
@@ -654,6 +624,67 @@ export async function insertJobs(
 }
 
 /**
+ * Records `results` and claims in one transaction: the general form of
+ * {@linkcode StoreJobs.jobsClaim} (any results), and the limited claim's
+ * ({@linkcode claimFlow}) when `limited`.
+ */
+async function recordAndClaim(
+  core: PostgresCore,
+  params: {
+    queue: string;
+    node: string;
+    limit: number;
+    now: number;
+    leaseMs: number;
+    results?: JobResult[];
+    dueBy?: number;
+    flow?: FlowLimits | null;
+  },
+  limited: boolean,
+): Promise<{ jobs: ClaimedJob[]; report: RecordReport }> {
+  const claimed = await core.sql.begin(async (tx) => {
+    const counts = new CountTally();
+    const report = params.results?.length
+      ? await core.lifecycle(
+        tx,
+        recordResults({ node: params.node, now: params.now, results: params.results }),
+        counts,
+      )
+      : { recorded: [], lost: [] };
+    if (params.limit <= 0 || limited) {
+      const jobs = params.limit <= 0 ? [] : await core.lifecycle(tx, claimFlow(params), counts);
+      await addCounts(tx, counts);
+      return { jobs, report };
+    }
+    const { node, now } = params;
+    // The picked ids as an array, not a join: once the table has
+    // statistics, a join of a few hundred picked rows is planned as a hash
+    // join over a sequential scan of every job, which grows with the table.
+    const rows = await tx`WITH picked AS (${pickRunnable(tx, params)})
+        UPDATE jobs SET ${takeLease(tx, { node, now, leaseMs: params.leaseMs })}
+        WHERE jobs.id = ANY(ARRAY(SELECT id FROM picked))
+        RETURNING jobs.id, queue, worker, args, meta, tags, occurrence, attempt, max_attempts,
+          priority, fence, inserted_at, scheduled_at, attempted_at, schedule_id, tenant`;
+    counts.move(params.queue, "available", "executing", rows.length);
+    await addCounts(tx, counts);
+    // RETURNING has no order of its own: hand them out in claim order.
+    const jobs = rows.map(toClaimed).sort((a, b) =>
+      a.priority - b.priority || a.scheduledAt - b.scheduledAt || a.id - b.id
+    );
+    // A schedule's claimed occurrences start it.
+    const occurrences = rows.filter((r) => r.schedule_id != null).map((r) => Number(r.id));
+    if (occurrences.length > 0) {
+      await tx`UPDATE schedules
+          SET last_started_at = greatest(coalesce(last_started_at, 0), ${now}::bigint)
+          FROM ${schedulesOf(tx, occurrences)} WHERE schedules.id = s.id`;
+    }
+    return { jobs, report };
+  });
+  await core.countsWritten(params.now);
+  return claimed;
+}
+
+/**
  * The busy queue's batch in one statement, so one round trip and one
  * commit of its own: completions of plain jobs (the results of no-op to
  * ordinary workers, nearly every batch) and the next claim. Each CTE is a
@@ -846,6 +877,11 @@ function pickRunnable(
     WHERE state = 'available' AND queue = ${queue}
       AND scheduled_at <= ${params.dueBy ?? params.now}::bigint
       AND NOT EXISTS (SELECT 1 FROM queues WHERE name = ${queue} AND paused)
+      -- A queue with stored limits or tenants' jobs waiting takes the
+      -- limited claim (lifecycle/flow.ts); both are one index probe.
+      AND NOT EXISTS (SELECT 1 FROM queue_limits WHERE name = ${queue})
+      AND NOT EXISTS (SELECT 1 FROM jobs AS t
+        WHERE t.state = 'available' AND t.queue = ${queue} AND t.tenant IS NOT NULL)
     ORDER BY priority, scheduled_at, id
     LIMIT ${params.limit}::bigint
     FOR UPDATE SKIP LOCKED`;

@@ -22,6 +22,7 @@ import ingestTenant from "../../../migrations/postgres/0009_ingest_tenant.sql" w
 };
 import sessions from "../../../migrations/postgres/0010_sessions.sql" with { type: "text" };
 import bulkRuns from "../../../migrations/postgres/0011_bulk_runs.sql" with { type: "text" };
+import flow from "../../../migrations/postgres/0012_flow.sql" with { type: "text" };
 
 /** One numbered migration. */
 export interface Migration {
@@ -43,6 +44,7 @@ export const MIGRATIONS: readonly Migration[] = [
   { version: 9, name: "0009_ingest_tenant.sql", sql: ingestTenant },
   { version: 10, name: "0010_sessions.sql", sql: sessions },
   { version: 11, name: "0011_bulk_runs.sql", sql: bulkRuns },
+  { version: 12, name: "0012_flow.sql", sql: flow },
 ];
 
 /** The migrations a database at schema `version` has not applied yet, in order. */

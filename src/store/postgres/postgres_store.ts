@@ -40,6 +40,7 @@ import type {
   Store,
   StoreBulk,
   StoreCounts,
+  StoreFlow,
   StoreIngest,
   StoreJobs,
   StoreNodes,
@@ -61,6 +62,7 @@ import type { Sql } from "./fragments.ts";
 import { postgresJobs } from "./jobs.ts";
 import { postgresCounts } from "./counts.ts";
 import { postgresSettings } from "./settings.ts";
+import { postgresFlow } from "./flow.ts";
 import { postgresNodes } from "./nodes.ts";
 import { postgresSchedules } from "./schedules.ts";
 import { postgresWorkflows } from "./workflows.ts";
@@ -173,6 +175,7 @@ export interface PostgresStore
     StoreJobs,
     StoreCounts,
     StoreSettings,
+    StoreFlow,
     StoreNodes,
     StoreSchedules,
     StoreWorkflows,
@@ -215,6 +218,7 @@ export class PostgresStore implements Store<PostgresTx> {
       postgresJobs(core),
       postgresCounts(core),
       postgresSettings(core),
+      postgresFlow(core),
       postgresNodes(core),
       postgresSchedules(core),
       postgresWorkflows(core),
@@ -347,6 +351,7 @@ export class PostgresStore implements Store<PostgresTx> {
       const view: StoreTxMethods = {
         ...postgresJobs(core),
         ...postgresSettings(core),
+        ...postgresFlow(core),
         ...postgresSchedules(core),
         ...postgresWorkflows(core),
         ...postgresIngest(core),

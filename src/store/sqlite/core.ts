@@ -23,6 +23,7 @@ import { DatabaseSync, type StatementSync } from "node:sqlite";
 import { setImmediate } from "node:timers";
 import type { FileIdentity, StoreLostError } from "../errors.ts";
 import {
+  isFlowOp,
   isLeaderOp,
   isScheduleOp,
   isWorkflowOp,
@@ -39,6 +40,7 @@ import { answerJobOp } from "./jobs.ts";
 import { answerScheduleOp } from "./schedules.ts";
 import { answerLeaderOp } from "./nodes.ts";
 import { answerWorkflowOp } from "./workflows.ts";
+import { answerFlowOp } from "./flow.ts";
 
 /** A concern file's statements: their SQL texts by name. */
 export type SqlTexts<K extends string = string> = Readonly<Record<K, string>>;
@@ -533,6 +535,7 @@ export class SqliteCore {
     if (isScheduleOp(op)) return answerScheduleOp(this, op);
     if (isLeaderOp(op)) return answerLeaderOp(this, op);
     if (isWorkflowOp(op)) return answerWorkflowOp(this, op);
+    if (isFlowOp(op)) return answerFlowOp(this, op);
     return answerJobOp(this, op);
   }
 }

@@ -39,6 +39,8 @@ import {
   stopJobs,
 } from "../lifecycle/jobs.ts";
 import { checkBounds, toLeasedJob } from "../rows.ts";
+import { claimFlow } from "../lifecycle/flow.ts";
+import { type FlowLimits, isLimited } from "../../kernel/flow.ts";
 import { countsAnswer, sumMatching } from "../job_counts.ts";
 import { returnArrays, type SqliteCore } from "./core.ts";
 import { countRows, UNCOUNTED_MAX } from "./counts.ts";
@@ -161,6 +163,11 @@ export const SQL = {
       SELECT id FROM jobs
       WHERE state = 'available' AND queue = :queue AND scheduled_at <= :due
         AND NOT EXISTS (SELECT 1 FROM queues WHERE name = :queue AND paused = 1)
+        -- A queue with stored limits or tenants' jobs waiting takes the
+        -- limited claim (lifecycle/flow.ts); both are one index probe.
+        AND NOT EXISTS (SELECT 1 FROM queue_limits WHERE name = :queue)
+        AND NOT EXISTS (SELECT 1 FROM jobs AS t
+          WHERE t.state = 'available' AND t.queue = :queue AND t.tenant IS NOT NULL)
       ORDER BY priority, scheduled_at, id LIMIT :limit)
       AND +state = 'available'
     -- The queue and attempted_at are the claim's own :queue and :now, so they
@@ -399,6 +406,7 @@ export function sqliteJobs(core: SqliteCore): StoreJobs {
       leaseMs: number;
       results?: JobResult[];
       dueBy?: number;
+      flow?: FlowLimits | null;
     }): Promise<{ jobs: ClaimedJob[]; report: RecordReport }> {
       return core.exclusive(() =>
         core.write(() => {
@@ -408,6 +416,7 @@ export function sqliteJobs(core: SqliteCore): StoreJobs {
             )
             : { recorded: [], lost: [] };
           if (params.limit <= 0) return { jobs: [], report };
+          if (isLimited(params.flow)) return { jobs: core.lifecycle(claimFlow(params)), report };
           const s = q();
           const rows = s.claim.all({
             queue: params.queue,
@@ -426,6 +435,8 @@ export function sqliteJobs(core: SqliteCore): StoreJobs {
             if (schedule != null) s.scheduleStarted.run({ schedule, now: params.now });
             jobs.push(toClaimed(row, params.queue, params.now));
           }
+          // None: the queue is empty, paused, or limited by the store or its tenants.
+          if (jobs.length === 0) return { jobs: core.lifecycle(claimFlow(params)), report };
           return { jobs, report };
         })
       );

@@ -36,6 +36,7 @@ import ingestTenant from "../../../migrations/sqlite/0016_ingest_tenant.sql" wit
 };
 import sessions from "../../../migrations/sqlite/0017_sessions.sql" with { type: "text" };
 import bulkRuns from "../../../migrations/sqlite/0018_bulk_runs.sql" with { type: "text" };
+import flow from "../../../migrations/sqlite/0019_flow.sql" with { type: "text" };
 
 /** One numbered migration. */
 export interface Migration {
@@ -64,6 +65,7 @@ export const MIGRATIONS: readonly Migration[] = [
   { version: 16, name: "0016_ingest_tenant.sql", sql: ingestTenant },
   { version: 17, name: "0017_sessions.sql", sql: sessions },
   { version: 18, name: "0018_bulk_runs.sql", sql: bulkRuns },
+  { version: 19, name: "0019_flow.sql", sql: flow },
 ];
 
 /** The migrations a database at schema `version` has not applied yet, in order. */

@@ -30,6 +30,7 @@ import type {
   Store,
   StoreBulk,
   StoreCounts,
+  StoreFlow,
   StoreIngest,
   StoreJobs,
   StoreNodes,
@@ -55,6 +56,7 @@ import { SqliteCore } from "./core.ts";
 import { sqliteJobs } from "./jobs.ts";
 import { sqliteCounts } from "./counts.ts";
 import { sqliteSettings } from "./settings.ts";
+import { sqliteFlow } from "./flow.ts";
 import { sqliteNodes } from "./nodes.ts";
 import { sqliteSchedules } from "./schedules.ts";
 import { sqliteWorkflows } from "./workflows.ts";
@@ -159,6 +161,7 @@ export interface SqliteStore
     StoreJobs,
     StoreCounts,
     StoreSettings,
+    StoreFlow,
     StoreNodes,
     StoreSchedules,
     StoreWorkflows,
@@ -200,6 +203,7 @@ export class SqliteStore implements Store<SqliteTx> {
       sqliteJobs(core),
       sqliteCounts(core),
       sqliteSettings(core),
+      sqliteFlow(core),
       sqliteNodes(core),
       sqliteSchedules(core),
       sqliteWorkflows(core),

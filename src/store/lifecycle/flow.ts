@@ -1,0 +1,145 @@
+/**
+ * The limited claim, written once for every store: flow control's limits
+ * (`global`, `partition`, `rate`; src/kernel/flow.ts) and the per-tenant
+ * fairness of a queue holding tenants' jobs, applied inside the claim's
+ * write transaction. The store first takes the queue's flow lock (SQLite:
+ * its write lock is the file's; PostgreSQL: a transaction lock per queue,
+ * so limited claimers of one queue take turns and each counts the rows the
+ * previous one claimed), then reads the limits stored for the queue, the
+ * executing rows per key, the first waiting jobs of each key and the
+ * buckets, decides ({@linkcode decideFlow}), and moves exactly the rows it
+ * decided on, reporting only those its conditional write changed, and
+ * writes the buckets it spent.
+ *
+ * @module
+ */
+
+import {
+  type Bucket,
+  candidatesPerKey,
+  decideFlow,
+  effectiveLimits,
+  type FlowCandidate,
+  type FlowLimits,
+  type PartitionBy,
+  type StoredLimits,
+  tokensAt,
+} from "../../kernel/flow.ts";
+import type { ClaimedJob } from "../../kernel/types.ts";
+
+/** One primitive read or write of a limited claim; what each answers is in the comments. */
+export type FlowOp =
+  /** Takes the queue's flow lock until the transaction ends (a no-op on SQLite). Answers nothing. */
+  | { op: "flowLock"; queue: string }
+  /** The limits stored for the queue ({@linkcode StoredLimits}), or null. */
+  | { op: "flowStored"; queue: string }
+  /** The queue's executing rows per key read by `by`: `[key, count][]`, a missing key as "". */
+  | { op: "flowRunning"; queue: string; by: PartitionBy }
+  /**
+   * Up to `per` runnable jobs (available, due by `due`) of each key of the
+   * queue, none while it is paused ({@linkcode FlowCandidate}[]).
+   */
+  | { op: "flowCandidates"; queue: string; by: PartitionBy; per: number; due: number }
+  /** The queue's bucket (scope `queue`, key "") or these keys' (scope `key`): `[key, Bucket][]`. */
+  | { op: "flowBuckets"; queue: string; scope: "queue" | "key"; keys: string[] }
+  /**
+   * Claims the jobs `ids` still available for `node` (attempt and fence up,
+   * lease until `now + leaseMs`), starts their schedules and moves the
+   * counts: the {@linkcode ClaimedJob}s it changed.
+   */
+  | { op: "flowTake"; queue: string; node: string; ids: number[]; now: number; leaseMs: number }
+  /** Writes buckets of the queue: `[key, Bucket][]` in `scope`. Answers nothing. */
+  | { op: "flowBucketsWrite"; queue: string; scope: "queue" | "key"; buckets: [string, Bucket][] };
+
+/** What a limited claim is asked. */
+export interface FlowClaimParams {
+  queue: string;
+  node: string;
+  limit: number;
+  now: number;
+  leaseMs: number;
+  dueBy?: number;
+  /** The limits the node's file (or library) declares for the queue, if any. */
+  flow?: FlowLimits | null;
+}
+
+/** A generator of {@linkcode FlowOp}s returning `R`. */
+export type FlowOps<R> = Generator<FlowOp, R, unknown>;
+
+const TENANT: PartitionBy = { kind: "tenant" };
+
+/**
+ * Claims up to `limit` jobs of `queue` within its flow limits (the file's,
+ * each overridden by a stored one) and round robin across keys: the
+ * partition's keys when the queue is partitioned, else its tenants.
+ */
+export function* claimFlow(p: FlowClaimParams): FlowOps<ClaimedJob[]> {
+  const { queue, now } = p;
+  if (p.limit <= 0) return [];
+  yield { op: "flowLock", queue };
+  const stored = (yield { op: "flowStored", queue }) as StoredLimits | null;
+  const limits = effectiveLimits(p.flow ?? null, stored);
+  const by = limits.partition?.by ?? TENANT;
+  const running = new Map((yield { op: "flowRunning", queue, by }) as [string, number][]);
+  let total = 0;
+  for (const n of running.values()) total += n;
+  if (limits.global !== undefined && total >= limits.global) return [];
+  const per = candidatesPerKey(limits, p.limit);
+  const due = p.dueBy ?? now;
+  const candidates = (yield { op: "flowCandidates", queue, by, per, due }) as FlowCandidate[];
+  if (candidates.length === 0) return [];
+  const queueBucket = limits.rate
+    ? ((yield { op: "flowBuckets", queue, scope: "queue", keys: [""] }) as [string, Bucket][])[0]
+      ?.[1]
+    : undefined;
+  const keyBuckets = new Map<string, Bucket>(
+    limits.partition?.rate
+      ? (yield {
+        op: "flowBuckets",
+        queue,
+        scope: "key",
+        keys: [...new Set(candidates.map((c) => c.key))],
+      }) as [string, Bucket][]
+      : [],
+  );
+  const ids = decideFlow({
+    limits,
+    limit: p.limit,
+    running,
+    queueBucket,
+    keyBuckets,
+    candidates,
+    now,
+  });
+  if (ids.length === 0) return [];
+  const jobs = (yield {
+    op: "flowTake",
+    queue,
+    node: p.node,
+    ids,
+    now,
+    leaseMs: p.leaseMs,
+  }) as ClaimedJob[];
+  // Tokens are spent by the jobs the write took, not by those it meant to.
+  if (limits.rate) {
+    const tokens = tokensAt(queueBucket, limits.rate, now) - jobs.length;
+    yield {
+      op: "flowBucketsWrite",
+      queue,
+      scope: "queue",
+      buckets: [["", { tokens, refilledAt: now }]],
+    };
+  }
+  const keyRate = limits.partition?.rate;
+  if (keyRate && jobs.length > 0) {
+    const keyOf = new Map(candidates.map((c) => [c.id, c.key]));
+    const took = new Map<string, number>();
+    for (const j of jobs) took.set(keyOf.get(j.id)!, (took.get(keyOf.get(j.id)!) ?? 0) + 1);
+    const buckets: [string, Bucket][] = [...took].map(([key, n]) => [key, {
+      tokens: tokensAt(keyBuckets.get(key), keyRate, now) - n,
+      refilledAt: now,
+    }]);
+    yield { op: "flowBucketsWrite", queue, scope: "key", buckets };
+  }
+  return jobs;
+}
