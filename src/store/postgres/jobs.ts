@@ -614,6 +614,21 @@ export async function insertJobs(
     const byKey = new Map(existing.map((r) => [r.unique_key as string | null, r]));
     for (const [i, job] of jobs.entries()) {
       if (out[i] !== null) continue;
+      if (job.debounce && job.uniqueKey !== null) {
+        // The waiting job holding the key takes this one's args, meta, tags
+        // and priority (and, extended, its later start).
+        const [replaced] = await q`UPDATE jobs SET args = ${job.args}, meta = ${job.meta},
+            tags = ${job.tags}, priority = ${job.priority}::integer,
+            scheduled_at = CASE WHEN ${job.debounce.extend}::boolean
+              THEN greatest(scheduled_at, ${job.scheduledAt}::bigint) ELSE scheduled_at END
+          WHERE unique_key = ${job.uniqueKey}
+            AND state IN ('scheduled', 'available', 'retryable')
+          RETURNING id, queue, state`;
+        if (replaced) {
+          out[i] = { ...toInsertResult(replaced, true), replaced: true };
+          continue;
+        }
+      }
       const row = (job.occurrence !== null ? byOccurrence.get(job.occurrence) : undefined) ??
         (job.uniqueKey !== null ? byKey.get(job.uniqueKey) : undefined);
       if (!row) throw new Error(`insert of a ${job.worker} job conflicted with a vanished row`);

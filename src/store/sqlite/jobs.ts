@@ -154,6 +154,12 @@ export const SQL = {
   // A job with an occurrence or a unique key: no row when either is taken.
   insertKeyed: `${INSERT_JOB} ON CONFLICT DO NOTHING RETURNING id`,
   byUniqueKey: `SELECT id, queue, state FROM jobs WHERE unique_key = :key`,
+  // A debounced insert whose key a waiting job holds: that job takes its
+  // args, meta, tags and priority (and, extended, its later start).
+  debounced: `UPDATE jobs SET args = :args, meta = :meta, tags = :tags, priority = :priority,
+      scheduled_at = CASE WHEN :extend THEN max(scheduled_at, :at) ELSE scheduled_at END
+    WHERE unique_key = :key AND state IN ('scheduled', 'available', 'retryable')
+    RETURNING id, queue, state`,
   byOccurrence: `SELECT id, queue, state FROM jobs WHERE occurrence = :key`,
   claim: `UPDATE jobs SET state = 'executing', attempt = attempt + 1, fence = fence + 1,
       attempted_by = :node, attempted_at = :now, lease_expires_at = :lease
@@ -633,7 +639,7 @@ export function sqliteJobs(core: SqliteCore): StoreJobs {
  * here too (schedules.ts).
  */
 export function insertJobs(core: SqliteCore, jobs: NewJob[], now: number): InsertResult[] {
-  const { insertKeyed, byOccurrence, byUniqueKey } = core.statements(SQL);
+  const { insertKeyed, byOccurrence, byUniqueKey, debounced } = core.statements(SQL);
   const holder = (stmt: typeof byOccurrence, key: string | null) =>
     key === null ? undefined : stmt.get({ key }) as Row | undefined;
   const results: InsertResult[] = [];
@@ -650,6 +656,21 @@ export function insertJobs(core: SqliteCore, jobs: NewJob[], now: number): Inser
     if (row) {
       results.push(countInserted(core, job, row.id as number, now));
       continue;
+    }
+    if (job.debounce && job.uniqueKey !== null) {
+      const replaced = debounced.get({
+        key: job.uniqueKey,
+        args: job.args,
+        meta: job.meta,
+        tags: job.tags,
+        priority: job.priority,
+        extend: job.debounce.extend ? 1 : 0,
+        at: job.scheduledAt,
+      }) as Row | undefined;
+      if (replaced) {
+        results.push({ ...toInsertResult(replaced, true), replaced: true });
+        continue;
+      }
     }
     // The row holding the occurrence or the key: an older one, or an
     // earlier job of this batch with the same key (this one is its duplicate).
