@@ -65,6 +65,12 @@ const OUTAGE_BACKOFF_MS = [50, 100, 250, 500, 1000, 2000, 4000];
 const PREFETCH_HORIZON_MS = 20;
 /** The most claimed-but-not-started jobs a producer holds, per slot. */
 const PREFETCH_PER_SLOT = 50;
+/**
+ * How soon a producer whose claim a flow limit held back with nothing taken
+ * asks again, in ms (jittered +/- 20 %): slots freed on other nodes and
+ * tokens refilled over time commit nothing that wakes it.
+ */
+const HELD_RETRY_MS = 50;
 /** Results are written at the latest once this many wait... */
 const FLUSH_BATCH = 512;
 /**
@@ -98,6 +104,9 @@ export class Producer {
   #wakes = 0;
   #wakeUp: (() => void) | null = null;
   #flushTimer: ReturnType<typeof setTimeout> | null = null;
+  /** The last claim was held back by a flow limit (see jobsClaim's `held`). */
+  #held = false;
+  #heldTimer: ReturnType<typeof setTimeout> | null = null;
   #outages = 0;
   /** Aborted by abandonAll(): a backoff wait ends at once. */
   #halt = new AbortController();
@@ -247,7 +256,7 @@ export class Producer {
         this.#pending = [];
         const wakes = this.#wakes;
         try {
-          const { jobs, report } = await store.jobsClaim({
+          const { jobs, report, held } = await store.jobsClaim({
             queue: this.queue,
             node,
             limit: want,
@@ -267,6 +276,11 @@ export class Producer {
           // it was under way: what woke it may have committed after the
           // claim read the queue.
           if (want > 0 && jobs.length < want && this.#wakes === wakes) this.#maybeMore = false;
+          // A flow limit held jobs back: slots freed on other nodes and
+          // tokens refilled wake nobody, so look again soon, and claim again
+          // with the results of the jobs this claim took.
+          this.#held = held === true;
+          if (this.#held && jobs.length === 0) this.#armHeldTimer();
           for (const job of jobs) this.#buffer.push(job);
         } catch (error) {
           // The store is locked or gone: keep the results (and renew their
@@ -318,6 +332,8 @@ export class Producer {
     }
     this.#meanMs = this.#meanMs === Infinity ? ms : this.#meanMs * 0.9 + ms * 0.1;
     this.#running.delete(job.id);
+    // Its slot is free under the limit that held others back: take the next.
+    if (this.#held) this.#maybeMore = true;
     if (!running.abandoned) {
       if (this.#pending.length === 0) this.#pendingSince = performance.now();
       this.#pending.push(result);
@@ -409,6 +425,17 @@ export class Producer {
     }
   }
 
+  /** Wakes the loop {@linkcode HELD_RETRY_MS} from now (jittered), once. */
+  #armHeldTimer(): void {
+    if (this.#heldTimer !== null) return;
+    // Real time on purpose, as the flush timer: the claim decides, this only asks again.
+    const ms = HELD_RETRY_MS * (0.8 + 0.4 * this.#deps.random());
+    this.#heldTimer = setTimeout(() => {
+      this.#heldTimer = null;
+      this.wake();
+    }, ms);
+  }
+
   #armFlushTimer(): void {
     if (this.#flushTimer !== null) return;
     // Real time on purpose: this only batches writes, it decides nothing.
@@ -421,6 +448,8 @@ export class Producer {
   #clearFlushTimer(): void {
     if (this.#flushTimer !== null) clearTimeout(this.#flushTimer);
     this.#flushTimer = null;
+    if (this.#heldTimer !== null) clearTimeout(this.#heldTimer);
+    this.#heldTimer = null;
   }
 
   /** Waits longer after each failure in a row, up to a few seconds; logging is the health's. */

@@ -567,7 +567,16 @@ export interface StoreJobs {
      * src/store/lifecycle/flow.ts).
      */
     flow?: FlowLimits | null;
-  }): Promise<{ jobs: ClaimedJob[]; report: RecordReport }>;
+  }): Promise<{
+    jobs: ClaimedJob[];
+    report: RecordReport;
+    /**
+     * A flow limit held runnable jobs back from this claim's free slots:
+     * claim again soon, since slots freed on other nodes and tokens refilled
+     * over time wake nobody.
+     */
+    held?: boolean;
+  }>;
   /**
    * Writes the end of attempts, each only if its lease (id, executing, node,
    * fence) still holds; a result whose lease is gone is reported as lost and

@@ -63,6 +63,16 @@ export interface FlowClaimParams {
   flow?: FlowLimits | null;
 }
 
+/**
+ * What a limited claim took, and whether a limit held runnable jobs back
+ * (the claimer then tries again soon: slots free up on other nodes, and
+ * tokens with time, without a commit that wakes it).
+ */
+export interface FlowClaim {
+  jobs: ClaimedJob[];
+  held: boolean;
+}
+
 /** A generator of {@linkcode FlowOp}s returning `R`. */
 export type FlowOps<R> = Generator<FlowOp, R, unknown>;
 
@@ -73,9 +83,9 @@ const TENANT: PartitionBy = { kind: "tenant" };
  * each overridden by a stored one) and round robin across keys: the
  * partition's keys when the queue is partitioned, else its tenants.
  */
-export function* claimFlow(p: FlowClaimParams): FlowOps<ClaimedJob[]> {
+export function* claimFlow(p: FlowClaimParams): FlowOps<FlowClaim> {
   const { queue, now } = p;
-  if (p.limit <= 0) return [];
+  if (p.limit <= 0) return { jobs: [], held: false };
   yield { op: "flowLock", queue };
   const stored = (yield { op: "flowStored", queue }) as StoredLimits | null;
   const limits = effectiveLimits(p.flow ?? null, stored);
@@ -83,11 +93,11 @@ export function* claimFlow(p: FlowClaimParams): FlowOps<ClaimedJob[]> {
   const running = new Map((yield { op: "flowRunning", queue, by }) as [string, number][]);
   let total = 0;
   for (const n of running.values()) total += n;
-  if (limits.global !== undefined && total >= limits.global) return [];
+  if (limits.global !== undefined && total >= limits.global) return { jobs: [], held: true };
   const per = candidatesPerKey(limits, p.limit);
   const due = p.dueBy ?? now;
   const candidates = (yield { op: "flowCandidates", queue, by, per, due }) as FlowCandidate[];
-  if (candidates.length === 0) return [];
+  if (candidates.length === 0) return { jobs: [], held: false };
   const queueBucket = limits.rate
     ? ((yield { op: "flowBuckets", queue, scope: "queue", keys: [""] }) as [string, Bucket][])[0]
       ?.[1]
@@ -111,7 +121,9 @@ export function* claimFlow(p: FlowClaimParams): FlowOps<ClaimedJob[]> {
     candidates,
     now,
   });
-  if (ids.length === 0) return [];
+  // Held back: runnable jobs a limit kept from this claim's free slots.
+  const held = ids.length < Math.min(p.limit, candidates.length);
+  if (ids.length === 0) return { jobs: [], held };
   const jobs = (yield {
     op: "flowTake",
     queue,
@@ -141,5 +153,5 @@ export function* claimFlow(p: FlowClaimParams): FlowOps<ClaimedJob[]> {
     }]);
     yield { op: "flowBucketsWrite", queue, scope: "key", buckets };
   }
-  return jobs;
+  return { jobs, held };
 }

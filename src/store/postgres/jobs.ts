@@ -89,7 +89,7 @@ export function postgresJobs(core: PostgresCore): StoreJobs {
       results?: JobResult[];
       dueBy?: number;
       flow?: FlowLimits | null;
-    }): Promise<{ jobs: ClaimedJob[]; report: RecordReport }> {
+    }): Promise<{ jobs: ClaimedJob[]; report: RecordReport; held?: boolean }> {
       const results = params.results ?? [];
       const limited = isLimited(params.flow);
       const claimed = !limited && results.every(isPlainCompletion)
@@ -97,9 +97,9 @@ export function postgresJobs(core: PostgresCore): StoreJobs {
         : await recordAndClaim(core, params, limited);
       // None: the queue is empty, paused, or limited by the store or its tenants.
       if (limited || claimed.jobs.length > 0 || params.limit <= 0) return claimed;
-      const jobs = await core.sql.begin(async (tx) => await core.lifecycle(tx, claimFlow(params)));
+      const flow = await core.sql.begin(async (tx) => await core.lifecycle(tx, claimFlow(params)));
       await core.countsWritten(params.now);
-      return { jobs, report: claimed.report };
+      return { ...flow, report: claimed.report };
     },
 
     async jobsRecord(
@@ -656,7 +656,7 @@ async function recordAndClaim(
     flow?: FlowLimits | null;
   },
   limited: boolean,
-): Promise<{ jobs: ClaimedJob[]; report: RecordReport }> {
+): Promise<{ jobs: ClaimedJob[]; report: RecordReport; held?: boolean }> {
   const claimed = await core.sql.begin(async (tx) => {
     const counts = new CountTally();
     const report = params.results?.length
@@ -667,9 +667,11 @@ async function recordAndClaim(
       )
       : { recorded: [], lost: [] };
     if (params.limit <= 0 || limited) {
-      const jobs = params.limit <= 0 ? [] : await core.lifecycle(tx, claimFlow(params), counts);
+      const flow = params.limit <= 0
+        ? { jobs: [], held: false }
+        : await core.lifecycle(tx, claimFlow(params), counts);
       await addCounts(tx, counts);
-      return { jobs, report };
+      return { ...flow, report };
     }
     const { node, now } = params;
     // The picked ids as an array, not a join: once the table has

@@ -413,7 +413,7 @@ export function sqliteJobs(core: SqliteCore): StoreJobs {
       results?: JobResult[];
       dueBy?: number;
       flow?: FlowLimits | null;
-    }): Promise<{ jobs: ClaimedJob[]; report: RecordReport }> {
+    }): Promise<{ jobs: ClaimedJob[]; report: RecordReport; held?: boolean }> {
       return core.exclusive(() =>
         core.write(() => {
           const report = params.results?.length
@@ -422,7 +422,7 @@ export function sqliteJobs(core: SqliteCore): StoreJobs {
             )
             : { recorded: [], lost: [] };
           if (params.limit <= 0) return { jobs: [], report };
-          if (isLimited(params.flow)) return { jobs: core.lifecycle(claimFlow(params)), report };
+          if (isLimited(params.flow)) return { ...core.lifecycle(claimFlow(params)), report };
           const s = q();
           const rows = s.claim.all({
             queue: params.queue,
@@ -442,7 +442,7 @@ export function sqliteJobs(core: SqliteCore): StoreJobs {
             jobs.push(toClaimed(row, params.queue, params.now));
           }
           // None: the queue is empty, paused, or limited by the store or its tenants.
-          if (jobs.length === 0) return { jobs: core.lifecycle(claimFlow(params)), report };
+          if (jobs.length === 0) return { ...core.lifecycle(claimFlow(params)), report };
           return { jobs, report };
         })
       );
