@@ -16,6 +16,7 @@
  * PHASES=limit,process,process3,bulk,single deno task bench   # each against what SQLite allows
  * PHASES=idle deno task bench                  # CPU of an idle daemon and an idle dashboard
  * PHASES=console RUNS=1 deno task bench        # the web console at 1,000,000 jobs, SQLite and PostgreSQL
+ * PHASES=flow deno task bench                  # global and partition limits against none
  * BENCH_DB=postgres://postgres@127.0.0.1:5432/test deno task bench   # the same on PostgreSQL
  * ```
  *
@@ -43,6 +44,7 @@ import { phaseIdle } from "./idle.ts";
 import { CAPPED_OLD_SPACE_MB, phaseIngest } from "./ingest.ts";
 import { phaseReport } from "./report.ts";
 import { type ConsoleTimes, phaseConsole } from "./console.ts";
+import { phaseFlow } from "./flow.ts";
 
 const ALL_PHASES = [
   "bulk",
@@ -61,6 +63,7 @@ const ALL_PHASES = [
   "ingest",
   "report",
   "idle",
+  "flow",
   // Opt-in (PHASES=console): two stores of 1,000,000 jobs take minutes to build.
   "console",
 ] as const;
@@ -104,6 +107,12 @@ const CFG = {
   /** Runs of the fan-out workflow (list -> WF_FANOUT_ITEMS items -> fan-in). */
   wfFanoutRuns: env("WF_FANOUT_RUNS", 60),
   wfFanoutItems: env("WF_FANOUT_ITEMS", 100),
+  /** Jobs the flow phase drains each way (none, global, partition). */
+  flowN: env("FLOW_N", 10_000),
+  /** Runtimes (connections) in the flow phase, CONCURRENCY slots each. */
+  flowRuntimes: env("FLOW_RUNTIMES", 3),
+  /** How long each flow job takes, ms (0: no-op jobs). */
+  flowJobMs: env("FLOW_JOB_MS", 10),
   pollMs: 5,
   timeoutMs: env("TIMEOUT_MS", 60_000),
 };
@@ -577,6 +586,46 @@ async function runPhase(phase: Phase, run: number): Promise<void> {
       );
       break;
     }
+    case "flow": {
+      const v = await phaseFlow(
+        DB,
+        {
+          jobs: CFG.flowN,
+          runtimes: CFG.flowRuntimes,
+          jobMs: CFG.flowJobMs,
+          timeoutMs: CFG.timeoutMs,
+        },
+        run,
+        log,
+      );
+      const each = `${CFG.flowRuntimes} x ${CONCURRENCY} slots, ${CFG.flowJobMs} ms jobs`;
+      record("flow_none_per_s", `flow: no limit (${each})`, "jobs/s", v.none);
+      record(
+        "flow_global_per_s",
+        `flow: global ${CFG.flowRuntimes * CONCURRENCY}`,
+        "jobs/s",
+        v.global,
+      );
+      record("flow_partition_per_s", "flow: 100 tenants, partition limit 1", "jobs/s", v.partition);
+      record("flow_fair_per_s", "flow: 100 tenants, no limit (fair)", "jobs/s", v.fair);
+      record(
+        "flow_partition_args_per_s",
+        "flow: 100 args.account, partition limit 1",
+        "jobs/s",
+        v.partition_args,
+      );
+      for (const way of ["global", "partition", "fair", "partition_args"] as const) {
+        record(`flow_${way}_vs_none`, `flow: ${way} / none`, "x", v[way] / v.none);
+      }
+      log(
+        `run ${run} flow: global ${(v.global / v.none).toFixed(2)}x, partition ${
+          (v.partition / v.none).toFixed(2)
+        }x, fair ${(v.fair / v.none).toFixed(2)}x, partition by args ${
+          (v.partition_args / v.none).toFixed(2)
+        }x of none`,
+      );
+      break;
+    }
     case "limit": {
       if (DB !== null) {
         log(`run ${run} limit: SQLite only, skipped with BENCH_DB`);
@@ -1006,6 +1055,11 @@ const KEYS = [
   "report_postgres_peak_mb",
   "idle_cpu_ms_per_s",
   "idle_tui_cpu_ms_per_s",
+  "flow_none_per_s",
+  "flow_global_per_s",
+  "flow_partition_per_s",
+  "flow_fair_per_s",
+  "flow_partition_args_per_s",
   "console_build_s",
   "console_page_p95_ms_max",
   "console_search_p95_ms",
@@ -1061,6 +1115,11 @@ const liveRatios = ["", "_pg"].map((pg) =>
   ratio(`console_live_reads_per_tick_10${pg}`, `console_live_reads_per_tick_1${pg}`)
 ).filter((r) => r !== null);
 result.console_live_reads_10_vs_1 = liveRatios.length > 0 ? Math.max(...liveRatios) : null;
+// Each limited drain against the unlimited one of the same pass, then the median (the aim is >= 0.8).
+result.flow_global_vs_none = ratio("flow_global_per_s", "flow_none_per_s");
+result.flow_partition_vs_none = ratio("flow_partition_per_s", "flow_none_per_s");
+result.flow_fair_vs_none = ratio("flow_fair_per_s", "flow_none_per_s");
+result.flow_partition_args_vs_none = ratio("flow_partition_args_per_s", "flow_none_per_s");
 result.step_vs_job = stepVsJob.length > 0 ? rounded("x", Math.max(...stepVsJob)) : null;
 Object.assign(result, {
   store: STORE,

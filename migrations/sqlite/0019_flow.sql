@@ -22,6 +22,12 @@ CREATE TABLE flow_buckets (
   PRIMARY KEY (queue, scope, key)
 ) WITHOUT ROWID;
 
+-- The tenant each queue's round robin served last: the next claim starts after it.
+CREATE TABLE flow_cursors (
+  queue TEXT PRIMARY KEY,
+  key TEXT NOT NULL
+);
+
 -- The executing rows of one queue, counted by every limited claim.
 CREATE INDEX jobs_executing_queue ON jobs (queue) WHERE state = 'executing';
 

@@ -125,6 +125,8 @@ export interface FlowView {
   keyBuckets: Map<string, Bucket>;
   /** The first waiting jobs of each key, in claim order within each key. */
   candidates: FlowCandidate[];
+  /** Keys in the order of the round robin's turn (first served first), when it walks them. */
+  order?: Map<string, number>;
   now: number;
 }
 
@@ -147,16 +149,23 @@ export function decideFlow(view: FlowView): number[] {
   room = Math.min(room, Math.floor(queueTokens));
   const keyRate = limits.partition?.rate;
   const keyLimit = limits.partition?.limit ?? Infinity;
+  // Keys out of the walk (met at the head of the queue) after those whose turn it is.
+  const turn = (key: string) => view.order?.get(key) ?? Number.MAX_SAFE_INTEGER;
+  // Within each key, claim order decides its n-th job.
+  const ordered = [...view.candidates].sort((a, b) =>
+    a.key < b.key ? -1 : a.key > b.key ? 1 : a.priority - b.priority ||
+      a.scheduledAt - b.scheduledAt || a.id - b.id
+  );
   const place = new Map<number, number>();
   const seen = new Map<string, number>();
-  for (const c of view.candidates) {
+  for (const c of ordered) {
     const nth = (seen.get(c.key) ?? 0) + 1;
     seen.set(c.key, nth);
     place.set(c.id, (view.running.get(c.key) ?? 0) + nth);
   }
-  const ordered = [...view.candidates].sort((a, b) =>
+  ordered.sort((a, b) =>
     place.get(a.id)! - place.get(b.id)! || a.priority - b.priority ||
-    a.scheduledAt - b.scheduledAt || a.id - b.id
+    turn(a.key) - turn(b.key) || a.scheduledAt - b.scheduledAt || a.id - b.id
   );
   const taken = new Map<string, number>();
   const ids: number[] = [];

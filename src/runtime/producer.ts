@@ -222,6 +222,9 @@ export class Producer {
 
   /** How many jobs this producer wants in hand (running + buffered). */
   #target(): number {
+    // Under a flow limit that holds jobs back, a prefetched job would hold
+    // a slot of the limit while it waits here: claim only the free slots.
+    if (this.#held) return this.concurrency;
     const perSlot = Math.min(PREFETCH_PER_SLOT, Math.floor(PREFETCH_HORIZON_MS / this.#meanMs));
     return this.concurrency * (1 + perSlot);
   }

@@ -37,6 +37,7 @@ import { answerScheduleOp, SCHEDULE_WRITES } from "./schedules.ts";
 import { answerLeaderOp } from "./nodes.ts";
 import { answerWorkflowOp, WORKFLOW_WRITES } from "./workflows.ts";
 import { answerFlowOp } from "./flow.ts";
+import { FLOW_WRITES } from "../lifecycle/flow.ts";
 
 /** A schema name this store accepts: it is spliced into SET and CREATE statements. */
 const SCHEMA_NAME = /^[a-z_][a-z0-9_]{0,62}$/;
@@ -47,6 +48,7 @@ const COMPACT_EVERY_MS = 1000;
 /** The shared lifecycle's ops that answer nothing: they are pipelined. */
 const PIPELINED: ReadonlySet<StoreOp["op"]> = new Set<StoreOp["op"]>([
   ...JOB_WRITES,
+  ...FLOW_WRITES,
   ...SCHEDULE_WRITES,
   ...WORKFLOW_WRITES,
 ]);

@@ -10,7 +10,7 @@
 
 import type { Bucket, FlowCandidate, PartitionBy, StoredLimits } from "../../kernel/flow.ts";
 import type { ClaimedJob } from "../../kernel/types.ts";
-import type { FlowOp } from "../lifecycle/flow.ts";
+import type { FlowOp, FlowState, FlowWalk } from "../lifecycle/flow.ts";
 import type { QueueLimitsRow, StoreFlow } from "../store.ts";
 import { returnArrays, type SqliteCore } from "./core.ts";
 import { type Row, toClaimed } from "./rows.ts";
@@ -24,30 +24,56 @@ const KEY = `coalesce(CAST(CASE :kind WHEN 'tenant' THEN tenant
     WHEN 'args' THEN json_extract(args, :path) ELSE json_extract(meta, :path) END AS TEXT), '')`;
 
 const SQL = {
-  stored: `SELECT * FROM queue_limits WHERE name = :queue`,
-  running: `SELECT ${KEY} AS k, count(*) AS n FROM jobs
-    WHERE state = 'executing' AND queue = :queue GROUP BY k`,
-  // Each tenant's first :per runnable jobs in claim order, and those of no
-  // tenant: a walk of the tenants in jobs_available_tenant (one probe each),
-  // so a queue's backlog is not read whole.
-  tenantCandidates: `WITH RECURSIVE t(k) AS (
-      SELECT (SELECT min(tenant) FROM jobs
-        WHERE state = 'available' AND queue = :queue AND tenant IS NOT NULL)
-      UNION ALL
-      SELECT (SELECT min(tenant) FROM jobs
-        WHERE state = 'available' AND queue = :queue AND tenant IS NOT NULL AND tenant > t.k)
-      FROM t WHERE t.k IS NOT NULL)
-    SELECT j.id, j.tenant AS k, j.priority, j.scheduled_at FROM t JOIN jobs AS j
-      ON j.id IN (SELECT id FROM jobs
-        WHERE state = 'available' AND queue = :queue AND tenant = t.k AND scheduled_at <= :due
-        ORDER BY priority, scheduled_at, id LIMIT :per)
-    WHERE t.k IS NOT NULL
-      AND NOT EXISTS (SELECT 1 FROM queues WHERE name = :queue AND paused = 1)
+  // The stored limits, the round robin's cursor, and the executing rows per key.
+  state: `SELECT l.*, (SELECT key FROM flow_cursors WHERE queue = :queue) AS cursor,
+      (SELECT json_group_array(json_array(k, n)) FROM (SELECT ${KEY} AS k, count(*) AS n
+        FROM jobs WHERE state = 'executing' AND queue = :queue GROUP BY k)) AS running
+    FROM (SELECT 1) LEFT JOIN queue_limits AS l ON l.name = :queue`,
+  // The round robin's turn: up to :width tenants with runnable jobs after
+  // :after, then (when :wrap) from the first round to :after itself, each a
+  // probe of jobs_available_tenant; rows 'k' name them in order, rows 'j'
+  // are the jobs: each tenant's first :per (at most its share of :head
+  // slots) and the queue's first :head.
+  walk: `WITH RECURSIVE
+      a(k) AS (
+        SELECT (SELECT min(tenant) FROM jobs
+          WHERE state = 'available' AND queue = :queue AND tenant IS NOT NULL AND tenant > :after)
+        UNION ALL
+        SELECT (SELECT min(tenant) FROM jobs
+          WHERE state = 'available' AND queue = :queue AND tenant IS NOT NULL AND tenant > a.k)
+        FROM a WHERE a.k IS NOT NULL),
+      b(k) AS (
+        SELECT (SELECT min(tenant) FROM jobs
+          WHERE state = 'available' AND queue = :queue AND tenant IS NOT NULL)
+        UNION ALL
+        SELECT (SELECT min(tenant) FROM jobs
+          WHERE state = 'available' AND queue = :queue AND tenant IS NOT NULL AND tenant > b.k)
+        FROM b WHERE b.k IS NOT NULL AND b.k < :after),
+      walk(k, turn) AS (
+        SELECT k, row_number() OVER (ORDER BY lap, k) FROM (
+          SELECT k, 0 AS lap FROM (SELECT k FROM a WHERE k IS NOT NULL LIMIT :width)
+          UNION ALL
+          SELECT k, 1 FROM (SELECT k FROM b WHERE :wrap AND k IS NOT NULL AND k <= :after
+            LIMIT :width))
+        ORDER BY lap, k LIMIT :width)
+    SELECT 'k' AS row, k, turn AS n, NULL AS priority, NULL AS scheduled_at FROM walk
     UNION ALL
-    SELECT * FROM (SELECT id, '' AS k, priority, scheduled_at FROM jobs
-      WHERE state = 'available' AND queue = :queue AND tenant IS NULL AND scheduled_at <= :due
-        AND NOT EXISTS (SELECT 1 FROM queues WHERE name = :queue AND paused = 1)
-      ORDER BY priority, scheduled_at, id LIMIT :per)`,
+    SELECT 'j', coalesce(tenant, ''), id, priority, scheduled_at FROM jobs
+    WHERE id IN (
+        SELECT id FROM (SELECT id FROM jobs
+          WHERE state = 'available' AND queue = :queue AND scheduled_at <= :due
+          ORDER BY priority, scheduled_at, id LIMIT :head)
+        UNION
+        SELECT j.id FROM walk AS w JOIN jobs AS j ON j.id IN (SELECT id FROM jobs
+          WHERE state = 'available' AND queue = :queue AND tenant = w.k
+            AND scheduled_at <= :due
+          ORDER BY priority, scheduled_at, id
+          -- A fair share of the slots each (the head fills what a short key leaves).
+          LIMIT min(:per, CAST((:head + (SELECT count(*) FROM walk) - 1)
+            / max(1, (SELECT count(*) FROM walk)) AS INTEGER))))
+      AND NOT EXISTS (SELECT 1 FROM queues WHERE name = :queue AND paused = 1)`,
+  cursorSet: `INSERT INTO flow_cursors (queue, key) VALUES (:queue, :key)
+    ON CONFLICT (queue) DO UPDATE SET key = excluded.key`,
   // Each key's first :per runnable jobs in claim order: a key read from
   // args or meta has no index, so every runnable job of the queue is read.
   candidates: `SELECT id, k, priority, scheduled_at FROM (
@@ -111,27 +137,55 @@ export function answerFlowOp(core: SqliteCore, op: FlowOp): unknown {
     case "flowLock":
       // The write lock is the whole file's.
       return undefined;
-    case "flowStored": {
-      const row = s.stored.get({ queue: op.queue }) as Row | undefined;
-      return row ? toLimits(row) : null;
+    case "flowState": {
+      const row = s.state.get({ queue: op.queue, ...keyOf(op.by) }) as Row;
+      return {
+        limits: row.name == null ? null : toLimits(row),
+        cursor: row.cursor == null ? null : String(row.cursor),
+        running: (JSON.parse(String(row.running)) as [unknown, number][])
+          .map(([k, n]) => [String(k), Number(n)]),
+      } satisfies FlowState;
     }
-    case "flowRunning":
-      return (s.running.all({ queue: op.queue, ...keyOf(op.by) }) as Row[])
-        .map((r) => [String(r.k), Number(r.n)]);
     case "flowCandidates":
-      return ((op.by.kind === "tenant"
-        ? s.tenantCandidates.all({ queue: op.queue, due: op.due, per: op.per })
-        : s.candidates.all({
-          queue: op.queue,
-          due: op.due,
-          per: op.per,
-          ...keyOf(op.by),
-        })) as Row[]).map((r): FlowCandidate => ({
-          id: Number(r.id),
-          key: String(r.k),
-          priority: Number(r.priority),
-          scheduledAt: Number(r.scheduled_at),
-        }));
+      return ((s.candidates.all({
+        queue: op.queue,
+        due: op.due,
+        per: op.per,
+        ...keyOf(op.by),
+      })) as Row[]).map((r): FlowCandidate => ({
+        id: Number(r.id),
+        key: String(r.k),
+        priority: Number(r.priority),
+        scheduledAt: Number(r.scheduled_at),
+      }));
+    case "flowWalk": {
+      const rows = s.walk.all({
+        queue: op.queue,
+        after: op.cursor ?? "",
+        wrap: op.cursor === null ? 0 : 1,
+        width: op.width,
+        head: op.head,
+        per: op.per,
+        due: op.due,
+      }) as Row[];
+      const walk: string[] = [];
+      const candidates: FlowCandidate[] = [];
+      for (const r of rows) {
+        if (r.row === "k") walk[Number(r.n) - 1] = String(r.k);
+        else {
+          candidates.push({
+            id: Number(r.n),
+            key: String(r.k),
+            priority: Number(r.priority),
+            scheduledAt: Number(r.scheduled_at),
+          });
+        }
+      }
+      return { walk, candidates } satisfies FlowWalk;
+    }
+    case "flowCursorSet":
+      s.cursorSet.run({ queue: op.queue, key: op.key });
+      return undefined;
     case "flowBuckets":
       return (s.buckets.all({
         queue: op.queue,

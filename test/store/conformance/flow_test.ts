@@ -145,6 +145,23 @@ for (const backend of BACKENDS) {
     assert.equal(first.filter((j) => j.tenant === "small").length, 10);
   });
 
+  test("the round robin goes on where the last claim stopped: 30 tenants are served once each by 6 claims of 5", async ({ store }) => {
+    const names = Array.from({ length: 30 }, (_, i) => `t${String(i).padStart(2, "0")}`);
+    await insert(store, names.flatMap((tenant) => jobs(3, () => ({ tenant }))));
+    const served: string[] = [];
+    for (let round = 0; round < 6; round++) {
+      const got = await claimFlow(store, null, { limit: 5 });
+      assert.equal(got.length, 5);
+      served.push(...got.map((j) => j.tenant!));
+      // Each claim's jobs end before the next, so only the turn decides.
+      await store.jobsRecord({ node: "node-a", now: T0, results: got.map((j) => completed(j)) });
+    }
+    assert.deepEqual([...served].sort(), names);
+    // The next turn starts from the first tenant again.
+    const again = await claimFlow(store, null, { limit: 5 });
+    assert.deepEqual(again.map((j) => j.tenant), ["t00", "t01", "t02", "t03", "t04"]);
+  });
+
   test("rate: starts per minute stay within limit + burst over five minutes of the clock", async ({ store }) => {
     await insert(store, jobs(2_000));
     const flow: FlowLimits = { rate: { limit: 100, perMs: 60_000, burst: 10 } };
