@@ -32,26 +32,19 @@ export type FlowOp =
   /** Takes the queue's flow lock until the transaction ends (a no-op on SQLite). Answers nothing. */
   | { op: "flowLock"; queue: string }
   /**
-   * The limits stored for the queue, the tenant its round robin served
-   * last, and its executing rows per key read by `by` ({@linkcode FlowState}).
-   */
-  | { op: "flowState"; queue: string; by: PartitionBy }
-  /**
-   * Up to `per` runnable jobs (available, due by `due`) of each key of the
-   * queue, none while it is paused ({@linkcode FlowCandidate}[]).
-   */
-  | { op: "flowCandidates"; queue: string; by: PartitionBy; per: number; due: number }
-  /**
-   * The round robin's turn ({@linkcode FlowWalk}): up to `width` tenants with
-   * runnable jobs, in order from the one after `cursor` (from the first when
-   * null) round to `cursor` itself, each with its first `per` runnable jobs,
-   * and the queue's first `head` runnable jobs in claim order (keyed by
-   * their tenant, "" for none); no job while the queue is paused.
+   * What a limited claim decides by, read at once ({@linkcode FlowRead}): the
+   * limits stored for the queue, its executing rows per key read by `by`,
+   * and its runnable jobs (available, due by `due`; none while it is
+   * paused). Keyed by tenant, the round robin's turn: up to `width` tenants
+   * with runnable jobs, in order from the one after the tenant the last
+   * claim served round to that one, each with its first `per` jobs (at most
+   * its share of `head`), and the queue's first `head` jobs in claim order.
+   * Keyed by an arg or a meta key: each key's first `per` jobs.
    */
   | {
-    op: "flowWalk";
+    op: "flowRead";
     queue: string;
-    cursor: string | null;
+    by: PartitionBy;
     width: number;
     head: number;
     per: number;
@@ -70,17 +63,12 @@ export type FlowOp =
   /** Writes buckets of the queue: `[key, Bucket][]` in `scope`. Answers nothing. */
   | { op: "flowBucketsWrite"; queue: string; scope: "queue" | "key"; buckets: [string, Bucket][] };
 
-/** What `flowState` answers. */
-export interface FlowState {
+/** What `flowRead` answers. */
+export interface FlowRead {
   limits: StoredLimits | null;
-  cursor: string | null;
   /** Executing rows per key (`[key, count]`, a missing key as ""). */
   running: [string, number][];
-}
-
-/** What `flowWalk` answers. */
-export interface FlowWalk {
-  /** The tenants of the turn, in its order. */
+  /** The tenants of the round robin's turn, in its order (empty unless keyed by tenant). */
   walk: string[];
   candidates: FlowCandidate[];
 }
@@ -133,36 +121,24 @@ export function* claimFlow(p: FlowClaimParams): FlowOps<FlowClaim> {
   yield { op: "flowLock", queue };
   // A stored partition limit keys by the file's `by`, else by tenant: `by` is known now.
   const by = p.flow?.partition?.by ?? TENANT;
-  const state = (yield { op: "flowState", queue, by }) as FlowState;
-  const limits = effectiveLimits(p.flow ?? null, state.limits);
-  const running = new Map(state.running);
+  // One read, sized by the claimer's slots: the limits it reads may leave fewer.
+  const read = (yield {
+    op: "flowRead",
+    queue,
+    by,
+    width: p.limit + WALK_SPARE,
+    head: p.limit,
+    per: candidatesPerKey(p.flow ?? {}, p.limit),
+    due: p.dueBy ?? now,
+  }) as FlowRead;
+  const limits = effectiveLimits(p.flow ?? null, read.limits);
+  const running = new Map(read.running);
   let total = 0;
   for (const n of running.values()) total += n;
   // The free slots: the claimer's, and no more than `global` leaves.
   const room = Math.min(p.limit, (limits.global ?? Infinity) - total);
   if (room <= 0) return { jobs: [], held: true };
-  const per = candidatesPerKey(limits, room);
-  const due = p.dueBy ?? now;
-  let candidates: FlowCandidate[];
-  let walk: string[] = [];
-  if (by.kind === "tenant") {
-    // The tenants in turn from where the last claim stopped (an index walk,
-    // a few more than the free slots), and the head of the queue in claim
-    // order (jobs of no tenant are served there, as on a plain queue).
-    const turn = (yield {
-      op: "flowWalk",
-      queue,
-      cursor: state.cursor,
-      width: room + WALK_SPARE,
-      head: room,
-      per,
-      due,
-    }) as FlowWalk;
-    walk = turn.walk;
-    candidates = turn.candidates;
-  } else {
-    candidates = (yield { op: "flowCandidates", queue, by, per, due }) as FlowCandidate[];
-  }
+  const { walk, candidates } = read;
   if (candidates.length === 0) return { jobs: [], held: false };
   const queueBucket = limits.rate
     ? ((yield { op: "flowBuckets", queue, scope: "queue", keys: [""] }) as [string, Bucket][])[0]

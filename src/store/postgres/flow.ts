@@ -14,9 +14,9 @@
  * @module
  */
 
-import type { Bucket, FlowCandidate, PartitionBy, StoredLimits } from "../../kernel/flow.ts";
+import type { Bucket, PartitionBy, StoredLimits } from "../../kernel/flow.ts";
 import type { ClaimedJob } from "../../kernel/types.ts";
-import type { FlowOp, FlowState, FlowWalk } from "../lifecycle/flow.ts";
+import type { FlowOp, FlowRead } from "../lifecycle/flow.ts";
 import type { QueueLimitsRow, StoreFlow } from "../store.ts";
 import type { CountTally } from "../job_counts.ts";
 import type { PostgresCore } from "./core.ts";
@@ -57,108 +57,8 @@ export async function answerFlowOp(
       await q`SELECT pg_advisory_xact_lock(
         hashtextextended(current_schema() || '/jobs.flow/' || ${op.queue}::text, 0))`;
       return undefined;
-    case "flowState": {
-      // The stored limits, the round robin's cursor, and the executing rows per key.
-      const [row] = await q`SELECT l.*,
-          (SELECT key FROM flow_cursors WHERE queue = ${op.queue}) AS cursor,
-          (SELECT coalesce(jsonb_agg(jsonb_build_array(k, n)), '[]'::jsonb)::text
-            FROM (SELECT ${keyOf(q, op.by)} AS k, count(*) AS n FROM jobs
-              WHERE state = 'executing' AND queue = ${op.queue} GROUP BY 1) AS r) AS running
-        FROM (SELECT 1) AS one LEFT JOIN queue_limits AS l ON l.name = ${op.queue}`;
-      return {
-        limits: row!.name == null ? null : toLimits(row!),
-        cursor: row!.cursor == null ? null : String(row!.cursor),
-        running: (JSON.parse(String(row!.running)) as [unknown, number][])
-          .map(([k, n]) => [String(k), Number(n)]),
-      } satisfies FlowState;
-    }
-    case "flowCandidates": {
-      // Each key's first `per` runnable jobs in claim order: a key read from
-      // args or meta has no index, so every runnable job of the queue is read.
-      const rows = await q`SELECT id, k, priority, scheduled_at FROM (
-          SELECT id, k, priority, scheduled_at,
-            row_number() OVER (PARTITION BY k ORDER BY priority, scheduled_at, id) AS r
-          FROM (SELECT id, priority, scheduled_at, ${keyOf(q, op.by)} AS k FROM jobs
-            WHERE state = 'available' AND queue = ${op.queue}
-              AND scheduled_at <= ${op.due}::bigint
-              AND NOT EXISTS (SELECT 1 FROM queues WHERE name = ${op.queue} AND paused)) AS a
-        ) AS b
-        WHERE r <= ${op.per}::bigint`;
-      return rows.map((r): FlowCandidate => ({
-        id: Number(r.id),
-        key: String(r.k),
-        priority: Number(r.priority),
-        scheduledAt: Number(r.scheduled_at),
-      }));
-    }
-    case "flowWalk": {
-      // The round robin's turn: up to `width` tenants with runnable jobs after
-      // the cursor, then from the first round to the cursor itself, each a
-      // probe of jobs_available_tenant; rows 'k' name them in order, rows 'j'
-      // are the jobs: each tenant's first `per` (at most its share of the
-      // `head` slots) and the queue's first `head`.
-      const after = op.cursor ?? "";
-      const rows = await q`WITH RECURSIVE
-          a(k) AS (
-            SELECT (SELECT min(tenant) FROM jobs
-              WHERE state = 'available' AND queue = ${op.queue} AND tenant IS NOT NULL
-                AND tenant > ${after}::text)
-            UNION ALL
-            SELECT (SELECT min(tenant) FROM jobs
-              WHERE state = 'available' AND queue = ${op.queue} AND tenant IS NOT NULL
-                AND tenant > a.k)
-            FROM a WHERE a.k IS NOT NULL),
-          b(k) AS (
-            SELECT (SELECT min(tenant) FROM jobs
-              WHERE state = 'available' AND queue = ${op.queue} AND tenant IS NOT NULL)
-            UNION ALL
-            SELECT (SELECT min(tenant) FROM jobs
-              WHERE state = 'available' AND queue = ${op.queue} AND tenant IS NOT NULL
-                AND tenant > b.k)
-            FROM b WHERE b.k IS NOT NULL AND b.k < ${after}::text),
-          walk AS MATERIALIZED (
-            SELECT k, row_number() OVER (ORDER BY lap, k) AS turn FROM (
-              (SELECT k, 0 AS lap FROM a WHERE k IS NOT NULL LIMIT ${op.width}::bigint)
-              UNION ALL
-              (SELECT k, 1 FROM b
-                WHERE ${op.cursor !== null}::boolean AND k IS NOT NULL AND k <= ${after}::text
-                LIMIT ${op.width}::bigint)) AS w
-            ORDER BY lap, k LIMIT ${op.width}::bigint)
-        SELECT 'k' AS row, k, turn AS n, NULL::integer AS priority, NULL::bigint AS scheduled_at
-        FROM walk
-        UNION ALL
-        SELECT 'j', coalesce(tenant, ''), id, priority, scheduled_at FROM (
-          (SELECT id, tenant, priority, scheduled_at FROM jobs
-            WHERE state = 'available' AND queue = ${op.queue}
-              AND scheduled_at <= ${op.due}::bigint
-            ORDER BY priority, scheduled_at, id LIMIT ${op.head}::bigint)
-          UNION
-          SELECT j.id, j.tenant, j.priority, j.scheduled_at
-          FROM walk AS w CROSS JOIN LATERAL (
-            SELECT id, tenant, priority, scheduled_at FROM jobs
-            WHERE state = 'available' AND queue = ${op.queue} AND tenant = w.k
-              AND scheduled_at <= ${op.due}::bigint
-            ORDER BY priority, scheduled_at, id
-            -- A fair share of the slots each (the head fills what a short key leaves).
-            LIMIT least(${op.per}::bigint, (${op.head}::bigint + (SELECT count(*) FROM walk) - 1)
-              / greatest(1, (SELECT count(*) FROM walk)))) AS j
-        ) AS c
-        WHERE NOT EXISTS (SELECT 1 FROM queues WHERE name = ${op.queue} AND paused)`;
-      const walk: string[] = [];
-      const candidates: FlowCandidate[] = [];
-      for (const r of rows) {
-        if (r.row === "k") walk[Number(r.n) - 1] = String(r.k);
-        else {
-          candidates.push({
-            id: Number(r.n),
-            key: String(r.k),
-            priority: Number(r.priority),
-            scheduledAt: Number(r.scheduled_at),
-          });
-        }
-      }
-      return { walk, candidates } satisfies FlowWalk;
-    }
+    case "flowRead":
+      return await flowRead(op, q);
     case "flowCursorSet":
       await q`INSERT INTO flow_cursors (queue, key) VALUES (${op.queue}, ${op.key})
         ON CONFLICT (queue) DO UPDATE SET key = excluded.key`;
@@ -233,4 +133,99 @@ export function postgresFlow(core: PostgresCore): StoreFlow {
       return (await core.sql`SELECT * FROM queue_limits ORDER BY name`).map(toLimits);
     },
   });
+}
+
+/**
+ * The answer to `flowRead`: one statement, so a limited claim holds the
+ * queue's flow lock for one round trip of reading. Its first row ('s')
+ * carries the stored limits and the executing rows per key as JSON; rows
+ * 'k' name the tenants of the round robin's turn in order, rows 'j' are the
+ * candidate jobs.
+ */
+async function flowRead(op: Extract<FlowOp, { op: "flowRead" }>, q: Sql): Promise<FlowRead> {
+  const state = q`SELECT 's' AS row, jsonb_build_object(
+      'limits', (SELECT to_jsonb(l) FROM queue_limits AS l WHERE l.name = ${op.queue}),
+      'running', (SELECT coalesce(jsonb_agg(jsonb_build_array(k, n)), '[]'::jsonb)
+        FROM (SELECT ${keyOf(q, op.by)} AS k, count(*) AS n FROM jobs
+          WHERE state = 'executing' AND queue = ${op.queue} GROUP BY 1) AS r))::text AS k,
+      NULL::bigint AS n, NULL::integer AS priority, NULL::bigint AS scheduled_at`;
+  const rows = op.by.kind === "tenant"
+    ? await q`WITH RECURSIVE
+        cur AS (SELECT (SELECT key FROM flow_cursors WHERE queue = ${op.queue}) AS key),
+        a(k) AS (
+          SELECT (SELECT min(tenant) FROM jobs
+            WHERE state = 'available' AND queue = ${op.queue} AND tenant IS NOT NULL
+              AND tenant > (SELECT coalesce(key, '') FROM cur))
+          UNION ALL
+          SELECT (SELECT min(tenant) FROM jobs
+            WHERE state = 'available' AND queue = ${op.queue} AND tenant IS NOT NULL
+              AND tenant > a.k)
+          FROM a WHERE a.k IS NOT NULL),
+        b(k) AS (
+          SELECT (SELECT min(tenant) FROM jobs
+            WHERE state = 'available' AND queue = ${op.queue} AND tenant IS NOT NULL)
+          UNION ALL
+          SELECT (SELECT min(tenant) FROM jobs
+            WHERE state = 'available' AND queue = ${op.queue} AND tenant IS NOT NULL
+              AND tenant > b.k)
+          FROM b WHERE b.k IS NOT NULL AND b.k < (SELECT coalesce(key, '') FROM cur)),
+        walk AS MATERIALIZED (
+          SELECT k, row_number() OVER (ORDER BY lap, k) AS turn FROM (
+            (SELECT k, 0 AS lap FROM a WHERE k IS NOT NULL LIMIT ${op.width}::bigint)
+            UNION ALL
+            (SELECT k, 1 FROM b
+              WHERE k IS NOT NULL AND k <= (SELECT key FROM cur)
+              LIMIT ${op.width}::bigint)) AS w
+          ORDER BY lap, k LIMIT ${op.width}::bigint)
+      ${state}
+      UNION ALL
+      SELECT 'k', k, turn, NULL, NULL FROM walk
+      UNION ALL
+      SELECT 'j', coalesce(tenant, ''), id, priority, scheduled_at FROM (
+        (SELECT id, tenant, priority, scheduled_at FROM jobs
+          WHERE state = 'available' AND queue = ${op.queue}
+            AND scheduled_at <= ${op.due}::bigint
+          ORDER BY priority, scheduled_at, id LIMIT ${op.head}::bigint)
+        UNION
+        SELECT j.id, j.tenant, j.priority, j.scheduled_at
+        FROM walk AS w CROSS JOIN LATERAL (
+          SELECT id, tenant, priority, scheduled_at FROM jobs
+          WHERE state = 'available' AND queue = ${op.queue} AND tenant = w.k
+            AND scheduled_at <= ${op.due}::bigint
+          ORDER BY priority, scheduled_at, id
+          -- A fair share of the slots each (the head fills what a short key leaves).
+          LIMIT least(${op.per}::bigint, (${op.head}::bigint + (SELECT count(*) FROM walk) - 1)
+            / greatest(1, (SELECT count(*) FROM walk)))) AS j
+      ) AS c
+      WHERE NOT EXISTS (SELECT 1 FROM queues WHERE name = ${op.queue} AND paused)`
+    // Each key's first `per` runnable jobs in claim order: a key read from
+    // args or meta has no index, so every runnable job of the queue is read.
+    : await q`${state}
+      UNION ALL
+      SELECT 'j', k, id, priority, scheduled_at FROM (
+        SELECT id, k, priority, scheduled_at,
+          row_number() OVER (PARTITION BY k ORDER BY priority, scheduled_at, id) AS r
+        FROM (SELECT id, priority, scheduled_at, ${keyOf(q, op.by)} AS k FROM jobs
+          WHERE state = 'available' AND queue = ${op.queue}
+            AND scheduled_at <= ${op.due}::bigint
+            AND NOT EXISTS (SELECT 1 FROM queues WHERE name = ${op.queue} AND paused)) AS a
+      ) AS b
+      WHERE r <= ${op.per}::bigint`;
+  const read: FlowRead = { limits: null, running: [], walk: [], candidates: [] };
+  for (const r of rows) {
+    if (r.row === "s") {
+      const s = JSON.parse(String(r.k)) as { limits: Row | null; running: [unknown, number][] };
+      read.limits = s.limits === null ? null : toLimits(s.limits);
+      read.running = s.running.map(([k, n]) => [String(k), Number(n)]);
+    } else if (r.row === "k") read.walk[Number(r.n) - 1] = String(r.k);
+    else {
+      read.candidates.push({
+        id: Number(r.n),
+        key: String(r.k),
+        priority: Number(r.priority),
+        scheduledAt: Number(r.scheduled_at),
+      });
+    }
+  }
+  return read;
 }

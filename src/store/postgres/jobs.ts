@@ -92,7 +92,22 @@ export function postgresJobs(core: PostgresCore): StoreJobs {
     }): Promise<{ jobs: ClaimedJob[]; report: RecordReport; held?: boolean }> {
       const results = params.results ?? [];
       const limited = isLimited(params.flow);
-      const claimed = !limited && results.every(isPlainCompletion)
+      const plain = results.every(isPlainCompletion);
+      if (limited && plain) {
+        // The completions in their one statement first (their slots free
+        // before the count), then the limited claim, which holds the
+        // queue's flow lock for its own reads and write only.
+        const recorded = results.length > 0
+          ? await claimAfterCompletions(core, { ...params, limit: 0 }, results)
+          : { jobs: [], report: { recorded: [], lost: [] } };
+        if (params.limit <= 0) return recorded;
+        const flow = await core.sql.begin(async (tx) =>
+          await core.lifecycle(tx, claimFlow(params))
+        );
+        await core.countsWritten(params.now);
+        return { ...flow, report: recorded.report };
+      }
+      const claimed = !limited && plain
         ? await claimAfterCompletions(core, params, results)
         : await recordAndClaim(core, params, limited);
       // None: the queue is empty, paused, or limited by the store or its tenants.

@@ -10,7 +10,7 @@
 
 import type { Bucket, FlowCandidate, PartitionBy, StoredLimits } from "../../kernel/flow.ts";
 import type { ClaimedJob } from "../../kernel/types.ts";
-import type { FlowOp, FlowState, FlowWalk } from "../lifecycle/flow.ts";
+import type { FlowOp, FlowRead } from "../lifecycle/flow.ts";
 import type { QueueLimitsRow, StoreFlow } from "../store.ts";
 import { returnArrays, type SqliteCore } from "./core.ts";
 import { type Row, toClaimed } from "./rows.ts";
@@ -115,6 +115,16 @@ function keyOf(by: PartitionBy): { kind: string; path: string } {
     : { kind: by.kind, path: `$."${by.key}"` };
 }
 
+/** A row of a candidates statement (its id in `id`) as a {@linkcode FlowCandidate}. */
+function toCandidate(r: Row, id: unknown): FlowCandidate {
+  return {
+    id: Number(id),
+    key: String(r.k),
+    priority: Number(r.priority),
+    scheduledAt: Number(r.scheduled_at),
+  };
+}
+
 /** A row of `queue_limits` as {@linkcode QueueLimitsRow}. */
 function toLimits(row: Row): QueueLimitsRow {
   return {
@@ -137,51 +147,40 @@ export function answerFlowOp(core: SqliteCore, op: FlowOp): unknown {
     case "flowLock":
       // The write lock is the whole file's.
       return undefined;
-    case "flowState": {
-      const row = s.state.get({ queue: op.queue, ...keyOf(op.by) }) as Row;
-      return {
-        limits: row.name == null ? null : toLimits(row),
-        cursor: row.cursor == null ? null : String(row.cursor),
-        running: (JSON.parse(String(row.running)) as [unknown, number][])
+    case "flowRead": {
+      const state = s.state.get({ queue: op.queue, ...keyOf(op.by) }) as Row;
+      const cursor = state.cursor == null ? null : String(state.cursor);
+      const read: FlowRead = {
+        limits: state.name == null ? null : toLimits(state),
+        running: (JSON.parse(String(state.running)) as [unknown, number][])
           .map(([k, n]) => [String(k), Number(n)]),
-      } satisfies FlowState;
-    }
-    case "flowCandidates":
-      return ((s.candidates.all({
-        queue: op.queue,
-        due: op.due,
-        per: op.per,
-        ...keyOf(op.by),
-      })) as Row[]).map((r): FlowCandidate => ({
-        id: Number(r.id),
-        key: String(r.k),
-        priority: Number(r.priority),
-        scheduledAt: Number(r.scheduled_at),
-      }));
-    case "flowWalk": {
+        walk: [],
+        candidates: [],
+      };
+      if (op.by.kind !== "tenant") {
+        const rows = s.candidates.all({
+          queue: op.queue,
+          due: op.due,
+          per: op.per,
+          ...keyOf(op.by),
+        }) as Row[];
+        read.candidates = rows.map((r) => toCandidate(r, r.id));
+        return read;
+      }
       const rows = s.walk.all({
         queue: op.queue,
-        after: op.cursor ?? "",
-        wrap: op.cursor === null ? 0 : 1,
+        after: cursor ?? "",
+        wrap: cursor === null ? 0 : 1,
         width: op.width,
         head: op.head,
         per: op.per,
         due: op.due,
       }) as Row[];
-      const walk: string[] = [];
-      const candidates: FlowCandidate[] = [];
       for (const r of rows) {
-        if (r.row === "k") walk[Number(r.n) - 1] = String(r.k);
-        else {
-          candidates.push({
-            id: Number(r.n),
-            key: String(r.k),
-            priority: Number(r.priority),
-            scheduledAt: Number(r.scheduled_at),
-          });
-        }
+        if (r.row === "k") read.walk[Number(r.n) - 1] = String(r.k);
+        else read.candidates.push(toCandidate(r, r.n));
       }
-      return { walk, candidates } satisfies FlowWalk;
+      return read;
     }
     case "flowCursorSet":
       s.cursorSet.run({ queue: op.queue, key: op.key });
