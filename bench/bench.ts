@@ -17,6 +17,7 @@
  * PHASES=idle deno task bench                  # CPU of an idle daemon and an idle dashboard
  * PHASES=console RUNS=1 deno task bench        # the web console at 1,000,000 jobs, SQLite and PostgreSQL
  * PHASES=work RUNS=3 deno task bench           # a work queue of 100,000 open items, SQLite and PostgreSQL
+ * PHASES=flow deno task bench                  # global and partition limits against none
  * BENCH_DB=postgres://postgres@127.0.0.1:5432/test deno task bench   # the same on PostgreSQL
  * ```
  *
@@ -45,6 +46,7 @@ import { CAPPED_OLD_SPACE_MB, phaseIngest } from "./ingest.ts";
 import { phaseReport } from "./report.ts";
 import { type BulkTimes, type ConsoleTimes, phaseConsole, phaseConsoleBulk } from "./console.ts";
 import { phaseWork, type WorkTimes } from "./work.ts";
+import { phaseFlow } from "./flow.ts";
 
 const ALL_PHASES = [
   "bulk",
@@ -63,6 +65,7 @@ const ALL_PHASES = [
   "ingest",
   "report",
   "idle",
+  "flow",
   // Opt-in (PHASES=console): two stores of 1,000,000 jobs take minutes to build.
   "console",
   // Opt-in (PHASES=work): two stores of 100,000 work items take a minute or more to build.
@@ -108,6 +111,12 @@ const CFG = {
   /** Runs of the fan-out workflow (list -> WF_FANOUT_ITEMS items -> fan-in). */
   wfFanoutRuns: env("WF_FANOUT_RUNS", 60),
   wfFanoutItems: env("WF_FANOUT_ITEMS", 100),
+  /** Jobs the flow phase drains each way (none, global, partition). */
+  flowN: env("FLOW_N", 10_000),
+  /** Runtimes (connections) in the flow phase, CONCURRENCY slots each. */
+  flowRuntimes: env("FLOW_RUNTIMES", 3),
+  /** How long each flow job takes, ms (0: no-op jobs). */
+  flowJobMs: env("FLOW_JOB_MS", 10),
   pollMs: 5,
   timeoutMs: env("TIMEOUT_MS", 60_000),
 };
@@ -578,6 +587,46 @@ async function runPhase(phase: Phase, run: number): Promise<void> {
         `run ${run} prune: ${fmt("rows/s", v.rowsPerS)} rows/s, ${
           fmt("jobs/s", v.claimsPerS)
         } claims/s beside it, longest wait ${v.claimWaitMaxMs.toFixed(1)} ms`,
+      );
+      break;
+    }
+    case "flow": {
+      const v = await phaseFlow(
+        DB,
+        {
+          jobs: CFG.flowN,
+          runtimes: CFG.flowRuntimes,
+          jobMs: CFG.flowJobMs,
+          timeoutMs: CFG.timeoutMs,
+        },
+        run,
+        log,
+      );
+      const each = `${CFG.flowRuntimes} x ${CONCURRENCY} slots, ${CFG.flowJobMs} ms jobs`;
+      record("flow_none_per_s", `flow: no limit (${each})`, "jobs/s", v.none);
+      record(
+        "flow_global_per_s",
+        `flow: global ${CFG.flowRuntimes * CONCURRENCY}`,
+        "jobs/s",
+        v.global,
+      );
+      record("flow_partition_per_s", "flow: 100 tenants, partition limit 1", "jobs/s", v.partition);
+      record("flow_fair_per_s", "flow: 100 tenants, no limit (fair)", "jobs/s", v.fair);
+      record(
+        "flow_partition_args_per_s",
+        "flow: 100 args.account, partition limit 1",
+        "jobs/s",
+        v.partition_args,
+      );
+      for (const way of ["global", "partition", "fair", "partition_args"] as const) {
+        record(`flow_${way}_vs_none`, `flow: ${way} / none`, "x", v[way] / v.none);
+      }
+      log(
+        `run ${run} flow: global ${(v.global / v.none).toFixed(2)}x, partition ${
+          (v.partition / v.none).toFixed(2)
+        }x, fair ${(v.fair / v.none).toFixed(2)}x, partition by args ${
+          (v.partition_args / v.none).toFixed(2)
+        }x of none`,
       );
       break;
     }
@@ -1099,6 +1148,11 @@ const KEYS = [
   "report_postgres_peak_mb",
   "idle_cpu_ms_per_s",
   "idle_tui_cpu_ms_per_s",
+  "flow_none_per_s",
+  "flow_global_per_s",
+  "flow_partition_per_s",
+  "flow_fair_per_s",
+  "flow_partition_args_per_s",
   "console_build_s",
   "console_page_p95_ms_max",
   "console_search_p95_ms",
@@ -1182,6 +1236,11 @@ const liveRatios = ["", "_pg"].map((pg) =>
   ratio(`console_live_reads_per_tick_10${pg}`, `console_live_reads_per_tick_1${pg}`)
 ).filter((r) => r !== null);
 result.console_live_reads_10_vs_1 = liveRatios.length > 0 ? Math.max(...liveRatios) : null;
+// Each limited drain against the unlimited one of the same pass, then the median (the aim is >= 0.8).
+result.flow_global_vs_none = ratio("flow_global_per_s", "flow_none_per_s");
+result.flow_partition_vs_none = ratio("flow_partition_per_s", "flow_none_per_s");
+result.flow_fair_vs_none = ratio("flow_fair_per_s", "flow_none_per_s");
+result.flow_partition_args_vs_none = ratio("flow_partition_args_per_s", "flow_none_per_s");
 result.step_vs_job = stepVsJob.length > 0 ? rounded("x", Math.max(...stepVsJob)) : null;
 Object.assign(result, {
   store: STORE,

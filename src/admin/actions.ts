@@ -44,6 +44,8 @@ export const ACTIONS = {
   "bulk.abort": ACT,
   "queue.pause": ACT,
   "queue.resume": ACT,
+  /** Flow limits stored for a queue (`jobs queues set`), overriding the file's on every node. */
+  "queue.limits": ACT,
   "schedule.disable": ACT,
   "schedule.enable": ACT,
   "schedule.run": ACT,

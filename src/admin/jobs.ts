@@ -476,6 +476,7 @@ export async function enqueueJob(
       worker,
       queue: result.queue,
       duplicate: result.duplicate,
+      ...(result.replaced ? { replaced: true } : {}),
     });
     return result;
   });

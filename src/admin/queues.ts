@@ -2,13 +2,21 @@
  * Queues as the command line and the TUI show and act on them: every queue
  * anyone knows of (jobs, a stored pause, the schedules file, a schedule, a
  * node) with its jobs by state, whether it is paused and by whom, and who
- * runs it how wide; and pausing or resuming one for every process on the
- * store, audited in the same transaction.
+ * runs it how wide; pausing or resuming one for every process on the
+ * store, and storing its flow limits (which every node's next claim
+ * reads), each audited in the same transaction.
  *
  * @module
  */
 
 import { JOB_STATES, type JobState } from "../kernel/types.ts";
+import {
+  type FlowLimits,
+  partitionByText,
+  type RateLimit,
+  type StoredLimits,
+} from "../kernel/flow.ts";
+import { tryParseDuration } from "../text/durations.ts";
 import type { ScheduleConfig } from "../config/types.ts";
 import type { Store } from "../store/store.ts";
 import { type Actor, audit } from "./audit.ts";
@@ -57,6 +65,107 @@ export async function setQueuePaused(
     await audit(tx, who, paused ? "queue.pause" : "queue.resume", `queue:${queue}`, { was });
     return { queue, paused, was };
   });
+}
+
+/**
+ * A change of a queue's stored flow limits: a number sets one, null removes
+ * it (the file's applies again), absent keeps it.
+ */
+export interface QueueLimitsChange {
+  global?: number | null;
+  partitionLimit?: number | null;
+  rate?: RateLimit | null;
+}
+
+/** No stored limit. */
+const NO_LIMITS: StoredLimits = { global: null, partitionLimit: null, rate: null };
+
+/**
+ * Stores `change` to the flow limits of `queue` for every node (each
+ * node's next claim reads them, overriding its file's), audited
+ * (`queue.limits`, with the limits before and after) in the same
+ * transaction.
+ */
+export async function setQueueLimits(
+  store: Store,
+  queue: string,
+  change: QueueLimitsChange,
+  who: Actor,
+): Promise<{ queue: string; was: StoredLimits; limits: StoredLimits }> {
+  return await store.transaction(async (tx) => {
+    const row = (await tx.queueLimitsList()).find((q) => q.name === queue);
+    const was: StoredLimits = row
+      ? { global: row.global, partitionLimit: row.partitionLimit, rate: row.rate }
+      : NO_LIMITS;
+    const limits: StoredLimits = {
+      global: change.global === undefined ? was.global : change.global,
+      partitionLimit: change.partitionLimit === undefined
+        ? was.partitionLimit
+        : change.partitionLimit,
+      rate: change.rate === undefined ? was.rate : change.rate,
+    };
+    await tx.queueLimitsSet({ name: queue, limits, now: who.now });
+    await audit(tx, who, "queue.limits", `queue:${queue}`, { was, limits });
+    return { queue, was, limits };
+  });
+}
+
+/** A limit as an operator writes it: a whole number of at least 1, or `none` (null); else a reason. */
+export function parseLimit(text: string): { ok: true; value: number | null } | {
+  ok: false;
+  reason: string;
+} {
+  if (text === "none") return { ok: true, value: null };
+  if (!/^[1-9][0-9]{0,8}$/.test(text)) {
+    return { ok: false, reason: "must be a whole number of at least 1, or none" };
+  }
+  return { ok: true, value: Number(text) };
+}
+
+/**
+ * A rate as an operator writes it: `<limit>/<period>` with an optional
+ * `:<burst>` (`100/1m`, `100/1m:10`; burst defaults to the limit), or
+ * `none` (null); else a reason.
+ */
+export function parseRate(text: string): { ok: true; value: RateLimit | null } | {
+  ok: false;
+  reason: string;
+} {
+  if (text === "none") return { ok: true, value: null };
+  const m = /^([1-9][0-9]{0,8})\/([^:]+)(?::([1-9][0-9]{0,8}))?$/.exec(text);
+  const per = m ? tryParseDuration(m[2]!) : null;
+  if (!m || !per?.ok || per.ms < 1) {
+    return { ok: false, reason: "must be <limit>/<period>[:<burst>], such as 100/1m or 100/1m:10" };
+  }
+  const limit = Number(m[1]);
+  return { ok: true, value: { limit, perMs: per.ms, burst: m[3] ? Number(m[3]) : limit } };
+}
+
+/** Stored limits as `jobs queues set` prints them: `global 3, partition 2, rate 100/60000ms:10`. */
+export function limitsText(limits: StoredLimits): string {
+  const parts = [
+    limits.global === null ? null : `global ${limits.global}`,
+    limits.partitionLimit === null ? null : `partition limit ${limits.partitionLimit}`,
+    limits.rate === null
+      ? null
+      : `rate ${limits.rate.limit} per ${limits.rate.perMs}ms, burst ${limits.rate.burst}`,
+  ].filter((p) => p !== null);
+  return parts.length === 0 ? "none stored (the schedules file's apply)" : parts.join(", ");
+}
+
+/** A queue's declared flow limits as one line: `global 5, partition by tenant limit 2, rate ...`. */
+export function flowText(flow: FlowLimits): string {
+  const rate = (r: RateLimit) => `${r.limit} per ${r.perMs}ms, burst ${r.burst}`;
+  const p = flow.partition;
+  return [
+    flow.global === undefined ? null : `global ${flow.global}`,
+    p === undefined ? null : [
+      `partition by ${partitionByText(p.by)}`,
+      p.limit === undefined ? null : `limit ${p.limit}`,
+      p.rate === undefined ? null : `rate ${rate(p.rate)}`,
+    ].filter((x) => x !== null).join(" "),
+    flow.rate === undefined ? null : `rate ${rate(flow.rate)}`,
+  ].filter((x) => x !== null).join(", ");
 }
 
 /**

@@ -64,6 +64,8 @@ import { defineWorker, type Worker } from "../kernel/worker.ts";
 import type { Schedule } from "../schedule/types.ts";
 import type { StoreLostError } from "../store/errors.ts";
 import type { Store } from "../store/store.ts";
+import type { ScheduleConfig } from "../config/types.ts";
+import type { FlowLimits } from "../kernel/flow.ts";
 import type { Logger } from "../kernel/logger.ts";
 import { ScheduleSource } from "../runtime/schedule_source.ts";
 import { openWhenReachable } from "../runtime/store_health.ts";
@@ -424,6 +426,8 @@ export async function runDaemon(options: DaemonOptions, deps: DaemonDeps): Promi
     // Several daemons share a PostgreSQL database: one of them maintains.
     maintenance: jobs.store.kind === "postgres" ? "leader" : "everywhere",
     schedules: () => source.config.schedules,
+    // The file's flow limits, read at each claim: a reload applies from the next.
+    flow: () => flowsOf(source.config.queues),
     // The file's `pruner:`, read before each pass: a reload applies from the next one.
     pruneMs: () => prunerSettings(source.config.pruner).everyMs,
     pruner: () => {
@@ -784,6 +788,18 @@ export const BULK_CONCURRENCY = 1;
 export const REPORT_CONCURRENCY = 2;
 
 /** The file's queues, plus every queue a schedule names, at concurrency 10 unless declared. */
+/** The flow limits the file declares, by queue (cached per `queues:` object: read at each claim). */
+function flowsOf(queues: ScheduleConfig["queues"]): Record<string, FlowLimits> {
+  let flows = FLOWS.get(queues);
+  if (flows === undefined) {
+    flows = {};
+    for (const [name, q] of Object.entries(queues)) if (q.flow) flows[name] = q.flow;
+    FLOWS.set(queues, flows);
+  }
+  return flows;
+}
+const FLOWS = new WeakMap<ScheduleConfig["queues"], Record<string, FlowLimits>>();
+
 function queuesOf(
   source: {
     config: {

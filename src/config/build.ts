@@ -33,11 +33,13 @@ import {
 } from "../workflow/types.ts";
 import { WORKFLOW_START_WORKER } from "../kernel/runs.ts";
 import type { LocalTimePolicy, Schedule, Timing } from "../schedule/types.ts";
-import type { PrunerConfig, ScheduleConfig } from "./types.ts";
+import type { PrunerConfig, QueueConfig, ScheduleConfig } from "./types.ts";
+import { type FlowLimits, isLimited, type RateLimit } from "../kernel/flow.ts";
 import type { RunSpec, Selection } from "../kernel/runs.ts";
 import {
   fileSchema,
   type RawDefaults,
+  type RawQueue,
   type RawSchedule,
   type RawUseCase,
   type RawWorkflow,
@@ -117,10 +119,14 @@ export function build(raw: unknown, path: string): ScheduleConfig {
   return compact<ScheduleConfig>({
     version: 1,
     queues: Object.fromEntries(
-      Object.entries(file.queues ?? {}).map(([name, queue]) => [name, {
-        concurrency: queue.concurrency ?? DEFAULT_CONCURRENCY,
-        paused: queue.paused ?? false,
-      }]),
+      Object.entries(file.queues ?? {}).map(([name, queue]) => [
+        name,
+        compact<QueueConfig>({
+          concurrency: queue.concurrency ?? DEFAULT_CONCURRENCY,
+          paused: queue.paused ?? false,
+          flow: flowOf(queue),
+        }),
+      ]),
     ),
     schedules: (file.schedules ?? []).flatMap((schedule) =>
       perTenant(schedule).map((one) => toSchedule(one, defaults, byId, pipelinesById))
@@ -374,4 +380,21 @@ function toRun(run: RawSchedule["run"]): RunSpec {
 /** Drops the keys whose value is undefined, so that optional fields are absent, not undefined. */
 function compact<T extends object>(value: T): T {
   return Object.fromEntries(Object.entries(value).filter(([, v]) => v !== undefined)) as T;
+}
+
+/** A queue's `global`, `partition` and `rate` as {@linkcode FlowLimits}, or undefined when none. */
+function flowOf(queue: RawQueue): FlowLimits | undefined {
+  const rate = (
+    r: { limit: number; per: number; burst?: number } | undefined,
+  ): RateLimit | undefined => r && { limit: r.limit, perMs: r.per, burst: r.burst ?? r.limit };
+  const flow = compact<FlowLimits>({
+    global: queue.global,
+    partition: queue.partition && compact({
+      by: queue.partition.by,
+      limit: queue.partition.limit,
+      rate: rate(queue.partition.rate),
+    }),
+    rate: rate(queue.rate),
+  });
+  return isLimited(flow) ? flow : undefined;
 }

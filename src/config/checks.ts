@@ -64,13 +64,21 @@ export function validate(report: Reporter, workers?: WorkerNames, readQuery?: Qu
   const root = fields(report.raw);
   const defaults = fields(root?.defaults) ?? {};
   if (root?.defaults !== undefined) checkBackoff(report, ["defaults"], defaults);
-  for (const name of Object.keys(fields(root?.queues) ?? {})) {
+  for (const [name, queue] of Object.entries(fields(root?.queues) ?? {})) {
     if (!NAME.test(name)) {
       report.add(
         "schedule-invalid",
         ["queues"],
         "name must be 1-128 letters, digits or ._:/-, starting with a letter or digit",
         name,
+      );
+    }
+    const partition = fields(fields(queue)?.partition);
+    if (partition && partition.limit === undefined && partition.rate === undefined) {
+      report.add(
+        "schedule-invalid",
+        ["queues", name, "partition"],
+        "partition needs a limit (jobs executing per key), a rate (starts per key), or both",
       );
     }
   }

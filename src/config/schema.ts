@@ -22,6 +22,7 @@ import { validateCron } from "../schedule/occurrences.ts";
 import { type IssueParams, type Path, quote } from "./report.ts";
 import { reportLimitsSchema } from "./reports.ts";
 import { zoneId } from "../schedule/zones.ts";
+import { parsePartitionBy } from "../kernel/flow.ts";
 
 /** The largest `batch_size` and `pruner.batch`: one transaction stays short. */
 export const MAX_BATCH_SIZE = 10_000;
@@ -539,10 +540,33 @@ export const workQueueSchema = z.strictObject({
   bulk: z.array(workBulkSchema).optional(),
   roles: z.array(nonEmpty).optional(),
 });
+/** `rate:` of a queue or a partition: at most `limit` starts per `per`, `burst` at once. */
+const rateSchema = z.strictObject({
+  limit: whole().min(1),
+  per: duration.refine((ms) => ms >= 1, { error: "must be at least 1ms" }),
+  burst: whole().min(1).optional(),
+});
+
+/** `partition.by:` where a job's partition key is read: its tenant, an arg or a meta key. */
+const partitionBy = z.string({ error: "must be tenant, args.<key> or meta.<key>" }).transform(
+  (text, ctx) => {
+    const by = parsePartitionBy(text);
+    if (by !== null) return by;
+    issue(ctx, "must be tenant, args.<key> or meta.<key> (a key of letters, digits, _ or -)");
+    return z.NEVER;
+  },
+);
 
 const queueSchema = z.strictObject({
   concurrency: whole().min(1).optional(),
   paused: z.boolean().optional(),
+  global: whole().min(1).optional(),
+  partition: z.strictObject({
+    by: partitionBy,
+    limit: whole().min(1).optional(),
+    rate: rateSchema.optional(),
+  }).optional(),
+  rate: rateSchema.optional(),
 });
 
 /** The `pruner:` mapping: the daemon's retention sweep, each field optional. */
@@ -584,6 +608,8 @@ export type RawWorkflow = z.output<typeof workflowSchema>;
 export type RawPipeline = z.output<typeof pipelineSchema>;
 /** A work queue as the schema outputs it: its lease in milliseconds. */
 export type RawWorkQueue = z.output<typeof workQueueSchema>;
+/** A queue of `queues:` as the schema outputs it: durations in milliseconds, `by` parsed. */
+export type RawQueue = z.output<typeof queueSchema>;
 /** `pruner:` as the schema outputs it: durations in milliseconds, nothing defaulted. */
 export type RawPruner = z.output<typeof prunerSchema>;
 

@@ -10,6 +10,7 @@ import type { CompiledWorkflow, StepRun } from "../workflow/types.ts";
 import type { CompiledPipeline } from "../ingest/types.ts";
 import type { CompiledReport } from "../report/definition.ts";
 import type { WorkQueueDefinition } from "../workqueue/types.ts";
+import type { FlowLimits } from "../kernel/flow.ts";
 
 /**
  * The file's `pruner:` section: how the daemon's retention sweep runs. Only
@@ -27,11 +28,20 @@ export interface PrunerConfig {
   retention?: { completed?: number; cancelled?: number; discarded?: number };
 }
 
+/** One queue of the file's `queues:`, defaults applied. */
+export interface QueueConfig {
+  /** Jobs run at once on each node. */
+  concurrency: number;
+  paused: boolean;
+  /** `global`, `partition` and `rate`, when any is declared. */
+  flow?: FlowLimits;
+}
+
 /** A whole `schedules.yaml`, validated. */
 export interface ScheduleConfig {
   version: 1;
   /** Queue name -> settings declared in the file. */
-  queues: Record<string, { concurrency: number; paused: boolean }>;
+  queues: Record<string, QueueConfig>;
   schedules: Schedule[];
   /** The `pruner:` section, when the file has one. */
   pruner?: PrunerConfig;

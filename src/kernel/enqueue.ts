@@ -5,7 +5,7 @@
  * @module
  */
 
-import { checkUnique, uniqueKey, type UniqueOptions } from "./unique.ts";
+import { checkUnique, debounceOf, uniqueKey, type UniqueOptions } from "./unique.ts";
 import type { NewJob } from "./types.ts";
 import {
   checkMaxAttempts,
@@ -156,7 +156,11 @@ export function buildJob(
     throw new EnqueueError((error as Error).message);
   }
   const argsText = serializeArgs(args, where, argsLimit);
-  const scheduledAt = scheduleOf(options, now, where);
+  const debounce = unique ? debounceOf(unique) : null;
+  // A debounced job waits its window, so later inserts can replace it.
+  const scheduledAt = debounce && options.in === undefined && options.at === undefined
+    ? now + debounce.windowMs
+    : scheduleOf(options, now, where);
   if (options.tags && !options.tags.every((t) => typeof t === "string")) {
     throw new EnqueueError(`${where}: tags must be strings, got ${JSON.stringify(options.tags)}`);
   }
@@ -177,6 +181,7 @@ export function buildJob(
     occurrence: null,
     scheduleId: null,
     scheduledFor: null,
+    ...(debounce ? { debounce: { extend: debounce.extend } } : {}),
   };
 }
 

@@ -122,6 +122,13 @@ export interface NewJob {
   occurrence: string | null;
   scheduleId: string | null;
   scheduledFor: number | null;
+  /**
+   * Debounce on the unique key: when a job holding it still waits
+   * (scheduled, available, retryable), this insert replaces its args, meta,
+   * tags and priority instead of being refused, and with `extend` pushes
+   * its start out to this job's `scheduledAt` (never earlier).
+   */
+  debounce?: { extend: boolean } | null;
 }
 
 /**
@@ -137,6 +144,8 @@ export type JobDefinition = Pick<
 export interface InsertResult {
   id: number;
   duplicate: boolean;
+  /** A debounced insert replaced the waiting job `id` (which is `duplicate` too). */
+  replaced?: boolean;
   queue: string;
   state: JobState;
 }

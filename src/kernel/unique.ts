@@ -29,6 +29,24 @@ export interface UniqueOptions {
   states?: "incomplete" | "all";
   /** Whether the queue is part of the identity. @default false */
   byQueue?: boolean;
+  /**
+   * Debounce: the job waits this many ms (unless `in` or `at` say when),
+   * and a later insert of the same key while it still waits replaces its
+   * args (and meta, tags, priority) instead of being refused: "re-index
+   * this at most once a minute, with the latest args". With `extend`, each
+   * such insert also pushes the start out to a full window after it. An
+   * insert while the job executes is refused as a duplicate.
+   */
+  debounce?: number | { window: number; extend?: boolean };
+}
+
+/** A unique option's debounce as a window in ms and whether inserts extend it; null without one. */
+export function debounceOf(unique: UniqueOptions): { windowMs: number; extend: boolean } | null {
+  const d = unique.debounce;
+  if (d === undefined) return null;
+  return typeof d === "number"
+    ? { windowMs: d, extend: false }
+    : { windowMs: d.window, extend: d.extend ?? false };
 }
 
 /** Validates unique options, naming the bad field and value. */
@@ -45,6 +63,18 @@ export function checkUnique(unique: UniqueOptions, where: string): void {
     throw new RangeError(
       `${where}: unique.period must be a positive number of ms, got ${unique.period}`,
     );
+  }
+  if (unique.debounce !== undefined) {
+    const windowMs = typeof unique.debounce === "number"
+      ? unique.debounce
+      : unique.debounce?.window;
+    if (typeof windowMs !== "number" || !(Number.isFinite(windowMs) && windowMs >= 0)) {
+      throw new RangeError(
+        `${where}: unique.debounce must be a number of ms >= 0 or { window, extend }, got ${
+          JSON.stringify(unique.debounce)
+        }`,
+      );
+    }
   }
   const states = unique.states ?? "incomplete";
   if (states !== "incomplete" && states !== "all") {

@@ -13,6 +13,7 @@ import { ShutdownError } from "../kernel/abort_reasons.ts";
 import { type CursorStore, execute, type Registry } from "../kernel/executor.ts";
 import type { ClaimedJob, JobResult } from "../kernel/types.ts";
 import type { Lease, Store } from "../store/store.ts";
+import type { FlowLimits } from "../kernel/flow.ts";
 import { setImmediate } from "node:timers";
 import type { Logger } from "../kernel/logger.ts";
 import type { StoreHealth } from "./store_health.ts";
@@ -32,6 +33,11 @@ export interface ProducerDeps {
   cursors?: CursorStore;
   /** Told the queues a record gave new available jobs (the next steps of workflow runs). */
   onEnqueued?: (queues: string[]) => void;
+  /**
+   * The flow limits the file or the library declares for `queue`, read at
+   * each claim (a reload applies from the next); the store adds those stored.
+   */
+  flow?: (queue: string) => FlowLimits | null;
 }
 
 interface Running {
@@ -59,6 +65,12 @@ const OUTAGE_BACKOFF_MS = [50, 100, 250, 500, 1000, 2000, 4000];
 const PREFETCH_HORIZON_MS = 20;
 /** The most claimed-but-not-started jobs a producer holds, per slot. */
 const PREFETCH_PER_SLOT = 50;
+/**
+ * How soon a producer whose claim a flow limit held back with nothing taken
+ * asks again, in ms (jittered +/- 20 %): slots freed on other nodes and
+ * tokens refilled over time commit nothing that wakes it.
+ */
+const HELD_RETRY_MS = 50;
 /** Results are written at the latest once this many wait... */
 const FLUSH_BATCH = 512;
 /**
@@ -92,6 +104,9 @@ export class Producer {
   #wakes = 0;
   #wakeUp: (() => void) | null = null;
   #flushTimer: ReturnType<typeof setTimeout> | null = null;
+  /** The last claim was held back by a flow limit (see jobsClaim's `held`). */
+  #held = false;
+  #heldTimer: ReturnType<typeof setTimeout> | null = null;
   #outages = 0;
   /** Aborted by abandonAll(): a backoff wait ends at once. */
   #halt = new AbortController();
@@ -207,6 +222,9 @@ export class Producer {
 
   /** How many jobs this producer wants in hand (running + buffered). */
   #target(): number {
+    // Under a flow limit that holds jobs back, a prefetched job would hold
+    // a slot of the limit while it waits here: claim only the free slots.
+    if (this.#held) return this.concurrency;
     const perSlot = Math.min(PREFETCH_PER_SLOT, Math.floor(PREFETCH_HORIZON_MS / this.#meanMs));
     return this.concurrency * (1 + perSlot);
   }
@@ -241,13 +259,14 @@ export class Producer {
         this.#pending = [];
         const wakes = this.#wakes;
         try {
-          const { jobs, report } = await store.jobsClaim({
+          const { jobs, report, held } = await store.jobsClaim({
             queue: this.queue,
             node,
             limit: want,
             now: clock.now(),
             leaseMs,
             results,
+            flow: this.#deps.flow?.(this.queue) ?? null,
           });
           this.#outages = 0;
           health.succeeded(this.#source);
@@ -260,6 +279,11 @@ export class Producer {
           // it was under way: what woke it may have committed after the
           // claim read the queue.
           if (want > 0 && jobs.length < want && this.#wakes === wakes) this.#maybeMore = false;
+          // A flow limit held jobs back: slots freed on other nodes and
+          // tokens refilled wake nobody, so look again soon, and claim again
+          // with the results of the jobs this claim took.
+          this.#held = held === true;
+          if (this.#held && jobs.length === 0) this.#armHeldTimer();
           for (const job of jobs) this.#buffer.push(job);
         } catch (error) {
           // The store is locked or gone: keep the results (and renew their
@@ -311,6 +335,8 @@ export class Producer {
     }
     this.#meanMs = this.#meanMs === Infinity ? ms : this.#meanMs * 0.9 + ms * 0.1;
     this.#running.delete(job.id);
+    // Its slot is free under the limit that held others back: take the next.
+    if (this.#held) this.#maybeMore = true;
     if (!running.abandoned) {
       if (this.#pending.length === 0) this.#pendingSince = performance.now();
       this.#pending.push(result);
@@ -402,6 +428,17 @@ export class Producer {
     }
   }
 
+  /** Wakes the loop {@linkcode HELD_RETRY_MS} from now (jittered), once. */
+  #armHeldTimer(): void {
+    if (this.#heldTimer !== null) return;
+    // Real time on purpose, as the flush timer: the claim decides, this only asks again.
+    const ms = HELD_RETRY_MS * (0.8 + 0.4 * this.#deps.random());
+    this.#heldTimer = setTimeout(() => {
+      this.#heldTimer = null;
+      this.wake();
+    }, ms);
+  }
+
   #armFlushTimer(): void {
     if (this.#flushTimer !== null) return;
     // Real time on purpose: this only batches writes, it decides nothing.
@@ -414,6 +451,8 @@ export class Producer {
   #clearFlushTimer(): void {
     if (this.#flushTimer !== null) clearTimeout(this.#flushTimer);
     this.#flushTimer = null;
+    if (this.#heldTimer !== null) clearTimeout(this.#heldTimer);
+    this.#heldTimer = null;
   }
 
   /** Waits longer after each failure in a row, up to a few seconds; logging is the health's. */

@@ -21,6 +21,7 @@ import { beat } from "./heartbeat.ts";
 import { Leadership } from "./leadership.ts";
 import { rescueOrphans, returnExpiredClaims } from "./lifeline.ts";
 import type { Logger } from "../kernel/logger.ts";
+import type { FlowLimits } from "../kernel/flow.ts";
 import { Producer } from "./producer.ts";
 import { LeaseExpiredError, LeaseLostError } from "../kernel/abort_reasons.ts";
 import {
@@ -40,6 +41,13 @@ import type { Schedule } from "../schedule/types.ts";
 export interface RuntimeOptions {
   /** Queue name -> concurrency (jobs run at once on this node). */
   queues: Record<string, number>;
+  /**
+   * Queue name -> flow limits across every node (`global`, `partition`,
+   * `rate`); a function is read at each claim, so a reloaded file applies
+   * from the next. Limits stored with `jobs queues set` override these.
+   * @default {} (none)
+   */
+  flow?: Record<string, FlowLimits> | (() => Record<string, FlowLimits>);
   /** This node's name; unique per process. */
   node: string;
   /**
@@ -170,6 +178,7 @@ export class Runtime {
       maintenance: "everywhere",
       leaderTtlMs: 15_000,
       pruner: {},
+      flow: {},
       ...options,
     };
     this.health = new StoreHealth(
@@ -211,6 +220,7 @@ export class Runtime {
           health: this.health,
           cursors: deps.store,
           onEnqueued: (queues) => this.wake(queues),
+          flow: (queue) => read(this.#options.flow)[queue] ?? null,
         }),
       );
     }

@@ -50,6 +50,7 @@ export type {
   StoreTotp,
   TotpEnrolment,
 } from "./bulk_request_types.ts";
+import type { FlowLimits, StoredLimits } from "../kernel/flow.ts";
 
 /** What `migrate()` did. */
 export interface MigrationReport {
@@ -83,6 +84,8 @@ export const STORE_TX_METHODS = [
   "jobsList",
   "queuePause",
   "queuesList",
+  "queueLimitsSet",
+  "queueLimitsList",
   "schedulesSync",
   "schedulesList",
   "scheduleSetEnabled",
@@ -507,6 +510,7 @@ export interface Store<Tx extends StoreTx = StoreTx>
     StoreJobs,
     StoreCounts,
     StoreSettings,
+    StoreFlow,
     StoreNodes,
     StoreSchedules,
     StoreWorkflows,
@@ -593,7 +597,24 @@ export interface StoreJobs {
     results?: JobResult[];
     /** Claim jobs due by this instant instead of `now` (test drains of scheduled jobs). */
     dueBy?: number;
-  }): Promise<{ jobs: ClaimedJob[]; report: RecordReport }>;
+    /**
+     * The queue's flow limits as this node's file or library declares them;
+     * each limit stored for the queue (`queueLimitsSet`) overrides its
+     * counterpart. A limited queue, or one holding tenants' jobs, is claimed
+     * within its limits and round robin across its keys (see
+     * src/store/lifecycle/flow.ts).
+     */
+    flow?: FlowLimits | null;
+  }): Promise<{
+    jobs: ClaimedJob[];
+    report: RecordReport;
+    /**
+     * A flow limit held runnable jobs back from this claim's free slots:
+     * claim again soon, since slots freed on other nodes and tokens refilled
+     * over time wake nobody.
+     */
+    held?: boolean;
+  }>;
   /**
    * Writes the end of attempts, each only if its lease (id, executing, node,
    * fence) still holds; a result whose lease is gone is reported as lost and
@@ -791,6 +812,20 @@ export interface StoreCounts {
       latestAt: number;
     }[]
   >;
+}
+
+/** A queue's stored flow limits (`jobs queues set`), each overriding the file's when set. */
+export interface QueueLimitsRow extends StoredLimits {
+  name: string;
+  updatedAt: number;
+}
+
+/** Flow limits an operator stored per queue; every claim of the queue reads them. */
+export interface StoreFlow {
+  /** Stores the queue's limits (a row with none set is removed). */
+  queueLimitsSet(params: { name: string; limits: StoredLimits; now: number }): Promise<void>;
+  /** Every queue with stored limits, by name. */
+  queueLimitsList(): Promise<QueueLimitsRow[]>;
 }
 
 /** Operator settings, queue switches and the audit trail. */

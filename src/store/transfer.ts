@@ -5,7 +5,9 @@
  * occurrence identities, unique keys and schedules' recovery points exactly
  * as they were, so that a daemon on the target carries on where the source's
  * stopped. `nodes`, `leaders` and `schema_migrations` are not copied: they
- * belong to the processes and the schema of one store, not to its history.
+ * belong to the processes and the schema of one store, not to its history;
+ * nor are `flow_buckets`, the token buckets of rate limits: a missing bucket
+ * is a full one, and each refills within its period.
  *
  * Both sides are read through their adapters' own connections, inside one
  * transaction each: the source's holds still (SQLite: its write lock, so no
@@ -61,6 +63,7 @@ export const TRANSFER_TABLES = [
   "replays",
   "schedules",
   "queues",
+  "queue_limits",
   "settings",
   "audit",
   "workflow_runs",
@@ -167,6 +170,21 @@ const SPECS: readonly TableSpec[] = [
   {
     name: "queues",
     columns: [["name", text], ["paused", bool], ["concurrency", int], ["updated_at", int]],
+    key: ["name"],
+    paged: false,
+    sequence: false,
+  },
+  {
+    name: "queue_limits",
+    columns: [
+      ["name", text],
+      ["global_limit", int],
+      ["partition_limit", int],
+      ["rate_limit", int],
+      ["rate_per", int],
+      ["rate_burst", int],
+      ["updated_at", int],
+    ],
     key: ["name"],
     paged: false,
     sequence: false,

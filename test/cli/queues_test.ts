@@ -105,3 +105,71 @@ Deno.test("jobs pause and resume never create a store at a mistyped --db", async
     }
   });
 });
+
+Deno.test("jobs queues set stores a queue's flow limits for every node, audited; none removes one", async () => {
+  await withFiles(SCHEDULES, async ({ db, config }) => {
+    await withStore(db, () => Promise.resolve());
+    const run = (args: string[], now: number) =>
+      runJobs([...args, "--db", db, "--config", config], { now, env: ENV });
+    const set = await run(
+      ["queues", "set", "mail", "--global", "3", "--rate", "100/1m:10", "--reason", "provider cap"],
+      NOW,
+    );
+    assert.equal(set.code, 0, set.err);
+    assert.match(
+      set.out,
+      /^queue mail: global 3, rate 100 per 60000ms, burst 10, for every node on .* from its next claim \(was: none stored/,
+    );
+    const lowered = await run(
+      ["queues", "set", "mail", "--global", "none", "--partition-limit", "2", "--json"],
+      NOW + 1,
+    );
+    assert.equal(lowered.code, 0, lowered.err);
+    assert.deepEqual(JSON.parse(lowered.out).limits, {
+      global: null,
+      partitionLimit: 2,
+      rate: { limit: 100, perMs: 60_000, burst: 10 },
+    });
+    await withStore(db, async (store) => {
+      const [row] = await store.queueLimitsList();
+      assert.deepEqual([row!.name, row!.global, row!.partitionLimit], ["mail", null, 2]);
+      const audit = await store.auditList({ target: "queue:mail" });
+      assert.deepEqual(audit.map((a) => [a.action, a.reason]), [
+        ["queue.limits", "provider cap"],
+        ["queue.limits", null],
+      ]);
+    });
+
+    const bad = await run(["queues", "set", "mail", "--global", "0"], NOW + 2);
+    assert.equal(bad.code, 2);
+    assert.match(bad.err, /--global <n>.*"0" must be a whole number of at least 1, or none/);
+    const badRate = await run(["queues", "set", "mail", "--rate", "100 a minute"], NOW + 2);
+    assert.equal(badRate.code, 2);
+    assert.match(badRate.err, /"100 a minute" must be <limit>\/<period>\[:<burst>\]/);
+    const nothing = await run(["queues", "set", "mail"], NOW + 2);
+    assert.equal(nothing.code, 2);
+    assert.match(nothing.err, /give --global, --partition-limit or --rate/);
+    const unknown = await run(["queues", "set", "mial", "--global", "1"], NOW + 2);
+    assert.equal(unknown.code, 1);
+    assert.match(unknown.err, /did you mean "mail"\?/);
+  });
+});
+
+Deno.test("jobs queues lists the limits the file declares and those stored", async () => {
+  const file = SCHEDULES.replace(
+    "  mail: { concurrency: 2 }",
+    "  mail: { concurrency: 2, global: 4, partition: { by: args.account, limit: 1 } }",
+  );
+  await withFiles(file, async ({ db, config }) => {
+    await withStore(db, () => Promise.resolve());
+    const run = (args: string[]) =>
+      runJobs([...args, "--db", db, "--config", config], { now: NOW, env: ENV });
+    assert.equal((await run(["queues", "set", "mail", "--global", "2"])).code, 0);
+    const listed = await run(["queues"]);
+    assert.equal(listed.code, 0, listed.err);
+    assert.equal(
+      listed.out.trim(),
+      "mail: file global 4, partition by args.account limit 1; stored global 2",
+    );
+  });
+});

@@ -243,3 +243,38 @@ Deno.test("3 processes racing the same unique jobs on one file make exactly one 
   assert.equal(inserted.length, keys * rounds, "one insert per key reports duplicate: false");
   assert.equal(new Set(inserted.map((r) => r.key)).size, keys * rounds);
 });
+
+Deno.test("unique.debounce through the library: the worker runs once, with the latest args", async () => {
+  const seen: unknown[] = [];
+  const reindex = defineWorker<{ doc: number; rev: number }>({
+    name: "reindex",
+    unique: { by: { keys: ["doc"] }, debounce: 60_000 },
+    perform: (args) => {
+      seen.push(args);
+    },
+  });
+  await using t = await tempJobs([reindex]);
+  const first = await t.jobs.enqueue(reindex, { doc: 1, rev: 1 });
+  assert.equal(first.state, "scheduled");
+  t.clock.advance(10_000);
+  const second = await t.jobs.enqueue(reindex, { doc: 1, rev: 2 });
+  assert.deepEqual([second.id, second.duplicate, second.replaced], [first.id, true, true]);
+  t.clock.advance(50_000);
+  await drainQueue(t.jobs, "default");
+  assert.deepEqual(seen, [{ doc: 1, rev: 2 }]);
+});
+
+Deno.test("unique.debounce must be a number of ms or { window, extend }", () => {
+  for (const debounce of [-1, Number.NaN, { window: "1m" }]) {
+    assert.throws(
+      () =>
+        defineWorker({
+          name: "bad",
+          // deno-lint-ignore no-explicit-any
+          unique: { debounce: debounce as any },
+          perform: () => {},
+        }),
+      /unique\.debounce must be a number of ms >= 0 or \{ window, extend \}/,
+    );
+  }
+});

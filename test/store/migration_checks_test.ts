@@ -127,7 +127,12 @@ Deno.test("0010 keeps every job, attempt, index, the trigger and the id sequence
       const db = store.db;
       assert.deepEqual(rows(db, "jobs"), jobsBefore);
       assert.deepEqual(rows(db, "attempts"), attemptsBefore);
-      assert.deepEqual(schemaOf(db), schemaBefore);
+      // Every index and trigger as it was (later migrations may add more).
+      const after = schemaOf(db);
+      assert.deepEqual(
+        Object.fromEntries(Object.keys(schemaBefore).map((name) => [name, after[name]])),
+        schemaBefore,
+      );
       const leftovers = db.prepare(
         "SELECT name FROM sqlite_schema WHERE name LIKE '%rebuilt%'",
       ).all();

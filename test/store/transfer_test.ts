@@ -139,6 +139,11 @@ async function seed(store: SqliteStore): Promise<{ prunedId: number }> {
   });
   await store.queuePause({ name: "mail", paused: true, now });
   await store.queuePause({ name: "default", paused: false, now });
+  await store.queueLimitsSet({
+    name: "mail",
+    limits: { global: 3, partitionLimit: 2, rate: { limit: 100, perMs: 60_000, burst: 10 } },
+    now,
+  });
   await store.settingSet({ key: "retention", value: { completed: "7d" }, now });
   await store.settingSet({ key: "limits", value: [1, "two", { three: 3 }], now });
   for (const [i, target] of ["mail", "schedule:paused-one", `job:${a.id}`].entries()) {

@@ -69,6 +69,8 @@ interface EnqueueCliOptions {
   uniqueBy?: string;
   uniquePeriod?: number;
   uniqueStates?: string;
+  debounce?: number;
+  debounceExtend?: boolean;
   force?: boolean;
   reason?: string;
   actor?: string;
@@ -120,6 +122,16 @@ export function registerEnqueueCommand(program: Command, deps: CliDeps): void {
           parseDuration,
         )
         .option("--unique-states <which>", "incomplete or all (implies --unique)")
+        .option(
+          "--debounce <duration>",
+          "wait this long; a later enqueue of the same key meanwhile replaces this job's args " +
+            "instead of being refused (implies --unique)",
+          parseDuration,
+        )
+        .option(
+          "--debounce-extend",
+          "each replacing enqueue also restarts the wait (with --debounce)",
+        )
         .option(
           "--force",
           "enqueue a worker this configuration does not define (one run by another process)",
@@ -179,6 +191,12 @@ async function enqueueCommand(
     const result = await enqueueJob(store, worker, args, enqueue, who(options, deps));
     if (options.json) {
       deps.out(JSON.stringify(result));
+    } else if (result.replaced) {
+      deps.out(
+        `replaced the args of job ${result.id} (${result.state} on ${
+          cell(result.queue)
+        }), which holds the same unique key (debounce)`,
+      );
     } else if (result.duplicate) {
       deps.out(
         `duplicate of ${result.id}: job ${result.id} (${result.state} on ` +
@@ -314,7 +332,11 @@ function enqueueOptions(options: EnqueueCliOptions): EnqueueOptions {
     throw new CommandFailed(`jobs enqueue: --meta must be a JSON object`, 2);
   }
   const wantsUnique = options.unique || options.uniqueBy !== undefined ||
-    options.uniquePeriod !== undefined || options.uniqueStates !== undefined;
+    options.uniquePeriod !== undefined || options.uniqueStates !== undefined ||
+    options.debounce !== undefined;
+  if (options.debounceExtend && options.debounce === undefined) {
+    throw new CommandFailed(`jobs enqueue: --debounce-extend needs --debounce <duration>`, 2);
+  }
   return {
     queue: options.queue,
     priority: options.priority,
@@ -347,7 +369,14 @@ function uniqueOptions(options: EnqueueCliOptions): UniqueOptions {
       2,
     );
   }
-  return { by: parsedBy, period: options.uniquePeriod, states: statesGiven };
+  return {
+    by: parsedBy,
+    period: options.uniquePeriod,
+    states: statesGiven,
+    ...(options.debounce !== undefined
+      ? { debounce: { window: options.debounce, extend: options.debounceExtend ?? false } }
+      : {}),
+  };
 }
 
 function isObject(value: unknown): boolean {

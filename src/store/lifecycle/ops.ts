@@ -13,19 +13,20 @@
  */
 
 import type { Op } from "../../workflow/bookkeeping.ts";
+import type { FlowOp } from "./flow.ts";
 import type { JobOp } from "./jobs.ts";
 import type { LeaderOp } from "./leaders.ts";
 import type { ScheduleOp } from "./schedules.ts";
 import type { WorkItemOp } from "./work_items.ts";
 
 /** Any op a store answers for the shared lifecycle. */
-export type StoreOp = JobOp | ScheduleOp | LeaderOp | Op | WorkItemOp;
+export type StoreOp = JobOp | ScheduleOp | LeaderOp | FlowOp | Op | WorkItemOp;
 
 /** A generator of {@linkcode StoreOp}s returning `R`. */
 export type StoreOps<R> = Generator<StoreOp, R, unknown>;
 
 /** The concern whose file in each adapter answers an op. */
-export type OpConcern = "jobs" | "schedules" | "leaders" | "workflows" | "workItems";
+export type OpConcern = "jobs" | "schedules" | "leaders" | "flow" | "workflows" | "workItems";
 
 /**
  * Which concern answers each op: one table for both adapters, exhaustive,
@@ -60,6 +61,12 @@ const CONCERN_OF: Readonly<Record<StoreOp["op"], OpConcern>> = {
   leaderTake: "leaders",
   leaderGet: "leaders",
   leaderRelease: "leaders",
+  flowLock: "flow",
+  flowRead: "flow",
+  flowCursorSet: "flow",
+  flowBuckets: "flow",
+  flowTake: "flow",
+  flowBucketsWrite: "flow",
   all: "workflows",
   stepsByJobs: "workflows",
   stepsFinish: "workflows",
@@ -102,6 +109,11 @@ export function isScheduleOp(op: StoreOp): op is ScheduleOp {
 /** Whether a nodes-and-leaders file answers `op`. */
 export function isLeaderOp(op: StoreOp): op is LeaderOp {
   return CONCERN_OF[op.op] === "leaders";
+}
+
+/** Whether a flow file answers `op` (a limited claim's). */
+export function isFlowOp(op: StoreOp): op is FlowOp {
+  return CONCERN_OF[op.op] === "flow";
 }
 
 /** Whether a workflows file answers `op` (the workflow bookkeeping's). */

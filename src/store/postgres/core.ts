@@ -22,6 +22,7 @@ import { isStoreUnreachable, StoreLockedError, StoreOpenError } from "../errors.
 import { describeLocation } from "../location.ts";
 import { CountTally } from "../job_counts.ts";
 import {
+  isFlowOp,
   isLeaderOp,
   isScheduleOp,
   isWorkflowOp,
@@ -38,6 +39,8 @@ import { answerLeaderOp } from "./nodes.ts";
 import { answerWorkflowOp, WORKFLOW_WRITES } from "./workflows.ts";
 import { answerWorkItemOp } from "./work_items.ts";
 import { WORK_ITEM_WRITES } from "../lifecycle/work_items.ts";
+import { answerFlowOp } from "./flow.ts";
+import { FLOW_WRITES } from "../lifecycle/flow.ts";
 
 /** A schema name this store accepts: it is spliced into SET and CREATE statements. */
 const SCHEMA_NAME = /^[a-z_][a-z0-9_]{0,62}$/;
@@ -48,6 +51,7 @@ const COMPACT_EVERY_MS = 1000;
 /** The shared lifecycle's ops that answer nothing: they are pipelined. */
 const PIPELINED: ReadonlySet<StoreOp["op"]> = new Set<StoreOp["op"]>([
   ...JOB_WRITES,
+  ...FLOW_WRITES,
   ...SCHEDULE_WRITES,
   ...WORKFLOW_WRITES,
   ...WORK_ITEM_WRITES,
@@ -252,6 +256,7 @@ export class PostgresCore {
     if (isLeaderOp(op)) return answerLeaderOp(this, op, q);
     if (isWorkflowOp(op)) return answerWorkflowOp(this, op, q);
     if (isWorkItemOp(op)) return answerWorkItemOp(this, op, q);
+    if (isFlowOp(op)) return answerFlowOp(op, q, counts);
     return answerJobOp(this, op, q, counts);
   }
 }

@@ -29,6 +29,8 @@ import type {
 import type { JobFilter, JobMatch, JobsStopParams, Lease, StoreJobs } from "../store.ts";
 import { searchesShown, SearchPaging } from "../search.ts";
 import { checkBounds, checkLeaseExpired, toLeasedJob } from "../rows.ts";
+import { claimFlow } from "../lifecycle/flow.ts";
+import { type FlowLimits, isLimited } from "../../kernel/flow.ts";
 import {
   type JobOp,
   pruneJobs,
@@ -86,50 +88,33 @@ export function postgresJobs(core: PostgresCore): StoreJobs {
       leaseMs: number;
       results?: JobResult[];
       dueBy?: number;
-    }): Promise<{ jobs: ClaimedJob[]; report: RecordReport }> {
+      flow?: FlowLimits | null;
+    }): Promise<{ jobs: ClaimedJob[]; report: RecordReport; held?: boolean }> {
       const results = params.results ?? [];
-      if (results.every(isPlainCompletion)) {
-        return await claimAfterCompletions(core, params, results);
-      }
-      const claimed = await core.sql.begin(async (tx) => {
-        const counts = new CountTally();
-        const report = params.results?.length
-          ? await core.lifecycle(
-            tx,
-            recordResults({ node: params.node, now: params.now, results: params.results }),
-            counts,
-          )
-          : { recorded: [], lost: [] };
-        if (params.limit <= 0) {
-          await addCounts(tx, counts);
-          return { jobs: [], report };
-        }
-        const { node, now } = params;
-        // The picked ids as an array, not a join: once the table has
-        // statistics, a join of a few hundred picked rows is planned as a hash
-        // join over a sequential scan of every job, which grows with the table.
-        const rows = await tx`WITH picked AS (${pickRunnable(tx, params)})
-          UPDATE jobs SET ${takeLease(tx, { node, now, leaseMs: params.leaseMs })}
-          WHERE jobs.id = ANY(ARRAY(SELECT id FROM picked))
-          RETURNING jobs.id, queue, worker, args, meta, tags, occurrence, attempt, max_attempts,
-            priority, fence, inserted_at, scheduled_at, attempted_at, schedule_id, tenant`;
-        counts.move(params.queue, "available", "executing", rows.length);
-        await addCounts(tx, counts);
-        // RETURNING has no order of its own: hand them out in claim order.
-        const jobs = rows.map(toClaimed).sort((a, b) =>
-          a.priority - b.priority || a.scheduledAt - b.scheduledAt || a.id - b.id
+      const limited = isLimited(params.flow);
+      const plain = results.every(isPlainCompletion);
+      if (limited && plain) {
+        // The completions in their one statement first (their slots free
+        // before the count), then the limited claim, which holds the
+        // queue's flow lock for its own reads and write only.
+        const recorded = results.length > 0
+          ? await claimAfterCompletions(core, { ...params, limit: 0 }, results)
+          : { jobs: [], report: { recorded: [], lost: [] } };
+        if (params.limit <= 0) return recorded;
+        const flow = await core.sql.begin(async (tx) =>
+          await core.lifecycle(tx, claimFlow(params))
         );
-        // A schedule's claimed occurrences start it.
-        const occurrences = rows.filter((r) => r.schedule_id != null).map((r) => Number(r.id));
-        if (occurrences.length > 0) {
-          await tx`UPDATE schedules
-            SET last_started_at = greatest(coalesce(last_started_at, 0), ${now}::bigint)
-            FROM ${schedulesOf(tx, occurrences)} WHERE schedules.id = s.id`;
-        }
-        return { jobs, report };
-      });
+        await core.countsWritten(params.now);
+        return { ...flow, report: recorded.report };
+      }
+      const claimed = !limited && plain
+        ? await claimAfterCompletions(core, params, results)
+        : await recordAndClaim(core, params, limited);
+      // None: the queue is empty, paused, or limited by the store or its tenants.
+      if (limited || claimed.jobs.length > 0 || params.limit <= 0) return claimed;
+      const flow = await core.sql.begin(async (tx) => await core.lifecycle(tx, claimFlow(params)));
       await core.countsWritten(params.now);
-      return claimed;
+      return { ...flow, report: claimed.report };
     },
 
     async jobsRecord(
@@ -661,6 +646,21 @@ export async function insertJobs(
     const byKey = new Map(existing.map((r) => [r.unique_key as string | null, r]));
     for (const [i, job] of jobs.entries()) {
       if (out[i] !== null) continue;
+      if (job.debounce && job.uniqueKey !== null) {
+        // The waiting job holding the key takes this one's args, meta, tags
+        // and priority (and, extended, its later start).
+        const [replaced] = await q`UPDATE jobs SET args = ${job.args}, meta = ${job.meta},
+            tags = ${job.tags}, priority = ${job.priority}::integer,
+            scheduled_at = CASE WHEN ${job.debounce.extend}::boolean
+              THEN greatest(scheduled_at, ${job.scheduledAt}::bigint) ELSE scheduled_at END
+          WHERE unique_key = ${job.uniqueKey}
+            AND state IN ('scheduled', 'available', 'retryable')
+          RETURNING id, queue, state`;
+        if (replaced) {
+          out[i] = { ...toInsertResult(replaced, true), replaced: true };
+          continue;
+        }
+      }
       const row = (job.occurrence !== null ? byOccurrence.get(job.occurrence) : undefined) ??
         (job.uniqueKey !== null ? byKey.get(job.uniqueKey) : undefined);
       if (!row) throw new Error(`insert of a ${job.worker} job conflicted with a vanished row`);
@@ -668,6 +668,69 @@ export async function insertJobs(
     }
   }
   return out as InsertResult[];
+}
+
+/**
+ * Records `results` and claims in one transaction: the general form of
+ * {@linkcode StoreJobs.jobsClaim} (any results), and the limited claim's
+ * ({@linkcode claimFlow}) when `limited`.
+ */
+async function recordAndClaim(
+  core: PostgresCore,
+  params: {
+    queue: string;
+    node: string;
+    limit: number;
+    now: number;
+    leaseMs: number;
+    results?: JobResult[];
+    dueBy?: number;
+    flow?: FlowLimits | null;
+  },
+  limited: boolean,
+): Promise<{ jobs: ClaimedJob[]; report: RecordReport; held?: boolean }> {
+  const claimed = await core.sql.begin(async (tx) => {
+    const counts = new CountTally();
+    const report = params.results?.length
+      ? await core.lifecycle(
+        tx,
+        recordResults({ node: params.node, now: params.now, results: params.results }),
+        counts,
+      )
+      : { recorded: [], lost: [] };
+    if (params.limit <= 0 || limited) {
+      const flow = params.limit <= 0
+        ? { jobs: [], held: false }
+        : await core.lifecycle(tx, claimFlow(params), counts);
+      await addCounts(tx, counts);
+      return { ...flow, report };
+    }
+    const { node, now } = params;
+    // The picked ids as an array, not a join: once the table has
+    // statistics, a join of a few hundred picked rows is planned as a hash
+    // join over a sequential scan of every job, which grows with the table.
+    const rows = await tx`WITH picked AS (${pickRunnable(tx, params)})
+        UPDATE jobs SET ${takeLease(tx, { node, now, leaseMs: params.leaseMs })}
+        WHERE jobs.id = ANY(ARRAY(SELECT id FROM picked))
+        RETURNING jobs.id, queue, worker, args, meta, tags, occurrence, attempt, max_attempts,
+          priority, fence, inserted_at, scheduled_at, attempted_at, schedule_id, tenant`;
+    counts.move(params.queue, "available", "executing", rows.length);
+    await addCounts(tx, counts);
+    // RETURNING has no order of its own: hand them out in claim order.
+    const jobs = rows.map(toClaimed).sort((a, b) =>
+      a.priority - b.priority || a.scheduledAt - b.scheduledAt || a.id - b.id
+    );
+    // A schedule's claimed occurrences start it.
+    const occurrences = rows.filter((r) => r.schedule_id != null).map((r) => Number(r.id));
+    if (occurrences.length > 0) {
+      await tx`UPDATE schedules
+          SET last_started_at = greatest(coalesce(last_started_at, 0), ${now}::bigint)
+          FROM ${schedulesOf(tx, occurrences)} WHERE schedules.id = s.id`;
+    }
+    return { jobs, report };
+  });
+  await core.countsWritten(params.now);
+  return claimed;
 }
 
 /**
@@ -863,6 +926,11 @@ function pickRunnable(
     WHERE state = 'available' AND queue = ${queue}
       AND scheduled_at <= ${params.dueBy ?? params.now}::bigint
       AND NOT EXISTS (SELECT 1 FROM queues WHERE name = ${queue} AND paused)
+      -- A queue with stored limits or tenants' jobs waiting takes the
+      -- limited claim (lifecycle/flow.ts); both are one index probe.
+      AND NOT EXISTS (SELECT 1 FROM queue_limits WHERE name = ${queue})
+      AND NOT EXISTS (SELECT 1 FROM jobs AS t
+        WHERE t.state = 'available' AND t.queue = ${queue} AND t.tenant IS NOT NULL)
     ORDER BY priority, scheduled_at, id
     LIMIT ${params.limit}::bigint
     FOR UPDATE SKIP LOCKED`;

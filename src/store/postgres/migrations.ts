@@ -29,6 +29,7 @@ import bulkRequests from "../../../migrations/postgres/0013_bulk_requests.sql" w
 import workQueueMetrics from "../../../migrations/postgres/0014_work_queue_metrics.sql" with {
   type: "text",
 };
+import flow from "../../../migrations/postgres/0015_flow.sql" with { type: "text" };
 
 /** One numbered migration. */
 export interface Migration {
@@ -53,6 +54,7 @@ export const MIGRATIONS: readonly Migration[] = [
   { version: 12, name: "0012_work_items.sql", sql: workItems },
   { version: 13, name: "0013_bulk_requests.sql", sql: bulkRequests },
   { version: 14, name: "0014_work_queue_metrics.sql", sql: workQueueMetrics },
+  { version: 15, name: "0015_flow.sql", sql: flow },
 ];
 
 /** The migrations a database at schema `version` has not applied yet, in order. */

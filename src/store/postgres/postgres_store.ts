@@ -41,6 +41,7 @@ import type {
   StoreBulk,
   StoreBulkRequests,
   StoreCounts,
+  StoreFlow,
   StoreIngest,
   StoreJobs,
   StoreNodes,
@@ -64,6 +65,7 @@ import type { Sql } from "./fragments.ts";
 import { postgresJobs } from "./jobs.ts";
 import { postgresCounts } from "./counts.ts";
 import { postgresSettings } from "./settings.ts";
+import { postgresFlow } from "./flow.ts";
 import { postgresNodes } from "./nodes.ts";
 import { postgresSchedules } from "./schedules.ts";
 import { postgresWorkflows } from "./workflows.ts";
@@ -178,6 +180,7 @@ export interface PostgresStore
     StoreJobs,
     StoreCounts,
     StoreSettings,
+    StoreFlow,
     StoreNodes,
     StoreSchedules,
     StoreWorkflows,
@@ -223,6 +226,7 @@ export class PostgresStore implements Store<PostgresTx> {
       postgresJobs(core),
       postgresCounts(core),
       postgresSettings(core),
+      postgresFlow(core),
       postgresNodes(core),
       postgresSchedules(core),
       postgresWorkflows(core),
@@ -357,6 +361,7 @@ export class PostgresStore implements Store<PostgresTx> {
       const view: StoreTxMethods = {
         ...postgresJobs(core),
         ...postgresSettings(core),
+        ...postgresFlow(core),
         ...postgresSchedules(core),
         ...postgresWorkflows(core),
         ...postgresIngest(core),

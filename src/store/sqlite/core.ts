@@ -23,6 +23,7 @@ import { DatabaseSync, type StatementSync } from "node:sqlite";
 import { setImmediate } from "node:timers";
 import type { FileIdentity, StoreLostError } from "../errors.ts";
 import {
+  isFlowOp,
   isLeaderOp,
   isScheduleOp,
   isWorkflowOp,
@@ -41,6 +42,7 @@ import { answerScheduleOp } from "./schedules.ts";
 import { answerLeaderOp } from "./nodes.ts";
 import { answerWorkflowOp } from "./workflows.ts";
 import { answerWorkItemOp } from "./work_items.ts";
+import { answerFlowOp } from "./flow.ts";
 
 /** A concern file's statements: their SQL texts by name. */
 export type SqlTexts<K extends string = string> = Readonly<Record<K, string>>;
@@ -536,6 +538,7 @@ export class SqliteCore {
     if (isLeaderOp(op)) return answerLeaderOp(this, op);
     if (isWorkflowOp(op)) return answerWorkflowOp(this, op);
     if (isWorkItemOp(op)) return answerWorkItemOp(this, op);
+    if (isFlowOp(op)) return answerFlowOp(this, op);
     return answerJobOp(this, op);
   }
 }

@@ -39,6 +39,8 @@ import {
   stopJobs,
 } from "../lifecycle/jobs.ts";
 import { checkBounds, checkLeaseExpired, toLeasedJob } from "../rows.ts";
+import { claimFlow } from "../lifecycle/flow.ts";
+import { type FlowLimits, isLimited } from "../../kernel/flow.ts";
 import { countsAnswer, sumMatching } from "../job_counts.ts";
 import { returnArrays, type SqliteCore } from "./core.ts";
 import { countRows, UNCOUNTED_MAX } from "./counts.ts";
@@ -152,6 +154,12 @@ export const SQL = {
   // A job with an occurrence or a unique key: no row when either is taken.
   insertKeyed: `${INSERT_JOB} ON CONFLICT DO NOTHING RETURNING id`,
   byUniqueKey: `SELECT id, queue, state FROM jobs WHERE unique_key = :key`,
+  // A debounced insert whose key a waiting job holds: that job takes its
+  // args, meta, tags and priority (and, extended, its later start).
+  debounced: `UPDATE jobs SET args = :args, meta = :meta, tags = :tags, priority = :priority,
+      scheduled_at = CASE WHEN :extend THEN max(scheduled_at, :at) ELSE scheduled_at END
+    WHERE unique_key = :key AND state IN ('scheduled', 'available', 'retryable')
+    RETURNING id, queue, state`,
   byOccurrence: `SELECT id, queue, state FROM jobs WHERE occurrence = :key`,
   claim: `UPDATE jobs SET state = 'executing', attempt = attempt + 1, fence = fence + 1,
       attempted_by = :node, attempted_at = :now, lease_expires_at = :lease
@@ -161,6 +169,11 @@ export const SQL = {
       SELECT id FROM jobs
       WHERE state = 'available' AND queue = :queue AND scheduled_at <= :due
         AND NOT EXISTS (SELECT 1 FROM queues WHERE name = :queue AND paused = 1)
+        -- A queue with stored limits or tenants' jobs waiting takes the
+        -- limited claim (lifecycle/flow.ts); both are one index probe.
+        AND NOT EXISTS (SELECT 1 FROM queue_limits WHERE name = :queue)
+        AND NOT EXISTS (SELECT 1 FROM jobs AS t
+          WHERE t.state = 'available' AND t.queue = :queue AND t.tenant IS NOT NULL)
       ORDER BY priority, scheduled_at, id LIMIT :limit)
       AND +state = 'available'
     -- The queue and attempted_at are the claim's own :queue and :now, so they
@@ -405,7 +418,8 @@ export function sqliteJobs(core: SqliteCore): StoreJobs {
       leaseMs: number;
       results?: JobResult[];
       dueBy?: number;
-    }): Promise<{ jobs: ClaimedJob[]; report: RecordReport }> {
+      flow?: FlowLimits | null;
+    }): Promise<{ jobs: ClaimedJob[]; report: RecordReport; held?: boolean }> {
       return core.exclusive(() =>
         core.write(() => {
           const report = params.results?.length
@@ -414,6 +428,7 @@ export function sqliteJobs(core: SqliteCore): StoreJobs {
             )
             : { recorded: [], lost: [] };
           if (params.limit <= 0) return { jobs: [], report };
+          if (isLimited(params.flow)) return { ...core.lifecycle(claimFlow(params)), report };
           const s = q();
           const rows = s.claim.all({
             queue: params.queue,
@@ -432,6 +447,8 @@ export function sqliteJobs(core: SqliteCore): StoreJobs {
             if (schedule != null) s.scheduleStarted.run({ schedule, now: params.now });
             jobs.push(toClaimed(row, params.queue, params.now));
           }
+          // None: the queue is empty, paused, or limited by the store or its tenants.
+          if (jobs.length === 0) return { ...core.lifecycle(claimFlow(params)), report };
           return { jobs, report };
         })
       );
@@ -641,7 +658,7 @@ export function sqliteJobs(core: SqliteCore): StoreJobs {
  * here too (schedules.ts).
  */
 export function insertJobs(core: SqliteCore, jobs: NewJob[], now: number): InsertResult[] {
-  const { insertKeyed, byOccurrence, byUniqueKey } = core.statements(SQL);
+  const { insertKeyed, byOccurrence, byUniqueKey, debounced } = core.statements(SQL);
   const holder = (stmt: typeof byOccurrence, key: string | null) =>
     key === null ? undefined : stmt.get({ key }) as Row | undefined;
   const results: InsertResult[] = [];
@@ -658,6 +675,21 @@ export function insertJobs(core: SqliteCore, jobs: NewJob[], now: number): Inser
     if (row) {
       results.push(countInserted(core, job, row.id as number, now));
       continue;
+    }
+    if (job.debounce && job.uniqueKey !== null) {
+      const replaced = debounced.get({
+        key: job.uniqueKey,
+        args: job.args,
+        meta: job.meta,
+        tags: job.tags,
+        priority: job.priority,
+        extend: job.debounce.extend ? 1 : 0,
+        at: job.scheduledAt,
+      }) as Row | undefined;
+      if (replaced) {
+        results.push({ ...toInsertResult(replaced, true), replaced: true });
+        continue;
+      }
     }
     // The row holding the occurrence or the key: an older one, or an
     // earlier job of this batch with the same key (this one is its duplicate).

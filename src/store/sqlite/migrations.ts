@@ -43,6 +43,7 @@ import bulkRequests from "../../../migrations/sqlite/0020_bulk_requests.sql" wit
 import workQueueMetrics from "../../../migrations/sqlite/0021_work_queue_metrics.sql" with {
   type: "text",
 };
+import flow from "../../../migrations/sqlite/0022_flow.sql" with { type: "text" };
 
 /** One numbered migration. */
 export interface Migration {
@@ -74,6 +75,7 @@ export const MIGRATIONS: readonly Migration[] = [
   { version: 19, name: "0019_work_items.sql", sql: workItems },
   { version: 20, name: "0020_bulk_requests.sql", sql: bulkRequests },
   { version: 21, name: "0021_work_queue_metrics.sql", sql: workQueueMetrics },
+  { version: 22, name: "0022_flow.sql", sql: flow },
 ];
 
 /** The migrations a database at schema `version` has not applied yet, in order. */

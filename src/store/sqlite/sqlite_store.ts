@@ -31,6 +31,7 @@ import type {
   StoreBulk,
   StoreBulkRequests,
   StoreCounts,
+  StoreFlow,
   StoreIngest,
   StoreJobs,
   StoreNodes,
@@ -58,6 +59,7 @@ import { SqliteCore } from "./core.ts";
 import { sqliteJobs } from "./jobs.ts";
 import { sqliteCounts } from "./counts.ts";
 import { sqliteSettings } from "./settings.ts";
+import { sqliteFlow } from "./flow.ts";
 import { sqliteNodes } from "./nodes.ts";
 import { sqliteSchedules } from "./schedules.ts";
 import { sqliteWorkflows } from "./workflows.ts";
@@ -164,6 +166,7 @@ export interface SqliteStore
     StoreJobs,
     StoreCounts,
     StoreSettings,
+    StoreFlow,
     StoreNodes,
     StoreSchedules,
     StoreWorkflows,
@@ -208,6 +211,7 @@ export class SqliteStore implements Store<SqliteTx> {
       sqliteJobs(core),
       sqliteCounts(core),
       sqliteSettings(core),
+      sqliteFlow(core),
       sqliteNodes(core),
       sqliteSchedules(core),
       sqliteWorkflows(core),

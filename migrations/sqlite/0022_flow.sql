@@ -1,0 +1,37 @@
+-- Flow control (issue 31): limits an operator stored for a queue (`jobs
+-- queues set`), which override the schedules file's on every node, and the
+-- token buckets of rate-limited queues and partitions, updated in the claim's
+-- transaction. A NULL limit is not set: the file's applies.
+CREATE TABLE queue_limits (
+  name TEXT PRIMARY KEY,
+  global_limit INTEGER CHECK (global_limit >= 1),
+  partition_limit INTEGER CHECK (partition_limit >= 1),
+  rate_limit INTEGER CHECK (rate_limit >= 1),
+  rate_per INTEGER CHECK (rate_per >= 1),
+  rate_burst INTEGER CHECK (rate_burst >= 1),
+  updated_at INTEGER NOT NULL
+);
+
+-- scope 'queue': the queue's own bucket (key ''); scope 'key': one partition's.
+CREATE TABLE flow_buckets (
+  queue TEXT NOT NULL,
+  scope TEXT NOT NULL CHECK (scope IN ('queue', 'key')),
+  key TEXT NOT NULL,
+  tokens REAL NOT NULL,
+  refilled_at INTEGER NOT NULL,
+  PRIMARY KEY (queue, scope, key)
+) WITHOUT ROWID;
+
+-- The tenant each queue's round robin served last: the next claim starts after it.
+CREATE TABLE flow_cursors (
+  queue TEXT PRIMARY KEY,
+  key TEXT NOT NULL
+);
+
+-- The executing rows of one queue, counted by every limited claim.
+CREATE INDEX jobs_executing_queue ON jobs (queue) WHERE state = 'executing';
+
+-- Whether tenants' jobs wait in a queue (its claim is then fair across
+-- tenants): one probe of this index; jobs without a tenant are not in it.
+CREATE INDEX jobs_available_tenant ON jobs (queue, tenant, priority, scheduled_at, id)
+  WHERE state = 'available' AND tenant IS NOT NULL;
