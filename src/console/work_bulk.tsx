@@ -540,30 +540,33 @@ function BulkItems(
 ) {
   const scored = props.items.some((i) => i.score !== null);
   return (
-    <div class="table-wrap">
-      <table data-table="bulk-items" class="bulk-items">
-        <thead>
-          <tr>
-            <th scope="col">Item</th>
-            <th scope="col" class="num">Amount</th>
-            <th scope="col">Currency</th>
-            {scored ? <th scope="col">Score</th> : null}
-          </tr>
-        </thead>
-        <tbody>
-          {props.items.map((i) => (
-            <tr key={i.key} data-bulk-item={i.key}>
-              <th scope="row">
-                <a href={pathTo("/work", props.queue.id, i.key)}>{i.key}</a>
-              </th>
-              <td class="num" data-amount>{money(i.amount)}</td>
-              <td data-currency>{i.currency}</td>
-              {scored ? <td>{i.score ?? "-"}</td> : null}
+    <>
+      <h2>Items</h2>
+      <div class="table-wrap">
+        <table data-table="bulk-items" class="bulk-items">
+          <thead>
+            <tr>
+              <th scope="col">Item</th>
+              <th scope="col" class="num">Amount</th>
+              <th scope="col">Currency</th>
+              {scored ? <th scope="col">Score</th> : null}
             </tr>
-          ))}
-        </tbody>
-      </table>
-    </div>
+          </thead>
+          <tbody>
+            {props.items.map((i) => (
+              <tr key={i.key} data-bulk-item={i.key}>
+                <th scope="row">
+                  <a href={pathTo("/work", props.queue.id, i.key)}>{i.key}</a>
+                </th>
+                <td class="num" data-amount>{money(i.amount)}</td>
+                <td data-currency>{i.currency}</td>
+                {scored ? <td>{i.score ?? "-"}</td> : null}
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      </div>
+    </>
   );
 }
 
@@ -572,26 +575,29 @@ function Totals(
 ) {
   const currencies = Object.keys(props.totals).sort();
   return (
-    <div class="table-wrap">
-      <table data-table="bulk-totals" class="bulk-totals">
-        <thead>
-          <tr>
-            <th scope="col">Currency</th>
-            <th scope="col" class="num">Items</th>
-            <th scope="col" class="num">Total</th>
-          </tr>
-        </thead>
-        <tbody>
-          {currencies.map((cur) => (
-            <tr key={cur} data-total={cur}>
-              <th scope="row">{cur}</th>
-              <td class="num">{props.items.filter((i) => i.currency === cur).length}</td>
-              <td class="num" data-amount>{money(props.totals[cur]!)}</td>
+    <>
+      <h2>Totals</h2>
+      <div class="table-wrap">
+        <table data-table="bulk-totals" class="bulk-totals">
+          <thead>
+            <tr>
+              <th scope="col">Currency</th>
+              <th scope="col" class="num">Items</th>
+              <th scope="col" class="num">Total</th>
             </tr>
-          ))}
-        </tbody>
-      </table>
-    </div>
+          </thead>
+          <tbody>
+            {currencies.map((cur) => (
+              <tr key={cur} data-total={cur}>
+                <th scope="row">{cur}</th>
+                <td class="num">{props.items.filter((i) => i.currency === cur).length}</td>
+                <td class="num" data-amount>{money(props.totals[cur]!)}</td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      </div>
+    </>
   );
 }
 

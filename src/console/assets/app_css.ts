@@ -251,6 +251,8 @@ table.work-items td.select { width: 1.5rem; }
 p.bulk-summary { font-size: 1.1rem; font-weight: 600; }
 p.bulk-manifest code, dl.bulk-request code { font-family: monospace; }
 form.bulk-request, form.bulk-confirm { margin: 1rem 0; }
+form.bulk-request .note, form.bulk-confirm button { margin-left: 0.6rem; }
+form.bulk-confirm label { margin-right: 0.4rem; }
 form.bulk-confirm input[name=code] { width: 9rem; font-family: monospace; letter-spacing: 0.15em; }
 table.bulk-items td.num, table.bulk-totals td.num { font-variant-numeric: tabular-nums; }
 `;
