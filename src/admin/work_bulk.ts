@@ -555,3 +555,19 @@ async function runItem(
     return { key: entry.id, ok: false, code: error.code, message: error.message };
   }
 }
+
+/**
+ * The newest request for `manifest` that `who` may see (a tenant's person:
+ * their tenant's only), or null: what the console's confirmation page
+ * shows (never the code, nor its hash).
+ */
+export async function workBulkRequest(
+  store: Store,
+  manifest: string,
+  who: Pick<WorkActor, "tenant">,
+): Promise<BulkRequest | null> {
+  const request = await store.bulkRequestLatest({ manifest });
+  if (request === null) return null;
+  if (who.tenant !== null && request.tenant !== who.tenant) return null;
+  return request;
+}

@@ -314,6 +314,39 @@ export const CONSOLE_ROUTES: readonly ConsoleRoute[] = [
     ...acts("work.do"),
     summary: "Takes a declared action on a work item, with a reason: one job, linked",
   },
+  // Bulk money on work queues (`work_bulk.tsx`): the door decides per queue again (`mayWork`).
+  {
+    method: "GET",
+    path: "/work/:queue/bulk/:bulk",
+    roles: ACTIONS["bulk.preview"],
+    summary: "A bulk money action of a work queue: what it selects, and the button to preview it",
+  },
+  {
+    method: "POST",
+    path: "/work/:queue/bulk/:bulk/preview",
+    ...acts("bulk.preview"),
+    summary: "Previews a bulk money action: every item with its amount, totals, the manifest",
+  },
+  {
+    method: "GET",
+    path: "/bulk-money/:manifest",
+    roles: ACTIONS["bulk.confirm"],
+    summary:
+      "A manifest's code request: its items and totals, where the code went, the confirmation",
+  },
+  {
+    method: "POST",
+    path: "/bulk-money/:manifest/request",
+    ...acts("bulk.request"),
+    summary:
+      "Sends a code bound to a previewed manifest through the bulk's confirm_by (never shown)",
+  },
+  {
+    method: "POST",
+    path: "/bulk-money/:manifest/confirm",
+    ...acts("bulk.confirm"),
+    summary: "Confirms a manifest with its code (an approver; a second person when it says so)",
+  },
   // Bulk.
   { method: "GET", path: "/jobs/bulk", roles: READ, summary: "How many jobs a bulk action takes" },
   {

@@ -41,6 +41,7 @@ import { crossSite, SECURITY_HEADERS, sessionIdOf } from "./security.ts";
 import { registerSignIn } from "./sign_in.tsx";
 import { LiveFeed } from "./live.ts";
 import type { WorkQueueDefinition } from "../workqueue/types.ts";
+import type { SmtpSettings } from "../workqueue/channels.ts";
 
 /** Options of {@linkcode consoleApp}. */
 export interface ConsoleOptions {
@@ -70,6 +71,8 @@ export interface ConsoleOptions {
    * what the live feed counts. Without them the console shows no queue.
    */
   workQueues?: () => readonly WorkQueueDefinition[];
+  /** The SMTP server a bulk's e-mailed confirmation code goes through (as `ApiOptions.smtp`). */
+  smtp?: SmtpSettings;
 }
 
 /** The console application: `app.fetch(request, { remote })`. */
@@ -115,6 +118,7 @@ export function consoleApp(options: ConsoleOptions): Hono<ConsoleEnv> {
     ...(options.definitions ? { definitions: options.definitions } : {}),
     ...(options.reports ? { reports: options.reports } : {}),
     workQueues: options.workQueues ?? (() => []),
+    ...(options.smtp ? { smtp: options.smtp } : {}),
     page(method, path, handler) {
       const route = consoleRouteOf(method, path);
       app.on(method, path, sameOrigin, async (c) => {

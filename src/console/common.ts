@@ -25,6 +25,7 @@
 import type { Context } from "hono";
 import { type Actor, placeholderMessage, placeholderReason } from "../admin/audit.ts";
 import type { Clock } from "../clock.ts";
+import type { SmtpSettings } from "../workqueue/channels.ts";
 import type { Logger } from "../kernel/logger.ts";
 import type { Store } from "../store/store.ts";
 import type { Principal } from "../http/access.ts";
@@ -104,6 +105,8 @@ export interface ConsoleRouter {
   reports?: ApiReports;
   /** The schedules file's work queues as they are now (`ConsoleOptions.workQueues`). */
   workQueues: () => readonly WorkQueueDefinition[];
+  /** The SMTP server a bulk's `confirm_by: { email: ... }` code goes through; absent: none. */
+  smtp?: SmtpSettings;
   /** The actor of an action `principal` takes now, with its reason. */
   who(principal: Principal, reason: string | null): Actor;
   /** The console's one shared poller of what pages show live (`live.ts`). */

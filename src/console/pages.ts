@@ -20,6 +20,7 @@ import { registerReports } from "./reports.tsx";
 import { registerWorkflows } from "./workflows.tsx";
 import { registerBulk } from "./bulk.tsx";
 import { registerWork } from "./work.tsx";
+import { registerWorkBulk } from "./work_bulk.tsx";
 
 /** Every page's registration. */
 export const PAGES: readonly ((router: ConsoleRouter) => void)[] = [
@@ -36,4 +37,5 @@ export const PAGES: readonly ((router: ConsoleRouter) => void)[] = [
   registerPipelines,
   registerReports,
   registerWork,
+  registerWorkBulk,
 ];

@@ -27,6 +27,7 @@
  * @module
  */
 
+import { mayTake } from "../admin/actions.ts";
 import { iso } from "../admin/job_json.ts";
 import {
   claimWorkItem,
@@ -47,7 +48,7 @@ import type { Principal } from "../http/access.ts";
 import { when } from "../schedule/describe.ts";
 import type { WorkItemEvent } from "../store/store.ts";
 import type { WorkItemView } from "../workqueue/items.ts";
-import type { WorkQueueDefinition } from "../workqueue/types.ts";
+import type { WorkBulk, WorkQueueDefinition } from "../workqueue/types.ts";
 import { consoleRouteOf } from "./access.ts";
 import {
   type ConsoleRouter,
@@ -205,6 +206,21 @@ function may(p: Principal, queue: WorkQueueDefinition, path: string, action: str
   return mayWork(queue, p.roles, route.action);
 }
 
+/**
+ * Whether `p` may preview (and ask a code for) `queue`'s bulk money: the
+ * route table's roles (`bulk.preview`) and the door's (`mayWork`).
+ */
+export function mayPreviewBulk(p: Principal, queue: WorkQueueDefinition): boolean {
+  const route = consoleRouteOf("POST", "/work/:queue/bulk/:bulk/preview");
+  return route?.action === "bulk.preview" && mayTake(p.roles, route.action) &&
+    mayWork(queue, p.roles, "work.do");
+}
+
+/** The bulks of `queue` that move money: what the listing offers to preview. */
+export function moneyBulks(queue: WorkQueueDefinition): WorkBulk[] {
+  return queue.bulk.filter((b) => b.money !== null && b.confirmBy !== null);
+}
+
 /** Whether `p` works `queue`: the door's roles (the action table's or the queue's). */
 function works(p: Principal, queue: WorkQueueDefinition): boolean {
   return mayWork(queue, p.roles, queue.claim === "disabled" ? "work.do" : "work.claim");
@@ -289,6 +305,7 @@ async function listingPage(
   const claims = queue.claim !== "disabled";
   const next = claims && may(p, queue, "/work/:queue/next", "work.claim");
   const claim = claims && may(p, queue, "/work/:queue/:key/claim", "work.claim");
+  const bulks = mayPreviewBulk(p, queue) ? moneyBulks(queue) : [];
   return await router.render(c, p, {
     title: `Work: ${queue.id}`,
     ...(problem ? { status: problem.status } : {}),
@@ -322,11 +339,43 @@ async function listingPage(
             </form>
           )
           : null}
+        {bulks.length > 0
+          ? (
+            <form
+              method="get"
+              id="work-bulk-select"
+              action={pathTo("/work", queue.id, "bulk", bulks[0]!.id)}
+              class="work-bulk"
+            >
+              {bulks.map((b) => (
+                <button
+                  key={b.id}
+                  type="submit"
+                  formaction={pathTo("/work", queue.id, "bulk", b.id)}
+                  data-action={`bulk-${b.id}`}
+                >
+                  Bulk {b.id}…
+                </button>
+              ))}
+              <span class="note">
+                of the ticked items, or (none ticked) of every open item no claim holds: a preview
+                first, then a code from outside this session.
+              </span>
+            </form>
+          )
+          : null}
         {items.length === 0 ? <p class="note">No open item.</p> : (
           <div class="table-wrap">
             <table data-table="work-items" class="work-items">
               <thead>
                 <tr>
+                  {bulks.length > 0
+                    ? (
+                      <th scope="col">
+                        <span class="visually-hidden">Select</span>
+                      </th>
+                    )
+                    : null}
                   <th scope="col">Item</th>
                   <th scope="col">Score</th>
                   {queue.show.map((f) => <th key={f} scope="col">{f}</th>)}
@@ -336,6 +385,23 @@ async function listingPage(
               <tbody>
                 {items.map((item) => (
                   <tr key={item.key} data-item={item.key}>
+                    {bulks.length > 0
+                      ? (
+                        <td class="select">
+                          {item.claim === null
+                            ? (
+                              <input
+                                type="checkbox"
+                                name="key"
+                                value={item.key}
+                                form="work-bulk-select"
+                                aria-label={`select ${item.key}`}
+                              />
+                            )
+                            : null}
+                        </td>
+                      )
+                      : null}
                     <th scope="row">
                       <a href={pathTo("/work", queue.id, item.key)}>{item.key}</a>
                       {item.tenant !== null && p.tenant === null

@@ -197,6 +197,7 @@ export async function startHttpServer(options: HttpServerOptions): Promise<HttpS
     ...(reports ? { reports } : {}),
     ...(options.definitions ? { definitions: options.definitions } : {}),
     ...(options.workQueues ? { workQueues: options.workQueues } : {}),
+    ...(options.smtp ? { smtp: options.smtp } : {}),
   });
 
   const handler = async (request: Request, info: Deno.ServeHandlerInfo): Promise<Response> => {

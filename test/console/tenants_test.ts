@@ -25,6 +25,8 @@ import { startBulk } from "../../src/admin/bulk.ts";
 import { definePipeline } from "../../src/ingest/definition.ts";
 import { compileWorkflow } from "../../src/workflow/definition.ts";
 import { compileWorkQueue } from "../../src/workqueue/definition.ts";
+import { previewWorkBulk, requestWorkBulk } from "../../src/admin/work_bulk.ts";
+import type { WorkActor } from "../../src/admin/work.ts";
 
 /** A workflow and a pipeline both tenants may start. */
 const SOLO = compileWorkflow({
@@ -55,6 +57,8 @@ interface Seeded {
   reportRun: number;
   bulkRun: number;
   workItem: string;
+  /** The manifest of globex's bulk preview, with a code asked for it. */
+  manifest: string;
 }
 
 /** How a step calls its route: globex's ids in the path, a form, a query. */
@@ -155,6 +159,21 @@ const WALK: Record<string, Step> = {
     params: (s) => ({ queue: "disputes", key: s.workItem, action: "refund" }),
     form: REASON,
   },
+  "GET /work/:queue/bulk/:bulk": {
+    params: () => ({ queue: "disputes", bulk: "refund-all" }),
+    query: "key=globex-dispute",
+    shared: true,
+  },
+  "POST /work/:queue/bulk/:bulk/preview": {
+    params: () => ({ queue: "disputes", bulk: "refund-all" }),
+    form: { key: "globex-dispute" },
+  },
+  "GET /bulk-money/:manifest": { params: (s) => ({ manifest: s.manifest }) },
+  "POST /bulk-money/:manifest/request": { params: (s) => ({ manifest: s.manifest }), form: {} },
+  "POST /bulk-money/:manifest/confirm": {
+    params: (s) => ({ manifest: s.manifest }),
+    form: { code: "123456" },
+  },
 };
 
 /** The work queue both tenants' items are in. */
@@ -164,6 +183,13 @@ const DISPUTES = compileWorkQueue({
   leaseMs: 3_600_000,
   show: ["customer"],
   actions: [{ id: "refund", run: { kind: "worker", worker: "refund_dispute" } }],
+  bulk: [{
+    id: "refund-all",
+    action: "refund",
+    money: { amount: "amount", currency: "currency" },
+    confirmBy: { command: ["/bin/sh", "-c", "cat >/dev/null"] },
+    secondPerson: true,
+  }],
 });
 
 /** Globex's rows: a job with its args, a schedule, a person with a session, a token. */
@@ -229,13 +255,29 @@ async function seed(store: Store, now: number): Promise<Seeded> {
     queue: "disputes",
     key: "globex-dispute",
     tenant: "globex",
-    data: { customer: "globex-corp" },
+    data: { customer: "globex-corp", amount: "70", currency: "EUR" },
     score: null,
     actor: "globex-clerk",
     now,
   });
   assert.ok(added);
+  const globexAdmin: WorkActor = {
+    person: "globex-admin",
+    roles: ["admin"],
+    tenant: "globex",
+    door: "library",
+    reason: null,
+    now,
+  };
+  const preview = await previewWorkBulk(store, [DISPUTES], {
+    queue: "disputes",
+    bulk: "refund-all",
+  }, globexAdmin);
+  await requestWorkBulk(store, { clock: new FakeClock(now) }, [DISPUTES], {
+    manifest: preview.manifest.hash,
+  }, globexAdmin);
   return {
+    manifest: preview.manifest.hash,
     workItem: "globex-dispute",
     bulkRun: bulk.id,
     workflowRun: workflow.id,
@@ -267,6 +309,7 @@ async function globexState(store: Store, s: Seeded): Promise<unknown> {
     bulkRun: await store.bulkRunGet({ id: s.bulkRun }),
     work: await store.workItemGet({ queue: "disputes", key: s.workItem }),
     totp: await store.totpEnrolment({ person: s.person }),
+    bulkRequest: await store.bulkRequestLatest({ manifest: s.manifest }),
   };
 }
 
@@ -358,6 +401,7 @@ for (const backend of BACKENDS) {
         const asked = [
           ...Object.values(params),
           ...new URLSearchParams(step.query ?? "").values(),
+          ...Object.values(step.form ?? {}),
         ];
         const shown = asked.reduce(
           (t, v) => t.replaceAll(v, "").replaceAll(encodeURIComponent(v), ""),

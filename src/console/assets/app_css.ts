@@ -244,4 +244,15 @@ section.work-actions form.inline-action { display: block; margin: 0.4rem 0; }
 svg.totp-qr { width: 16rem; height: 16rem; display: block; margin: 1rem 0; }
 svg.totp-qr .qr-light { fill: #ffffff; }
 svg.totp-qr .qr-dark { stroke: #000000; fill: none; }
+/* Bulk money on work queues (work_bulk.tsx, the listing's selection in work.tsx). */
+form.work-bulk { margin: 0.5rem 0 1rem; }
+form.work-bulk button { margin-right: 0.4rem; }
+table.work-items td.select { width: 1.5rem; }
+p.bulk-summary { font-size: 1.1rem; font-weight: 600; }
+p.bulk-manifest code, dl.bulk-request code { font-family: monospace; }
+form.bulk-request, form.bulk-confirm { margin: 1rem 0; }
+form.bulk-request .note, form.bulk-confirm button { margin-left: 0.6rem; }
+form.bulk-confirm label { margin-right: 0.4rem; }
+form.bulk-confirm input[name=code] { width: 9rem; font-family: monospace; letter-spacing: 0.15em; }
+table.bulk-items td.num, table.bulk-totals td.num { font-variant-numeric: tabular-nums; }
 `;
