@@ -30,6 +30,9 @@ import workQueueMetrics from "../../../migrations/postgres/0014_work_queue_metri
   type: "text",
 };
 import flow from "../../../migrations/postgres/0015_flow.sql" with { type: "text" };
+import workItemsFree from "../../../migrations/postgres/0016_work_items_free.sql" with {
+  type: "text",
+};
 
 /** One numbered migration. */
 export interface Migration {
@@ -55,6 +58,7 @@ export const MIGRATIONS: readonly Migration[] = [
   { version: 13, name: "0013_bulk_requests.sql", sql: bulkRequests },
   { version: 14, name: "0014_work_queue_metrics.sql", sql: workQueueMetrics },
   { version: 15, name: "0015_flow.sql", sql: flow },
+  { version: 16, name: "0016_work_items_free.sql", sql: workItemsFree },
 ];
 
 /** The migrations a database at schema `version` has not applied yet, in order. */

@@ -44,6 +44,9 @@ import workQueueMetrics from "../../../migrations/sqlite/0021_work_queue_metrics
   type: "text",
 };
 import flow from "../../../migrations/sqlite/0022_flow.sql" with { type: "text" };
+import workItemsFree from "../../../migrations/sqlite/0023_work_items_free.sql" with {
+  type: "text",
+};
 
 /** One numbered migration. */
 export interface Migration {
@@ -76,6 +79,7 @@ export const MIGRATIONS: readonly Migration[] = [
   { version: 20, name: "0020_bulk_requests.sql", sql: bulkRequests },
   { version: 21, name: "0021_work_queue_metrics.sql", sql: workQueueMetrics },
   { version: 22, name: "0022_flow.sql", sql: flow },
+  { version: 23, name: "0023_work_items_free.sql", sql: workItemsFree },
 ];
 
 /** The migrations a database at schema `version` has not applied yet, in order. */
