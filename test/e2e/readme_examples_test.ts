@@ -56,6 +56,7 @@ const WORKED_EXAMPLES: Array<[file: string, title: string]> = [
   ["docs/operating.md", "The worked example: `examples/rates/`"],
   ["docs/postgresql.md", "The worked example: `examples/rates/` moves to PostgreSQL"],
   ["docs/reports.md", "The worked example: a monthly statement (`examples/statement/`)"],
+  ["docs/work-queues.md", "The worked example: `examples/disputes/`"],
   ["docs/workflows.md", "The worked example: `examples/lending/`"],
 ];
 
@@ -114,7 +115,7 @@ Deno.test("the README and the guides hold every worked example, each with comman
 Deno.test("each example's schedules file names only commands its worked example runs", async () => {
   const examples = await pageExamples(CHECKOUT);
   const commands = new Set(examples.flatMap((e) => e.steps.map((s) => oneLine(s.command))));
-  for (const folder of ["catalog", "lending", "rates", "statement"]) {
+  for (const folder of ["catalog", "disputes", "lending", "rates", "statement"]) {
     const text = await Deno.readTextFile(`${CHECKOUT}/examples/${folder}/schedules.yaml`);
     // The header's commands: `#   jobsctl ...`, continued while a line ends with `\`.
     const header = text.slice(0, text.indexOf("\nversion:")).split("\n")
