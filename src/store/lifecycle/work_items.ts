@@ -18,6 +18,7 @@
 
 import type { InsertResult, NewJob } from "../../kernel/types.ts";
 import type {
+  StoreWorkItems,
   WorkItemAddParams,
   WorkItemEventKind,
   WorkItemOutcome,
@@ -465,4 +466,39 @@ export function* rescoreItem(
     ],
   });
   return true;
+}
+
+/** The seam's methods that are decisions of this file, each one transaction. */
+export type WorkItemDecisions = Pick<
+  StoreWorkItems,
+  | "workItemAdd"
+  | "workItemRescore"
+  | "workItemClaim"
+  | "workItemNext"
+  | "workItemRelease"
+  | "workItemSkip"
+  | "workItemReassign"
+  | "workItemDo"
+  | "workItemsExpire"
+>;
+
+/**
+ * The decision methods of {@linkcode StoreWorkItems}, written once: each
+ * runs its generator through `decide`, the adapter's way of driving ops in
+ * one write transaction (SQLite's write lock, PostgreSQL's `begin`).
+ */
+export function workItemDecisions(
+  decide: <R>(ops: Generator<WorkItemOp, R, unknown>) => Promise<R>,
+): WorkItemDecisions {
+  return {
+    workItemAdd: (params) => decide(addItem(params)),
+    workItemRescore: (params) => decide(rescoreItem(params)),
+    workItemClaim: (params) => decide(claimItem(params)),
+    workItemNext: (params) => decide(nextItem(params)),
+    workItemRelease: (params) => decide(releaseItem(params)),
+    workItemSkip: (params) => decide(skipItem(params)),
+    workItemReassign: (params) => decide(reassignItem(params)),
+    workItemDo: (params) => decide(doItem(params)),
+    workItemsExpire: (params) => decide(expireItems(params)),
+  };
 }

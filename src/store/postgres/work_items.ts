@@ -12,9 +12,7 @@
 
 import type {
   StoreWorkItems,
-  WorkItemAddParams,
   WorkItemEvent,
-  WorkItemOutcome,
   WorkItemRef,
   WorkItemRow,
   WorkItemState,
@@ -22,19 +20,7 @@ import type {
   WorkQueueStats,
   WorkQueueSummary,
 } from "../store.ts";
-import {
-  addItem,
-  claimItem,
-  doItem,
-  type ExpiredClaim,
-  expireItems,
-  nextItem,
-  reassignItem,
-  releaseItem,
-  rescoreItem,
-  skipItem,
-  type WorkItemOp,
-} from "../lifecycle/work_items.ts";
+import { type ExpiredClaim, workItemDecisions, type WorkItemOp } from "../lifecycle/work_items.ts";
 import { toWorkItem, toWorkItemEvent, toWorkQueueStats } from "../rows.ts";
 import type { PostgresCore } from "./core.ts";
 import type { Sql } from "./fragments.ts";
@@ -243,10 +229,7 @@ export function postgresWorkItems(core: PostgresCore): StoreWorkItems {
   const decide = <R>(ops: Generator<WorkItemOp, R, unknown>): Promise<R> =>
     core.begin((tx) => core.lifecycle(tx as unknown as Sql, ops));
   return core.guard({
-    workItemAdd(params: WorkItemAddParams) {
-      return decide(addItem(params));
-    },
-
+    ...workItemDecisions(decide),
     async workItemGet(params: WorkItemRef): Promise<WorkItemRow | null> {
       return await get(core.sql, { ...params, tenant: params.tenant ?? null });
     },
@@ -336,10 +319,6 @@ export function postgresWorkItems(core: PostgresCore): StoreWorkItems {
       return toWorkQueueStats(rows);
     },
 
-    workItemRescore(params) {
-      return decide(rescoreItem(params));
-    },
-
     async workItemEvents(params: WorkItemRef): Promise<WorkItemEvent[]> {
       const tenant = params.tenant ?? null;
       const rows = await core.sql`SELECT e.* FROM work_item_events AS e
@@ -348,34 +327,6 @@ export function postgresWorkItems(core: PostgresCore): StoreWorkItems {
           AND (${tenant}::text IS NULL OR w.tenant = ${tenant}::text)
         ORDER BY e.id`;
       return rows.map(toWorkItemEvent);
-    },
-
-    workItemClaim(params): Promise<WorkItemOutcome> {
-      return decide(claimItem(params));
-    },
-
-    workItemNext(params): Promise<WorkItemRow | null> {
-      return decide(nextItem(params));
-    },
-
-    workItemRelease(params): Promise<WorkItemOutcome> {
-      return decide(releaseItem(params));
-    },
-
-    workItemSkip(params): Promise<WorkItemOutcome> {
-      return decide(skipItem(params));
-    },
-
-    workItemReassign(params): Promise<WorkItemOutcome> {
-      return decide(reassignItem(params));
-    },
-
-    workItemDo(params) {
-      return decide(doItem(params));
-    },
-
-    workItemsExpire(params: { queue?: string; now: number; limit?: number }): Promise<number> {
-      return decide(expireItems(params));
     },
   });
 }

@@ -11,9 +11,7 @@
 
 import type {
   StoreWorkItems,
-  WorkItemAddParams,
   WorkItemEvent,
-  WorkItemOutcome,
   WorkItemRef,
   WorkItemRow,
   WorkItemState,
@@ -21,19 +19,7 @@ import type {
   WorkQueueStats,
   WorkQueueSummary,
 } from "../store.ts";
-import {
-  addItem,
-  claimItem,
-  doItem,
-  type ExpiredClaim,
-  expireItems,
-  nextItem,
-  reassignItem,
-  releaseItem,
-  rescoreItem,
-  skipItem,
-  type WorkItemOp,
-} from "../lifecycle/work_items.ts";
+import { type ExpiredClaim, workItemDecisions, type WorkItemOp } from "../lifecycle/work_items.ts";
 import { toWorkItem, toWorkItemEvent, toWorkQueueStats } from "../rows.ts";
 import type { SqliteCore } from "./core.ts";
 import { insertJobs } from "./jobs.ts";
@@ -290,10 +276,7 @@ export function sqliteWorkItems(core: SqliteCore): StoreWorkItems {
   const decide = <R>(ops: Generator<WorkItemOp, R, unknown>): Promise<R> =>
     core.exclusive(() => core.write(() => core.lifecycle(ops)));
   return {
-    workItemAdd(params: WorkItemAddParams) {
-      return decide(addItem(params));
-    },
-
+    ...workItemDecisions(decide),
     workItemGet(params: WorkItemRef): Promise<WorkItemRow | null> {
       return core.exclusive(() => one(q().get.get(scope(params))));
     },
@@ -377,40 +360,8 @@ export function sqliteWorkItems(core: SqliteCore): StoreWorkItems {
       return core.exclusive(() => toWorkQueueStats(q().stats.all() as Row[]));
     },
 
-    workItemRescore(params) {
-      return decide(rescoreItem(params));
-    },
-
     workItemEvents(params: WorkItemRef): Promise<WorkItemEvent[]> {
       return core.exclusive(() => (q().events.all(scope(params)) as Row[]).map(toWorkItemEvent));
-    },
-
-    workItemClaim(params): Promise<WorkItemOutcome> {
-      return decide(claimItem(params));
-    },
-
-    workItemNext(params): Promise<WorkItemRow | null> {
-      return decide(nextItem(params));
-    },
-
-    workItemRelease(params): Promise<WorkItemOutcome> {
-      return decide(releaseItem(params));
-    },
-
-    workItemSkip(params): Promise<WorkItemOutcome> {
-      return decide(skipItem(params));
-    },
-
-    workItemReassign(params): Promise<WorkItemOutcome> {
-      return decide(reassignItem(params));
-    },
-
-    workItemDo(params) {
-      return decide(doItem(params));
-    },
-
-    workItemsExpire(params: { queue?: string; now: number; limit?: number }): Promise<number> {
-      return decide(expireItems(params));
     },
   };
 }
