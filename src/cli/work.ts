@@ -22,6 +22,7 @@ import {
   skipWorkItem,
   type WorkActor,
   workActor,
+  workItemDetail,
   workQueue,
   WorkRefused,
 } from "../admin/work.ts";
@@ -49,6 +50,7 @@ import { cell, echo, safeJson, table } from "./text.ts";
 const SUBCOMMANDS = [
   "add",
   "ls",
+  "show",
   "next",
   "claim",
   "release",
@@ -73,12 +75,13 @@ export function registerWorkCommands(program: Command, deps: CliDeps): void {
     program,
     deps,
     "work",
-    "the items of the work queues people clear: add, ls, next, claim, release, skip, " +
+    "the items of the work queues people clear: add, ls, show, next, claim, release, skip, " +
       "reassign, do (audited)",
     SUBCOMMANDS,
   );
   addCommand(group, deps);
   lsCommand(group, deps);
+  showCommand(group, deps);
   nextCommand(group, deps);
   for (const verb of ["claim", "release", "skip"] as const) itemCommand(group, deps, verb);
   reassignCommand(group, deps);
@@ -290,6 +293,75 @@ function lsCommand(group: Command, deps: CliDeps): void {
     ),
     deps,
     "work ls",
+  );
+}
+
+function showCommand(group: Command, deps: CliDeps): void {
+  quiet(
+    globalOptions(
+      group.command("show")
+        .description("one item of a work queue: its data, score with inputs, claim and history")
+        .argument("<queue>", "the work queue")
+        .argument("<key>", "the item's key")
+        .option("--tenant <tenant>", "the item of this tenant"),
+      {
+        db: { mode: "read" },
+        config: { for: "which declares the work queue" },
+        json: true,
+        audit: { not: "it changes nothing" },
+      },
+    ).action(async (queueId: string, key: string, options: WorkOptions & { tenant?: string }) => {
+      await run("work show", queueId, options, deps, "read", async (store, queue) => {
+        const detail = await workItemDetail(store, queue, key, {
+          tenant: options.tenant ?? null,
+          now: deps.clock.now(),
+        });
+        if (detail === null) {
+          throw new CommandFailed(
+            `work show: no item ${JSON.stringify(key)} in work queue ${JSON.stringify(queue.id)}${
+              options.tenant ? ` of tenant ${JSON.stringify(options.tenant)}` : ""
+            }`,
+          );
+        }
+        const history = detail.history.map((e) => ({
+          at: new Date(e.at).toISOString(),
+          kind: e.kind,
+          actor: e.actor,
+          reason: e.reason,
+          fence: e.fence,
+        }));
+        if (options.json) {
+          deps.out(safeJson({ queue: queue.id, item: itemJson(detail.item), history }));
+          return;
+        }
+        const { item } = detail;
+        deps.out(
+          `${cell(queue.id)}/${cell(item.key)}: ${item.state}${
+            item.outcome ? `, done: ${cell(item.outcome)}` : ""
+          }${item.actionJobId === null ? "" : ` (job ${item.actionJobId})`}`,
+        );
+        if (item.score !== null) deps.out(`  score ${item.score}: ${inputsText(item)}`);
+        deps.out(
+          `  claim ${
+            item.claim
+              ? `${cell(item.claim.owner)} until ${
+                new Date(item.claim.expiresAt).toISOString()
+              }, fence ${item.claim.fence}`
+              : "none"
+          }`,
+        );
+        deps.out(`  data ${cell(JSON.stringify(item.data))}`);
+        for (
+          const line of table(
+            history.map((e) => [e.at, e.kind, cell(e.actor), cell(e.reason ?? "")]),
+          )
+        ) {
+          deps.out(`  ${line}`);
+        }
+      });
+    }),
+    deps,
+    "work show",
   );
 }
 

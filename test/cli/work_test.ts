@@ -219,3 +219,31 @@ Deno.test("jobs work rescore rewrites the scores a changed weight left behind, a
     });
   });
 });
+
+Deno.test("jobs work show prints an item's score with its inputs, its claim and its history", async () => {
+  await withFiles(SCHEDULES, async ({ db, config }) => {
+    await addPerson(db, "ada", "admin");
+    const jobs = (args: string[], now = NOW) =>
+      runJobs([...args, "--db", db, "--config", config], { now, env: ENV, osUser: "root" });
+    const data = '{"amount": 1900, "currency": "EUR", "evidence_missing": true}';
+    assert.equal((await jobs(["work", "add", "disputes", "--key", "d1", "--data", data])).code, 0);
+    assert.equal((await jobs(["work", "next", "disputes", "--as", "ada"], NOW + 60_000)).code, 0);
+
+    const shown = await jobs(["work", "show", "disputes", "d1"], NOW + 120_000);
+    assert.equal(shown.code, 0, shown.err);
+    assert.match(shown.out, /^disputes\/d1: open\n/);
+    assert.match(shown.out, /score 49: amount 1900, age 0\.0d, evidence_missing true/);
+    assert.match(shown.out, /claim ada until 2026-12-06T10:01:00\.000Z, fence 1/);
+    assert.match(shown.out, /2026-12-06T09:00:00\.000Z +added +root/);
+    assert.match(shown.out, /2026-12-06T09:01:00\.000Z +claimed +ada/);
+
+    const json = await jobs(["work", "show", "disputes", "d1", "--json"], NOW + 120_000);
+    const parsed = JSON.parse(json.out);
+    assert.equal(parsed.item.claim.owner, "ada");
+    assert.deepEqual(parsed.history.map((e: { kind: string }) => e.kind), ["added", "claimed"]);
+
+    const missing = await jobs(["work", "show", "disputes", "nope"]);
+    assert.equal(missing.code, 1);
+    assert.match(missing.err, /no item "nope" in work queue "disputes"/);
+  });
+});
