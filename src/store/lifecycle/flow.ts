@@ -21,7 +21,6 @@ import {
   effectiveLimits,
   type FlowCandidate,
   type FlowLimits,
-  isLimited,
   type PartitionBy,
   type StoredLimits,
   tokensAt,
@@ -91,14 +90,6 @@ export interface FlowClaimParams {
   dueBy?: number;
   /** The limits the node's file (or library) declares for the queue, if any. */
   flow?: FlowLimits | null;
-  /**
-   * Whether the claim runs in a transaction that can hold the flow lock.
-   * Without one (a queue the file does not limit, claimed only for the
-   * fairness between its tenants), a claim that finds limits stored takes
-   * nothing and says `unlocked`: the caller claims again in a transaction.
-   * @default true
-   */
-  locked?: boolean;
 }
 
 /**
@@ -109,8 +100,6 @@ export interface FlowClaimParams {
 export interface FlowClaim {
   jobs: ClaimedJob[];
   held: boolean;
-  /** Limits are stored for the queue, and the claim had no transaction to hold their lock. */
-  unlocked?: boolean;
 }
 
 /** A generator of {@linkcode FlowOp}s returning `R`. */
@@ -129,14 +118,11 @@ const WALK_SPARE = 4;
 export function* claimFlow(p: FlowClaimParams): FlowOps<FlowClaim> {
   const { queue, now } = p;
   if (p.limit <= 0) return { jobs: [], held: false };
-  // Fairness alone needs no lock: no count decides, and the take is
-  // conditional. Limits do: the file's now, stored ones once read.
-  const fileLimited = isLimited(p.flow);
-  if (fileLimited) yield { op: "flowLock", queue };
+  yield { op: "flowLock", queue };
   // A stored partition limit keys by the file's `by`, else by tenant: `by` is known now.
   const by = p.flow?.partition?.by ?? TENANT;
   // One read, sized by the claimer's slots: the limits it reads may leave fewer.
-  const reading: FlowOp = {
+  const read = (yield {
     op: "flowRead",
     queue,
     by,
@@ -144,13 +130,7 @@ export function* claimFlow(p: FlowClaimParams): FlowOps<FlowClaim> {
     head: p.limit,
     per: candidatesPerKey(p.flow ?? {}, p.limit),
     due: p.dueBy ?? now,
-  };
-  let read = (yield reading) as FlowRead;
-  if (!fileLimited && read.limits !== null) {
-    if (p.locked === false) return { jobs: [], held: false, unlocked: true };
-    yield { op: "flowLock", queue };
-    read = (yield reading) as FlowRead;
-  }
+  }) as FlowRead;
   const limits = effectiveLimits(p.flow ?? null, read.limits);
   const running = new Map(read.running);
   let total = 0;

@@ -251,7 +251,7 @@ export class PostgresCore {
     if (isScheduleOp(op)) return answerScheduleOp(this, op, q);
     if (isLeaderOp(op)) return answerLeaderOp(this, op, q);
     if (isWorkflowOp(op)) return answerWorkflowOp(this, op, q);
-    if (isFlowOp(op)) return answerFlowOp(op, q);
+    if (isFlowOp(op)) return answerFlowOp(op, q, counts);
     return answerJobOp(this, op, q, counts);
   }
 }

@@ -18,10 +18,10 @@ import type { Bucket, PartitionBy, StoredLimits } from "../../kernel/flow.ts";
 import type { ClaimedJob } from "../../kernel/types.ts";
 import type { FlowOp, FlowRead } from "../lifecycle/flow.ts";
 import type { QueueLimitsRow, StoreFlow } from "../store.ts";
+import type { CountTally } from "../job_counts.ts";
 import type { PostgresCore } from "./core.ts";
 import type { Fragment, Sql } from "./fragments.ts";
 import { type Row, toClaimed } from "./rows.ts";
-import { countRows } from "./counts.ts";
 
 /** A job's key as `by` names it: its tenant, or the text of one of its args or meta keys; "" when none. */
 function keyOf(q: Sql, by: PartitionBy): Fragment {
@@ -47,7 +47,11 @@ function toLimits(row: Row): QueueLimitsRow {
 }
 
 /** Answers one op of a limited claim on `q`, the claim's open transaction. */
-export async function answerFlowOp(op: FlowOp, q: Sql): Promise<unknown> {
+export async function answerFlowOp(
+  op: FlowOp,
+  q: Sql,
+  counts: CountTally,
+): Promise<unknown> {
   switch (op.op) {
     case "flowLock":
       await q`SELECT pg_advisory_xact_lock(
@@ -68,25 +72,22 @@ export async function answerFlowOp(op: FlowOp, q: Sql): Promise<unknown> {
       ]);
     }
     case "flowTake": {
-      // One statement with its counts and its occurrences' schedules, so it
-      // stands alone where no transaction holds it (a claim for fairness).
-      const rows = await q`WITH claimed AS (
-          UPDATE jobs SET state = 'executing', attempt = attempt + 1, fence = fence + 1,
-            attempted_by = ${op.node}, attempted_at = ${op.now}::bigint,
-            lease_expires_at = ${op.now + op.leaseMs}::bigint
-          WHERE id = ANY(${op.ids}::bigint[]) AND state = 'available' AND queue = ${op.queue}
-          RETURNING id, queue, worker, args, meta, tags, occurrence, attempt, max_attempts,
-            priority, fence, inserted_at, scheduled_at, attempted_at, schedule_id, tenant,
-            'available'::text AS was, 'executing'::text AS state),
-        claim_counted AS (${countRows(q, "claimed")}),
-        started AS (
-          UPDATE schedules
+      const rows = await q`UPDATE jobs SET state = 'executing', attempt = attempt + 1,
+          fence = fence + 1, attempted_by = ${op.node}, attempted_at = ${op.now}::bigint,
+          lease_expires_at = ${op.now + op.leaseMs}::bigint
+        WHERE id = ANY(${op.ids}::bigint[]) AND state = 'available' AND queue = ${op.queue}
+        RETURNING id, queue, worker, args, meta, tags, occurrence, attempt, max_attempts,
+          priority, fence, inserted_at, scheduled_at, attempted_at, schedule_id, tenant`;
+      counts.move(op.queue, "available", "executing", rows.length);
+      const occurrences = rows.filter((r) => r.schedule_id != null).map((r) => Number(r.id));
+      if (occurrences.length > 0) {
+        await q`UPDATE schedules
           SET last_started_at = greatest(coalesce(last_started_at, 0), ${op.now}::bigint)
           FROM (SELECT id FROM schedules
-            WHERE id IN (SELECT schedule_id FROM claimed WHERE occurrence IS NOT NULL)
+            WHERE id IN (SELECT schedule_id FROM jobs WHERE id = ANY(${occurrences}::bigint[]))
             ORDER BY id FOR UPDATE) AS s
-          WHERE schedules.id = s.id)
-        SELECT * FROM claimed`;
+          WHERE schedules.id = s.id`;
+      }
       // In the order decided, as the plain claim hands them out in claim order.
       const order = new Map(op.ids.map((id, i) => [id, i]));
       return rows.map(toClaimed).sort((a: ClaimedJob, b: ClaimedJob) =>

@@ -124,14 +124,9 @@ export function postgresJobs(core: PostgresCore): StoreJobs {
         : await recordAndClaim(core, params, limited);
       // None: the queue is empty, paused, or limited by the store or its tenants.
       if (limited || claimed.jobs.length > 0 || params.limit <= 0) return claimed;
-      // Its tenants' fairness alone takes no lock, so no transaction: the
-      // read, then the conditional take; limits stored need both.
-      let flow = await core.lifecycle(core.sql, claimFlow({ ...params, locked: false }));
-      if (flow.unlocked) {
-        flow = await core.sql.begin(async (tx) => await core.lifecycle(tx, claimFlow(params)));
-      }
+      const flow = await core.sql.begin(async (tx) => await core.lifecycle(tx, claimFlow(params)));
       await core.countsWritten(params.now);
-      return { jobs: flow.jobs, held: flow.held, report: claimed.report };
+      return { ...flow, report: claimed.report };
     },
 
     async jobsRecord(
