@@ -13,7 +13,7 @@ import { ShutdownError } from "../kernel/abort_reasons.ts";
 import { type CursorStore, execute, type Registry } from "../kernel/executor.ts";
 import type { ClaimedJob, JobResult } from "../kernel/types.ts";
 import type { Lease, Store } from "../store/store.ts";
-import type { FlowLimits } from "../kernel/flow.ts";
+import { type FlowLimits, isLimited } from "../kernel/flow.ts";
 import { setImmediate } from "node:timers";
 import type { Logger } from "../kernel/logger.ts";
 import type { StoreHealth } from "./store_health.ts";
@@ -222,9 +222,10 @@ export class Producer {
 
   /** How many jobs this producer wants in hand (running + buffered). */
   #target(): number {
-    // Under a flow limit that holds jobs back, a prefetched job would hold
-    // a slot of the limit while it waits here: claim only the free slots.
-    if (this.#held) return this.concurrency;
+    // Under a flow limit (declared, or one that held jobs back), a
+    // prefetched job would hold a slot of the limit while it waits here,
+    // away from the nodes with free slots: claim only the free slots.
+    if (this.#held || isLimited(this.#deps.flow?.(this.queue))) return this.concurrency;
     const perSlot = Math.min(PREFETCH_PER_SLOT, Math.floor(PREFETCH_HORIZON_MS / this.#meanMs));
     return this.concurrency * (1 + perSlot);
   }

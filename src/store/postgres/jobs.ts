@@ -93,6 +93,18 @@ export function postgresJobs(core: PostgresCore): StoreJobs {
       const results = params.results ?? [];
       const limited = isLimited(params.flow);
       const plain = results.every(isPlainCompletion);
+      if (isGlobalOnly(params.flow) && plain) {
+        // The completions and the claim of the free slots in one statement.
+        const global = await claimAfterCompletions(core, params, results, params.flow!.global!);
+        if (!global.full) return { jobs: global.jobs, report: global.report, held: global.held };
+        // Another limit is stored, or tenants' jobs wait: the completions
+        // were written, the whole limited claim takes the slots.
+        const flow = await core.sql.begin(async (tx) =>
+          await core.lifecycle(tx, claimFlow(params))
+        );
+        await core.countsWritten(params.now);
+        return { ...flow, report: global.report };
+      }
       if (limited && plain) {
         // The completions in their one statement first (their slots free
         // before the count), then the limited claim, which holds the
@@ -670,6 +682,11 @@ export async function insertJobs(
   return out as InsertResult[];
 }
 
+/** Whether `flow` limits the queue by `global` alone. */
+function isGlobalOnly(flow: FlowLimits | null | undefined): boolean {
+  return flow?.global !== undefined && flow.partition === undefined && flow.rate === undefined;
+}
+
 /**
  * Records `results` and claims in one transaction: the general form of
  * {@linkcode StoreJobs.jobsClaim} (any results), and the limited claim's
@@ -764,7 +781,8 @@ async function claimAfterCompletions(
     dueBy?: number;
   },
   results: JobResult[],
-): Promise<{ jobs: ClaimedJob[]; report: RecordReport }> {
+  global?: number,
+): Promise<{ jobs: ClaimedJob[]; report: RecordReport; held?: boolean; full?: boolean }> {
   const { node, now } = params;
   if (results.length === 0 && params.limit <= 0) {
     return { jobs: [], report: { recorded: [], lost: [] } };
@@ -796,14 +814,22 @@ async function claimAfterCompletions(
           d.v ->> 3, d.v ->> 4
         FROM done AS d LEFT JOIN replays AS p ON p.job_id = d.id AND p.after < d.fence)`
     : null;
-  const claim = params.limit > 0
+  // A queue limited by `global` alone claims its free slots by one call
+  // (migrations/postgres/0012_flow.sql), its flags beside the rows.
+  const taken = global === undefined
     ? q`picked AS (${pickRunnable(q, params)}),
       claimed AS (
         UPDATE jobs SET ${takeLease(q, { node, now, leaseMs: params.leaseMs })}
         WHERE jobs.id = ANY(ARRAY(SELECT id FROM picked))
-        RETURNING jobs.id, queue, worker, args, meta, tags, occurrence, attempt, max_attempts,
-          priority, fence, inserted_at, scheduled_at, attempted_at, schedule_id, tenant,
-          'available'::text AS was, 'executing'::text AS state),
+        RETURNING 'job'::text AS flag, jobs.id, queue, worker, args, meta, tags, occurrence,
+          attempt, max_attempts, priority, fence, inserted_at, scheduled_at, attempted_at,
+          schedule_id, tenant, 'available'::text AS was, 'executing'::text AS state)`
+    : q`claimed AS (
+        SELECT * FROM jobs_flow_claim_global(${params.queue}, ${node}, ${params.limit}::bigint,
+          ${global}::bigint, ${params.dueBy ?? now}::bigint, ${now}::bigint,
+          ${now + params.leaseMs}::bigint, ${leases}::text::jsonb))`;
+  const claim = params.limit > 0
+    ? q`${taken},
       claim_counted AS (${countRows(q, "claimed")}),
       started AS (
         UPDATE schedules
@@ -813,31 +839,35 @@ async function claimAfterCompletions(
           ORDER BY id FOR UPDATE) AS s
         WHERE schedules.id = s.id)`
     : null;
-  const claimedRows = q`SELECT true AS claimed, id, queue, worker, args, meta, tags,
+  const claimedRows = q`SELECT true AS claimed, flag, id, queue, worker, args, meta, tags,
       occurrence, attempt, max_attempts, priority, fence, inserted_at, scheduled_at,
       attempted_at, tenant
     FROM claimed`;
   const rows = finish && claim
     ? await q`WITH ${finish}, ${claim}
       ${claimedRows}
-      UNION ALL SELECT false, id, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
-        NULL, NULL, NULL, NULL
+      UNION ALL SELECT false, NULL, id, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
+        NULL, NULL, NULL, NULL, NULL
       FROM done`
     : finish
     ? await q`WITH ${finish} SELECT false AS claimed, id FROM done`
     : await q`WITH ${claim!} ${claimedRows}`;
   const jobs: ClaimedJob[] = [];
   const written = new Set<number>();
+  let held = false;
+  let full = false;
   for (const row of rows) {
-    if (row.claimed) jobs.push(toClaimed(row));
-    else written.add(Number(row.id));
+    if (!row.claimed) written.add(Number(row.id));
+    else if (row.flag === "job") jobs.push(toClaimed(row));
+    else if (row.flag === "held") held = true;
+    else full = true;
   }
   // RETURNING has no order of its own: hand them out in claim order.
   jobs.sort((a, b) => a.priority - b.priority || a.scheduledAt - b.scheduledAt || a.id - b.id);
   const report: RecordReport = { recorded: [], lost: [] };
   for (const r of results) (written.has(r.id) ? report.recorded : report.lost).push(r.id);
   await core.countsWritten(params.now);
-  return { jobs, report };
+  return global === undefined ? { jobs, report } : { jobs, report, held, full };
 }
 
 /** Drives `paging` through raw listings to its end. */

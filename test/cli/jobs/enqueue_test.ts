@@ -381,3 +381,34 @@ Deno.test("jobs enqueue refuses a built-in runner's args its runner would discar
     });
   });
 });
+
+Deno.test("jobs enqueue --debounce: a second enqueue of the key replaces the waiting job's args, audited", async () => {
+  await withFiles(SCHEDULES, async ({ db }) => {
+    const run = (args: string[], now: number) =>
+      runJobs(["enqueue", ...args, "--db", db, "--force", "--create"], { now, env: ENV });
+    const key = ["--unique-by", "keys:doc", "--debounce", "1m"];
+    const first = await run(["reindex", "--args", '{"doc":7,"rev":1}', ...key], NOW);
+    assert.equal(first.code, 0, first.err);
+    assert.match(first.out, /^enqueued job (\d+): reindex on queue default, scheduled$/);
+    const id = Number(first.out.match(/job (\d+)/)![1]);
+    const second = await run(["reindex", "--args", '{"doc":7,"rev":2}', ...key], NOW + 10_000);
+    assert.equal(second.code, 0, second.err);
+    assert.equal(
+      second.out,
+      `replaced the args of job ${id} (scheduled on default), which holds the same unique key (debounce)`,
+    );
+    await withStore(db, async (store) => {
+      const job = await store.jobGet({ id });
+      assert.deepEqual([job?.args, job?.scheduledAt], [{ doc: 7, rev: 2 }, NOW + 60_000]);
+      assert.equal((await store.jobsList({ worker: "reindex" })).length, 1);
+      const audit = await store.auditList({ target: `job:${id}` });
+      assert.deepEqual(audit.map((a) => a.details), [
+        { worker: "reindex", queue: "default", duplicate: false },
+        { worker: "reindex", queue: "default", duplicate: true, replaced: true },
+      ]);
+    });
+    const stray = await run(["reindex", "--args", "{}", "--debounce-extend"], NOW);
+    assert.equal(stray.code, 2);
+    assert.match(stray.err, /--debounce-extend needs --debounce <duration>/);
+  });
+});
