@@ -106,12 +106,13 @@ async function copyFolder(from: string, to: string): Promise<void> {
   throw new Error(`cp -a "${from}" "${to}" failed: ${errors.join("\n")}`);
 }
 
-/** Runs `cmd args` in `cwd` with exactly `env`, stdin closed; gives up after 60 s. */
+/** Runs `cmd args` in `cwd` with exactly `env`, stdin closed; gives up after `timeoutMs` (60 s). */
 export async function runIn(
   cwd: string,
   env: Record<string, string>,
   cmd: string,
   args: string[],
+  timeoutMs = 60_000,
 ): Promise<Ran> {
   const out = await new Deno.Command(cmd, {
     args,
@@ -121,19 +122,24 @@ export async function runIn(
     stdin: "null",
     stdout: "piped",
     stderr: "piped",
-    signal: AbortSignal.timeout(60_000),
+    signal: AbortSignal.timeout(timeoutMs),
   }).output();
   const decoder = new TextDecoder();
   return { code: out.code, stdout: decoder.decode(out.stdout), stderr: decoder.decode(out.stderr) };
 }
 
-/** `deno task install ...args` in `checkout`, with this test's Deno (PATH need not hold one). */
+/**
+ * `deno task install ...args` in `checkout`, with this test's Deno (PATH need
+ * not hold one). Into an empty Deno cache it downloads every npm package of
+ * `deno.json` (the task itself installs them before the script caches its
+ * graph), which on a busy machine takes well over a minute: it gets three.
+ */
 export function runInstall(
   checkout: string,
   env: Record<string, string>,
   args: string[] = [],
 ): Promise<Ran> {
-  return runIn(checkout, env, Deno.execPath(), ["task", "install", ...args]);
+  return runIn(checkout, env, Deno.execPath(), ["task", "install", ...args], 180_000);
 }
 
 /** Top-level entries of the checkout that the program does not need to run. */
