@@ -46,7 +46,7 @@ import {
   type WorkBulkRun,
 } from "../admin/work_bulk.ts";
 import type { Principal } from "../http/access.ts";
-import { WORK_REFUSAL_STATUS } from "../http/api/work.ts";
+import { bulkRefusalStatus, WORK_REFUSAL_STATUS } from "../http/api/work.ts";
 import { when } from "../schedule/describe.ts";
 import type { BulkRequest } from "../store/bulk_request_types.ts";
 import { APPROVER_ROLE, BulkRefused, CODE_TRIES } from "../workqueue/confirm.ts";
@@ -66,15 +66,6 @@ interface Problem {
   status: 400 | 403 | 404 | 409;
   code: string;
   message: string;
-}
-
-/**
- * The status of a refusal of the confirmation codes (`BulkRefused.why`),
- * as the API answers it (`src/http/api/work.ts`): who may not, 403; the
- * rest, a state the request is in, 409.
- */
-export function bulkRefusalStatus(why: BulkRefused["why"]): 403 | 409 {
-  return why === "unknown-person" || why === "out-of-scope" || why === "not-approver" ? 403 : 409;
 }
 
 /** A refusal of either door as a {@linkcode Problem}; anything else is thrown on. */

@@ -210,6 +210,14 @@ export const WORK_REFUSAL_STATUS: Readonly<Record<WorkRefused["code"], 400 | 403
   "work-bulk-unpreviewed": 404,
 };
 
+/**
+ * The status of a refusal of the confirmation codes, over the API and in the
+ * console alike: who may not ask or confirm is 403, the rest 409.
+ */
+export function bulkRefusalStatus(why: BulkRefused["why"]): 403 | 409 {
+  return why === "unknown-person" || why === "out-of-scope" || why === "not-approver" ? 403 : 409;
+}
+
 function itemJson(item: WorkItemView) {
   const iso = (ms: number) => new Date(ms).toISOString();
   return {
@@ -262,11 +270,7 @@ export function registerWork(
         throw new ApiError(WORK_REFUSAL_STATUS[error.code], error.code, error.message);
       }
       if (error instanceof BulkRefused) {
-        const status = error.why === "unknown-person" || error.why === "out-of-scope" ||
-            error.why === "not-approver"
-          ? 403
-          : 409;
-        throw new ApiError(status, `bulk-${error.why}`, error.message);
+        throw new ApiError(bulkRefusalStatus(error.why), `bulk-${error.why}`, error.message);
       }
       throw error;
     }
