@@ -15,13 +15,15 @@
  * @module
  */
 
-import type {
-  Store,
-  StoreTx,
-  WorkItemOutcome,
-  WorkItemRefusal,
-  WorkQueueStanding,
+import {
+  type Store,
+  type StoreTx,
+  type WorkItemOutcome,
+  type WorkItemRefusal,
+  workItemTarget,
+  type WorkQueueStanding,
 } from "../store/store.ts";
+import { redact } from "../kernel/redact.ts";
 import type { WorkQueueDefinition } from "../workqueue/types.ts";
 import {
   actionJob,
@@ -223,15 +225,18 @@ function record(
     tx,
     { actor: who.person, reason: who.reason, now: who.now },
     action,
-    `work:${queue.id}/${key}`,
-    {
-      door: who.door,
-      ...(who.osUser === undefined ? {} : { osUser: who.osUser }),
-      queue: queue.id,
-      key,
-      ...details,
-    },
+    workItemTarget(queue.id, key),
+    { ...doorDetails(queue, who), key, ...details },
   );
+}
+
+/** What every audit row of an action on an item says of how it came: the door, the OS user, the queue. */
+function doorDetails(queue: WorkQueueDefinition, who: WorkActor): Record<string, unknown> {
+  return {
+    door: who.door,
+    ...(who.osUser === undefined ? {} : { osUser: who.osUser }),
+    queue: queue.id,
+  };
 }
 
 const REFUSAL_CODE: Readonly<Record<WorkItemRefusal, WorkRefused["code"]>> = {
@@ -378,22 +383,22 @@ export async function nextWorkItem(
 ): Promise<WorkItemView | null> {
   allow(queue, who, "work.claim");
   noClaims(queue);
-  return await store.transaction(async (tx) => {
-    const row = await tx.workItemNext({
-      queue: queue.id,
-      ...scope(who),
-      person: who.person,
-      now: who.now,
-      leaseMs: queue.leaseMs,
-    });
-    if (row === null) return null;
-    await record(tx, queue, row.key, who, "work.claim", {
-      via: "next",
-      fence: row.claimFence,
-      expiresAt: row.claimExpiresAt,
-    });
-    return itemView(queue, row, who.now);
+  // The audit row goes with the claim (the store completes it with the
+  // item it takes): on PostgreSQL next is then one statement.
+  const row = await store.workItemNext({
+    queue: queue.id,
+    ...scope(who),
+    person: who.person,
+    now: who.now,
+    leaseMs: queue.leaseMs,
+    audit: {
+      actor: who.person,
+      action: "work.claim" satisfies AdminAction,
+      reason: who.reason === null ? null : redact(who.reason),
+      details: { ...doorDetails(queue, who), via: "next" },
+    },
   });
+  return row === null ? null : itemView(queue, row, who.now);
 }
 
 /**

@@ -1433,6 +1433,26 @@ export interface WorkItemAddParams {
   now: number;
 }
 
+/**
+ * The `audit` row a decision on a work item writes with its change, in the
+ * same transaction (on PostgreSQL, the same statement), for an item the
+ * caller does not know yet (`next`'s). The store completes it with the item
+ * it took: the target `work:<queue>/<key>` ({@linkcode workItemTarget}),
+ * and `key`, `fence` and `expiresAt` added to `details`.
+ */
+export interface WorkItemAudit {
+  actor: string;
+  action: string;
+  /** Stored as given: the caller redacts it. */
+  reason: string | null;
+  details: Record<string, unknown>;
+}
+
+/** The audit trail's target of the work item `key` of `queue`. */
+export function workItemTarget(queue: string, key: string): string {
+  return `work:${queue}/${key}`;
+}
+
 /** Which item: its queue and key, in a tenant's scope when `tenant` is given. */
 export interface WorkItemRef {
   queue: string;
@@ -1558,10 +1578,18 @@ export interface StoreWorkItems {
   /**
    * Claims the highest unclaimed open item `person` has not skipped (or
    * whose skip ended), in one conditional write: racing callers get
-   * different items. Null when none is left.
+   * different items. Null when none is left. With `audit`, the audit row
+   * of the claim is written with it.
    */
   workItemNext(
-    params: { queue: string; tenant?: string; person: string; now: number; leaseMs: number },
+    params: {
+      queue: string;
+      tenant?: string;
+      person: string;
+      now: number;
+      leaseMs: number;
+      audit?: WorkItemAudit;
+    },
   ): Promise<WorkItemRow | null>;
   /** Gives back `person`'s current claim (`fence` given, only that claim). */
   workItemRelease(

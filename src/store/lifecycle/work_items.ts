@@ -17,14 +17,17 @@
  */
 
 import type { InsertResult, NewJob } from "../../kernel/types.ts";
-import type {
-  StoreWorkItems,
-  WorkItemAddParams,
-  WorkItemEventKind,
-  WorkItemOutcome,
-  WorkItemRef,
-  WorkItemRow,
-  WorkItemScore,
+import type { AuditInsert, Op } from "../../workflow/bookkeeping.ts";
+import {
+  type StoreWorkItems,
+  type WorkItemAddParams,
+  type WorkItemAudit,
+  type WorkItemEventKind,
+  type WorkItemOutcome,
+  type WorkItemRef,
+  type WorkItemRow,
+  type WorkItemScore,
+  workItemTarget,
 } from "../store.ts";
 
 /** The actor of what the store does itself: a claim that expired. */
@@ -146,11 +149,16 @@ export const WORK_ITEM_WRITES: ReadonlySet<WorkItemOp["op"]> = new Set([
   "itemEventsInsert",
 ]);
 
-/** A generator of work-item ops returning `R`. */
-export type WorkItemOps<R> = Generator<WorkItemOp, R, unknown>;
+/** The workflow bookkeeping's audit op, which a decision here yields too. */
+type AuditOp = Extract<Op, { op: "auditRecord" }>;
 
-function* ask<O extends WorkItemOp>(op: O): WorkItemOps<WorkItemOpAnswers[O["op"]]> {
-  return (yield op) as WorkItemOpAnswers[O["op"]];
+/** A generator of work-item ops (and audit rows) returning `R`. */
+export type WorkItemOps<R> = Generator<WorkItemOp | AuditOp, R, unknown>;
+
+function* ask<O extends WorkItemOp | AuditOp>(
+  op: O,
+): WorkItemOps<(WorkItemOpAnswers & { auditRecord: void })[O["op"]]> {
+  return (yield op) as (WorkItemOpAnswers & { auditRecord: void })[O["op"]];
 }
 
 function scoped(ref: WorkItemRef): Scoped {
@@ -183,6 +191,23 @@ function expiredEvents(cleared: ExpiredClaim[], now: number): NewWorkItemEvent[]
       detail: { owner: c.owner, expiredAt: c.expiresAt },
     })
   );
+}
+
+/** The audit row `audit` completed with the item it is about. */
+function auditOf(audit: WorkItemAudit, item: WorkItemRow, now: number): AuditInsert {
+  return {
+    at: now,
+    actor: audit.actor,
+    action: audit.action,
+    target: workItemTarget(item.queue, item.key),
+    reason: audit.reason,
+    details: {
+      ...audit.details,
+      key: item.key,
+      fence: item.claimFence,
+      expiresAt: item.claimExpiresAt,
+    },
+  };
 }
 
 /** Clears the expired claims of one item (or of a queue) and records them. */
@@ -276,7 +301,14 @@ export function* claimItem(
 
 /** Claims the queue's best free item for `person`, or null when none is left. */
 export function* nextItem(
-  params: { queue: string; tenant?: string; person: string; now: number; leaseMs: number },
+  params: {
+    queue: string;
+    tenant?: string;
+    person: string;
+    now: number;
+    leaseMs: number;
+    audit?: WorkItemAudit;
+  },
 ): WorkItemOps<WorkItemRow | null> {
   const { queue, person, now } = params;
   yield* expire(queue, null, now);
@@ -298,6 +330,7 @@ export function* nextItem(
       }),
     ],
   });
+  if (params.audit) yield* ask({ op: "auditRecord", rows: [auditOf(params.audit, item, now)] });
   return item;
 }
 
@@ -488,7 +521,7 @@ export type WorkItemDecisions = Pick<
  * one write transaction (SQLite's write lock, PostgreSQL's `begin`).
  */
 export function workItemDecisions(
-  decide: <R>(ops: Generator<WorkItemOp, R, unknown>) => Promise<R>,
+  decide: <R>(ops: WorkItemOps<R>) => Promise<R>,
 ): WorkItemDecisions {
   return {
     workItemAdd: (params) => decide(addItem(params)),

@@ -33,6 +33,9 @@ import flow from "../../../migrations/postgres/0015_flow.sql" with { type: "text
 import workItemsFree from "../../../migrations/postgres/0016_work_items_free.sql" with {
   type: "text",
 };
+import workItemsNext from "../../../migrations/postgres/0017_work_items_next.sql" with {
+  type: "text",
+};
 
 /** One numbered migration. */
 export interface Migration {
@@ -59,6 +62,7 @@ export const MIGRATIONS: readonly Migration[] = [
   { version: 14, name: "0014_work_queue_metrics.sql", sql: workQueueMetrics },
   { version: 15, name: "0015_flow.sql", sql: flow },
   { version: 16, name: "0016_work_items_free.sql", sql: workItemsFree },
+  { version: 17, name: "0017_work_items_next.sql", sql: workItemsNext },
 ];
 
 /** The migrations a database at schema `version` has not applied yet, in order. */

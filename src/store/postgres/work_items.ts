@@ -20,11 +20,17 @@ import type {
   WorkQueueStats,
   WorkQueueSummary,
 } from "../store.ts";
-import { type ExpiredClaim, workItemDecisions, type WorkItemOp } from "../lifecycle/work_items.ts";
+import {
+  type ExpiredClaim,
+  workItemDecisions,
+  type WorkItemOp,
+  type WorkItemOps,
+} from "../lifecycle/work_items.ts";
 import { toWorkItem, toWorkItemEvent, toWorkQueueStats } from "../rows.ts";
 import type { PostgresCore } from "./core.ts";
 import type { Sql } from "./fragments.ts";
 import { insertJobs } from "./jobs.ts";
+import { Gathering } from "../gathering.ts";
 
 function columns(q: Sql) {
   return q`id, queue, key, tenant, data, score, score_rate, score_rank, inputs,
@@ -211,6 +217,40 @@ export async function answerWorkItemOp(
   }
 }
 
+/** What `workItemNext` is given. */
+type NextParams = Parameters<StoreWorkItems["workItemNext"]>[0];
+
+/**
+ * The presses of next of one queue and tenant, in one statement
+ * (`work_items_next`, migration 0017): what `nextItem`
+ * (lifecycle/work_items.ts) decides for each, in order, with one round trip
+ * and one commit for all of them. Answers each press's item (or null), in
+ * the order given.
+ */
+async function nextTogether(q: Sql, batch: readonly NextParams[]): Promise<(WorkItemRow | null)[]> {
+  const { queue } = batch[0]!;
+  const tenant = batch[0]!.tenant ?? null;
+  const people = JSON.stringify(batch.map((p) => ({
+    person: p.person,
+    now: p.now,
+    expires_at: p.now + p.leaseMs,
+    audit: p.audit ?? null,
+  })));
+  const now = Math.min(...batch.map((p) => p.now));
+  const rows = await q`SELECT * FROM work_items_next(${queue}, ${tenant}::text, ${now}::bigint,
+    ${people}::text::jsonb)`;
+  // The items come in the people's order, each owned by its person; a
+  // person pressing twice gets theirs in order too.
+  const items = rows.map(toWorkItem);
+  let at = 0;
+  return batch.map((p) => {
+    const item = items[at];
+    if (item === undefined || item.claimOwner !== p.person) return null;
+    at++;
+    return item;
+  });
+}
+
 /** The item columns qualified by `alias` (an UPDATE ... FROM returns both tables' names). */
 function columnsOf(q: Sql, alias: string) {
   const a = q(alias);
@@ -226,10 +266,18 @@ function columnsOf(q: Sql, alias: string) {
  * `core`: reads one statement each, decisions one transaction each.
  */
 export function postgresWorkItems(core: PostgresCore): StoreWorkItems {
-  const decide = <R>(ops: Generator<WorkItemOp, R, unknown>): Promise<R> =>
+  const decide = <R>(ops: WorkItemOps<R>): Promise<R> =>
     core.begin((tx) => core.lifecycle(tx as unknown as Sql, ops));
+  // On the store, the presses of next that meet one in flight go together
+  // in the next statement; in a caller's transaction, each goes alone.
+  const presses = core.tx ? null : new Gathering<NextParams, WorkItemRow | null>(
+    (params) => params.queue + "\u0000" + (params.tenant ?? ""),
+    (batch) => nextTogether(core.sql, batch),
+  );
   return core.guard({
     ...workItemDecisions(decide),
+    workItemNext: (params: NextParams): Promise<WorkItemRow | null> =>
+      presses ? presses.add(params) : nextTogether(core.sql, [params]).then((rows) => rows[0]!),
     async workItemGet(params: WorkItemRef): Promise<WorkItemRow | null> {
       return await get(core.sql, { ...params, tenant: params.tenant ?? null });
     },

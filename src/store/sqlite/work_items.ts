@@ -19,7 +19,12 @@ import type {
   WorkQueueStats,
   WorkQueueSummary,
 } from "../store.ts";
-import { type ExpiredClaim, workItemDecisions, type WorkItemOp } from "../lifecycle/work_items.ts";
+import {
+  type ExpiredClaim,
+  workItemDecisions,
+  type WorkItemOp,
+  type WorkItemOps,
+} from "../lifecycle/work_items.ts";
 import { toWorkItem, toWorkItemEvent, toWorkQueueStats } from "../rows.ts";
 import type { SqliteCore } from "./core.ts";
 import { insertJobs } from "./jobs.ts";
@@ -273,7 +278,7 @@ export function answerWorkItemOp(core: SqliteCore, op: WorkItemOp): unknown {
 export function sqliteWorkItems(core: SqliteCore): StoreWorkItems {
   const q = () => core.onDemand(SQL);
   /** One decision in one write transaction. */
-  const decide = <R>(ops: Generator<WorkItemOp, R, unknown>): Promise<R> =>
+  const decide = <R>(ops: WorkItemOps<R>): Promise<R> =>
     core.exclusive(() => core.write(() => core.lifecycle(ops)));
   return {
     ...workItemDecisions(decide),

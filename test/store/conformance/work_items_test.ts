@@ -91,6 +91,71 @@ for (const backend of BACKENDS) {
     assert.equal(open.filter((item) => item.claimOwner === null).length, 5);
   });
 
+  test("next writes its audit row with the claim, and takes a lapsed claim's item when it is the best", async ({ store }) => {
+    const clock = new FakeClock(T0);
+    await add(store, "payouts", "p1", clock.now());
+    await add(store, "payouts", "p2", clock.now() + 10);
+    const audit = {
+      actor: "ada",
+      action: "work.claim",
+      reason: null,
+      details: { door: "cli", via: "next" },
+    };
+    const ada = await store.workItemNext({
+      queue: "payouts",
+      person: "ada",
+      now: clock.now(),
+      leaseMs: HOUR,
+      audit,
+    });
+    assert.equal(ada?.key, "p1");
+    assert.deepEqual(await store.auditList({ target: "work:payouts/p1" }), [{
+      id: (await store.auditList({ target: "work:payouts/p1" }))[0]!.id,
+      at: T0,
+      actor: "ada",
+      action: "work.claim",
+      target: "work:payouts/p1",
+      reason: null,
+      details: { door: "cli", via: "next", key: "p1", fence: 1, expiresAt: T0 + HOUR },
+    }]);
+    // Ada's claim lapses: p1, the oldest, is bob's next, not p2; its history
+    // says expired (for ada) before claimed (by bob).
+    clock.advance(HOUR + 1);
+    const bob = await store.workItemNext({
+      queue: "payouts",
+      person: "bob",
+      now: clock.now(),
+      leaseMs: HOUR,
+      audit: { ...audit, actor: "bob" },
+    });
+    assert.equal(bob?.key, "p1");
+    assert.equal(bob?.claimFence, 2);
+    const history = await store.workItemEvents({ queue: "payouts", key: "p1" });
+    assert.deepEqual(history.map((e) => [e.kind, e.actor, e.fence, e.detail]), [
+      ["added", "ada", null, {}],
+      ["claimed", "ada", 1, { expiresAt: T0 + HOUR, by: "next" }],
+      ["expired", "jobs", 1, { owner: "ada", expiredAt: T0 + HOUR }],
+      ["claimed", "bob", 2, { expiresAt: clock.now() + HOUR, by: "next" }],
+    ]);
+    assert.deepEqual((await store.auditList({ target: "work:payouts/p1" })).map((a) => a.actor), [
+      "ada",
+      "bob",
+    ]);
+    // Nothing taken, nothing audited.
+    await store.workItemNext({ queue: "payouts", person: "cy", now: clock.now(), leaseMs: HOUR });
+    assert.equal(
+      await store.workItemNext({
+        queue: "payouts",
+        person: "dee",
+        now: clock.now(),
+        leaseMs: HOUR,
+        audit: { ...audit, actor: "dee" },
+      }),
+      null,
+    );
+    assert.deepEqual(await store.auditList({ target: "work:payouts/p2" }), []);
+  });
+
   test("an expired claim returns the item, shows expired, and a late action with its fence is refused", async ({ store }) => {
     const clock = new FakeClock(T0);
     await add(store, "payouts", "p1", clock.now());
@@ -427,6 +492,77 @@ for (const backend of BACKENDS) {
       now: clock.now(),
     });
     assert.equal(foreign, null);
+  });
+
+  test("nexts pressed together go in order: a skip holds for its person only, a double press gets two items, a tenant its own", async ({ store }) => {
+    const clock = new FakeClock(T0);
+    for (const key of ["a", "b", "c", "d", "e"]) {
+      await add(store, "q", key, clock.now());
+      clock.advance(10);
+    }
+    await store.workItemAdd({
+      queue: "q",
+      key: "t",
+      tenant: "acme",
+      data: {},
+      score: null,
+      actor: "ada",
+      now: clock.now() + 1000,
+    });
+    const held = await store.workItemClaim({
+      queue: "q",
+      key: "a",
+      person: "ada",
+      now: clock.now(),
+      leaseMs: HOUR,
+    });
+    assert.ok(held.ok);
+    assert.ok(
+      (await store.workItemSkip({
+        queue: "q",
+        key: "a",
+        person: "ada",
+        now: clock.now(),
+        until: clock.now() + HOUR,
+      })).ok,
+    );
+    // All at the same instant (on PostgreSQL, presses that meet one in
+    // flight go together in one statement).
+    const press = (person: string, tenant?: string) =>
+      store.workItemNext({
+        queue: "q",
+        person,
+        now: clock.now(),
+        leaseMs: HOUR,
+        ...(tenant === undefined ? {} : { tenant }),
+      });
+    const got = await Promise.all([
+      press("ada"),
+      press("bob"),
+      press("ada"),
+      press("cyd", "acme"),
+      press("dee"),
+      press("eve", "acme"),
+    ]);
+    const keys = got.map((item) => item?.key ?? null);
+    // The tenant's presses see only its item (the newest: the store-wide
+    // presses take older ones first), the first one takes it.
+    assert.deepEqual([keys[3], keys[5]], ["t", null]);
+    const store_wide = [keys[0], keys[1], keys[2], keys[4]];
+    // Every press of the whole store got one of a..e, each a different one,
+    // and ada never the item she skipped.
+    assert.ok(
+      store_wide.every((k) => k != null && ["a", "b", "c", "d", "e"].includes(k)),
+      `${keys}`,
+    );
+    assert.equal(new Set(store_wide).size, 4, `${keys}`);
+    assert.notEqual(keys[0], "a");
+    assert.notEqual(keys[2], "a");
+    for (const [i, person] of ["ada", "bob", "ada", "cyd", "dee"].entries()) {
+      if (got[i]) assert.equal(got[i]!.claimOwner, person, `${keys}`);
+    }
+    const free = (await store.workItemsList({ queue: "q" })).filter((i) => i.claimOwner === null);
+    assert.equal(free.length, 1, `one of a..e is left: ${free.map((i) => i.key)}`);
   });
 
   test("skip hides an item from one person for a while; reassign hands the claim over", async ({ store }) => {
