@@ -276,8 +276,9 @@ export async function previewWorkBulk(
   who: WorkActor,
 ): Promise<WorkBulkPreview> {
   const queue = workQueue(queues, selection.queue);
-  const bulk = workBulk(queue, selection.bulk);
+  // Who may not work the queue learns nothing of its bulk actions.
   mayAsk(queue, who);
+  const bulk = workBulk(queue, selection.bulk);
   const keys = selection.keys === undefined || selection.keys.length === 0 ? null : selection.keys;
   const preview = await currentSet(store, queue, bulk, keys, who.tenant, who.now, true);
   if (preview.items.length === 0) {

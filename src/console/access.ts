@@ -315,21 +315,25 @@ export const CONSOLE_ROUTES: readonly ConsoleRoute[] = [
     summary: "Takes a declared action on a work item, with a reason: one job, linked",
   },
   // Bulk money on work queues (`work_bulk.tsx`): the door decides per queue again (`mayWork`).
+  // Whoever works a queue (its own roles too) previews and asks for a code; an approver confirms.
   {
     method: "GET",
     path: "/work/:queue/bulk/:bulk",
+    queueRoles: true,
     roles: ACTIONS["bulk.preview"],
     summary: "A bulk money action of a work queue: what it selects, and the button to preview it",
   },
   {
     method: "POST",
     path: "/work/:queue/bulk/:bulk/preview",
+    queueRoles: true,
     ...acts("bulk.preview"),
     summary: "Previews a bulk money action: every item with its amount, totals, the manifest",
   },
   {
     method: "GET",
     path: "/bulk-money/:manifest",
+    queueRoles: true,
     roles: ACTIONS["bulk.confirm"],
     summary:
       "A manifest's code request: its items and totals, where the code went, the confirmation",
@@ -337,6 +341,7 @@ export const CONSOLE_ROUTES: readonly ConsoleRoute[] = [
   {
     method: "POST",
     path: "/bulk-money/:manifest/request",
+    queueRoles: true,
     ...acts("bulk.request"),
     summary:
       "Sends a code bound to a previewed manifest through the bulk's confirm_by (never shown)",

@@ -44,7 +44,7 @@ import {
   workQueuesOverview,
   WorkRefused,
 } from "../admin/work.ts";
-import type { Principal } from "../http/access.ts";
+import { type Principal, queueRole } from "../http/access.ts";
 import { when } from "../schedule/describe.ts";
 import type { WorkItemEvent } from "../store/store.ts";
 import type { WorkItemView } from "../workqueue/items.ts";
@@ -208,12 +208,24 @@ function may(p: Principal, queue: WorkQueueDefinition, path: string, action: str
 
 /**
  * Whether `p` may preview (and ask a code for) `queue`'s bulk money: the
- * route table's roles (`bulk.preview`) and the door's (`mayWork`).
+ * route table's roles (`bulk.preview`, or a queue's own role where the
+ * route admits them) and the door's (`mayWork`: whoever works the queue).
  */
 export function mayPreviewBulk(p: Principal, queue: WorkQueueDefinition): boolean {
-  const route = consoleRouteOf("POST", "/work/:queue/bulk/:bulk/preview");
-  return route?.action === "bulk.preview" && mayTake(p.roles, route.action) &&
+  return mayUseRoute(p, "/work/:queue/bulk/:bulk/preview", "bulk.preview") &&
     mayWork(queue, p.roles, "work.do");
+}
+
+/**
+ * Whether the console's `POST path` (whose action is `action`) lets `p`
+ * through: by the action's roles, or by a queue's own role where the route
+ * says the door decides per queue.
+ */
+export function mayUseRoute(p: Principal, path: string, action: string): boolean {
+  const route = consoleRouteOf("POST", path);
+  if (route?.action !== action) return false;
+  return mayTake(p.roles, route.action) ||
+    (route.queueRoles === true && p.roles.some(queueRole));
 }
 
 /** The bulks of `queue` that move money: what the listing offers to preview. */

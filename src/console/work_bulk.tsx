@@ -33,7 +33,6 @@
  * @module
  */
 
-import { mayTake } from "../admin/actions.ts";
 import { iso } from "../admin/job_json.ts";
 import { type WorkActor, workQueueFor, WorkRefused } from "../admin/work.ts";
 import {
@@ -52,11 +51,10 @@ import type { BulkRequest } from "../store/bulk_request_types.ts";
 import { APPROVER_ROLE, BulkRefused, CODE_TRIES } from "../workqueue/confirm.ts";
 import { looksLikeManifest, MAX_MANIFEST_ITEMS } from "../workqueue/manifest.ts";
 import type { WorkBulk, WorkQueueDefinition } from "../workqueue/types.ts";
-import { consoleRouteOf } from "./access.ts";
 import { type ConsoleRouter, type Ctx, pathTo, readForm } from "./common.ts";
 import { errorPage } from "./error_page.tsx";
 import { Fragment, h } from "./jsx.ts";
-import { mayPreviewBulk, scoreText } from "./work.tsx";
+import { mayPreviewBulk, mayUseRoute, scoreText } from "./work.tsx";
 
 /** How many hex digits of a manifest's hash a page shows. */
 export const MANIFEST_SHORT = 12;
@@ -83,15 +81,9 @@ function problemOf(error: unknown): Problem {
   throw error;
 }
 
-/** Whether `p` may take the action of the console's route `METHOD path` (the route table's roles). */
-function routeAllows(p: Principal, path: string): boolean {
-  const route = consoleRouteOf("POST", path);
-  return route?.action !== undefined && mayTake(p.roles, route.action);
-}
-
 /** Whether `p` may confirm `request` now, as the door will decide. */
 function mayConfirm(p: Principal, request: BulkRequest, now: number): boolean {
-  return routeAllows(p, "/bulk-money/:manifest/confirm") && p.kind === "person" &&
+  return mayUseRoute(p, "/bulk-money/:manifest/confirm", "bulk.confirm") && p.kind === "person" &&
     p.roles.includes(APPROVER_ROLE) && request.state === "pending" && request.expiresAt > now &&
     !(request.secondPerson && request.requester === p.name);
 }
@@ -221,7 +213,7 @@ export function registerWorkBulk(router: ConsoleRouter): void {
           />
           <Totals items={preview.items} totals={preview.totals} />
           <BulkFacts queue={queue} bulk={bulk} />
-          {routeAllows(p, "/bulk-money/:manifest/request")
+          {mayUseRoute(p, "/bulk-money/:manifest/request", "bulk.request")
             ? (
               <form
                 method="post"

@@ -71,7 +71,7 @@ export interface ApiRoute {
 }
 
 /** Whether `role` is one of a work queue's (none of the built-in ones). */
-function queueRole(role: string): boolean {
+export function queueRole(role: string): boolean {
   return !(ROLES as readonly string[]).includes(role);
 }
 
@@ -322,12 +322,14 @@ export const API_ROUTES: readonly ApiRoute[] = [
   {
     method: "POST",
     path: "/api/v1/work/:queue/bulk/:bulk/preview",
+    queueRoles: true,
     ...acts("bulk.preview"),
     summary: "The exact set a bulk money action would act on: amounts, totals, manifest",
   },
   {
     method: "POST",
     path: "/api/v1/bulk/:manifest/request",
+    queueRoles: true,
     ...acts("bulk.request"),
     summary: "Send a code bound to a previewed manifest out of band (never in the answer)",
   },

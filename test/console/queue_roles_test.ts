@@ -15,8 +15,12 @@ import { resolveSession } from "../../src/admin/sessions.ts";
 
 const ORIGIN = "http://127.0.0.1:9464";
 
-/** Work queues' pages decide by the queue's roles, not by the route table alone. */
-const WORK_ROUTES = /^\S+ \/work(?:[/-]|$)/;
+/**
+ * Work queues' pages decide by the queue's roles, not by the route table
+ * alone: those of `/work`, and a manifest's code request and its page (the
+ * door finds the queue by the manifest). Confirming stays the approver's.
+ */
+const WORK_ROUTES = /^\S+ \/(?:work(?:[/-]|$)|bulk-money\/:manifest(?:\/request)?$)/;
 
 for (const backend of BACKENDS) {
   Deno.test(`${backend.name}: a support person gets 403 on every console route outside work queues`, async () => {

@@ -46,7 +46,7 @@ function payouts(dir: string): WorkQueueDefinition {
       },
       secondPerson: true,
     }],
-    roles: ["operator"],
+    roles: ["operator", "support"],
   });
 }
 
@@ -68,6 +68,7 @@ async function harness(backend: Backend) {
     ["bob", ["approver"]],
     ["dora", ["approver", "operator"]],
     ["vera", ["viewer"]],
+    ["sam", ["support"]],
   ] as const;
   for (const [name, roles] of people) {
     await addPerson(
@@ -326,6 +327,28 @@ for (const backend of BACKENDS) {
     const page = await h.call("bob", "GET", `/bulk-money/${manifest}`);
     assert.match(page.text, /data-request-state="void"/);
     assert.doesNotMatch(page.text, /name="code"/);
+  });
+
+  Deno.test(`${backend.name}: a queue's own role previews and asks for the code, as at the command line; it never confirms`, async () => {
+    await using h = await harness(backend);
+    const listing = await h.call("sam", "GET", "/work/payouts");
+    assert.equal(listing.status, 200);
+    assert.match(listing.text, /bulk-release-all/);
+    const page = await h.call("sam", "GET", "/work/payouts/bulk/release-all");
+    assert.equal(page.status, 200, page.text);
+    assert.match(page.text, /data-action="bulk-preview"/);
+    const preview = await h.call("sam", "POST", PREVIEW, []);
+    assert.equal(preview.status, 200, preview.text);
+    const manifest = manifestIn(preview.text);
+    const asked = await h.call("sam", "POST", `/bulk-money/${manifest}/request`, []);
+    assert.equal(asked.status, 200, asked.text);
+    assert.equal((await h.store.bulkRequestLatest({ manifest }))?.requester, "sam");
+    assert.doesNotMatch(asked.text, /name="code"/, "no confirmation form for a non-approver");
+    const refused = await h.call("sam", "POST", `/bulk-money/${manifest}/confirm`, [[
+      "code",
+      await h.code(),
+    ]]);
+    assert.equal(refused.status, 403);
   });
 
   Deno.test(`${backend.name}: a viewer sees no bulk button and a hand-made bulk POST is 403; no preview, no request`, async () => {

@@ -14,8 +14,12 @@ import { compileWorkQueue } from "../../src/workqueue/definition.ts";
 import { BACKENDS } from "../support/backends.ts";
 import { apiHarness } from "./api_support.ts";
 
-/** Work queues' routes decide by the queue's roles, not by the route table alone. */
-const WORK_ROUTES = /^\S+ \/api\/v1\/work(?:[/-]|$)/;
+/**
+ * Work queues' routes decide by the queue's roles, not by the route table
+ * alone: those of `/api/v1/work`, and the request of a bulk's code (the
+ * door finds the queue by the manifest).
+ */
+const WORK_ROUTES = /^\S+ \/api\/v1\/(?:work(?:[/-]|$)|bulk\/:manifest\/request$)/;
 
 for (const backend of BACKENDS) {
   Deno.test(`${backend.name}: a support token gets 403 on every /api/v1 route outside work queues`, async () => {
@@ -40,11 +44,21 @@ for (const backend of BACKENDS) {
 
 for (const backend of BACKENDS) {
   Deno.test(`${backend.name}: a support token works the queue whose roles name it, and no other`, async () => {
+    const dir = await Deno.makeTempDir();
     const disputes = compileWorkQueue({
       id: "disputes",
       claim: "required",
       leaseMs: 3_600_000,
       actions: [{ id: "refund", run: { kind: "worker", worker: "refund_dispute" } }],
+      bulk: [{
+        id: "refund-all",
+        action: "refund",
+        money: { amount: "amount", currency: "currency" },
+        confirmBy: {
+          command: ["/bin/sh", "-c", `printf '%s' "$JOBS_CONFIRM_CODE" > ${dir}/code`],
+        },
+        secondPerson: true,
+      }],
       roles: ["support"],
     });
     const payouts = compileWorkQueue({
@@ -77,12 +91,49 @@ for (const backend of BACKENDS) {
     });
     assert.equal(done.status, 200, done.text);
 
+    // Whoever works the queue previews its bulk money and asks for the
+    // code; confirming stays an approver's (a person's).
+    for (const key of ["k3", "k4"]) {
+      const added = await api.call("POST", "/api/v1/work/disputes/items", admin, {
+        key,
+        data: { amount: "12", currency: "EUR" },
+      });
+      assert.equal(added.status, 200, added.text);
+    }
+    const preview = await api.call(
+      "POST",
+      "/api/v1/work/disputes/bulk/refund-all/preview",
+      support,
+      { keys: ["k3", "k4"] },
+    );
+    assert.equal(preview.status, 200, preview.text);
+    assert.deepEqual(preview.json.totals, { EUR: "24" });
+    const asked = await api.call(
+      "POST",
+      `/api/v1/bulk/${preview.json.manifest}/request`,
+      support,
+      {},
+    );
+    assert.equal(asked.status, 200, asked.text);
+    assert.equal(asked.json.requester, "token:helpdesk");
+    const code = await Deno.readTextFile(`${dir}/code`);
+    const confirm = await api.call(
+      "POST",
+      `/api/v1/bulk/${preview.json.manifest}/confirm`,
+      support,
+      { code },
+    );
+    assert.equal(confirm.status, 403, confirm.text);
+    assert.equal(confirm.json.error.code, "role-required");
+    await Deno.remove(dir, { recursive: true });
+
     for (
       const [method, path] of [
         ["GET", "/api/v1/work/payouts/items"],
         ["GET", "/api/v1/work/payouts/items/k1"],
         ["POST", "/api/v1/work/payouts/next"],
         ["POST", "/api/v1/work/payouts/items/k1/claim"],
+        ["POST", "/api/v1/work/payouts/bulk/release/preview"],
       ] as const
     ) {
       const refused = await api.call(method, path, support, method === "GET" ? undefined : {});
