@@ -112,6 +112,44 @@ for (const backend of BACKENDS) {
     assert.deepEqual(await claimFlow(store, flow, { limit: 10 }), []);
   });
 
+  test("partition: racing claimers on four connections never run a key past its limit, and share the work", async ({ store, connect }) => {
+    // Six tenants of 20 jobs each, at most 2 running per tenant.
+    await insert(store, jobs(120, (i) => ({ tenant: `t${i % 6}` })));
+    const nodes = [store, await connect(), await connect(), await connect()];
+    const flow: FlowLimits = { partition: { by: { kind: "tenant" }, limit: 2 } };
+    const held = new Map<number, { job: ClaimedJob; node: string }>();
+    const byNode = new Map<string, number>();
+    let done = 0;
+    for (let round = 0; done < 120 && round < 200; round++) {
+      const claims = await Promise.all(
+        nodes.map(async (s, i) => ({
+          node: `node-${i}`,
+          jobs: await claimFlow(s, flow, { node: `node-${i}`, limit: 3 }),
+        })),
+      );
+      for (const c of claims) {
+        for (const job of c.jobs) held.set(job.id, { job, node: c.node });
+        byNode.set(c.node, (byNode.get(c.node) ?? 0) + c.jobs.length);
+      }
+      const perKey = new Map<string, number>();
+      for (const { job } of held.values()) {
+        perKey.set(job.tenant!, (perKey.get(job.tenant!) ?? 0) + 1);
+      }
+      for (const [key, n] of perKey) assert.ok(n <= 2, `${key} runs ${n} after round ${round}`);
+      assert.equal(await executing(store), held.size);
+      // Half of them finish each round, so every claimer keeps racing for the keys.
+      for (const { job, node } of [...held.values()].slice(0, Math.ceil(held.size / 2))) {
+        const rec = await store.jobsRecord({ node, now: T0, results: [completed(job)] });
+        assert.deepEqual(rec.recorded, [job.id]);
+        held.delete(job.id);
+        done++;
+      }
+    }
+    assert.equal(done, 120);
+    // No claimer was shut out by the others: each took some.
+    for (const [node, n] of byNode) assert.ok(n > 0, `${node} took none`);
+  });
+
   test("partition by meta and by tenant: the key is read where `by` says", async ({ store }) => {
     await insert(store, [
       ...jobs(3, () => ({ meta: JSON.stringify({ region: "eu" }) })),
