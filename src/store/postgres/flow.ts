@@ -72,10 +72,15 @@ export async function answerFlowOp(
       ]);
     }
     case "flowTake": {
+      // By the primary key: the state is tested as an expression no partial
+      // index of available rows matches, or a table not yet analyzed (a
+      // queue just filled) is planned as a walk of the queue's whole index
+      // for a few ids (1.5 ms against 0.1 ms at 10,000 waiting jobs).
       const rows = await q`UPDATE jobs SET state = 'executing', attempt = attempt + 1,
           fence = fence + 1, attempted_by = ${op.node}, attempted_at = ${op.now}::bigint,
           lease_expires_at = ${op.now + op.leaseMs}::bigint
-        WHERE id = ANY(${op.ids}::bigint[]) AND state = 'available' AND queue = ${op.queue}
+        WHERE id = ANY(${op.ids}::bigint[]) AND coalesce(state, '') = 'available'
+          AND queue = ${op.queue}
         RETURNING id, queue, worker, args, meta, tags, occurrence, attempt, max_attempts,
           priority, fence, inserted_at, scheduled_at, attempted_at, schedule_id, tenant`;
       counts.move(op.queue, "available", "executing", rows.length);
@@ -137,7 +142,11 @@ export function postgresFlow(core: PostgresCore): StoreFlow {
 
 /**
  * The answer to `flowRead`: one statement, so a limited claim holds the
- * queue's flow lock for one round trip of reading. Its first row ('s')
+ * queue's flow lock for one round trip of reading. Each step of the
+ * tenants' walk is the next tenant in index order (`ORDER BY tenant LIMIT
+ * 1`), not `min(tenant)`: planned without statistics (a queue just
+ * filled), `min` over a range aggregated every waiting job of the queue,
+ * some 7 ms at 10,000 of them, under the flow lock. Its first row ('s')
  * carries the stored limits and the executing rows per key as JSON; rows
  * 'k' name the tenants of the round robin's turn in order, rows 'j' are the
  * candidate jobs.
@@ -153,21 +162,23 @@ async function flowRead(op: Extract<FlowOp, { op: "flowRead" }>, q: Sql): Promis
     ? await q`WITH RECURSIVE
         cur AS (SELECT (SELECT key FROM flow_cursors WHERE queue = ${op.queue}) AS key),
         a(k) AS (
-          SELECT (SELECT min(tenant) FROM jobs
-            WHERE state = 'available' AND queue = ${op.queue} AND tenant IS NOT NULL
-              AND tenant > (SELECT coalesce(key, '') FROM cur))
+          SELECT (SELECT tenant FROM jobs
+            WHERE state = 'available' AND queue = ${op.queue}
+              AND tenant > (SELECT coalesce(key, '') FROM cur)
+            ORDER BY tenant LIMIT 1)
           UNION ALL
-          SELECT (SELECT min(tenant) FROM jobs
-            WHERE state = 'available' AND queue = ${op.queue} AND tenant IS NOT NULL
-              AND tenant > a.k)
+          SELECT (SELECT tenant FROM jobs
+            WHERE state = 'available' AND queue = ${op.queue} AND tenant > a.k
+            ORDER BY tenant LIMIT 1)
           FROM a WHERE a.k IS NOT NULL),
         b(k) AS (
-          SELECT (SELECT min(tenant) FROM jobs
-            WHERE state = 'available' AND queue = ${op.queue} AND tenant IS NOT NULL)
-          UNION ALL
-          SELECT (SELECT min(tenant) FROM jobs
+          SELECT (SELECT tenant FROM jobs
             WHERE state = 'available' AND queue = ${op.queue} AND tenant IS NOT NULL
-              AND tenant > b.k)
+            ORDER BY tenant LIMIT 1)
+          UNION ALL
+          SELECT (SELECT tenant FROM jobs
+            WHERE state = 'available' AND queue = ${op.queue} AND tenant > b.k
+            ORDER BY tenant LIMIT 1)
           FROM b WHERE b.k IS NOT NULL AND b.k < (SELECT coalesce(key, '') FROM cur)),
         walk AS MATERIALIZED (
           SELECT k, row_number() OVER (ORDER BY lap, k) AS turn FROM (
