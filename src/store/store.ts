@@ -1448,6 +1448,17 @@ export interface WorkItemAudit {
   details: Record<string, unknown>;
 }
 
+/** What "next" is given: whose press, when, for how long, and the audit row to write with it. */
+export interface WorkItemNextParams {
+  queue: string;
+  /** Only this tenant's items. */
+  tenant?: string;
+  person: string;
+  now: number;
+  leaseMs: number;
+  audit?: WorkItemAudit;
+}
+
 /** The audit trail's target of the work item `key` of `queue`. */
 export function workItemTarget(queue: string, key: string): string {
   return `work:${queue}/${key}`;
@@ -1581,16 +1592,7 @@ export interface StoreWorkItems {
    * different items. Null when none is left. With `audit`, the audit row
    * of the claim is written with it.
    */
-  workItemNext(
-    params: {
-      queue: string;
-      tenant?: string;
-      person: string;
-      now: number;
-      leaseMs: number;
-      audit?: WorkItemAudit;
-    },
-  ): Promise<WorkItemRow | null>;
+  workItemNext(params: WorkItemNextParams): Promise<WorkItemRow | null>;
   /** Gives back `person`'s current claim (`fence` given, only that claim). */
   workItemRelease(
     params: WorkItemRef & { person: string; now: number; fence?: number; reason?: string | null },

@@ -23,6 +23,7 @@ import {
   type WorkItemAddParams,
   type WorkItemAudit,
   type WorkItemEventKind,
+  type WorkItemNextParams,
   type WorkItemOutcome,
   type WorkItemRef,
   type WorkItemRow,
@@ -300,16 +301,7 @@ export function* claimItem(
 }
 
 /** Claims the queue's best free item for `person`, or null when none is left. */
-export function* nextItem(
-  params: {
-    queue: string;
-    tenant?: string;
-    person: string;
-    now: number;
-    leaseMs: number;
-    audit?: WorkItemAudit;
-  },
-): WorkItemOps<WorkItemRow | null> {
+export function* nextItem(params: WorkItemNextParams): WorkItemOps<WorkItemRow | null> {
   const { queue, person, now } = params;
   yield* expire(queue, null, now);
   const item = yield* ask({

@@ -122,8 +122,12 @@ export function postgresJobs(core: PostgresCore): StoreJobs {
       const claimed = !limited && plain
         ? await claimAfterCompletions(core, params, results)
         : await recordAndClaim(core, params, limited);
-      // None: the queue is empty, paused, or limited by the store or its tenants.
+      // None: the queue is empty, paused, or limited by the store or its
+      // tenants (the plain pick says so when it stepped aside).
       if (limited || claimed.jobs.length > 0 || params.limit <= 0) return claimed;
+      if ("aside" in claimed && claimed.aside === false) {
+        return { jobs: claimed.jobs, report: claimed.report };
+      }
       const flow = await core.sql.begin(async (tx) => await core.lifecycle(tx, claimFlow(params)));
       await core.countsWritten(params.now);
       return { ...flow, report: claimed.report };
@@ -782,7 +786,9 @@ async function claimAfterCompletions(
   },
   results: JobResult[],
   global?: number,
-): Promise<{ jobs: ClaimedJob[]; report: RecordReport; held?: boolean; full?: boolean }> {
+): Promise<
+  { jobs: ClaimedJob[]; report: RecordReport; held?: boolean; full?: boolean; aside?: boolean }
+> {
   const { node, now } = params;
   if (results.length === 0 && params.limit <= 0) {
     return { jobs: [], report: { recorded: [], lost: [] } };
@@ -839,10 +845,21 @@ async function claimAfterCompletions(
           ORDER BY id FOR UPDATE) AS s
         WHERE schedules.id = s.id)`
     : null;
+  // A plain pick that took nothing says whether it stepped aside for the
+  // limited claim (stored limits, tenants' jobs waiting): a queue merely
+  // empty needs no limited claim after it.
+  const aside = global === undefined
+    ? q`UNION ALL SELECT true, 'aside', NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
+        NULL, NULL, NULL, NULL, NULL, NULL
+      WHERE NOT EXISTS (SELECT 1 FROM claimed)
+        AND (EXISTS (SELECT 1 FROM queue_limits WHERE name = ${params.queue})
+          OR EXISTS (SELECT 1 FROM jobs AS t
+            WHERE t.state = 'available' AND t.queue = ${params.queue} AND t.tenant IS NOT NULL))`
+    : q``;
   const claimedRows = q`SELECT true AS claimed, flag, id, queue, worker, args, meta, tags,
       occurrence, attempt, max_attempts, priority, fence, inserted_at, scheduled_at,
       attempted_at, tenant
-    FROM claimed`;
+    FROM claimed ${aside}`;
   const rows = finish && claim
     ? await q`WITH ${finish}, ${claim}
       ${claimedRows}
@@ -856,10 +873,12 @@ async function claimAfterCompletions(
   const written = new Set<number>();
   let held = false;
   let full = false;
+  let steppedAside = false;
   for (const row of rows) {
     if (!row.claimed) written.add(Number(row.id));
     else if (row.flag === "job") jobs.push(toClaimed(row));
     else if (row.flag === "held") held = true;
+    else if (row.flag === "aside") steppedAside = true;
     else full = true;
   }
   // RETURNING has no order of its own: hand them out in claim order.
@@ -867,7 +886,9 @@ async function claimAfterCompletions(
   const report: RecordReport = { recorded: [], lost: [] };
   for (const r of results) (written.has(r.id) ? report.recorded : report.lost).push(r.id);
   await core.countsWritten(params.now);
-  return global === undefined ? { jobs, report } : { jobs, report, held, full };
+  return global === undefined
+    ? { jobs, report, aside: steppedAside }
+    : { jobs, report, held, full };
 }
 
 /** Drives `paging` through raw listings to its end. */

@@ -13,6 +13,7 @@
 import type {
   StoreWorkItems,
   WorkItemEvent,
+  WorkItemNextParams,
   WorkItemRef,
   WorkItemRow,
   WorkItemState,
@@ -217,9 +218,6 @@ export async function answerWorkItemOp(
   }
 }
 
-/** What `workItemNext` is given. */
-type NextParams = Parameters<StoreWorkItems["workItemNext"]>[0];
-
 /**
  * The presses of next of one queue and tenant, in one statement
  * (`work_items_next`, migration 0017): what `nextItem`
@@ -227,7 +225,10 @@ type NextParams = Parameters<StoreWorkItems["workItemNext"]>[0];
  * and one commit for all of them. Answers each press's item (or null), in
  * the order given.
  */
-async function nextTogether(q: Sql, batch: readonly NextParams[]): Promise<(WorkItemRow | null)[]> {
+async function nextTogether(
+  q: Sql,
+  batch: readonly WorkItemNextParams[],
+): Promise<(WorkItemRow | null)[]> {
   const { queue } = batch[0]!;
   const tenant = batch[0]!.tenant ?? null;
   const people = JSON.stringify(batch.map((p) => ({
@@ -270,13 +271,13 @@ export function postgresWorkItems(core: PostgresCore): StoreWorkItems {
     core.begin((tx) => core.lifecycle(tx as unknown as Sql, ops));
   // On the store, the presses of next that meet one in flight go together
   // in the next statement; in a caller's transaction, each goes alone.
-  const presses = core.tx ? null : new Gathering<NextParams, WorkItemRow | null>(
+  const presses = core.tx ? null : new Gathering<WorkItemNextParams, WorkItemRow | null>(
     (params) => params.queue + "\u0000" + (params.tenant ?? ""),
     (batch) => nextTogether(core.sql, batch),
   );
   return core.guard({
     ...workItemDecisions(decide),
-    workItemNext: (params: NextParams): Promise<WorkItemRow | null> =>
+    workItemNext: (params: WorkItemNextParams): Promise<WorkItemRow | null> =>
       presses ? presses.add(params) : nextTogether(core.sql, [params]).then((rows) => rows[0]!),
     async workItemGet(params: WorkItemRef): Promise<WorkItemRow | null> {
       return await get(core.sql, { ...params, tenant: params.tenant ?? null });
