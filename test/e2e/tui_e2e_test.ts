@@ -517,7 +517,15 @@ Deno.test("jobs tui shows stored escape sequences as text: no title, no clipboar
     // in a pane set its title and a paste buffer.
     {
       await using control = await openTerminal({
-        argv: ["sh", "-c", `read -r _; printf '%s\\n' "$1"; echo CONTROL-DONE`, "control", HOSTILE],
+        // It stays after printing: a pane that exits may lose its screen
+        // before a loaded machine gets to read it.
+        argv: [
+          "sh",
+          "-c",
+          `read -r _; printf '%s\\n' "$1"; echo CONTROL-DONE; read -r _`,
+          "control",
+          HOSTILE,
+        ],
         ...size,
         cwd: dir.path,
         title: TITLE,

@@ -362,8 +362,11 @@ Deno.test("what a finished command left running in its group is stopped", async 
 Deno.test("a grandchild that ignores SIGTERM and outlives the leader gets the grace, then SIGKILL", async () => {
   await using dir = await tempDirectory();
   const clock = new FakeClock();
-  const leaves =
-    `(trap '' TERM; exec sleep 60) >/dev/null 2>&1 & echo $! > "$1/grandchild"; echo done`;
+  // The leader exits only once the grandchild ignores SIGTERM: a loaded
+  // machine may not have run the grandchild's trap yet when the leader is
+  // done, and the group's SIGTERM would then end it before any grace.
+  const leaves = `(trap '' TERM; : > "$1/trapped"; exec sleep 60) >/dev/null 2>&1 & ` +
+    `echo $! > "$1/grandchild"; while [ ! -e "$1/trapped" ]; do sleep 0.01; done; echo done`;
   let over = false;
   const result = performJob(worker(clock, { killGraceMs: 5_000 }), sh(leaves, dir.path), { clock })
     .finally(() => over = true);
