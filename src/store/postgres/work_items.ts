@@ -2,10 +2,12 @@
  * The PostgreSQL side of work items ({@linkcode StoreWorkItems}): the
  * answers to the work-item ops of `lifecycle/work_items.ts`, one statement
  * each, and the store's methods, each a transaction driving one decision
- * (`core.begin` joins a caller's transaction). `next` picks with `FOR UPDATE
- * SKIP LOCKED` and claims in the same statement, so racing people get
- * different items without waiting on each other; expiring claims skips the
- * rows another transaction holds, too.
+ * (`core.begin` joins a caller's transaction). `next` is one statement
+ * (`work_items_next`, migration 0017) for everyone pressing it at once: the
+ * presses of a queue that meet one in flight are gathered into the next
+ * (`../gathering.ts`). It picks with `FOR UPDATE SKIP LOCKED`, so racing
+ * people and daemons get different items without waiting on each other;
+ * expiring claims skips the rows another transaction holds, too.
  *
  * @module
  */
@@ -264,7 +266,8 @@ function columnsOf(q: Sql, alias: string) {
 
 /**
  * The {@linkcode StoreWorkItems} methods of the PostgreSQL store, over
- * `core`: reads one statement each, decisions one transaction each.
+ * `core`: reads one statement each, decisions one transaction each (next,
+ * one statement for a batch of presses).
  */
 export function postgresWorkItems(core: PostgresCore): StoreWorkItems {
   const decide = <R>(ops: WorkItemOps<R>): Promise<R> =>
@@ -272,7 +275,7 @@ export function postgresWorkItems(core: PostgresCore): StoreWorkItems {
   // On the store, the presses of next that meet one in flight go together
   // in the next statement; in a caller's transaction, each goes alone.
   const presses = core.tx ? null : new Gathering<WorkItemNextParams, WorkItemRow | null>(
-    (params) => params.queue + "\u0000" + (params.tenant ?? ""),
+    (params) => JSON.stringify([params.queue, params.tenant ?? null]),
     (batch) => nextTogether(core.sql, batch),
   );
   return core.guard({
