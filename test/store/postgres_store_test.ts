@@ -577,3 +577,38 @@ Deno.test("a lost session's stray rejection does not end the process; any other 
     await h.close();
   }
 });
+
+Deno.test("a limited claim whose cursor write fails commits nothing and says why", async () => {
+  const h = await openPostgresHarness(T0);
+  const store = h.store as PostgresStore;
+  try {
+    await store.jobsInsert({
+      jobs: [newJob({ tenant: "t0", scheduledAt: T0 }), newJob({ tenant: "t1", scheduledAt: T0 })],
+      now: T0,
+    });
+    const claim = () =>
+      store.jobsClaim({
+        queue: "default",
+        node: "a",
+        limit: 2,
+        now: T0,
+        leaseMs: MINUTE,
+        flow: { partition: { by: { kind: "tenant" }, limit: 1 } },
+      });
+    // The round robin's cursor is written before the take, in the same
+    // transaction: without its table, that write fails, and so must the claim.
+    await store.transaction((tx) => tx.sql`ALTER TABLE flow_cursors RENAME TO flow_cursors_gone`);
+    await assert.rejects(claim(), /flow_cursors/);
+    const counts = await store.jobsCount({ queue: "default" });
+    assert.deepEqual(counts.map((c) => [c.state, c.count]), [["available", 2]]);
+    await store.transaction((tx) => tx.sql`ALTER TABLE flow_cursors_gone RENAME TO flow_cursors`);
+    const { jobs } = await claim();
+    assert.equal(jobs.length, 2);
+    assert.deepEqual(
+      (await store.jobsCount({ queue: "default" })).map((c) => [c.state, c.count]),
+      [["executing", 2]],
+    );
+  } finally {
+    await h.close();
+  }
+});
