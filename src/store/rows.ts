@@ -15,6 +15,7 @@ import type {
   LeaderState,
   PrincipalKind,
   PrincipalRow,
+  QueueLimitsRow,
   RescuedJob,
   ScheduleRow,
   SessionRow,
@@ -407,5 +408,20 @@ export function toWorkItemEvent(row: Row): WorkItemEvent {
     reason: row.reason == null ? null : String(row.reason),
     fence: row.fence == null ? null : Number(row.fence),
     detail: detail !== null && typeof detail === "object" ? detail as Record<string, unknown> : {},
+  };
+}
+
+/** A row of `queue_limits` as {@linkcode QueueLimitsRow}. */
+export function toQueueLimits(row: Row): QueueLimitsRow {
+  return {
+    name: String(row.name),
+    global: row.global_limit == null ? null : Number(row.global_limit),
+    partitionLimit: row.partition_limit == null ? null : Number(row.partition_limit),
+    rate: row.rate_limit == null ? null : {
+      limit: Number(row.rate_limit),
+      perMs: Number(row.rate_per),
+      burst: Number(row.rate_burst),
+    },
+    updatedAt: Number(row.updated_at),
   };
 }

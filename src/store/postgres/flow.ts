@@ -18,6 +18,7 @@ import type { Bucket, PartitionBy, StoredLimits } from "../../kernel/flow.ts";
 import type { ClaimedJob } from "../../kernel/types.ts";
 import type { FlowOp, FlowRead } from "../lifecycle/flow.ts";
 import type { QueueLimitsRow, StoreFlow } from "../store.ts";
+import { toQueueLimits } from "../rows.ts";
 import type { CountTally } from "../job_counts.ts";
 import type { PostgresCore } from "./core.ts";
 import type { Fragment, Sql } from "./fragments.ts";
@@ -29,21 +30,6 @@ function keyOf(q: Sql, by: PartitionBy): Fragment {
   const key = by.kind === "tenant" ? "" : by.key;
   return q`coalesce(CASE ${kind}::text WHEN 'tenant' THEN tenant
     WHEN 'args' THEN args::jsonb ->> ${key}::text ELSE meta::jsonb ->> ${key}::text END, '')`;
-}
-
-/** A row of `queue_limits` as {@linkcode QueueLimitsRow}. */
-function toLimits(row: Row): QueueLimitsRow {
-  return {
-    name: String(row.name),
-    global: row.global_limit == null ? null : Number(row.global_limit),
-    partitionLimit: row.partition_limit == null ? null : Number(row.partition_limit),
-    rate: row.rate_limit == null ? null : {
-      limit: Number(row.rate_limit),
-      perMs: Number(row.rate_per),
-      burst: Number(row.rate_burst),
-    },
-    updatedAt: Number(row.updated_at),
-  };
 }
 
 /** Answers one op of a limited claim on `q`, the claim's open transaction. */
@@ -135,7 +121,7 @@ export function postgresFlow(core: PostgresCore): StoreFlow {
     },
 
     async queueLimitsList(): Promise<QueueLimitsRow[]> {
-      return (await core.sql`SELECT * FROM queue_limits ORDER BY name`).map(toLimits);
+      return (await core.sql`SELECT * FROM queue_limits ORDER BY name`).map(toQueueLimits);
     },
   });
 }
@@ -226,7 +212,7 @@ async function flowRead(op: Extract<FlowOp, { op: "flowRead" }>, q: Sql): Promis
   for (const r of rows) {
     if (r.row === "s") {
       const s = JSON.parse(String(r.k)) as { limits: Row | null; running: [unknown, number][] };
-      read.limits = s.limits === null ? null : toLimits(s.limits);
+      read.limits = s.limits === null ? null : toQueueLimits(s.limits);
       read.running = s.running.map(([k, n]) => [String(k), Number(n)]);
     } else if (r.row === "k") read.walk[Number(r.n) - 1] = String(r.k);
     else {

@@ -80,16 +80,9 @@ export function postgresJobs(core: PostgresCore): StoreJobs {
 
     // -------------------------------------------------------- claim and record
 
-    async jobsClaim(params: {
-      queue: string;
-      node: string;
-      limit: number;
-      now: number;
-      leaseMs: number;
-      results?: JobResult[];
-      dueBy?: number;
-      flow?: FlowLimits | null;
-    }): Promise<{ jobs: ClaimedJob[]; report: RecordReport; held?: boolean }> {
+    async jobsClaim(
+      params: ClaimParams,
+    ): Promise<{ jobs: ClaimedJob[]; report: RecordReport; held?: boolean }> {
       const results = params.results ?? [];
       const limited = isLimited(params.flow);
       const plain = results.every(isPlainCompletion);
@@ -686,6 +679,9 @@ export async function insertJobs(
   return out as InsertResult[];
 }
 
+/** What a claim is given (`StoreJobs.jobsClaim`). */
+type ClaimParams = Parameters<StoreJobs["jobsClaim"]>[0];
+
 /** Whether `flow` limits the queue by `global` alone. */
 function isGlobalOnly(flow: FlowLimits | null | undefined): boolean {
   return flow?.global !== undefined && flow.partition === undefined && flow.rate === undefined;
@@ -698,16 +694,7 @@ function isGlobalOnly(flow: FlowLimits | null | undefined): boolean {
  */
 async function recordAndClaim(
   core: PostgresCore,
-  params: {
-    queue: string;
-    node: string;
-    limit: number;
-    now: number;
-    leaseMs: number;
-    results?: JobResult[];
-    dueBy?: number;
-    flow?: FlowLimits | null;
-  },
+  params: ClaimParams,
   limited: boolean,
 ): Promise<{ jobs: ClaimedJob[]; report: RecordReport; held?: boolean }> {
   const claimed = await core.sql.begin(async (tx) => {
@@ -851,10 +838,7 @@ async function claimAfterCompletions(
   const aside = global === undefined
     ? q`UNION ALL SELECT true, 'aside', NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
         NULL, NULL, NULL, NULL, NULL, NULL
-      WHERE NOT EXISTS (SELECT 1 FROM claimed)
-        AND (EXISTS (SELECT 1 FROM queue_limits WHERE name = ${params.queue})
-          OR EXISTS (SELECT 1 FROM jobs AS t
-            WHERE t.state = 'available' AND t.queue = ${params.queue} AND t.tenant IS NOT NULL))`
+      WHERE NOT EXISTS (SELECT 1 FROM claimed) AND ${stepsAside(q, params.queue)}`
     : q``;
   const claimedRows = q`SELECT true AS claimed, flag, id, queue, worker, args, meta, tags,
       occurrence, attempt, max_attempts, priority, fence, inserted_at, scheduled_at,
@@ -977,14 +961,21 @@ function pickRunnable(
     WHERE state = 'available' AND queue = ${queue}
       AND scheduled_at <= ${params.dueBy ?? params.now}::bigint
       AND NOT EXISTS (SELECT 1 FROM queues WHERE name = ${queue} AND paused)
-      -- A queue with stored limits or tenants' jobs waiting takes the
-      -- limited claim (lifecycle/flow.ts); both are one index probe.
-      AND NOT EXISTS (SELECT 1 FROM queue_limits WHERE name = ${queue})
-      AND NOT EXISTS (SELECT 1 FROM jobs AS t
-        WHERE t.state = 'available' AND t.queue = ${queue} AND t.tenant IS NOT NULL)
+      AND NOT ${stepsAside(q, queue)}
     ORDER BY priority, scheduled_at, id
     LIMIT ${params.limit}::bigint
     FOR UPDATE SKIP LOCKED`;
+}
+
+/**
+ * Whether the plain claim of `queue` steps aside for the limited one
+ * (lifecycle/flow.ts): limits are stored for it, or tenants' jobs wait in
+ * it. Two index probes.
+ */
+function stepsAside(q: Sql, queue: string): Fragment {
+  return q`(EXISTS (SELECT 1 FROM queue_limits WHERE name = ${queue})
+    OR EXISTS (SELECT 1 FROM jobs AS t
+      WHERE t.state = 'available' AND t.queue = ${queue} AND t.tenant IS NOT NULL))`;
 }
 
 /** The SET list of a claim: executing for `node` until `now + leaseMs`, one more attempt and fence. */

@@ -12,6 +12,7 @@ import type { Bucket, FlowCandidate, PartitionBy, StoredLimits } from "../../ker
 import type { ClaimedJob } from "../../kernel/types.ts";
 import type { FlowOp, FlowRead } from "../lifecycle/flow.ts";
 import type { QueueLimitsRow, StoreFlow } from "../store.ts";
+import { toQueueLimits } from "../rows.ts";
 import { returnArrays, type SqliteCore } from "./core.ts";
 import { type Row, toClaimed } from "./rows.ts";
 
@@ -125,21 +126,6 @@ function toCandidate(r: Row, id: unknown): FlowCandidate {
   };
 }
 
-/** A row of `queue_limits` as {@linkcode QueueLimitsRow}. */
-function toLimits(row: Row): QueueLimitsRow {
-  return {
-    name: String(row.name),
-    global: row.global_limit == null ? null : Number(row.global_limit),
-    partitionLimit: row.partition_limit == null ? null : Number(row.partition_limit),
-    rate: row.rate_limit == null ? null : {
-      limit: Number(row.rate_limit),
-      perMs: Number(row.rate_per),
-      burst: Number(row.rate_burst),
-    },
-    updatedAt: Number(row.updated_at),
-  };
-}
-
 /** Answers one op of a limited claim, inside the open write transaction. */
 export function answerFlowOp(core: SqliteCore, op: FlowOp): unknown {
   const s = core.onDemand(SQL);
@@ -151,7 +137,7 @@ export function answerFlowOp(core: SqliteCore, op: FlowOp): unknown {
       const state = s.state.get({ queue: op.queue, ...keyOf(op.by) }) as Row;
       const cursor = state.cursor == null ? null : String(state.cursor);
       const read: FlowRead = {
-        limits: state.name == null ? null : toLimits(state),
+        limits: state.name == null ? null : toQueueLimits(state),
         running: (JSON.parse(String(state.running)) as [unknown, number][])
           .map(([k, n]) => [String(k), Number(n)]),
         walk: [],
@@ -252,7 +238,7 @@ export function sqliteFlow(core: SqliteCore): StoreFlow {
     },
 
     queueLimitsList(): Promise<QueueLimitsRow[]> {
-      return core.exclusive(() => (q().limitsList.all() as Row[]).map(toLimits));
+      return core.exclusive(() => (q().limitsList.all() as Row[]).map(toQueueLimits));
     },
   };
 }

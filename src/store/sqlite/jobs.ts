@@ -148,6 +148,15 @@ const LEASED = `id, state, queue, attempt, max_attempts, fence, attempted_by, at
 const LEASE_HELD = `id = :id AND state = 'executing' AND attempted_by = :node AND fence = :fence`;
 
 /** The statements on jobs, attempts and replays (exported for test/store/query_plans_test.ts). */
+/**
+ * Whether the plain claim of `:queue` steps aside for the limited one
+ * (lifecycle/flow.ts): limits are stored for it, or tenants' jobs wait in
+ * it. Two index probes.
+ */
+const STEPS_ASIDE = `(EXISTS (SELECT 1 FROM queue_limits WHERE name = :queue)
+  OR EXISTS (SELECT 1 FROM jobs AS t
+    WHERE t.state = 'available' AND t.queue = :queue AND t.tenant IS NOT NULL))`;
+
 export const SQL = {
   insertPlain: INSERT_JOB,
   insertAlike: INSERT_ALIKE,
@@ -161,10 +170,8 @@ export const SQL = {
     WHERE unique_key = :key AND state IN ('scheduled', 'available', 'retryable')
     RETURNING id, queue, state`,
   byOccurrence: `SELECT id, queue, state FROM jobs WHERE occurrence = :key`,
-  /** Whether the plain claim stepped aside for the limited one: limits stored, or tenants' jobs waiting. */
-  aside: `SELECT EXISTS (SELECT 1 FROM queue_limits WHERE name = :queue)
-      OR EXISTS (SELECT 1 FROM jobs
-        WHERE state = 'available' AND queue = :queue AND tenant IS NOT NULL) AS aside`,
+  /** Whether the plain claim stepped aside for the limited one. */
+  aside: `SELECT ${STEPS_ASIDE} AS aside`,
   claim: `UPDATE jobs SET state = 'executing', attempt = attempt + 1, fence = fence + 1,
       attempted_by = :node, attempted_at = :now, lease_expires_at = :lease
     -- The unary + keeps the planner on the rowid lookups of the subquery's ids
@@ -173,11 +180,7 @@ export const SQL = {
       SELECT id FROM jobs
       WHERE state = 'available' AND queue = :queue AND scheduled_at <= :due
         AND NOT EXISTS (SELECT 1 FROM queues WHERE name = :queue AND paused = 1)
-        -- A queue with stored limits or tenants' jobs waiting takes the
-        -- limited claim (lifecycle/flow.ts); both are one index probe.
-        AND NOT EXISTS (SELECT 1 FROM queue_limits WHERE name = :queue)
-        AND NOT EXISTS (SELECT 1 FROM jobs AS t
-          WHERE t.state = 'available' AND t.queue = :queue AND t.tenant IS NOT NULL)
+        AND NOT ${STEPS_ASIDE}
       ORDER BY priority, scheduled_at, id LIMIT :limit)
       AND +state = 'available'
     -- The queue and attempted_at are the claim's own :queue and :now, so they
