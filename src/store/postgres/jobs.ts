@@ -763,14 +763,7 @@ async function recordAndClaim(
  */
 async function claimAfterCompletions(
   core: PostgresCore,
-  params: {
-    queue: string;
-    node: string;
-    limit: number;
-    now: number;
-    leaseMs: number;
-    dueBy?: number;
-  },
+  params: Omit<ClaimParams, "results" | "flow">,
   results: JobResult[],
   global?: number,
 ): Promise<
