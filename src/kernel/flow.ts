@@ -92,6 +92,16 @@ export function isLimited(limits: FlowLimits | null | undefined): boolean {
     (limits.global !== undefined || limits.partition !== undefined || limits.rate !== undefined);
 }
 
+/**
+ * Whether `limits` hold a limit every node shares, `global` or a rate (the
+ * queue's or its keys'): a job claimed ahead of a free slot would hold a
+ * share of it another node could use now.
+ */
+export function isShared(limits: FlowLimits | null | undefined): boolean {
+  return limits?.global !== undefined || limits?.rate !== undefined ||
+    limits?.partition?.rate !== undefined;
+}
+
 /** A token bucket as stored: its tokens when last written, and when. */
 export interface Bucket {
   tokens: number;

@@ -13,7 +13,7 @@ import { ShutdownError } from "../kernel/abort_reasons.ts";
 import { type CursorStore, execute, type Registry } from "../kernel/executor.ts";
 import type { ClaimedJob, JobResult } from "../kernel/types.ts";
 import type { Lease, Store } from "../store/store.ts";
-import { type FlowLimits, isLimited } from "../kernel/flow.ts";
+import { type FlowLimits, isShared } from "../kernel/flow.ts";
 import { setImmediate } from "node:timers";
 import type { Logger } from "../kernel/logger.ts";
 import type { StoreHealth } from "./store_health.ts";
@@ -107,6 +107,8 @@ export class Producer {
   /** The last claim was held back by a flow limit (see jobsClaim's `held`). */
   #held = false;
   #heldTimer: ReturnType<typeof setTimeout> | null = null;
+  /** The last claim said a limit every node shares applies (see jobsClaim's `shared`). */
+  #shared = false;
   #outages = 0;
   /** Aborted by abandonAll(): a backoff wait ends at once. */
   #halt = new AbortController();
@@ -222,10 +224,15 @@ export class Producer {
 
   /** How many jobs this producer wants in hand (running + buffered). */
   #target(): number {
-    // Under a flow limit (declared, or one that held jobs back), a
-    // prefetched job would hold a slot of the limit while it waits here,
-    // away from the nodes with free slots: claim only the free slots.
-    if (this.#held || isLimited(this.#deps.flow?.(this.queue))) return this.concurrency;
+    // Under a limit every node shares (`global`, a rate: declared, or
+    // stored as the last claim said), or one that held jobs back, a
+    // prefetched job would hold a share of the limit while it waits here,
+    // away from the nodes with free slots: claim only the free slots. A
+    // partition limit that held nothing back has keys to spare, and
+    // prefetch hides the claim's round trip as it does for any queue.
+    if (this.#held || this.#shared || isShared(this.#deps.flow?.(this.queue))) {
+      return this.concurrency;
+    }
     const perSlot = Math.min(PREFETCH_PER_SLOT, Math.floor(PREFETCH_HORIZON_MS / this.#meanMs));
     return this.concurrency * (1 + perSlot);
   }
@@ -260,7 +267,7 @@ export class Producer {
         this.#pending = [];
         const wakes = this.#wakes;
         try {
-          const { jobs, report, held } = await store.jobsClaim({
+          const { jobs, report, held, shared } = await store.jobsClaim({
             queue: this.queue,
             node,
             limit: want,
@@ -284,6 +291,8 @@ export class Producer {
           // tokens refilled wake nobody, so look again soon, and claim again
           // with the results of the jobs this claim took.
           this.#held = held === true;
+          // Only a claim that asked for jobs read the limits.
+          if (want > 0) this.#shared = shared === true;
           if (this.#held && jobs.length === 0) this.#armHeldTimer();
           for (const job of jobs) this.#buffer.push(job);
         } catch (error) {

@@ -578,6 +578,24 @@ export interface Store<Tx extends StoreTx = StoreTx>
   onExternalChange(listener: () => void): () => void;
 }
 
+/** What a claim ({@linkcode StoreJobs.jobsClaim}) took and wrote. */
+export interface ClaimResult {
+  jobs: ClaimedJob[];
+  report: RecordReport;
+  /**
+   * A flow limit held runnable jobs back from this claim's free slots:
+   * claim again soon, since slots freed on other nodes and tokens refilled
+   * over time wake nobody.
+   */
+  held?: boolean;
+  /**
+   * A limit every node shares (`global`, a rate) applies to the queue: a
+   * job claimed ahead of a free slot would hold a share other nodes could
+   * use, so the claimer asks for its free slots only.
+   */
+  shared?: boolean;
+}
+
 /** Jobs: insert, claim, record, leases, the lifecycle's maintenance and operator actions, and reads of jobs and attempts. */
 export interface StoreJobs {
   /** Inserts jobs in one statement; unique conflicts return the existing id. */
@@ -605,16 +623,7 @@ export interface StoreJobs {
      * src/store/lifecycle/flow.ts).
      */
     flow?: FlowLimits | null;
-  }): Promise<{
-    jobs: ClaimedJob[];
-    report: RecordReport;
-    /**
-     * A flow limit held runnable jobs back from this claim's free slots:
-     * claim again soon, since slots freed on other nodes and tokens refilled
-     * over time wake nobody.
-     */
-    held?: boolean;
-  }>;
+  }): Promise<ClaimResult>;
   /**
    * Writes the end of attempts, each only if its lease (id, executing, node,
    * fence) still holds; a result whose lease is gone is reported as lost and

@@ -21,6 +21,7 @@ import {
   effectiveLimits,
   type FlowCandidate,
   type FlowLimits,
+  isShared,
   type PartitionBy,
   type StoredLimits,
   tokensAt,
@@ -100,6 +101,8 @@ export interface FlowClaimParams {
 export interface FlowClaim {
   jobs: ClaimedJob[];
   held: boolean;
+  /** A limit every node shares applies (`global`, a rate): see `ClaimResult.shared`. */
+  shared: boolean;
 }
 
 /** A generator of {@linkcode FlowOp}s returning `R`. */
@@ -110,6 +113,28 @@ const TENANT: PartitionBy = { kind: "tenant" };
 /** Tenants a claim's walk reads beyond its free slots (some may have none free). */
 const WALK_SPARE = 4;
 
+/** What a limited claim reads ({@linkcode FlowOp} `flowRead`): its key, and how many tenants and jobs. */
+export interface FlowScope {
+  by: PartitionBy;
+  width: number;
+  head: number;
+  per: number;
+}
+
+/**
+ * The scope of a limited claim's read, sized by the claimer's slots (the
+ * limits it reads may leave fewer). A stored partition limit keys by the
+ * file's `by`, else by tenant, so `by` is known before the read.
+ */
+export function flowScope(p: { limit: number; flow?: FlowLimits | null }): FlowScope {
+  return {
+    by: p.flow?.partition?.by ?? TENANT,
+    width: p.limit + WALK_SPARE,
+    head: p.limit,
+    per: candidatesPerKey(p.flow ?? {}, p.limit),
+  };
+}
+
 /**
  * Claims up to `limit` jobs of `queue` within its flow limits (the file's,
  * each overridden by a stored one) and round robin across keys: the
@@ -117,29 +142,24 @@ const WALK_SPARE = 4;
  */
 export function* claimFlow(p: FlowClaimParams): FlowOps<FlowClaim> {
   const { queue, now } = p;
-  if (p.limit <= 0) return { jobs: [], held: false };
+  if (p.limit <= 0) return { jobs: [], held: false, shared: isShared(p.flow) };
   yield { op: "flowLock", queue };
-  // A stored partition limit keys by the file's `by`, else by tenant: `by` is known now.
-  const by = p.flow?.partition?.by ?? TENANT;
-  // One read, sized by the claimer's slots: the limits it reads may leave fewer.
   const read = (yield {
     op: "flowRead",
     queue,
-    by,
-    width: p.limit + WALK_SPARE,
-    head: p.limit,
-    per: candidatesPerKey(p.flow ?? {}, p.limit),
+    ...flowScope(p),
     due: p.dueBy ?? now,
   }) as FlowRead;
   const limits = effectiveLimits(p.flow ?? null, read.limits);
+  const shared = isShared(limits);
   const running = new Map(read.running);
   let total = 0;
   for (const n of running.values()) total += n;
   // The free slots: the claimer's, and no more than `global` leaves.
   const room = Math.min(p.limit, (limits.global ?? Infinity) - total);
-  if (room <= 0) return { jobs: [], held: true };
+  if (room <= 0) return { jobs: [], held: true, shared };
   const { walk, candidates } = read;
-  if (candidates.length === 0) return { jobs: [], held: false };
+  if (candidates.length === 0) return { jobs: [], held: false, shared };
   const queueBucket = limits.rate
     ? ((yield { op: "flowBuckets", queue, scope: "queue", keys: [""] }) as [string, Bucket][])[0]
       ?.[1]
@@ -172,7 +192,7 @@ export function* claimFlow(p: FlowClaimParams): FlowOps<FlowClaim> {
   if (served !== undefined) yield { op: "flowCursorSet", queue, key: served };
   // Held back: runnable jobs a limit kept from this claim's free slots.
   const held = ids.length < p.limit && (candidates.length > ids.length || room < p.limit);
-  if (ids.length === 0) return { jobs: [], held };
+  if (ids.length === 0) return { jobs: [], held, shared };
   const jobs = (yield {
     op: "flowTake",
     queue,
@@ -202,5 +222,5 @@ export function* claimFlow(p: FlowClaimParams): FlowOps<FlowClaim> {
     }]);
     yield { op: "flowBucketsWrite", queue, scope: "key", buckets };
   }
-  return { jobs, held };
+  return { jobs, held, shared };
 }

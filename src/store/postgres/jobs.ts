@@ -26,10 +26,17 @@ import type {
   NewJob,
   RecordReport,
 } from "../../kernel/types.ts";
-import type { JobFilter, JobMatch, JobsStopParams, Lease, StoreJobs } from "../store.ts";
+import type {
+  ClaimResult,
+  JobFilter,
+  JobMatch,
+  JobsStopParams,
+  Lease,
+  StoreJobs,
+} from "../store.ts";
 import { searchesShown, SearchPaging } from "../search.ts";
 import { checkBounds, checkLeaseExpired, toLeasedJob } from "../rows.ts";
-import { claimFlow } from "../lifecycle/flow.ts";
+import { claimFlow, type FlowClaim, flowScope } from "../lifecycle/flow.ts";
 import { type FlowLimits, isLimited } from "../../kernel/flow.ts";
 import {
   type JobOp,
@@ -82,35 +89,32 @@ export function postgresJobs(core: PostgresCore): StoreJobs {
 
     async jobsClaim(
       params: ClaimParams,
-    ): Promise<{ jobs: ClaimedJob[]; report: RecordReport; held?: boolean }> {
+    ): Promise<ClaimResult> {
       const results = params.results ?? [];
       const limited = isLimited(params.flow);
       const plain = results.every(isPlainCompletion);
-      if (isGlobalOnly(params.flow) && plain) {
-        // The completions and the claim of the free slots in one statement.
-        const global = await claimAfterCompletions(core, params, results, params.flow!.global!);
-        if (!global.full) return { jobs: global.jobs, report: global.report, held: global.held };
-        // Another limit is stored, or tenants' jobs wait: the completions
-        // were written, the whole limited claim takes the slots.
-        const flow = await core.sql.begin(async (tx) =>
-          await core.lifecycle(tx, claimFlow(params))
+      if (limited && plain && !hasRate(params.flow)) {
+        // The completions and the limited claim in one statement.
+        const { full, ...claimed } = await claimAfterCompletions(
+          core,
+          params,
+          results,
+          params.flow!,
         );
-        await core.countsWritten(params.now);
-        return { ...flow, report: global.report };
+        if (!full) return claimed;
+        // A rate is stored: the completions were written, the whole limited
+        // claim (buckets and all) takes the slots.
+        return { ...(await claimLimited(core, params)), report: claimed.report };
       }
       if (limited && plain) {
-        // The completions in their one statement first (their slots free
-        // before the count), then the limited claim, which holds the
-        // queue's flow lock for its own reads and write only.
+        // A rate is declared: the completions in their one statement first
+        // (their slots free before the count), then the limited claim, which
+        // holds the queue's flow lock for its own reads and writes only.
         const recorded = results.length > 0
           ? await claimAfterCompletions(core, { ...params, limit: 0 }, results)
           : { jobs: [], report: { recorded: [], lost: [] } };
         if (params.limit <= 0) return recorded;
-        const flow = await core.sql.begin(async (tx) =>
-          await core.lifecycle(tx, claimFlow(params))
-        );
-        await core.countsWritten(params.now);
-        return { ...flow, report: recorded.report };
+        return { ...(await claimLimited(core, params)), report: recorded.report };
       }
       const claimed = !limited && plain
         ? await claimAfterCompletions(core, params, results)
@@ -121,9 +125,10 @@ export function postgresJobs(core: PostgresCore): StoreJobs {
       if ("aside" in claimed && claimed.aside === false) {
         return { jobs: claimed.jobs, report: claimed.report };
       }
-      const flow = await core.sql.begin(async (tx) => await core.lifecycle(tx, claimFlow(params)));
-      await core.countsWritten(params.now);
-      return { ...flow, report: claimed.report };
+      // Stepped aside: the limited claim in one statement, unless a rate is stored.
+      const { full, ...flow } = await claimAfterCompletions(core, params, [], {});
+      if (!full) return { ...flow, report: claimed.report };
+      return { ...(await claimLimited(core, params)), report: claimed.report };
     },
 
     async jobsRecord(
@@ -682,9 +687,19 @@ export async function insertJobs(
 /** What a claim is given (`StoreJobs.jobsClaim`). */
 type ClaimParams = Parameters<StoreJobs["jobsClaim"]>[0];
 
-/** Whether `flow` limits the queue by `global` alone. */
-function isGlobalOnly(flow: FlowLimits | null | undefined): boolean {
-  return flow?.global !== undefined && flow.partition === undefined && flow.rate === undefined;
+/** Whether `flow` declares a rate (the queue's, or its partitions'): a token bucket takes part. */
+function hasRate(flow: FlowLimits | null | undefined): boolean {
+  return flow?.rate !== undefined || flow?.partition?.rate !== undefined;
+}
+
+/** The whole limited claim ({@linkcode claimFlow}) in a transaction of its own. */
+async function claimLimited(
+  core: PostgresCore,
+  params: ClaimParams,
+): Promise<FlowClaim> {
+  const flow = await core.sql.begin(async (tx) => await core.lifecycle(tx, claimFlow(params)));
+  await core.countsWritten(params.now);
+  return flow;
 }
 
 /**
@@ -696,7 +711,7 @@ async function recordAndClaim(
   core: PostgresCore,
   params: ClaimParams,
   limited: boolean,
-): Promise<{ jobs: ClaimedJob[]; report: RecordReport; held?: boolean }> {
+): Promise<ClaimResult> {
   const claimed = await core.sql.begin(async (tx) => {
     const counts = new CountTally();
     const report = params.results?.length
@@ -765,9 +780,9 @@ async function claimAfterCompletions(
   core: PostgresCore,
   params: Omit<ClaimParams, "results" | "flow">,
   results: JobResult[],
-  global?: number,
+  flow?: FlowLimits,
 ): Promise<
-  { jobs: ClaimedJob[]; report: RecordReport; held?: boolean; full?: boolean; aside?: boolean }
+  ClaimResult & { full?: boolean; aside?: boolean }
 > {
   const { node, now } = params;
   if (results.length === 0 && params.limit <= 0) {
@@ -798,22 +813,33 @@ async function claimAfterCompletions(
             WHEN (d.v ->> 1)::integer > 1 THEN 'retry' ELSE 'run' END,
           p.actor, p.reason, (d.v ->> 2)::bigint, ${now}::bigint, 'completed', NULL,
           d.v ->> 3, d.v ->> 4
-        FROM done AS d LEFT JOIN replays AS p ON p.job_id = d.id AND p.after < d.fence)`
+        FROM done AS d LEFT JOIN replays AS p ON p.job_id = d.id AND p.after < d.fence
+        RETURNING job_id)`
     : null;
-  // A queue limited by `global` alone claims its free slots by one call
-  // (migrations/postgres/0012_flow.sql), its flags beside the rows.
-  const taken = global === undefined
+  // A limited claim (no token bucket) is one call
+  // (migrations/postgres/0018_flow_claim.sql), its flags beside the rows.
+  const taken = flow === undefined
     ? q`picked AS (${pickRunnable(q, params)}),
       claimed AS (
         UPDATE jobs SET ${takeLease(q, { node, now, leaseMs: params.leaseMs })}
         WHERE jobs.id = ANY(ARRAY(SELECT id FROM picked))
         RETURNING 'job'::text AS flag, jobs.id, queue, worker, args, meta, tags, occurrence,
           attempt, max_attempts, priority, fence, inserted_at, scheduled_at, attempted_at,
-          schedule_id, tenant, 'available'::text AS was, 'executing'::text AS state)`
-    : q`claimed AS (
-        SELECT * FROM jobs_flow_claim_global(${params.queue}, ${node}, ${params.limit}::bigint,
-          ${global}::bigint, ${params.dueBy ?? now}::bigint, ${now}::bigint,
-          ${now + params.leaseMs}::bigint, ${leases}::text::jsonb))`;
+          schedule_id, tenant, 'available'::text AS was, 'executing'::text AS state,
+          NULL::integer AS ord)`
+    : q`claimed AS (SELECT * FROM ${
+      flowClaim(
+        q,
+        params,
+        flow,
+        // The completions written first: the flow lock is then held for
+        // the claim and the commit only. A CTE the query does not read runs
+        // after it, and the function's argument reads them.
+        finish
+          ? q`(SELECT input.m FROM input WHERE (SELECT count(*) FROM written) >= 0)`
+          : q`${leases}::text::jsonb`,
+      )
+    })`;
   const claim = params.limit > 0
     ? q`${taken},
       claim_counted AS (${countRows(q, "claimed")}),
@@ -828,44 +854,54 @@ async function claimAfterCompletions(
   // A plain pick that took nothing says whether it stepped aside for the
   // limited claim (stored limits, tenants' jobs waiting): a queue merely
   // empty needs no limited claim after it.
-  const aside = global === undefined
+  const aside = flow === undefined
     ? q`UNION ALL SELECT true, 'aside', NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
-        NULL, NULL, NULL, NULL, NULL, NULL
+        NULL, NULL, NULL, NULL, NULL, NULL, NULL
       WHERE NOT EXISTS (SELECT 1 FROM claimed) AND ${stepsAside(q, params.queue)}`
     : q``;
   const claimedRows = q`SELECT true AS claimed, flag, id, queue, worker, args, meta, tags,
       occurrence, attempt, max_attempts, priority, fence, inserted_at, scheduled_at,
-      attempted_at, tenant
+      attempted_at, tenant, ord
     FROM claimed ${aside}`;
   const rows = finish && claim
     ? await q`WITH ${finish}, ${claim}
       ${claimedRows}
       UNION ALL SELECT false, NULL, id, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
-        NULL, NULL, NULL, NULL, NULL
+        NULL, NULL, NULL, NULL, NULL, NULL
       FROM done`
     : finish
     ? await q`WITH ${finish} SELECT false AS claimed, id FROM done`
     : await q`WITH ${claim!} ${claimedRows}`;
   const jobs: ClaimedJob[] = [];
+  const ord = new Map<number, number>();
   const written = new Set<number>();
   let held = false;
+  let shared = false;
   let full = false;
   let steppedAside = false;
   for (const row of rows) {
     if (!row.claimed) written.add(Number(row.id));
-    else if (row.flag === "job") jobs.push(toClaimed(row));
-    else if (row.flag === "held") held = true;
+    else if (row.flag === "job") {
+      jobs.push(toClaimed(row));
+      ord.set(Number(row.id), Number(row.ord));
+    } else if (row.flag === "held") held = true;
+    else if (row.flag === "shared") shared = true;
     else if (row.flag === "aside") steppedAside = true;
     else full = true;
   }
-  // RETURNING has no order of its own: hand them out in claim order.
-  jobs.sort((a, b) => a.priority - b.priority || a.scheduledAt - b.scheduledAt || a.id - b.id);
+  // RETURNING has no order of its own: hand them out in claim order, or
+  // in the order the limited claim decided.
+  jobs.sort((a, b) =>
+    flow === undefined
+      ? a.priority - b.priority || a.scheduledAt - b.scheduledAt || a.id - b.id
+      : ord.get(a.id)! - ord.get(b.id)!
+  );
   const report: RecordReport = { recorded: [], lost: [] };
   for (const r of results) (written.has(r.id) ? report.recorded : report.lost).push(r.id);
   await core.countsWritten(params.now);
-  return global === undefined
+  return flow === undefined
     ? { jobs, report, aside: steppedAside }
-    : { jobs, report, held, full };
+    : { jobs, report, held, shared, full };
 }
 
 /** Drives `paging` through raw listings to its end. */
@@ -969,6 +1005,28 @@ function stepsAside(q: Sql, queue: string): Fragment {
   return q`(EXISTS (SELECT 1 FROM queue_limits WHERE name = ${queue})
     OR EXISTS (SELECT 1 FROM jobs AS t
       WHERE t.state = 'available' AND t.queue = ${queue} AND t.tenant IS NOT NULL))`;
+}
+
+/**
+ * The call of a limited claim with no token bucket (`jobs_flow_claim`): the
+ * file's `global` and `partition` for `flow`, read as wide as the shared
+ * lifecycle reads ({@linkcode flowScope}); `done` the completions written
+ * beside it.
+ */
+function flowClaim(
+  q: Sql,
+  params: Omit<ClaimParams, "results" | "flow">,
+  flow: FlowLimits,
+  done: Fragment,
+): Fragment {
+  const { node, now } = params;
+  const scope = flowScope({ limit: params.limit, flow });
+  const byKey = scope.by.kind === "tenant" ? "" : scope.by.key;
+  return q`jobs_flow_claim(${params.queue}, ${node}, ${params.limit}::bigint,
+    ${scope.by.kind}::text, ${byKey}::text, ${flow.global ?? null}::bigint,
+    ${flow.partition?.limit ?? null}::bigint, ${scope.width}::bigint, ${scope.per}::bigint,
+    ${params.dueBy ?? now}::bigint, ${now}::bigint, ${now + params.leaseMs}::bigint,
+    ${done})`;
 }
 
 /** The SET list of a claim: executing for `node` until `now + leaseMs`, one more attempt and fence. */

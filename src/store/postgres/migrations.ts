@@ -36,6 +36,7 @@ import workItemsFree from "../../../migrations/postgres/0016_work_items_free.sql
 import workItemsNext from "../../../migrations/postgres/0017_work_items_next.sql" with {
   type: "text",
 };
+import flowClaim from "../../../migrations/postgres/0018_flow_claim.sql" with { type: "text" };
 
 /** One numbered migration. */
 export interface Migration {
@@ -63,6 +64,7 @@ export const MIGRATIONS: readonly Migration[] = [
   { version: 15, name: "0015_flow.sql", sql: flow },
   { version: 16, name: "0016_work_items_free.sql", sql: workItemsFree },
   { version: 17, name: "0017_work_items_next.sql", sql: workItemsNext },
+  { version: 18, name: "0018_flow_claim.sql", sql: flowClaim },
 ];
 
 /** The migrations a database at schema `version` has not applied yet, in order. */

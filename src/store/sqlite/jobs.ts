@@ -25,7 +25,14 @@ import type {
   NewJob,
   RecordReport,
 } from "../../kernel/types.ts";
-import type { JobFilter, JobMatch, JobsStopParams, Lease, StoreJobs } from "../store.ts";
+import type {
+  ClaimResult,
+  JobFilter,
+  JobMatch,
+  JobsStopParams,
+  Lease,
+  StoreJobs,
+} from "../store.ts";
 import { searchesShown, SearchPaging } from "../search.ts";
 import {
   type JobOp,
@@ -426,7 +433,7 @@ export function sqliteJobs(core: SqliteCore): StoreJobs {
       results?: JobResult[];
       dueBy?: number;
       flow?: FlowLimits | null;
-    }): Promise<{ jobs: ClaimedJob[]; report: RecordReport; held?: boolean }> {
+    }): Promise<ClaimResult> {
       return core.exclusive(() =>
         core.write(() => {
           const report = params.results?.length
@@ -460,6 +467,11 @@ export function sqliteJobs(core: SqliteCore): StoreJobs {
           if (jobs.length === 0 && (s.aside.get({ queue: params.queue }) as Row).aside === 1) {
             return { ...core.lifecycle(claimFlow(params)), report };
           }
+          // RETURNING gives rowid order: hand them out in claim order, so a
+          // batch starts its most urgent jobs first.
+          jobs.sort((a, b) =>
+            a.priority - b.priority || a.scheduledAt - b.scheduledAt || a.id - b.id
+          );
           return { jobs, report };
         })
       );

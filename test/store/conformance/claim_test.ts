@@ -76,6 +76,17 @@ for (const backend of BACKENDS) {
     assert.deepEqual(await claim(store), []);
   });
 
+  test("jobsClaim() hands a batch out in claim order, so its most urgent jobs start first", async ({ store }) => {
+    const [e, a, b, c, d] = await insert(store, [
+      newJob({ priority: 2, scheduledAt: T0 - 5000 }),
+      newJob({ priority: 1, scheduledAt: T0 - 3000 }),
+      newJob({ priority: 0, scheduledAt: T0 - 1000 }),
+      newJob({ priority: 0, scheduledAt: T0 - 2000 }),
+      newJob({ priority: 0, scheduledAt: T0 - 2000 }),
+    ]);
+    assert.deepEqual((await claim(store)).map((j) => j.id), [c, d, b, a, e]);
+  });
+
   test("jobsClaim() with a limit takes the first jobs in claim order", async ({ store }) => {
     const [low, high1, high2] = await insert(store, [
       newJob({ priority: 5 }),
