@@ -47,7 +47,7 @@ import {
   readSink,
   skuOf,
 } from "./ingest_crash_child.ts";
-import { seeded } from "./workflow_crash_child.ts";
+import { seeded } from "../support/seeded.ts";
 
 const CHILD = new URL("./ingest_crash_child.ts", import.meta.url).pathname;
 const KILLS = 8;

@@ -17,6 +17,7 @@
  * @module
  */
 
+import { seeded } from "../support/seeded.ts";
 import {
   defineWorker,
   type JobContext,
@@ -56,18 +57,6 @@ export const createEffects = effects.create;
 
 /** Every side effect written: its key and how many tries committed it. */
 export const readEffects = effects.read;
-
-/** mulberry32: a small seeded generator, so a failing run can be replayed from its seed. */
-export function seeded(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 async function main(): Promise<void> {
   const [location, node, seedText] = Deno.args;

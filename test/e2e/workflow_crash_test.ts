@@ -32,13 +32,8 @@ import { stepIdentity } from "../../src/workflow/advance.ts";
 import { tempDir } from "../support/stores.ts";
 import { postgresLocation } from "../support/pg_schema.ts";
 import { CrashNode } from "../support/crash_node.ts";
-import {
-  CRASH_WORKFLOW,
-  createEffects,
-  PARTS,
-  readEffects,
-  seeded,
-} from "./workflow_crash_child.ts";
+import { CRASH_WORKFLOW, createEffects, PARTS, readEffects } from "./workflow_crash_child.ts";
+import { seeded } from "../support/seeded.ts";
 
 const CHILD = new URL("./workflow_crash_child.ts", import.meta.url).pathname;
 const KILLS = 30;

@@ -15,19 +15,8 @@ import type { FlowLimits, StoredLimits } from "../../src/kernel/flow.ts";
 import type { ClaimedJob, NewJob } from "../../src/kernel/types.ts";
 import type { Store } from "../../src/store/store.ts";
 import { BACKENDS, type Harness } from "../support/backends.ts";
+import { seeded } from "../support/seeded.ts";
 import { completed, insert, LEASE_MS, newJob, T0 } from "./conformance/helpers.ts";
-
-/** A small seeded generator (mulberry32): the same scenario on every backend and run. */
-function seeded(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 const FLOWS: (FlowLimits | null)[] = [
   null,

@@ -26,6 +26,17 @@ import {
   T0,
 } from "./helpers.ts";
 
+/** Five jobs whose claim order is, by their insert order, 3, 4, 2, 1, 0. */
+function fiveInOrder() {
+  return [
+    newJob({ priority: 2, scheduledAt: T0 - 5000 }),
+    newJob({ priority: 1, scheduledAt: T0 - 3000 }),
+    newJob({ priority: 0, scheduledAt: T0 - 1000 }),
+    newJob({ priority: 0, scheduledAt: T0 - 2000 }),
+    newJob({ priority: 0, scheduledAt: T0 - 2000 }),
+  ];
+}
+
 for (const backend of BACKENDS) {
   const test = harnessTest(backend, T0);
 
@@ -63,13 +74,7 @@ for (const backend of BACKENDS) {
   });
 
   test("jobsClaim() orders by priority, then scheduled_at, then id", async ({ store }) => {
-    const [e, a, b, c, d] = await insert(store, [
-      newJob({ priority: 2, scheduledAt: T0 - 5000 }),
-      newJob({ priority: 1, scheduledAt: T0 - 3000 }),
-      newJob({ priority: 0, scheduledAt: T0 - 1000 }),
-      newJob({ priority: 0, scheduledAt: T0 - 2000 }),
-      newJob({ priority: 0, scheduledAt: T0 - 2000 }),
-    ]);
+    const [e, a, b, c, d] = await insert(store, fiveInOrder());
     const order: number[] = [];
     for (let i = 0; i < 5; i++) order.push((await claimOne(store)).id);
     assert.deepEqual(order, [c, d, b, a, e]);
@@ -77,13 +82,7 @@ for (const backend of BACKENDS) {
   });
 
   test("jobsClaim() hands a batch out in claim order, so its most urgent jobs start first", async ({ store }) => {
-    const [e, a, b, c, d] = await insert(store, [
-      newJob({ priority: 2, scheduledAt: T0 - 5000 }),
-      newJob({ priority: 1, scheduledAt: T0 - 3000 }),
-      newJob({ priority: 0, scheduledAt: T0 - 1000 }),
-      newJob({ priority: 0, scheduledAt: T0 - 2000 }),
-      newJob({ priority: 0, scheduledAt: T0 - 2000 }),
-    ]);
+    const [e, a, b, c, d] = await insert(store, fiveInOrder());
     assert.deepEqual((await claim(store)).map((j) => j.id), [c, d, b, a, e]);
   });
 
