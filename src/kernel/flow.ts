@@ -98,8 +98,12 @@ export function isLimited(limits: FlowLimits | null | undefined): boolean {
  * share of it another node could use now.
  */
 export function isShared(limits: FlowLimits | null | undefined): boolean {
-  return limits?.global !== undefined || limits?.rate !== undefined ||
-    limits?.partition?.rate !== undefined;
+  return limits?.global !== undefined || hasRate(limits);
+}
+
+/** Whether `limits` hold a rate (the queue's, or its keys'): a token bucket takes part. */
+export function hasRate(limits: FlowLimits | null | undefined): boolean {
+  return limits?.rate !== undefined || limits?.partition?.rate !== undefined;
 }
 
 /** A token bucket as stored: its tokens when last written, and when. */

@@ -8,7 +8,7 @@
  * @module
  */
 
-import type { Attempt, InsertResult, Job, JobState } from "../kernel/types.ts";
+import type { Attempt, ClaimedJob, InsertResult, Job, JobState } from "../kernel/types.ts";
 import type {
   BulkRun,
   LeaderRow,
@@ -424,4 +424,13 @@ export function toQueueLimits(row: Row): QueueLimitsRow {
     },
     updatedAt: Number(row.updated_at),
   };
+}
+
+/**
+ * Claim order: priority, then due time, then id. A claim hands its jobs out
+ * in it (RETURNING has no order of its own), so a batch starts its most
+ * urgent jobs first.
+ */
+export function byClaimOrder(a: ClaimedJob, b: ClaimedJob): number {
+  return a.priority - b.priority || a.scheduledAt - b.scheduledAt || a.id - b.id;
 }

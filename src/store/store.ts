@@ -578,6 +578,26 @@ export interface Store<Tx extends StoreTx = StoreTx>
   onExternalChange(listener: () => void): () => void;
 }
 
+/** What a claim ({@linkcode StoreJobs.jobsClaim}) is given. */
+export interface ClaimParams {
+  queue: string;
+  node: string;
+  limit: number;
+  now: number;
+  leaseMs: number;
+  results?: JobResult[];
+  /** Claim jobs due by this instant instead of `now` (test drains of scheduled jobs). */
+  dueBy?: number;
+  /**
+   * The queue's flow limits as this node's file or library declares them;
+   * each limit stored for the queue (`queueLimitsSet`) overrides its
+   * counterpart. A limited queue, or one holding tenants' jobs, is claimed
+   * within its limits and round robin across its keys (see
+   * src/store/lifecycle/flow.ts).
+   */
+  flow?: FlowLimits | null;
+}
+
 /** What a claim ({@linkcode StoreJobs.jobsClaim}) took and wrote. */
 export interface ClaimResult {
   jobs: ClaimedJob[];
@@ -606,24 +626,7 @@ export interface StoreJobs {
    * conditional write; only the rows it reports are claimed. A paused queue
    * claims nothing.
    */
-  jobsClaim(params: {
-    queue: string;
-    node: string;
-    limit: number;
-    now: number;
-    leaseMs: number;
-    results?: JobResult[];
-    /** Claim jobs due by this instant instead of `now` (test drains of scheduled jobs). */
-    dueBy?: number;
-    /**
-     * The queue's flow limits as this node's file or library declares them;
-     * each limit stored for the queue (`queueLimitsSet`) overrides its
-     * counterpart. A limited queue, or one holding tenants' jobs, is claimed
-     * within its limits and round robin across its keys (see
-     * src/store/lifecycle/flow.ts).
-     */
-    flow?: FlowLimits | null;
-  }): Promise<ClaimResult>;
+  jobsClaim(params: ClaimParams): Promise<ClaimResult>;
   /**
    * Writes the end of attempts, each only if its lease (id, executing, node,
    * fence) still holds; a result whose lease is gone is reported as lost and

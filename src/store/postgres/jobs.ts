@@ -27,6 +27,7 @@ import type {
   RecordReport,
 } from "../../kernel/types.ts";
 import type {
+  ClaimParams,
   ClaimResult,
   JobFilter,
   JobMatch,
@@ -35,9 +36,9 @@ import type {
   StoreJobs,
 } from "../store.ts";
 import { searchesShown, SearchPaging } from "../search.ts";
-import { checkBounds, checkLeaseExpired, toLeasedJob } from "../rows.ts";
+import { byClaimOrder, checkBounds, checkLeaseExpired, toLeasedJob } from "../rows.ts";
 import { claimFlow, type FlowClaim, flowScope } from "../lifecycle/flow.ts";
-import { type FlowLimits, isLimited } from "../../kernel/flow.ts";
+import { type FlowLimits, hasRate, isLimited } from "../../kernel/flow.ts";
 import {
   type JobOp,
   pruneJobs,
@@ -684,14 +685,6 @@ export async function insertJobs(
   return out as InsertResult[];
 }
 
-/** What a claim is given (`StoreJobs.jobsClaim`). */
-type ClaimParams = Parameters<StoreJobs["jobsClaim"]>[0];
-
-/** Whether `flow` declares a rate (the queue's, or its partitions'): a token bucket takes part. */
-function hasRate(flow: FlowLimits | null | undefined): boolean {
-  return flow?.rate !== undefined || flow?.partition?.rate !== undefined;
-}
-
 /** The whole limited claim ({@linkcode claimFlow}) in a transaction of its own. */
 async function claimLimited(
   core: PostgresCore,
@@ -740,9 +733,7 @@ async function recordAndClaim(
     counts.move(params.queue, "available", "executing", rows.length);
     await addCounts(tx, counts);
     // RETURNING has no order of its own: hand them out in claim order.
-    const jobs = rows.map(toClaimed).sort((a, b) =>
-      a.priority - b.priority || a.scheduledAt - b.scheduledAt || a.id - b.id
-    );
+    const jobs = rows.map(toClaimed).sort(byClaimOrder);
     // A schedule's claimed occurrences start it.
     const occurrences = rows.filter((r) => r.schedule_id != null).map((r) => Number(r.id));
     if (occurrences.length > 0) {
@@ -891,11 +882,7 @@ async function claimAfterCompletions(
   }
   // RETURNING has no order of its own: hand them out in claim order, or
   // in the order the limited claim decided.
-  jobs.sort((a, b) =>
-    flow === undefined
-      ? a.priority - b.priority || a.scheduledAt - b.scheduledAt || a.id - b.id
-      : ord.get(a.id)! - ord.get(b.id)!
-  );
+  jobs.sort(flow === undefined ? byClaimOrder : (a, b) => ord.get(a.id)! - ord.get(b.id)!);
   const report: RecordReport = { recorded: [], lost: [] };
   for (const r of results) (written.has(r.id) ? report.recorded : report.lost).push(r.id);
   await core.countsWritten(params.now);

@@ -26,6 +26,7 @@ import type {
   RecordReport,
 } from "../../kernel/types.ts";
 import type {
+  ClaimParams,
   ClaimResult,
   JobFilter,
   JobMatch,
@@ -45,9 +46,9 @@ import {
   stageJobs,
   stopJobs,
 } from "../lifecycle/jobs.ts";
-import { checkBounds, checkLeaseExpired, toLeasedJob } from "../rows.ts";
+import { byClaimOrder, checkBounds, checkLeaseExpired, toLeasedJob } from "../rows.ts";
 import { claimFlow } from "../lifecycle/flow.ts";
-import { type FlowLimits, isLimited } from "../../kernel/flow.ts";
+import { isLimited } from "../../kernel/flow.ts";
 import { countsAnswer, sumMatching } from "../job_counts.ts";
 import { returnArrays, type SqliteCore } from "./core.ts";
 import { countRows, UNCOUNTED_MAX } from "./counts.ts";
@@ -154,7 +155,6 @@ const LEASED = `id, state, queue, attempt, max_attempts, fence, attempted_by, at
 
 const LEASE_HELD = `id = :id AND state = 'executing' AND attempted_by = :node AND fence = :fence`;
 
-/** The statements on jobs, attempts and replays (exported for test/store/query_plans_test.ts). */
 /**
  * Whether the plain claim of `:queue` steps aside for the limited one
  * (lifecycle/flow.ts): limits are stored for it, or tenants' jobs wait in
@@ -164,6 +164,7 @@ const STEPS_ASIDE = `(EXISTS (SELECT 1 FROM queue_limits WHERE name = :queue)
   OR EXISTS (SELECT 1 FROM jobs AS t
     WHERE t.state = 'available' AND t.queue = :queue AND t.tenant IS NOT NULL))`;
 
+/** The statements on jobs, attempts and replays (exported for test/store/query_plans_test.ts). */
 export const SQL = {
   insertPlain: INSERT_JOB,
   insertAlike: INSERT_ALIKE,
@@ -424,16 +425,7 @@ export function sqliteJobs(core: SqliteCore): StoreJobs {
 
     // ------------------------------------------------------- claim and record
 
-    jobsClaim(params: {
-      queue: string;
-      node: string;
-      limit: number;
-      now: number;
-      leaseMs: number;
-      results?: JobResult[];
-      dueBy?: number;
-      flow?: FlowLimits | null;
-    }): Promise<ClaimResult> {
+    jobsClaim(params: ClaimParams): Promise<ClaimResult> {
       return core.exclusive(() =>
         core.write(() => {
           const report = params.results?.length
@@ -467,11 +459,8 @@ export function sqliteJobs(core: SqliteCore): StoreJobs {
           if (jobs.length === 0 && (s.aside.get({ queue: params.queue }) as Row).aside === 1) {
             return { ...core.lifecycle(claimFlow(params)), report };
           }
-          // RETURNING gives rowid order: hand them out in claim order, so a
-          // batch starts its most urgent jobs first.
-          jobs.sort((a, b) =>
-            a.priority - b.priority || a.scheduledAt - b.scheduledAt || a.id - b.id
-          );
+          // RETURNING gives rowid order.
+          jobs.sort(byClaimOrder);
           return { jobs, report };
         })
       );
